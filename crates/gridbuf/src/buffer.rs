@@ -1,0 +1,134 @@
+//! Aligned host memory that owns itself.
+
+use crate::error::{Error, Result};
+use std::alloc::{self, Layout};
+use std::mem::MaybeUninit;
+use std::ptr::NonNull;
+
+/// How a new buffer's bytes start out.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Init {
+    /// Left as the allocator hands them out (for `empty`, or when every byte is written next).
+    Uninit,
+    /// Zero. Large blocks come as fresh zeroed pages from the OS, so nothing is written.
+    Zeroed,
+}
+
+/// A block of host memory whose usable part starts at a given alignment.
+///
+/// The block is allocated with a small alignment and over-allocated by `alignment` bytes, so
+/// that zeroed requests go through `calloc` (which gets zeroed pages from the kernel without a
+/// fill loop) for any alignment; the aligned start is found inside.
+#[derive(Debug)]
+pub struct AlignedBuffer {
+    raw: NonNull<u8>,
+    raw_layout: Layout,
+    start: usize,
+    len: usize,
+    alignment: usize,
+}
+
+// SAFETY: the buffer exclusively owns its allocation; sharing `&AlignedBuffer` only exposes the
+// address, and mutation needs `&mut`.
+unsafe impl Send for AlignedBuffer {}
+// SAFETY: see `Send`; no interior mutability.
+unsafe impl Sync for AlignedBuffer {}
+
+/// Alignment asked of the system allocator: the largest for which `alloc_zeroed` maps to
+/// `calloc` on every tier-1 platform.
+const RAW_ALIGN: usize = 8;
+
+impl AlignedBuffer {
+    /// Allocates `len` usable bytes starting at a multiple of `alignment` (a power of two).
+    pub fn new(len: usize, alignment: usize, init: Init) -> Result<AlignedBuffer> {
+        if !alignment.is_power_of_two() {
+            return Err(Error::invalid(
+                "alignment",
+                alignment,
+                "expected a power of two",
+            ));
+        }
+        let too_large = || Error::overflow("nbytes", len, "the buffer size");
+        let raw_len = len.checked_add(alignment).ok_or_else(too_large)?;
+        let raw_layout = Layout::from_size_align(raw_len, RAW_ALIGN).map_err(|_| too_large())?;
+        // SAFETY: `raw_layout` has a non-zero size (at least `alignment` >= 1 bytes).
+        let ptr = unsafe {
+            match init {
+                Init::Uninit => alloc::alloc(raw_layout),
+                Init::Zeroed => alloc::alloc_zeroed(raw_layout),
+            }
+        };
+        let raw = NonNull::new(ptr).ok_or(Error::OutOfMemory {
+            bytes: len,
+            alignment,
+        })?;
+        let start = (alignment - (raw.as_ptr() as usize) % alignment) % alignment;
+        Ok(AlignedBuffer {
+            raw,
+            raw_layout,
+            start,
+            len,
+            alignment,
+        })
+    }
+
+    /// Number of usable bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no usable bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The alignment of [`AlignedBuffer::as_ptr`].
+    pub fn alignment(&self) -> usize {
+        self.alignment
+    }
+
+    /// Start of the usable bytes.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.raw.as_ptr().wrapping_add(self.start)
+    }
+
+    /// Start of the usable bytes, for writing.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.raw.as_ptr().wrapping_add(self.start)
+    }
+
+    /// The usable bytes, which may be uninitialised.
+    pub fn as_uninit_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: `start + len <= raw_len` bytes are owned by `self` and borrowed mutably with
+        // it; `MaybeUninit<u8>` is valid for any byte, initialised or not.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().cast(), self.len) }
+    }
+}
+
+impl Drop for AlignedBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was allocated by the global allocator with exactly `raw_layout`.
+        unsafe { alloc::dealloc(self.raw.as_ptr(), self.raw_layout) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_zeroed() {
+        for alignment in [1, 64, 4096, 1 << 16] {
+            let mut b = AlignedBuffer::new(1000, alignment, Init::Zeroed).unwrap();
+            assert_eq!(b.as_ptr() as usize % alignment, 0);
+            assert!(b
+                .as_uninit_mut()
+                .iter()
+                .all(|x| unsafe { x.assume_init() } == 0));
+        }
+        assert!(AlignedBuffer::new(10, 3, Init::Uninit).is_err());
+        assert!(AlignedBuffer::new(usize::MAX, 64, Init::Uninit).is_err());
+        let b = AlignedBuffer::new(0, 64, Init::Uninit).unwrap();
+        assert!(b.is_empty());
+    }
+}

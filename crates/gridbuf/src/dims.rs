@@ -1,0 +1,169 @@
+//! Semantic dimensions: the Cartesian axes `I`, `J`, `K` and numbered data dimensions.
+
+use crate::error::{Error, Result};
+use std::fmt;
+
+/// One semantic dimension of an array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Dim {
+    /// First horizontal axis.
+    I,
+    /// Second horizontal axis.
+    J,
+    /// Vertical axis.
+    K,
+    /// A data dimension, named by a decimal string such as `"0"`.
+    Data(u32),
+}
+
+impl Dim {
+    /// Parses one name: `"I"`, `"J"`, `"K"` or a decimal string such as `"0"` or `"12"`.
+    pub fn parse(name: &str) -> Result<Dim> {
+        match name {
+            "I" => Ok(Dim::I),
+            "J" => Ok(Dim::J),
+            "K" => Ok(Dim::K),
+            _ if !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit()) => {
+                name.parse::<u32>().map(Dim::Data).map_err(|_| {
+                    Error::invalid("dims", name, "data dimension numbers must fit in 32 bits")
+                })
+            }
+            _ => Err(Error::invalid(
+                "dims",
+                name,
+                "dimension names are \"I\", \"J\", \"K\" or decimal strings such as \"0\"",
+            )),
+        }
+    }
+
+    /// The Cartesian index of `I`, `J`, `K` (0, 1, 2); `None` for data dimensions.
+    pub fn cartesian_index(self) -> Option<usize> {
+        match self {
+            Dim::I => Some(0),
+            Dim::J => Some(1),
+            Dim::K => Some(2),
+            Dim::Data(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::I => f.write_str("I"),
+            Dim::J => f.write_str("J"),
+            Dim::K => f.write_str("K"),
+            Dim::Data(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// Parses a dims string in which every character is one dimension, such as `"IJK"` or `"IJ0"`.
+pub fn parse_dims_str(dims: &str) -> Result<Vec<Dim>> {
+    let mut buf = [0u8; 4];
+    dims.chars()
+        .map(|c| Dim::parse(c.encode_utf8(&mut buf)))
+        .collect()
+}
+
+/// The default dims for `ndim` axes: `"IJK"[:ndim]`, then data dimensions `"0"`, `"1"`, ...
+pub fn default_dims(ndim: usize) -> Vec<Dim> {
+    const CARTESIAN: [Dim; 3] = [Dim::I, Dim::J, Dim::K];
+    (0..ndim)
+        .map(|axis| match CARTESIAN.get(axis) {
+            Some(&dim) => dim,
+            None => Dim::Data((axis - 3) as u32),
+        })
+        .collect()
+}
+
+/// Checks that `dims` names `ndim` axes without repeating a name.
+pub fn validate_dims(dims: &[Dim], ndim: usize) -> Result<()> {
+    if dims.len() != ndim {
+        return Err(Error::invalid(
+            "dims",
+            format_dims(dims),
+            format!(
+                "expected one name per axis, {ndim} in all, not {}",
+                dims.len()
+            ),
+        ));
+    }
+    for (pos, dim) in dims.iter().enumerate() {
+        if dims[..pos].contains(dim) {
+            return Err(Error::invalid(
+                "dims",
+                format_dims(dims),
+                format!(
+                    "dimension {dim:?} appears more than once",
+                    dim = dim.to_string()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Appends `count` data dimensions numbered after the largest one `dims` already has.
+pub fn append_data_dims(dims: &mut Vec<Dim>, count: usize) {
+    let next = dims
+        .iter()
+        .filter_map(|d| match d {
+            Dim::Data(n) => Some(n + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    dims.extend((0..count as u32).map(|n| Dim::Data(next + n)));
+}
+
+/// Formats dims as a tuple of names, as Python prints them: `('I', 'J', '0')`.
+pub fn format_dims(dims: &[Dim]) -> String {
+    let names: Vec<String> = dims.iter().map(|d| format!("'{d}'")).collect();
+    if names.len() == 1 {
+        format!("({},)", names[0])
+    } else {
+        format!("({})", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names() {
+        assert_eq!(Dim::parse("I").unwrap(), Dim::I);
+        assert_eq!(Dim::parse("12").unwrap(), Dim::Data(12));
+        assert!(Dim::parse("X").is_err());
+        assert!(Dim::parse("").is_err());
+        assert!(Dim::parse("-1").is_err());
+        assert_eq!(
+            parse_dims_str("KJ0").unwrap(),
+            vec![Dim::K, Dim::J, Dim::Data(0)]
+        );
+    }
+
+    #[test]
+    fn defaults_follow_gt4py() {
+        assert_eq!(default_dims(2), vec![Dim::I, Dim::J]);
+        assert_eq!(
+            default_dims(5),
+            vec![Dim::I, Dim::J, Dim::K, Dim::Data(0), Dim::Data(1)]
+        );
+    }
+
+    #[test]
+    fn validation_rejects_duplicates_and_wrong_length() {
+        assert!(validate_dims(&[Dim::I, Dim::I], 2).is_err());
+        assert!(validate_dims(&[Dim::I], 2).is_err());
+        assert!(validate_dims(&[Dim::K, Dim::I], 2).is_ok());
+    }
+
+    #[test]
+    fn appended_data_dims_do_not_collide() {
+        let mut dims = vec![Dim::I, Dim::Data(0)];
+        append_data_dims(&mut dims, 2);
+        assert_eq!(dims, vec![Dim::I, Dim::Data(0), Dim::Data(1), Dim::Data(2)]);
+    }
+}

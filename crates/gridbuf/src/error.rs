@@ -1,0 +1,91 @@
+//! The one error type of the core. The Python bindings map each variant to an exception class.
+
+/// Everything that can go wrong in the gridbuf core.
+///
+/// Messages are one sentence that names the parameter and the offending value and says what
+/// would be valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A parameter has the right type but a value that is not allowed.
+    #[error("invalid {param} {value}: {expected}")]
+    InvalidValue {
+        /// Name of the parameter or field.
+        param: String,
+        /// The offending value, formatted for the message.
+        value: String,
+        /// What would have been valid.
+        expected: String,
+    },
+    /// A parameter has a type that cannot be used.
+    #[error("invalid type for {param} ({value}): {expected}")]
+    InvalidType {
+        /// Name of the parameter or field.
+        param: String,
+        /// The offending value or its type, formatted for the message.
+        value: String,
+        /// What would have been valid.
+        expected: String,
+    },
+    /// A preset name that is not registered.
+    #[error("unknown preset {name:?} for {param}; registered presets are: {}", .valid.join(", "))]
+    UnknownPreset {
+        /// Name of the parameter (`backend` or `defaults`).
+        param: String,
+        /// The name that was asked for.
+        name: String,
+        /// Every registered name, sorted.
+        valid: Vec<String>,
+    },
+    /// A preset name that is registered already and may not be silently replaced.
+    #[error("preset {name:?} is already registered; pass replace=True to replace it")]
+    PresetExists {
+        /// The name that was asked for.
+        name: String,
+    },
+    /// Shape, stride or size arithmetic that does not fit the address space.
+    #[error("{param} {value} is too large: {what} overflows the address space")]
+    Overflow {
+        /// Name of the parameter whose value is too large.
+        param: String,
+        /// The offending value, formatted for the message.
+        value: String,
+        /// The quantity that overflowed (e.g. "the byte size").
+        what: String,
+    },
+    /// The allocator could not provide the memory.
+    #[error("cannot allocate {bytes} bytes aligned to {alignment} bytes: out of memory")]
+    OutOfMemory {
+        /// Requested size in bytes.
+        bytes: usize,
+        /// Requested alignment in bytes.
+        alignment: usize,
+    },
+}
+
+/// Result type of the gridbuf core.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Shorthand for [`Error::InvalidValue`].
+    pub fn invalid(
+        param: impl Into<String>,
+        value: impl std::fmt::Debug,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::InvalidValue {
+            param: param.into(),
+            value: format!("{value:?}"),
+            expected: expected.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::Overflow`].
+    pub fn overflow(param: impl Into<String>, value: impl std::fmt::Debug, what: &str) -> Self {
+        Error::Overflow {
+            param: param.into(),
+            value: format!("{value:?}"),
+            what: what.into(),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Layout maps: which axis gets which stride rank.
+//!
+//! `layout[i] = j` means axis `i` is axis `j` of a C-ordered buffer, so the axis with the highest
+//! `j` has unit stride and the axis with `j = 0` the largest stride.
+
+use crate::dims::Dim;
+use crate::error::{Error, Result};
+
+/// How a preset orders the axes of an allocation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BaseLayout {
+    /// A permutation over the Cartesian dims `(I, J, K)`; data dims go outermost, in order.
+    Semantic([u8; 3]),
+    /// Index order regardless of dims: the last axis has unit stride (NumPy's "C" order).
+    C,
+    /// Index order regardless of dims: the first axis has unit stride (NumPy's "F" order).
+    F,
+}
+
+impl BaseLayout {
+    /// Checks a semantic base layout: it must be a permutation of `(0, 1, 2)`.
+    pub fn semantic(base: [u8; 3]) -> Result<BaseLayout> {
+        validate_layout(&base.map(usize::from), 3).map_err(|_| {
+            Error::invalid(
+                "base_layout",
+                base,
+                "expected a permutation of (0, 1, 2), \"C\" or \"F\"",
+            )
+        })?;
+        Ok(BaseLayout::Semantic(base))
+    }
+
+    /// The layout map this base layout gives to arrays with the given dims.
+    pub fn layout_map(&self, dims: &[Dim]) -> Vec<usize> {
+        let ndim = dims.len();
+        match self {
+            BaseLayout::C => (0..ndim).collect(),
+            BaseLayout::F => (0..ndim).rev().collect(),
+            BaseLayout::Semantic(base) => semantic_layout_map(dims, base),
+        }
+    }
+}
+
+/// The layout map for `dims` under a semantic base layout, following GT4Py's layout maker:
+/// the Cartesian dims keep the relative order of `base`, data dims go outermost in the order
+/// they appear. Unlike GT4Py's maker, it reads which axis holds which dim, so dims given in
+/// another order (such as `"KJI"`) still get the stride ranks their names ask for.
+fn semantic_layout_map(dims: &[Dim], base: &[u8; 3]) -> Vec<usize> {
+    let n_data = dims
+        .iter()
+        .filter(|d| d.cartesian_index().is_none())
+        .count();
+    // Sort key per axis: data dims first (outermost) in appearance order, then Cartesian
+    // dims by their base rank.
+    let mut data_seen = 0usize;
+    let keys: Vec<usize> = dims
+        .iter()
+        .map(|d| match d.cartesian_index() {
+            Some(c) => n_data + usize::from(base[c]),
+            None => {
+                data_seen += 1;
+                data_seen - 1
+            }
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..dims.len()).collect();
+    order.sort_by_key(|&axis| keys[axis]);
+    let mut layout = vec![0; dims.len()];
+    for (rank, axis) in order.into_iter().enumerate() {
+        layout[axis] = rank;
+    }
+    layout
+}
+
+/// Checks that `layout` is a permutation of `0..ndim`.
+pub fn validate_layout(layout: &[usize], ndim: usize) -> Result<()> {
+    let expected = || format!("expected a permutation of 0..{ndim} (one entry per axis)");
+    if layout.len() != ndim {
+        return Err(Error::invalid("layout", layout, expected()));
+    }
+    let mut seen = vec![false; ndim];
+    for &j in layout {
+        if j >= ndim || std::mem::replace(&mut seen[j], true) {
+            return Err(Error::invalid("layout", layout, expected()));
+        }
+    }
+    Ok(())
+}
+
+/// The axes ordered from the largest stride to the unit stride: the inverse permutation.
+pub fn axes_by_rank(layout: &[usize]) -> Vec<usize> {
+    let mut axes = vec![0; layout.len()];
+    for (axis, &rank) in layout.iter().enumerate() {
+        axes[rank] = axis;
+    }
+    axes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dims::{default_dims, parse_dims_str};
+
+    #[test]
+    fn data_dims_go_outermost_as_in_gt4py() {
+        let dims = parse_dims_str("IJK01").unwrap();
+        assert_eq!(
+            BaseLayout::Semantic([0, 1, 2]).layout_map(&dims),
+            vec![2, 3, 4, 0, 1]
+        );
+        assert_eq!(
+            BaseLayout::Semantic([2, 1, 0]).layout_map(&dims),
+            vec![4, 3, 2, 0, 1]
+        );
+    }
+
+    #[test]
+    fn missing_cartesian_dims_keep_relative_order() {
+        let dims = parse_dims_str("IK").unwrap();
+        assert_eq!(
+            BaseLayout::Semantic([1, 2, 0]).layout_map(&dims),
+            vec![1, 0]
+        );
+        assert_eq!(
+            BaseLayout::Semantic([2, 1, 0]).layout_map(&dims),
+            vec![1, 0]
+        );
+    }
+
+    #[test]
+    fn permuted_dims_follow_their_names() {
+        // K has unit stride under base (0, 1, 2) wherever K sits.
+        let dims = parse_dims_str("KJI").unwrap();
+        assert_eq!(
+            BaseLayout::Semantic([0, 1, 2]).layout_map(&dims),
+            vec![2, 1, 0]
+        );
+    }
+
+    #[test]
+    fn index_orders() {
+        let dims = default_dims(4);
+        assert_eq!(BaseLayout::C.layout_map(&dims), vec![0, 1, 2, 3]);
+        assert_eq!(BaseLayout::F.layout_map(&dims), vec![3, 2, 1, 0]);
+    }
+
+    #[test]
+    fn validation() {
+        assert!(validate_layout(&[1, 0, 2], 3).is_ok());
+        assert!(validate_layout(&[1, 1, 2], 3).is_err());
+        assert!(validate_layout(&[0, 1, 3], 3).is_err());
+        assert!(validate_layout(&[0, 1], 3).is_err());
+        assert!(BaseLayout::semantic([0, 0, 1]).is_err());
+        assert_eq!(axes_by_rank(&[2, 0, 1]), vec![1, 2, 0]);
+    }
+}

@@ -1,0 +1,30 @@
+//! gridbuf: the storage layer for stencil codes on structured grids.
+//!
+//! The core plans and allocates N-dimensional fields with the stride order (layout), alignment
+//! and halos that stencil backends run fastest on. It has no Python dependency; the
+//! `gridbuf-python` crate wraps it for Python.
+//!
+//! ```
+//! use gridbuf::{preset, Plan, PlanRequest};
+//! let mut req = PlanRequest::new(vec![10, 11, 12], 8, preset::lookup("gt:cpu_ifirst", "backend")?);
+//! req.aligned_index = Some(vec![1, 1, 0]);
+//! let plan = Plan::new(&req)?;
+//! assert_eq!(plan.strides, vec![8, 80, 880]);
+//! # Ok::<(), gridbuf::Error>(())
+//! ```
+
+pub mod buffer;
+pub mod copy;
+pub mod dims;
+pub mod error;
+pub mod fill;
+pub mod layout;
+pub mod plan;
+pub mod preset;
+
+pub use buffer::{AlignedBuffer, Init};
+pub use dims::Dim;
+pub use error::{Error, Result};
+pub use layout::BaseLayout;
+pub use plan::{Plan, PlanRequest};
+pub use preset::{Device, Preset};

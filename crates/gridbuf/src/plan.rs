@@ -1,0 +1,354 @@
+//! The allocation plan: from a request (shape, dtype size, preset, keywords) to the padded
+//! shape, byte strides and byte offset of an aligned array. Pure and checked: it allocates
+//! nothing, so GPU presets can be planned on machines without a GPU.
+
+use crate::dims::{append_data_dims, default_dims, format_dims, validate_dims, Dim};
+use crate::error::{Error, Result};
+use crate::layout::{axes_by_rank, validate_layout};
+use crate::preset::{check_alignment, Device, Preset};
+use std::sync::Arc;
+
+/// Every CPU allocation puts its aligned element on at least a cache line.
+pub const MIN_ALIGNMENT: usize = 64;
+
+/// What the caller asks for; `None` fields take the preset's or the documented default.
+#[derive(Clone, Debug)]
+pub struct PlanRequest {
+    /// Shape of the array as given by the caller (halo included).
+    pub shape: Vec<usize>,
+    /// Size in bytes of one element of the scalar base type.
+    pub itemsize: usize,
+    /// Extra trailing axes from a subarray dtype such as `("f8", (2, 3))`.
+    pub subarray_shape: Vec<usize>,
+    /// The preset that gives device, layout and alignment defaults.
+    pub preset: Arc<Preset>,
+    /// Dims of the caller's axes; default `"IJK"[:ndim]` then data dims.
+    pub dims: Option<Vec<Dim>>,
+    /// Layout map over the caller's axes; overrides the preset's.
+    pub layout: Option<Vec<usize>>,
+    /// Row alignment in bytes; overrides the preset's.
+    pub alignment: Option<usize>,
+    /// Index of the element to align; default the lower halo.
+    pub aligned_index: Option<Vec<usize>>,
+    /// Per axis (lower, upper) halo widths included in the shape; default none.
+    pub halo: Option<Vec<(usize, usize)>>,
+}
+
+impl PlanRequest {
+    /// A request for `shape` with every keyword left to its default.
+    pub fn new(shape: Vec<usize>, itemsize: usize, preset: Arc<Preset>) -> Self {
+        PlanRequest {
+            shape,
+            itemsize,
+            subarray_shape: Vec::new(),
+            preset,
+            dims: None,
+            layout: None,
+            alignment: None,
+            aligned_index: None,
+            halo: None,
+        }
+    }
+}
+
+/// A resolved allocation: everything needed to place an array in a buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Shape of the array (subarray axes appended).
+    pub shape: Vec<usize>,
+    /// Shape of the memory block, with the unit-stride axis padded.
+    pub padded_shape: Vec<usize>,
+    /// Byte strides per axis.
+    pub strides: Vec<usize>,
+    /// Layout map per axis (see [`crate::layout`]).
+    pub layout: Vec<usize>,
+    /// Dims per axis.
+    pub dims: Vec<Dim>,
+    /// Halo per axis as (lower, upper).
+    pub halo: Vec<(usize, usize)>,
+    /// The index of the aligned element.
+    pub aligned_index: Vec<usize>,
+    /// Size in bytes of one element.
+    pub itemsize: usize,
+    /// Bytes the rows along the unit-stride axis are padded to (1: no padding).
+    pub row_alignment: usize,
+    /// Alignment in bytes of the aligned element: `max(row_alignment, 64)`.
+    pub alignment: usize,
+    /// Byte offset of element 0 from a base aligned to [`Plan::alignment`].
+    pub byte_offset: usize,
+    /// Bytes spanned by the padded array, from element 0 to the end.
+    pub nbytes: usize,
+    /// Where the array lives.
+    pub device: Device,
+    /// Name of the preset the plan came from.
+    pub preset: String,
+}
+
+fn check_len<T: std::fmt::Debug>(param: &str, value: &[T], ndim: usize) -> Result<()> {
+    if value.len() == ndim {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            param,
+            value,
+            format!("expected one entry per axis of the shape, {ndim} in all"),
+        ))
+    }
+}
+
+impl Plan {
+    /// Resolves a request into a plan, checking every value.
+    pub fn new(req: &PlanRequest) -> Result<Plan> {
+        let user_ndim = req.shape.len();
+        if req.itemsize == 0 {
+            return Err(Error::invalid(
+                "dtype",
+                "itemsize 0",
+                "expected a fixed-size numeric or bool dtype",
+            ));
+        }
+        let mut dims = match &req.dims {
+            Some(dims) => {
+                validate_dims(dims, user_ndim).map_err(|_| {
+                    if dims.len() != user_ndim {
+                        Error::invalid(
+                            "dims",
+                            format_dims(dims),
+                            format!("expected one name per axis of the shape {:?}", req.shape),
+                        )
+                    } else {
+                        Error::invalid(
+                            "dims",
+                            format_dims(dims),
+                            "each dimension may appear only once",
+                        )
+                    }
+                })?;
+                dims.clone()
+            }
+            None => default_dims(user_ndim),
+        };
+        let mut halo = match &req.halo {
+            Some(h) => {
+                check_len("halo", h, user_ndim)?;
+                for (axis, (&(lo, hi), &n)) in h.iter().zip(&req.shape).enumerate() {
+                    let fits = lo.checked_add(hi).is_some_and(|w| w <= n);
+                    if !fits {
+                        return Err(Error::invalid(
+                            "halo",
+                            h,
+                            format!("the halo of axis {axis} ({lo} + {hi}) is larger than its extent {n}"),
+                        ));
+                    }
+                }
+                h.clone()
+            }
+            None => vec![(0, 0); user_ndim],
+        };
+        let mut aligned_index = match &req.aligned_index {
+            Some(ai) => {
+                check_len("aligned_index", ai, user_ndim)?;
+                if let Some(axis) = (0..user_ndim).find(|&a| ai[a] > req.shape[a]) {
+                    return Err(Error::invalid(
+                        "aligned_index",
+                        ai,
+                        format!(
+                            "index {} of axis {axis} is beyond the extent {}",
+                            ai[axis], req.shape[axis]
+                        ),
+                    ));
+                }
+                ai.clone()
+            }
+            None => halo.iter().map(|&(lo, _)| lo).collect(),
+        };
+        let n_sub = req.subarray_shape.len();
+        let mut layout = match &req.layout {
+            Some(l) => {
+                validate_layout(l, user_ndim)?;
+                // Subarray axes are data dims: outermost, in order.
+                l.iter()
+                    .map(|&j| j + n_sub)
+                    .chain(0..n_sub)
+                    .collect::<Vec<_>>()
+            }
+            None => Vec::new(),
+        };
+        let mut shape = req.shape.clone();
+        shape.extend_from_slice(&req.subarray_shape);
+        append_data_dims(&mut dims, n_sub);
+        halo.extend(std::iter::repeat_n((0, 0), n_sub));
+        aligned_index.extend(std::iter::repeat_n(0, n_sub));
+        if req.layout.is_none() {
+            layout = req.preset.layout_map(&dims);
+        }
+
+        let row_alignment = req.alignment.unwrap_or(req.preset.alignment);
+        check_alignment(row_alignment)?;
+        let itemsize = req.itemsize;
+        let items_per_row_block = if row_alignment % itemsize == 0 {
+            row_alignment / itemsize
+        } else if itemsize % row_alignment == 0 {
+            1
+        } else {
+            return Err(Error::invalid(
+                "alignment",
+                row_alignment,
+                format!("expected a multiple or divisor of the element size {itemsize}"),
+            ));
+        };
+
+        let ndim = shape.len();
+        let order = axes_by_rank(&layout);
+        let mut padded_shape = shape.clone();
+        if let Some(&unit_axis) = order.last() {
+            let n = shape[unit_axis];
+            padded_shape[unit_axis] = n
+                .div_ceil(items_per_row_block)
+                .checked_mul(items_per_row_block)
+                .ok_or_else(|| Error::overflow("shape", &req.shape, "the padded extent"))?;
+        }
+        let mut strides = vec![0usize; ndim];
+        let mut acc = itemsize;
+        for &axis in order.iter().rev() {
+            strides[axis] = acc;
+            acc = acc
+                .checked_mul(padded_shape[axis])
+                .ok_or_else(|| Error::overflow("shape", &req.shape, "the byte size"))?;
+        }
+        let nbytes = acc;
+        let alignment = row_alignment.max(MIN_ALIGNMENT);
+        // Address of the aligned element relative to element 0; it fits since every index is
+        // at most its extent (one past the end at worst) and the extents fit in `nbytes`.
+        let aligned_pos = aligned_index
+            .iter()
+            .zip(&strides)
+            .try_fold(0usize, |s, (&i, &st)| s.checked_add(i.checked_mul(st)?))
+            .ok_or_else(|| Error::overflow("aligned_index", &aligned_index, "the byte position"))?;
+        let byte_offset = (alignment - aligned_pos % alignment) % alignment;
+        // The buffer must hold the offset, the data and the slack to find an aligned base.
+        nbytes
+            .checked_add(byte_offset)
+            .and_then(|n| n.checked_add(alignment))
+            .filter(|&n| n <= isize::MAX as usize)
+            .ok_or_else(|| Error::overflow("shape", &req.shape, "the byte size"))?;
+
+        Ok(Plan {
+            shape,
+            padded_shape,
+            strides,
+            layout,
+            dims,
+            halo,
+            aligned_index,
+            itemsize,
+            row_alignment,
+            alignment,
+            byte_offset,
+            nbytes,
+            device: req.preset.device,
+            preset: req.preset.name.clone(),
+        })
+    }
+
+    /// Number of axes.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements of the (unpadded) array.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes a buffer must have so that an aligned base, the offset and the data fit.
+    pub fn buffer_len(&self) -> usize {
+        // Checked in `Plan::new`.
+        self.byte_offset + self.nbytes
+    }
+
+    /// Byte position of an element relative to element 0, or `None` if out of bounds.
+    pub fn element_offset(&self, index: &[usize]) -> Option<usize> {
+        if index.len() != self.ndim() || index.iter().zip(&self.shape).any(|(i, n)| i >= n) {
+            return None;
+        }
+        Some(index.iter().zip(&self.strides).map(|(i, s)| i * s).sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preset::lookup;
+
+    fn plan(shape: &[usize], itemsize: usize, preset: &str) -> PlanRequest {
+        PlanRequest::new(shape.to_vec(), itemsize, lookup(preset, "backend").unwrap())
+    }
+
+    #[test]
+    fn strides_match_gt4py_for_cpu_presets() {
+        let p = Plan::new(&plan(&[10, 11, 12], 8, "gt:cpu_ifirst")).unwrap();
+        assert_eq!(p.strides, vec![8, 80, 880]);
+        let p = Plan::new(&plan(&[2, 3, 4], 8, "gt:cpu_kfirst")).unwrap();
+        assert_eq!(p.strides, vec![96, 32, 8]);
+        let mut req = plan(&[2, 3, 4, 5], 8, "gt:cpu_kfirst");
+        req.dims = Some(crate::dims::parse_dims_str("IJK0").unwrap());
+        assert_eq!(Plan::new(&req).unwrap().strides, vec![96, 32, 8, 192]);
+    }
+
+    #[test]
+    fn gpu_rows_are_padded() {
+        let p = Plan::new(&plan(&[10, 11, 12], 8, "gt:gpu")).unwrap();
+        assert_eq!(p.padded_shape, vec![16, 11, 12]);
+        assert_eq!(p.strides, vec![8, 128, 128 * 11]);
+    }
+
+    #[test]
+    fn aligned_index_is_aligned() {
+        let mut req = plan(&[10, 11, 12], 8, "gt:cpu_ifirst");
+        req.aligned_index = Some(vec![1, 1, 0]);
+        let p = Plan::new(&req).unwrap();
+        assert_eq!(
+            (p.byte_offset + p.element_offset(&[1, 1, 0]).unwrap()) % 64,
+            0
+        );
+    }
+
+    #[test]
+    fn subarray_dims_are_outermost_data_dims() {
+        let mut req = plan(&[4, 5], 8, "gt:cpu_ifirst");
+        req.subarray_shape = vec![2, 3];
+        let p = Plan::new(&req).unwrap();
+        assert_eq!(p.shape, vec![4, 5, 2, 3]);
+        assert_eq!(p.layout, vec![3, 2, 0, 1]);
+        assert_eq!(p.dims, vec![Dim::I, Dim::J, Dim::Data(0), Dim::Data(1)]);
+    }
+
+    #[test]
+    fn halo_defaults_aligned_index_and_is_checked() {
+        let mut req = plan(&[10, 10, 5], 8, "numpy");
+        req.halo = Some(vec![(3, 3), (2, 2), (0, 0)]);
+        assert_eq!(Plan::new(&req).unwrap().aligned_index, vec![3, 2, 0]);
+        req.halo = Some(vec![(6, 6), (0, 0), (0, 0)]);
+        assert!(Plan::new(&req).is_err());
+    }
+
+    #[test]
+    fn overflow_is_an_error() {
+        let req = plan(&[usize::MAX / 2, 4], 8, "C");
+        assert!(matches!(Plan::new(&req), Err(Error::Overflow { .. })));
+    }
+
+    #[test]
+    fn zero_dim_and_zero_size() {
+        let p = Plan::new(&plan(&[], 8, "C")).unwrap();
+        assert_eq!(p.nbytes, 8);
+        let p = Plan::new(&plan(&[3, 0, 2], 8, "C")).unwrap();
+        assert_eq!(p.nbytes, 0);
+    }
+}
