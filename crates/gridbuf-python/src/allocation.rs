@@ -1,0 +1,483 @@
+//! The allocation functions: `empty`, `zeros`, `ones`, `full`, `from_array` and `plan`.
+
+use crate::convert::{self, type_error, value_error};
+use crate::errors::{raise, Class, IntoPyResult};
+use gridbuf::{AlignedBuffer, Init, Plan, PlanRequest};
+use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyString, PyTuple};
+use std::mem::MaybeUninit;
+use std::os::raw::c_void;
+
+/// The allocation keywords shared by every function, after aliases are resolved.
+#[derive(Default)]
+struct Keywords<'py> {
+    backend: Option<Bound<'py, PyAny>>,
+    aligned_index: Option<Bound<'py, PyAny>>,
+    dimensions: Option<Bound<'py, PyAny>>,
+    layout: Option<Bound<'py, PyAny>>,
+    alignment: Option<Bound<'py, PyAny>>,
+    halo: Option<Bound<'py, PyAny>>,
+}
+
+impl<'py> Keywords<'py> {
+    /// Reads `backend`/`defaults`, `aligned_index`, `dimensions`/`dims`, `layout`, `alignment`
+    /// and `halo` from a kwargs dict; anything else is a `GridbufTypeError`.
+    fn parse(kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
+        let mut kw = Keywords::default();
+        let Some(kwargs) = kwargs else { return Ok(kw) };
+        let (mut defaults, mut dims) = (None, None);
+        for (key, value) in kwargs.iter() {
+            let key_str = key.cast::<PyString>()?;
+            let slot = match key_str.to_str()? {
+                "backend" => &mut kw.backend,
+                "defaults" => &mut defaults,
+                "aligned_index" => &mut kw.aligned_index,
+                "dimensions" => &mut kw.dimensions,
+                "dims" => &mut dims,
+                "layout" => &mut kw.layout,
+                "alignment" => &mut kw.alignment,
+                "halo" => &mut kw.halo,
+                _ => {
+                    return Err(type_error(
+                        "keyword",
+                        &key,
+                        "expected backend (or defaults), aligned_index, dimensions (or dims), layout, alignment or halo",
+                    ))
+                }
+            };
+            *slot = Some(value);
+        }
+        kw.backend = convert::alias(kw.backend, "backend", defaults, "defaults")?;
+        kw.dimensions = convert::alias(kw.dimensions, "dimensions", dims, "dims")?;
+        kw.aligned_index = kw.aligned_index.filter(|v| !v.is_none());
+        kw.layout = kw.layout.filter(|v| !v.is_none());
+        kw.alignment = kw.alignment.filter(|v| !v.is_none());
+        kw.halo = kw.halo.filter(|v| !v.is_none());
+        Ok(kw)
+    }
+
+    /// Builds the core request for `shape` and a scalar base dtype.
+    fn request(&self, py: Python<'py>, shape: Vec<usize>, dtype: &ScalarDtype<'py>) -> PyResult<PlanRequest> {
+        let (name, param) = match &self.backend {
+            None => ("C", "backend"),
+            Some(b) => (
+                b.cast::<PyString>()
+                    .map_err(|_| type_error("backend", b, "expected a preset name (str) or None"))?
+                    .to_str()?,
+                "backend",
+            ),
+        };
+        let preset = gridbuf::preset::lookup(name, param).py(py)?;
+        let mut req = PlanRequest::new(shape, dtype.itemsize, preset);
+        req.subarray_shape = dtype.subarray_shape.clone();
+        if let Some(v) = &self.dimensions {
+            req.dims = Some(convert::dims(v, "dims")?);
+        }
+        if let Some(v) = &self.layout {
+            req.layout = Some(convert::usize_seq(v, "layout")?);
+        }
+        if let Some(v) = &self.aligned_index {
+            req.aligned_index = Some(convert::usize_seq(v, "aligned_index")?);
+        }
+        if let Some(v) = &self.halo {
+            req.halo = Some(convert::halo(v)?);
+        }
+        if let Some(v) = &self.alignment {
+            let expected = "expected a power of two number of bytes (int)";
+            if v.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(type_error("alignment", v, expected));
+            }
+            let a: i64 = v.extract().map_err(|_| type_error("alignment", v, expected))?;
+            req.alignment = Some(usize::try_from(a).map_err(|_| value_error("alignment", v, expected))?);
+        }
+        Ok(req)
+    }
+}
+
+/// A dtype split into its scalar base and the shape of a subarray dtype.
+struct ScalarDtype<'py> {
+    base: Bound<'py, PyArrayDescr>,
+    itemsize: usize,
+    subarray_shape: Vec<usize>,
+}
+
+static FLOAT64: PyOnceLock<Py<PyArrayDescr>> = PyOnceLock::new();
+
+/// Converts and checks a dtype argument: fixed-size numeric or bool, possibly as a subarray.
+fn scalar_dtype<'py>(py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>) -> PyResult<ScalarDtype<'py>> {
+    let descr = match dtype.filter(|d| !d.is_none()) {
+        None => FLOAT64
+            .get_or_init(py, || numpy::dtype::<f64>(py).unbind())
+            .bind(py)
+            .clone(),
+        Some(d) => match d.cast::<PyArrayDescr>() {
+            Ok(descr) => descr.clone(),
+            Err(_) => PyArrayDescr::new(py, d).map_err(|e| {
+                type_error("dtype", d, &format!("expected a NumPy dtype or something numpy.dtype accepts ({e})"))
+            })?,
+        },
+    };
+    let (base, subarray_shape) = if descr.has_subarray() { (descr.base(), descr.shape()) } else { (descr.clone(), Vec::new()) };
+    let ok = matches!(base.kind(), b'b' | b'i' | b'u' | b'f' | b'c') && !base.has_fields() && base.itemsize() > 0;
+    if !ok {
+        return Err(type_error(
+            "dtype",
+            descr.as_any(),
+            "expected a fixed-size numeric or bool dtype (not object, string, structured or datetime)",
+        ));
+    }
+    let itemsize = base.itemsize();
+    Ok(ScalarDtype { base, itemsize, subarray_shape })
+}
+
+/// The memory behind every array gridbuf allocates; it is the array's `.base`, so it lives
+/// exactly as long as any view of it.
+#[pyclass(frozen, module = "gridbuf", name = "Allocation")]
+pub struct Allocation {
+    buffer: AlignedBuffer,
+    plan: Plan,
+}
+
+#[pymethods]
+impl Allocation {
+    /// The plan this memory was allocated for.
+    #[getter]
+    fn plan(&self) -> PyPlan {
+        PyPlan { plan: self.plan.clone(), dtype: None }
+    }
+
+    /// Address of element 0 of the array.
+    #[getter]
+    fn data_address(&self) -> usize {
+        self.buffer.as_ptr() as usize + self.plan.byte_offset
+    }
+
+    /// Bytes owned (offset and padding included, alignment slack excluded).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.buffer.len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Allocation(nbytes={}, alignment={}, backend={:?})",
+            self.buffer.len(),
+            self.plan.alignment,
+            self.plan.preset
+        )
+    }
+}
+
+/// Wraps the allocation in a NumPy array whose base is the allocation.
+fn wrap_array<'py>(py: Python<'py>, base: Bound<'py, PyArrayDescr>, buffer: AlignedBuffer, plan: Plan) -> PyResult<Bound<'py, PyAny>> {
+    let mut dims: Vec<npy_intp> = plan.shape.iter().map(|&n| n as npy_intp).collect();
+    let mut strides: Vec<npy_intp> = plan.strides.iter().map(|&s| s as npy_intp).collect();
+    let nd = dims.len() as std::os::raw::c_int;
+    let data = buffer.as_ptr().wrapping_add(plan.byte_offset) as *mut c_void;
+    let owner = Bound::new(py, Allocation { buffer, plan })?;
+    // SAFETY: `dims` and `strides` describe `nd` axes whose elements all lie inside the
+    // allocation (the plan checked the arithmetic); NumPy copies both arrays. The descriptor
+    // reference is stolen by NewFromDescr, and the owner reference by SetBaseObject (also on
+    // failure), which makes the owner outlive the array.
+    unsafe {
+        let subtype = npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type);
+        let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            subtype,
+            base.into_dtype_ptr(),
+            nd,
+            dims.as_mut_ptr(),
+            strides.as_mut_ptr(),
+            data,
+            NPY_ARRAY_WRITEABLE,
+            std::ptr::null_mut(),
+        );
+        let array = Bound::from_owned_ptr_or_err(py, ptr)?;
+        if PY_ARRAY_API.PyArray_SetBaseObject(py, ptr.cast(), owner.into_ptr()) < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(array)
+    }
+}
+
+/// How the new memory is initialised.
+enum Fill<'a, 'py> {
+    Uninit,
+    Zeros,
+    Value(&'a Bound<'py, PyAny>),
+}
+
+/// The bytes of `value` converted to the dtype `base`, by NumPy's casting rules.
+fn element_bytes<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, base: &Bound<'py, PyArrayDescr>) -> PyResult<Vec<u8>> {
+    let scalar = numpy_fn(py, "array")?.call1((value, base)).map_err(|e| {
+        let class = if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) { Class::Overflow } else { Class::Value };
+        raise(py, class, format!("invalid fill_value {}: cannot convert it to dtype {} ({e})", value.repr().map(|r| r.to_string()).unwrap_or_default(), base))
+    })?;
+    let scalar = scalar.cast_into::<PyUntypedArray>()?;
+    if scalar.ndim() != 0 {
+        return Err(type_error("fill_value", value, "expected a scalar"));
+    }
+    let n = base.itemsize();
+    // SAFETY: a fresh 0-d array of dtype `base` holds exactly `itemsize` bytes at `data`.
+    let bytes = unsafe { std::slice::from_raw_parts((*scalar.as_array_ptr()).fields.data as *const u8, n) };
+    Ok(bytes.to_vec())
+}
+
+fn numpy_fn<'py>(py: Python<'py>, name: &'static str) -> PyResult<Bound<'py, PyAny>> {
+    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    NUMPY.get_or_try_init(py, || py.import("numpy").map(Bound::unbind))?.bind(py).getattr(name)
+}
+
+fn allocate<'py>(py: Python<'py>, plan: Plan, dtype: ScalarDtype<'py>, fill: Fill<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+    let init = match fill {
+        Fill::Zeros => Init::Zeroed,
+        _ => Init::Uninit,
+    };
+    let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, init).py(py)?;
+    if let Fill::Value(value) = fill {
+        let pattern = element_bytes(py, value, &dtype.base)?;
+        let data: &mut [MaybeUninit<u8>] = &mut buffer.as_uninit_mut()[plan.byte_offset..];
+        py.detach(|| gridbuf::fill::fill_pattern(data, &pattern));
+    }
+    wrap_array(py, dtype.base, buffer, plan)
+}
+
+fn plan_for<'py>(
+    py: Python<'py>,
+    shape: &Bound<'py, PyAny>,
+    dtype: &ScalarDtype<'py>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Plan> {
+    let shape = convert::usize_seq(shape, "shape")?;
+    let req = Keywords::parse(kwargs)?.request(py, shape, dtype)?;
+    Plan::new(&req).py(py)
+}
+
+macro_rules! alloc_fn {
+    ($(#[$doc:meta])* $name:ident, $fill:expr) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (shape, dtype=None, **kwargs))]
+        pub fn $name<'py>(
+            py: Python<'py>,
+            shape: &Bound<'py, PyAny>,
+            dtype: Option<&Bound<'py, PyAny>>,
+            kwargs: Option<&Bound<'py, PyDict>>,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            let dtype = scalar_dtype(py, dtype)?;
+            let plan = plan_for(py, shape, &dtype, kwargs)?;
+            allocate(py, plan, dtype, ($fill)(py))
+        }
+    };
+}
+
+alloc_fn!(
+    /// Allocates an array with uninitialised values and performance-optimal strides and alignment.
+    empty,
+    |_: Python<'_>| Fill::Uninit
+);
+alloc_fn!(
+    /// Allocates an array of zeros (zeroed pages from the OS for large arrays, no fill loop).
+    zeros,
+    |_: Python<'_>| Fill::Zeros
+);
+
+static ONE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Allocates an array of ones with performance-optimal strides and alignment.
+#[pyfunction]
+#[pyo3(signature = (shape, dtype=None, **kwargs))]
+pub fn ones<'py>(
+    py: Python<'py>,
+    shape: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dtype = scalar_dtype(py, dtype)?;
+    let plan = plan_for(py, shape, &dtype, kwargs)?;
+    let one = ONE.get_or_init(py, || 1i64.into_pyobject(py).unwrap().into_any().unbind()).bind(py).clone();
+    allocate(py, plan, dtype, Fill::Value(&one))
+}
+
+/// Allocates an array filled with `fill_value` (converted by NumPy's rules).
+#[pyfunction]
+#[pyo3(signature = (shape, fill_value, dtype=None, **kwargs))]
+pub fn full<'py>(
+    py: Python<'py>,
+    shape: &Bound<'py, PyAny>,
+    fill_value: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let dtype = scalar_dtype(py, dtype)?;
+    let plan = plan_for(py, shape, &dtype, kwargs)?;
+    allocate(py, plan, dtype, Fill::Value(fill_value))
+}
+
+/// Allocates an array and copies `data` (anything `numpy.asarray` accepts) into it.
+#[pyfunction]
+#[pyo3(signature = (data, dtype=None, **kwargs))]
+pub fn from_array<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let asarray = numpy_fn(py, "asarray")?;
+    let source = asarray
+        .call1((data,))
+        .map_err(|e| type_error("data", data, &format!("expected an array-like ({e})")))?;
+    let mut source = source.cast_into::<PyUntypedArray>()?;
+    let dtype = match dtype.filter(|d| !d.is_none()) {
+        Some(d) => scalar_dtype(py, Some(d))?,
+        None => scalar_dtype(py, Some(source.dtype().as_any()))?,
+    };
+    if !source.dtype().is_equiv_to(&dtype.base) {
+        let cast = asarray.call1((&source, &dtype.base)).map_err(|e| {
+            value_error("data", data, &format!("cannot convert it to dtype {} ({e})", dtype.base))
+        })?;
+        source = cast.cast_into::<PyUntypedArray>()?;
+    }
+    let full_shape = source.shape().to_vec();
+    let n_sub = dtype.subarray_shape.len();
+    if n_sub > full_shape.len() || full_shape[full_shape.len() - n_sub..] != dtype.subarray_shape[..] {
+        return Err(value_error(
+            "data",
+            source.as_any(),
+            &format!("its shape {full_shape:?} must end with the subarray shape {:?} of the dtype", dtype.subarray_shape),
+        ));
+    }
+    let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
+    let plan = plan_for(py, shape.as_any(), &dtype, kwargs)?;
+    let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
+    let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
+    let src_strides = source.strides().to_vec();
+    let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
+    let dst_ptr = buffer.as_mut_ptr().wrapping_add(plan.byte_offset) as usize;
+    let itemsize = plan.itemsize;
+    py.detach(|| {
+        // SAFETY: `source` (kept alive by this frame) is a NumPy array of `full_shape` and
+        // `src_strides`, so every indexed element is readable; the destination is the fresh
+        // buffer laid out by `plan` for the same shape, whose distinct indices map to distinct
+        // elements inside it, and nothing else can see it yet.
+        unsafe {
+            gridbuf::copy::copy_strided(itemsize, &full_shape, src_ptr as *const u8, &src_strides, dst_ptr as *mut u8, &dst_strides)
+        }
+    });
+    wrap_array(py, dtype.base, buffer, plan)
+}
+
+/// The layout computation behind allocation, without allocating (works for GPU presets too).
+#[pyfunction]
+#[pyo3(name = "plan", signature = (shape, dtype=None, **kwargs))]
+pub fn plan_fn<'py>(
+    py: Python<'py>,
+    shape: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<PyPlan> {
+    let dtype = scalar_dtype(py, dtype)?;
+    let plan = plan_for(py, shape, &dtype, kwargs)?;
+    Ok(PyPlan { plan, dtype: Some(dtype.base.unbind()) })
+}
+
+/// The result of [`plan_fn`]: shape, padded shape, byte strides, layout, alignment and offset.
+#[pyclass(frozen, module = "gridbuf", name = "Plan")]
+pub struct PyPlan {
+    plan: Plan,
+    dtype: Option<Py<PyArrayDescr>>,
+}
+
+fn tuple<'py, T: IntoPyObject<'py> + Copy>(py: Python<'py>, v: &[T]) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, v.iter().copied())
+}
+
+#[pymethods]
+impl PyPlan {
+    /// Shape of the array.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        tuple(py, &self.plan.shape)
+    }
+    /// Shape of the memory block, with the unit-stride axis padded.
+    #[getter]
+    fn padded_shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        tuple(py, &self.plan.padded_shape)
+    }
+    /// Strides in bytes.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        tuple(py, &self.plan.strides)
+    }
+    /// Layout map: ``layout[i] = j`` means axis i is axis j of a C-ordered buffer.
+    #[getter]
+    fn layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        tuple(py, &self.plan.layout)
+    }
+    /// Dims per axis.
+    #[getter]
+    fn dims<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.plan.dims.iter().map(|d| d.to_string()))
+    }
+    /// Halo per axis as (lower, upper).
+    #[getter]
+    fn halo<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.plan.halo.iter().copied())
+    }
+    /// Index of the aligned element.
+    #[getter]
+    fn aligned_index<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        tuple(py, &self.plan.aligned_index)
+    }
+    /// Alignment in bytes of the aligned element: ``max(row_alignment, 64)``.
+    #[getter]
+    fn alignment(&self) -> usize {
+        self.plan.alignment
+    }
+    /// Bytes each row along the unit-stride axis is padded to (1: no padding).
+    #[getter]
+    fn row_alignment(&self) -> usize {
+        self.plan.row_alignment
+    }
+    /// Byte offset of element 0 from a base aligned to ``alignment``.
+    #[getter]
+    fn byte_offset(&self) -> usize {
+        self.plan.byte_offset
+    }
+    /// Bytes spanned by the padded array.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.plan.nbytes
+    }
+    /// Size of one element in bytes.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.plan.itemsize
+    }
+    /// Scalar dtype of the elements (None for the plan of an existing allocation).
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArrayDescr>> {
+        self.dtype.as_ref().map(|d| d.bind(py).clone())
+    }
+    /// ``"cpu"`` or ``"gpu"``.
+    #[getter]
+    fn device(&self) -> &'static str {
+        self.plan.device.name()
+    }
+    /// Name of the preset the plan follows.
+    #[getter]
+    fn backend(&self) -> &str {
+        &self.plan.preset
+    }
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let p = &self.plan;
+        Ok(format!(
+            "Plan(shape={}, padded_shape={}, strides={}, layout={}, dims={}, alignment={}, row_alignment={}, aligned_index={}, byte_offset={}, nbytes={}, backend={:?})",
+            tuple(py, &p.shape)?, tuple(py, &p.padded_shape)?, tuple(py, &p.strides)?, tuple(py, &p.layout)?,
+            self.dims(py)?, p.alignment, p.row_alignment, tuple(py, &p.aligned_index)?, p.byte_offset, p.nbytes, p.preset
+        ))
+    }
+}

@@ -1,0 +1,129 @@
+//! Extraction of allocation arguments from Python objects, with gridbuf errors that name the
+//! parameter and the value.
+
+use crate::errors::{raise, Class};
+use gridbuf::Dim;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyList, PyString, PyTuple};
+
+fn repr(obj: &Bound<'_, PyAny>) -> String {
+    obj.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unprintable>".into())
+}
+
+/// Raises a `GridbufTypeError` for `param`.
+pub fn type_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
+    raise(obj.py(), Class::Type, format!("invalid type for {param} ({}): {expected}", repr(obj)))
+}
+
+/// Raises a `GridbufValueError` for `param`.
+pub fn value_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
+    raise(obj.py(), Class::Value, format!("invalid {param} {}: {expected}", repr(obj)))
+}
+
+/// Calls `f` on every item of a tuple, a list or another sequence (not a string).
+fn for_each_item<'py>(
+    obj: &Bound<'py, PyAny>,
+    param: &str,
+    expected: &str,
+    mut f: impl FnMut(Bound<'py, PyAny>) -> PyResult<()>,
+) -> PyResult<()> {
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return t.iter().try_for_each(f);
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return l.iter().try_for_each(f);
+    }
+    if obj.is_instance_of::<PyString>() || obj.hasattr("__len__").ok() != Some(true) {
+        return Err(type_error(param, obj, expected));
+    }
+    let iter = obj.try_iter().map_err(|_| type_error(param, obj, expected))?;
+    for item in iter {
+        f(item?)?;
+    }
+    Ok(())
+}
+
+/// An int that is not a bool (bools are ints in Python, but never mean a size).
+fn exact_int(item: &Bound<'_, PyAny>) -> Option<isize> {
+    if item.is_instance_of::<PyBool>() {
+        return None;
+    }
+    item.extract::<isize>().ok()
+}
+
+/// A sequence of non-negative ints, such as a shape or an index.
+pub fn usize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<usize>> {
+    const EXPECTED: &str = "expected a sequence of non-negative ints";
+    let mut out = Vec::with_capacity(4);
+    for_each_item(obj, param, EXPECTED, |item| {
+        let v = exact_int(&item).ok_or_else(|| type_error(param, obj, EXPECTED))?;
+        let v = usize::try_from(v).map_err(|_| value_error(param, obj, EXPECTED))?;
+        out.push(v);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// A halo: per axis an int or a (lower, upper) pair of non-negative ints.
+pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
+    const EXPECTED: &str = "expected one non-negative int or (lower, upper) pair per axis";
+    let mut out = Vec::with_capacity(4);
+    for_each_item(obj, "halo", EXPECTED, |item| {
+        let width = |v: &Bound<'_, PyAny>| -> PyResult<usize> {
+            let v = exact_int(v).ok_or_else(|| type_error("halo", obj, EXPECTED))?;
+            usize::try_from(v).map_err(|_| value_error("halo", obj, EXPECTED))
+        };
+        if exact_int(&item).is_some() {
+            let w = width(&item)?;
+            out.push((w, w));
+        } else {
+            let pair = usize_seq(&item, "halo").map_err(|_| type_error("halo", obj, EXPECTED))?;
+            match pair[..] {
+                [lo, hi] => out.push((lo, hi)),
+                _ => return Err(value_error("halo", obj, EXPECTED)),
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Dims: a string with one character per axis, or a sequence of names (strings, or objects
+/// with `__gt_axis_name__`).
+pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<Dim>> {
+    const EXPECTED: &str = "expected a string such as \"IJK\" or a sequence of names \"I\", \"J\", \"K\", \"0\", ...";
+    let py = obj.py();
+    let invalid = |_| value_error(param, obj, "dimension names are \"I\", \"J\", \"K\" or decimal strings such as \"0\"");
+    if let Ok(s) = obj.cast::<PyString>() {
+        return gridbuf::dims::parse_dims_str(s.to_str()?).map_err(invalid);
+    }
+    let mut out = Vec::with_capacity(4);
+    let axis_name = pyo3::intern!(py, "__gt_axis_name__");
+    for_each_item(obj, param, EXPECTED, |item| {
+        let name = match item.getattr_opt(axis_name)? {
+            Some(name) => name,
+            None => item,
+        };
+        let name = name.cast::<PyString>().map_err(|_| type_error(param, obj, EXPECTED))?;
+        out.push(Dim::parse(name.to_str()?).map_err(invalid)?);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Picks the one of two aliased keywords that was given; giving both is an error.
+pub fn alias<'py>(
+    a: Option<Bound<'py, PyAny>>,
+    a_name: &str,
+    b: Option<Bound<'py, PyAny>>,
+    b_name: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match (a, b) {
+        (Some(a), Some(_)) => Err(value_error(
+            b_name,
+            &a,
+            &format!("{b_name}= is an alias of {a_name}=; give only one of them"),
+        )),
+        (a, b) => Ok(a.or(b).filter(|v| !v.is_none())),
+    }
+}

@@ -1,0 +1,63 @@
+"""gridbuf: the storage layer for stencil codes on structured grids.
+
+Allocates N-dimensional fields with the stride order (layout), alignment and halos a stencil
+backend runs fastest on, and returns them as plain NumPy arrays. The allocation functions are a
+drop-in for ``gt4py.storage``'s.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._allocation import empty_like, full_like, ones_like, zeros_like
+from ._gridbuf import (
+    Allocation,
+    Plan,
+    Preset,
+    empty,
+    from_array,
+    full,
+    layout_map,
+    ones,
+    plan,
+    preset,
+    presets,
+    register_preset,
+    zeros,
+)
+from .errors import (
+    GridbufError,
+    GridbufMemoryError,
+    GridbufOverflowError,
+    GridbufTypeError,
+    GridbufValueError,
+    UnknownPresetError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Allocation",
+    "GridbufError",
+    "GridbufMemoryError",
+    "GridbufOverflowError",
+    "GridbufTypeError",
+    "GridbufValueError",
+    "Plan",
+    "Preset",
+    "UnknownPresetError",
+    "empty",
+    "empty_like",
+    "errors",
+    "from_array",
+    "full",
+    "full_like",
+    "layout_map",
+    "ones",
+    "ones_like",
+    "plan",
+    "preset",
+    "presets",
+    "register_preset",
+    "zeros",
+    "zeros_like",
+]

@@ -1,0 +1,156 @@
+"""The ``*_like`` constructors: a new array with the parameters of an existing one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _gridbuf
+from .errors import GridbufTypeError
+
+#: Keywords that, when overridden, invalidate an inherited layout or alignment.
+_LAYOUT_SOURCES = ("backend", "defaults", "dims", "dimensions", "layout")
+_ALIGNMENT_SOURCES = ("backend", "defaults", "alignment")
+
+
+def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
+    """Shape, dtype and allocation keywords that reproduce ``a``, with ``overrides`` applied."""
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        try:
+            a = np.asarray(a)
+        except Exception as exc:  # noqa: BLE001 - any failure means "not array-like"
+            raise GridbufTypeError(f"invalid type for a ({type(a).__name__}): expected an array-like ({exc})") from None
+    shape = tuple(a.shape)
+    inherited: dict[str, Any] = {}
+    owner = getattr(a, "base", None)
+    if isinstance(owner, _gridbuf.Allocation) and _is_whole(a, owner):
+        p = owner.plan
+        inherited = {
+            "backend": p.backend,
+            "dims": p.dims,
+            "layout": p.layout,
+            "alignment": p.row_alignment,
+            "aligned_index": p.aligned_index,
+            "halo": p.halo,
+        }
+    elif isinstance(a, np.ndarray) and a.ndim > 0:
+        # A foreign array: keep its stride order, the rest takes the defaults.
+        order = sorted(range(a.ndim), key=lambda ax: -abs(a.strides[ax]))
+        layout = [0] * a.ndim
+        for rank, ax in enumerate(order):
+            layout[ax] = rank
+        inherited = {"layout": tuple(layout)}
+    new_shape = overrides.pop("shape", shape)
+    if tuple(new_shape) != shape:
+        for key in ("dims", "layout", "aligned_index", "halo"):
+            inherited.pop(key, None)
+    if any(k in overrides for k in _LAYOUT_SOURCES):
+        inherited.pop("layout", None)
+    if any(k in overrides for k in _ALIGNMENT_SOURCES):
+        inherited.pop("alignment", None)
+    if "defaults" in overrides:
+        inherited.pop("backend", None)
+    if "dimensions" in overrides:
+        inherited.pop("dims", None)
+    if any(k in overrides for k in ("aligned_index", "halo")):
+        inherited.pop("aligned_index", None)
+    inherited.update(overrides)
+    return new_shape, (a.dtype if dtype is None else dtype), inherited
+
+
+def _is_whole(a: np.ndarray, owner: _gridbuf.Allocation) -> bool:
+    p = owner.plan
+    return (
+        a.shape == p.shape
+        and a.strides == p.strides
+        and a.__array_interface__["data"][0] == owner.data_address
+    )
+
+
+def empty_like(a: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:
+    """Allocate an uninitialised array with the shape, dtype and parameters of ``a``.
+
+    Parameters
+    ----------
+    a : array_like
+        Template. For an array gridbuf allocated, its layout, alignment, aligned index, dims,
+        halo and preset are reused; for another array its shape, dtype and stride order.
+    dtype : dtype_like, optional
+        Overrides the dtype of ``a``.
+    **overrides
+        Any keyword of :func:`gridbuf.empty` (and ``shape``); overriding the preset, dims or
+        layout recomputes the layout, overriding the shape drops the per-axis parameters.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array whose memory is owned by a :class:`gridbuf.Allocation`.
+    """
+    shape, dtype, kw = _like_keywords(a, dtype, overrides)
+    return _gridbuf.empty(shape, dtype, **kw)
+
+
+def zeros_like(a: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:
+    """Allocate an array of zeros with the shape, dtype and parameters of ``a``.
+
+    Parameters
+    ----------
+    a : array_like
+        Template (see :func:`empty_like`).
+    dtype : dtype_like, optional
+        Overrides the dtype of ``a``.
+    **overrides
+        Any keyword of :func:`gridbuf.zeros` (and ``shape``).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new zero-filled array.
+    """
+    shape, dtype, kw = _like_keywords(a, dtype, overrides)
+    return _gridbuf.zeros(shape, dtype, **kw)
+
+
+def ones_like(a: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:
+    """Allocate an array of ones with the shape, dtype and parameters of ``a``.
+
+    Parameters
+    ----------
+    a : array_like
+        Template (see :func:`empty_like`).
+    dtype : dtype_like, optional
+        Overrides the dtype of ``a``.
+    **overrides
+        Any keyword of :func:`gridbuf.ones` (and ``shape``).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array filled with ones.
+    """
+    shape, dtype, kw = _like_keywords(a, dtype, overrides)
+    return _gridbuf.ones(shape, dtype, **kw)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:
+    """Allocate an array filled with ``fill_value`` with the shape, dtype and parameters of ``a``.
+
+    Parameters
+    ----------
+    a : array_like
+        Template (see :func:`empty_like`).
+    fill_value : scalar
+        Value of every element, converted to the dtype by NumPy's rules.
+    dtype : dtype_like, optional
+        Overrides the dtype of ``a``.
+    **overrides
+        Any keyword of :func:`gridbuf.full` (and ``shape``).
+
+    Returns
+    -------
+    numpy.ndarray
+        A new filled array.
+    """
+    shape, dtype, kw = _like_keywords(a, dtype, overrides)
+    return _gridbuf.full(shape, fill_value, dtype, **kw)
