@@ -60,7 +60,12 @@ impl<'py> Keywords<'py> {
     }
 
     /// Builds the core request for `shape` and a scalar base dtype.
-    fn request(&self, py: Python<'py>, shape: Vec<usize>, dtype: &ScalarDtype<'py>) -> PyResult<PlanRequest> {
+    fn request(
+        &self,
+        py: Python<'py>,
+        shape: Vec<usize>,
+        dtype: &ScalarDtype<'py>,
+    ) -> PyResult<PlanRequest> {
         let (name, param) = match &self.backend {
             None => ("C", "backend"),
             Some(b) => (
@@ -90,8 +95,11 @@ impl<'py> Keywords<'py> {
             if v.is_instance_of::<pyo3::types::PyBool>() {
                 return Err(type_error("alignment", v, expected));
             }
-            let a: i64 = v.extract().map_err(|_| type_error("alignment", v, expected))?;
-            req.alignment = Some(usize::try_from(a).map_err(|_| value_error("alignment", v, expected))?);
+            let a: i64 = v
+                .extract()
+                .map_err(|_| type_error("alignment", v, expected))?;
+            req.alignment =
+                Some(usize::try_from(a).map_err(|_| value_error("alignment", v, expected))?);
         }
         Ok(req)
     }
@@ -107,7 +115,10 @@ struct ScalarDtype<'py> {
 static FLOAT64: PyOnceLock<Py<PyArrayDescr>> = PyOnceLock::new();
 
 /// Converts and checks a dtype argument: fixed-size numeric or bool, possibly as a subarray.
-fn scalar_dtype<'py>(py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>) -> PyResult<ScalarDtype<'py>> {
+fn scalar_dtype<'py>(
+    py: Python<'py>,
+    dtype: Option<&Bound<'py, PyAny>>,
+) -> PyResult<ScalarDtype<'py>> {
     let descr = match dtype.filter(|d| !d.is_none()) {
         None => FLOAT64
             .get_or_init(py, || numpy::dtype::<f64>(py).unbind())
@@ -116,12 +127,22 @@ fn scalar_dtype<'py>(py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>) -> PyRe
         Some(d) => match d.cast::<PyArrayDescr>() {
             Ok(descr) => descr.clone(),
             Err(_) => PyArrayDescr::new(py, d).map_err(|e| {
-                type_error("dtype", d, &format!("expected a NumPy dtype or something numpy.dtype accepts ({e})"))
+                type_error(
+                    "dtype",
+                    d,
+                    &format!("expected a NumPy dtype or something numpy.dtype accepts ({e})"),
+                )
             })?,
         },
     };
-    let (base, subarray_shape) = if descr.has_subarray() { (descr.base(), descr.shape()) } else { (descr.clone(), Vec::new()) };
-    let ok = matches!(base.kind(), b'b' | b'i' | b'u' | b'f' | b'c') && !base.has_fields() && base.itemsize() > 0;
+    let (base, subarray_shape) = if descr.has_subarray() {
+        (descr.base(), descr.shape())
+    } else {
+        (descr.clone(), Vec::new())
+    };
+    let ok = matches!(base.kind(), b'b' | b'i' | b'u' | b'f' | b'c')
+        && !base.has_fields()
+        && base.itemsize() > 0;
     if !ok {
         return Err(type_error(
             "dtype",
@@ -130,7 +151,11 @@ fn scalar_dtype<'py>(py: Python<'py>, dtype: Option<&Bound<'py, PyAny>>) -> PyRe
         ));
     }
     let itemsize = base.itemsize();
-    Ok(ScalarDtype { base, itemsize, subarray_shape })
+    Ok(ScalarDtype {
+        base,
+        itemsize,
+        subarray_shape,
+    })
 }
 
 /// The memory behind every array gridbuf allocates; it is the array's `.base`, so it lives
@@ -146,7 +171,10 @@ impl Allocation {
     /// The plan this memory was allocated for.
     #[getter]
     fn plan(&self) -> PyPlan {
-        PyPlan { plan: self.plan.clone(), dtype: None }
+        PyPlan {
+            plan: self.plan.clone(),
+            dtype: None,
+        }
     }
 
     /// Address of element 0 of the array.
@@ -172,7 +200,12 @@ impl Allocation {
 }
 
 /// Wraps the allocation in a NumPy array whose base is the allocation.
-fn wrap_array<'py>(py: Python<'py>, base: Bound<'py, PyArrayDescr>, buffer: AlignedBuffer, plan: Plan) -> PyResult<Bound<'py, PyAny>> {
+fn wrap_array<'py>(
+    py: Python<'py>,
+    base: Bound<'py, PyArrayDescr>,
+    buffer: AlignedBuffer,
+    plan: Plan,
+) -> PyResult<Bound<'py, PyAny>> {
     let mut dims: Vec<npy_intp> = plan.shape.iter().map(|&n| n as npy_intp).collect();
     let mut strides: Vec<npy_intp> = plan.strides.iter().map(|&s| s as npy_intp).collect();
     let nd = dims.len() as std::os::raw::c_int;
@@ -211,10 +244,26 @@ enum Fill<'a, 'py> {
 }
 
 /// The bytes of `value` converted to the dtype `base`, by NumPy's casting rules.
-fn element_bytes<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, base: &Bound<'py, PyArrayDescr>) -> PyResult<Vec<u8>> {
+fn element_bytes<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    base: &Bound<'py, PyArrayDescr>,
+) -> PyResult<Vec<u8>> {
     let scalar = numpy_fn(py, "array")?.call1((value, base)).map_err(|e| {
-        let class = if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) { Class::Overflow } else { Class::Value };
-        raise(py, class, format!("invalid fill_value {}: cannot convert it to dtype {} ({e})", value.repr().map(|r| r.to_string()).unwrap_or_default(), base))
+        let class = if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
+            Class::Overflow
+        } else {
+            Class::Value
+        };
+        raise(
+            py,
+            class,
+            format!(
+                "invalid fill_value {}: cannot convert it to dtype {} ({e})",
+                value.repr().map(|r| r.to_string()).unwrap_or_default(),
+                base
+            ),
+        )
     })?;
     let scalar = scalar.cast_into::<PyUntypedArray>()?;
     if scalar.ndim() != 0 {
@@ -222,16 +271,25 @@ fn element_bytes<'py>(py: Python<'py>, value: &Bound<'py, PyAny>, base: &Bound<'
     }
     let n = base.itemsize();
     // SAFETY: a fresh 0-d array of dtype `base` holds exactly `itemsize` bytes at `data`.
-    let bytes = unsafe { std::slice::from_raw_parts((*scalar.as_array_ptr()).fields.data as *const u8, n) };
+    let bytes =
+        unsafe { std::slice::from_raw_parts((*scalar.as_array_ptr()).fields.data as *const u8, n) };
     Ok(bytes.to_vec())
 }
 
 fn numpy_fn<'py>(py: Python<'py>, name: &'static str) -> PyResult<Bound<'py, PyAny>> {
     static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    NUMPY.get_or_try_init(py, || py.import("numpy").map(Bound::unbind))?.bind(py).getattr(name)
+    NUMPY
+        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))?
+        .bind(py)
+        .getattr(name)
 }
 
-fn allocate<'py>(py: Python<'py>, plan: Plan, dtype: ScalarDtype<'py>, fill: Fill<'_, 'py>) -> PyResult<Bound<'py, PyAny>> {
+fn allocate<'py>(
+    py: Python<'py>,
+    plan: Plan,
+    dtype: ScalarDtype<'py>,
+    fill: Fill<'_, 'py>,
+) -> PyResult<Bound<'py, PyAny>> {
     let init = match fill {
         Fill::Zeros => Init::Zeroed,
         _ => Init::Uninit,
@@ -298,7 +356,10 @@ pub fn ones<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let dtype = scalar_dtype(py, dtype)?;
     let plan = plan_for(py, shape, &dtype, kwargs)?;
-    let one = ONE.get_or_init(py, || 1i64.into_pyobject(py).unwrap().into_any().unbind()).bind(py).clone();
+    let one = ONE
+        .get_or_init(py, || 1i64.into_pyobject(py).unwrap().into_any().unbind())
+        .bind(py)
+        .clone();
     allocate(py, plan, dtype, Fill::Value(&one))
 }
 
@@ -337,17 +398,26 @@ pub fn from_array<'py>(
     };
     if !source.dtype().is_equiv_to(&dtype.base) {
         let cast = asarray.call1((&source, &dtype.base)).map_err(|e| {
-            value_error("data", data, &format!("cannot convert it to dtype {} ({e})", dtype.base))
+            value_error(
+                "data",
+                data,
+                &format!("cannot convert it to dtype {} ({e})", dtype.base),
+            )
         })?;
         source = cast.cast_into::<PyUntypedArray>()?;
     }
     let full_shape = source.shape().to_vec();
     let n_sub = dtype.subarray_shape.len();
-    if n_sub > full_shape.len() || full_shape[full_shape.len() - n_sub..] != dtype.subarray_shape[..] {
+    if n_sub > full_shape.len()
+        || full_shape[full_shape.len() - n_sub..] != dtype.subarray_shape[..]
+    {
         return Err(value_error(
             "data",
             source.as_any(),
-            &format!("its shape {full_shape:?} must end with the subarray shape {:?} of the dtype", dtype.subarray_shape),
+            &format!(
+                "its shape {full_shape:?} must end with the subarray shape {:?} of the dtype",
+                dtype.subarray_shape
+            ),
         ));
     }
     let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
@@ -364,7 +434,14 @@ pub fn from_array<'py>(
         // buffer laid out by `plan` for the same shape, whose distinct indices map to distinct
         // elements inside it, and nothing else can see it yet.
         unsafe {
-            gridbuf::copy::copy_strided(itemsize, &full_shape, src_ptr as *const u8, &src_strides, dst_ptr as *mut u8, &dst_strides)
+            gridbuf::copy::copy_strided(
+                itemsize,
+                &full_shape,
+                src_ptr as *const u8,
+                &src_strides,
+                dst_ptr as *mut u8,
+                &dst_strides,
+            )
         }
     });
     wrap_array(py, dtype.base, buffer, plan)
@@ -381,7 +458,10 @@ pub fn plan_fn<'py>(
 ) -> PyResult<PyPlan> {
     let dtype = scalar_dtype(py, dtype)?;
     let plan = plan_for(py, shape, &dtype, kwargs)?;
-    Ok(PyPlan { plan, dtype: Some(dtype.base.unbind()) })
+    Ok(PyPlan {
+        plan,
+        dtype: Some(dtype.base.unbind()),
+    })
 }
 
 /// The result of [`plan_fn`]: shape, padded shape, byte strides, layout, alignment and offset.
@@ -391,7 +471,10 @@ pub struct PyPlan {
     dtype: Option<Py<PyArrayDescr>>,
 }
 
-fn tuple<'py, T: IntoPyObject<'py> + Copy>(py: Python<'py>, v: &[T]) -> PyResult<Bound<'py, PyTuple>> {
+fn tuple<'py, T: IntoPyObject<'py> + Copy>(
+    py: Python<'py>,
+    v: &[T],
+) -> PyResult<Bound<'py, PyTuple>> {
     PyTuple::new(py, v.iter().copied())
 }
 

@@ -7,17 +7,27 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 
 fn repr(obj: &Bound<'_, PyAny>) -> String {
-    obj.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unprintable>".into())
+    obj.repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "<unprintable>".into())
 }
 
 /// Raises a `GridbufTypeError` for `param`.
 pub fn type_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    raise(obj.py(), Class::Type, format!("invalid type for {param} ({}): {expected}", repr(obj)))
+    raise(
+        obj.py(),
+        Class::Type,
+        format!("invalid type for {param} ({}): {expected}", repr(obj)),
+    )
 }
 
 /// Raises a `GridbufValueError` for `param`.
 pub fn value_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    raise(obj.py(), Class::Value, format!("invalid {param} {}: {expected}", repr(obj)))
+    raise(
+        obj.py(),
+        Class::Value,
+        format!("invalid {param} {}: {expected}", repr(obj)),
+    )
 }
 
 /// Calls `f` on every item of a tuple, a list or another sequence (not a string).
@@ -36,7 +46,9 @@ fn for_each_item<'py>(
     if obj.is_instance_of::<PyString>() || obj.hasattr("__len__").ok() != Some(true) {
         return Err(type_error(param, obj, expected));
     }
-    let iter = obj.try_iter().map_err(|_| type_error(param, obj, expected))?;
+    let iter = obj
+        .try_iter()
+        .map_err(|_| type_error(param, obj, expected))?;
     for item in iter {
         f(item?)?;
     }
@@ -91,9 +103,16 @@ pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
 /// Dims: a string with one character per axis, or a sequence of names (strings, or objects
 /// with `__gt_axis_name__`).
 pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<Dim>> {
-    const EXPECTED: &str = "expected a string such as \"IJK\" or a sequence of names \"I\", \"J\", \"K\", \"0\", ...";
+    const EXPECTED: &str =
+        "expected a string such as \"IJK\" or a sequence of names \"I\", \"J\", \"K\", \"0\", ...";
     let py = obj.py();
-    let invalid = |_| value_error(param, obj, "dimension names are \"I\", \"J\", \"K\" or decimal strings such as \"0\"");
+    let invalid = |_| {
+        value_error(
+            param,
+            obj,
+            "dimension names are \"I\", \"J\", \"K\" or decimal strings such as \"0\"",
+        )
+    };
     if let Ok(s) = obj.cast::<PyString>() {
         return gridbuf::dims::parse_dims_str(s.to_str()?).map_err(invalid);
     }
@@ -104,7 +123,9 @@ pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<Dim>> {
             Some(name) => name,
             None => item,
         };
-        let name = name.cast::<PyString>().map_err(|_| type_error(param, obj, EXPECTED))?;
+        let name = name
+            .cast::<PyString>()
+            .map_err(|_| type_error(param, obj, EXPECTED))?;
         out.push(Dim::parse(name.to_str()?).map_err(invalid)?);
         Ok(())
     })?;

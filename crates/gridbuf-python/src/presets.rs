@@ -64,7 +64,11 @@ impl PyPreset {
         self.inner.alignment
     }
     /// The layout map this preset gives to arrays with the given dims.
-    fn layout_map<'py>(&self, py: Python<'py>, dimensions: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    fn layout_map<'py>(
+        &self,
+        py: Python<'py>,
+        dimensions: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyTuple>> {
         let dims = convert::dims(dimensions, "dimensions")?;
         gridbuf::dims::validate_dims(&dims, dims.len()).py(py)?;
         PyTuple::new(py, self.inner.layout_map(&dims))
@@ -96,7 +100,9 @@ pub fn preset(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<PyPreset> {
     let name = name
         .cast::<PyString>()
         .map_err(|_| type_error("name", name, "expected a preset name (str)"))?;
-    Ok(PyPreset { inner: gridbuf::preset::lookup(name.to_str()?, "name").py(py)? })
+    Ok(PyPreset {
+        inner: gridbuf::preset::lookup(name.to_str()?, "name").py(py)?,
+    })
 }
 
 /// Registers a preset; an existing name is only replaced with ``replace=True``.
@@ -113,7 +119,9 @@ pub fn register_preset(
     let device = Device::parse(device).py(py)?;
     let base_layout = base_layout_from_py(base_layout)?;
     let preset = Preset::new(name, device, base_layout, alignment).py(py)?;
-    Ok(PyPreset { inner: gridbuf::preset::register(preset, replace).py(py)? })
+    Ok(PyPreset {
+        inner: gridbuf::preset::register(preset, replace).py(py)?,
+    })
 }
 
 /// The layout map that `base_layout` gives to arrays with the given dimensions.
