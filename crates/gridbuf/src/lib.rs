@@ -13,11 +13,14 @@
 //! # Ok::<(), gridbuf::Error>(())
 //! ```
 
+pub mod array_info;
 pub mod buffer;
 pub mod copy;
 pub mod dims;
 pub mod error;
 pub mod fill;
+pub mod interface;
+pub mod kernels;
 pub mod layout;
 pub mod plan;
 pub mod preset;

@@ -1,0 +1,1 @@
+//! Native stencil kernels (filled in by the stencil-calls work).
