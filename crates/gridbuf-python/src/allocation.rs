@@ -314,6 +314,44 @@ fn plan_for<'py>(
     Plan::new(&req).py(py)
 }
 
+/// The "Other Parameters" section shared by every allocation docstring.
+macro_rules! keywords_doc {
+    () => {
+        "
+Other Parameters
+----------------
+backend : str, optional
+    Preset name (GT4Py's backend), e.g. ``\"gt:cpu_ifirst\"``; default ``\"C\"``. Alias ``defaults``.
+aligned_index : sequence of int, optional
+    Index of the element to align; default the lower halo (zero without a halo).
+dimensions : str or sequence of str, optional
+    Semantic dims per axis (``\"I\"``, ``\"J\"``, ``\"K\"``, ``\"0\"``, ...); default
+    ``\"IJK\"[:ndim]`` then data dims. Used to pick the layout. Alias ``dims``.
+layout : sequence of int, optional
+    Layout map overriding the preset's: ``layout[i] = j`` makes axis ``i`` axis ``j`` of a
+    C-ordered buffer (the highest ``j`` has unit stride).
+alignment : int, optional
+    Bytes (a power of two) that rows along the unit-stride axis are padded to; default the
+    preset's. The aligned element is always aligned to at least 64 bytes.
+halo : sequence of int or (int, int), optional
+    Halo per axis, included in ``shape``.
+
+Raises
+------
+GridbufTypeError
+    An argument of the wrong type (shape not a sequence of ints, unsupported dtype, ...).
+GridbufValueError
+    An invalid value (negative extent, bad dims or layout, halo larger than the shape, ...).
+UnknownPresetError
+    ``backend`` is not registered; the message lists the valid names.
+GridbufOverflowError
+    The byte size does not fit the address space.
+GridbufMemoryError
+    The memory could not be allocated.
+"
+    };
+}
+
 macro_rules! alloc_fn {
     ($(#[$doc:meta])* $name:ident, $fill:expr) => {
         $(#[$doc])*
@@ -333,19 +371,61 @@ macro_rules! alloc_fn {
 }
 
 alloc_fn!(
-    /// Allocates an array with uninitialised values and performance-optimal strides and alignment.
+    #[doc = concat!("Allocate an array with uninitialised values and performance-optimal strides and alignment.
+
+Parameters
+----------
+shape : sequence of int
+    Shape of the array, halo included.
+dtype : dtype_like, optional
+    Fixed-size numeric or bool dtype, default float64. A subarray dtype such as
+    ``(\"f8\", (2, 3))`` appends data dims to the shape.
+
+Returns
+-------
+numpy.ndarray
+    A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
+", keywords_doc!())]
     empty,
     |_: Python<'_>| Fill::Uninit
 );
 alloc_fn!(
-    /// Allocates an array of zeros (zeroed pages from the OS for large arrays, no fill loop).
+    #[doc = concat!("Allocate an array of zeros with performance-optimal strides and alignment.\n\nLarge arrays get zeroed pages from the operating system, so nothing is written.
+
+Parameters
+----------
+shape : sequence of int
+    Shape of the array, halo included.
+dtype : dtype_like, optional
+    Fixed-size numeric or bool dtype, default float64. A subarray dtype such as
+    ``(\"f8\", (2, 3))`` appends data dims to the shape.
+
+Returns
+-------
+numpy.ndarray
+    A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
+", keywords_doc!())]
     zeros,
     |_: Python<'_>| Fill::Zeros
 );
 
 static ONE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// Allocates an array of ones with performance-optimal strides and alignment.
+#[doc = concat!("Allocate an array of ones with performance-optimal strides and alignment.
+
+Parameters
+----------
+shape : sequence of int
+    Shape of the array, halo included.
+dtype : dtype_like, optional
+    Fixed-size numeric or bool dtype, default float64. A subarray dtype such as
+    ``(\"f8\", (2, 3))`` appends data dims to the shape.
+
+Returns
+-------
+numpy.ndarray
+    A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
+", keywords_doc!())]
 #[pyfunction]
 #[pyo3(signature = (shape, dtype=None, **kwargs))]
 pub fn ones<'py>(
@@ -363,7 +443,22 @@ pub fn ones<'py>(
     allocate(py, plan, dtype, Fill::Value(&one))
 }
 
-/// Allocates an array filled with `fill_value` (converted by NumPy's rules).
+#[doc = concat!("Allocate an array filled with ``fill_value`` with performance-optimal strides and alignment.
+
+Parameters
+----------
+shape : sequence of int
+    Shape of the array, halo included.
+fill_value : scalar
+    Value of every element, converted to ``dtype`` by NumPy's rules.
+dtype : dtype_like, optional
+    Fixed-size numeric or bool dtype, default float64.
+
+Returns
+-------
+numpy.ndarray
+    A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
+", keywords_doc!())]
 #[pyfunction]
 #[pyo3(signature = (shape, fill_value, dtype=None, **kwargs))]
 pub fn full<'py>(
@@ -378,7 +473,20 @@ pub fn full<'py>(
     allocate(py, plan, dtype, Fill::Value(fill_value))
 }
 
-/// Allocates an array and copies `data` (anything `numpy.asarray` accepts) into it.
+#[doc = concat!("Allocate an array with performance-optimal strides and alignment and copy ``data`` into it.\n\nThe copy runs in cache-sized tiles on all cores, also when the layouts differ.
+
+Parameters
+----------
+data : array_like
+    Anything ``numpy.asarray`` accepts; its shape is the shape of the result.
+dtype : dtype_like, optional
+    Dtype of the result; default the dtype of ``data``.
+
+Returns
+-------
+numpy.ndarray
+    A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
+", keywords_doc!())]
 #[pyfunction]
 #[pyo3(signature = (data, dtype=None, **kwargs))]
 pub fn from_array<'py>(
@@ -447,7 +555,22 @@ pub fn from_array<'py>(
     wrap_array(py, dtype.base, buffer, plan)
 }
 
-/// The layout computation behind allocation, without allocating (works for GPU presets too).
+#[doc = concat!("Compute the layout of an allocation without allocating (works for GPU presets anywhere).
+
+Parameters
+----------
+shape : sequence of int
+    Shape of the array, halo included.
+dtype : dtype_like, optional
+    Fixed-size numeric or bool dtype, default float64. A subarray dtype such as
+    ``(\"f8\", (2, 3))`` appends data dims to the shape.
+
+Returns
+-------
+Plan
+    Shape, padded shape, byte strides, layout, dims, halo, aligned index, alignment,
+    row alignment, byte offset of element 0 and size in bytes.
+", keywords_doc!())]
 #[pyfunction]
 #[pyo3(name = "plan", signature = (shape, dtype=None, **kwargs))]
 pub fn plan_fn<'py>(
