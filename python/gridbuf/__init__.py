@@ -8,6 +8,7 @@ drop-in for ``gt4py.storage``'s.
 from __future__ import annotations
 
 from . import errors
+from ._acquire import acquired
 from ._allocation import empty_like, full_like, ones_like, zeros_like
 from ._gridbuf import (
     Allocation,
@@ -24,6 +25,9 @@ from ._gridbuf import (
     register_preset,
     zeros,
 )
+from ._hooks import register_xarray_on_import as _register_xarray_on_import
+from ._metadata import get_dims, get_origin
+from .field import Field
 from .errors import (
     GridbufError,
     GridbufMemoryError,
@@ -35,8 +39,11 @@ from .errors import (
 
 __version__ = "0.1.0"
 
+_register_xarray_on_import()
+
 __all__ = [
     "Allocation",
+    "Field",
     "GridbufError",
     "GridbufMemoryError",
     "GridbufOverflowError",
@@ -45,12 +52,15 @@ __all__ = [
     "Plan",
     "Preset",
     "UnknownPresetError",
+    "acquired",
     "empty",
     "empty_like",
     "errors",
     "from_array",
     "full",
     "full_like",
+    "get_dims",
+    "get_origin",
     "layout_map",
     "ones",
     "ones_like",

@@ -2,19 +2,17 @@
 //!
 //! When the source and destination have different unit-stride axes (a layout change such as
 //! C order to Fortran order), a plain loop reads or writes a new cache line for every element.
-//! The copy instead works in square tiles of the plane spanned by the two unit-stride axes, so
-//! both sides touch whole cache lines, and spreads rows or tile strips over all cores.
+//! The copy instead works in small square blocks of the plane spanned by the two unit-stride
+//! axes, so both sides touch whole cache lines, and spreads rows or block strips over all cores.
 
 use rayon::prelude::*;
 
-/// Tile edge in elements for layout-changing copies: 32 x 32 doubles is 8 KiB per side.
-const TILE: usize = 32;
+/// Bytes of one cache line: a block of the copy spans one line per row on both sides.
+const LINE: usize = 64;
+/// Elements per work item along a long innermost row, so a few long rows still spread over cores.
+const ROW_CHUNK: usize = 1 << 15;
 /// Copies smaller than this run on the calling thread.
 const PARALLEL_MIN_BYTES: usize = 1 << 18;
-
-/// A strided destination or source: a base address and byte strides per axis.
-#[derive(Copy, Clone, Debug)]
-struct Base(usize);
 
 /// Copies every element of a `shape`-shaped array from `src` to `dst`.
 ///
@@ -40,27 +38,57 @@ pub unsafe fn copy_strided(
     // Drop unit axes and order the rest from the largest to the smallest destination stride.
     let mut axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
     axes.sort_by_key(|&a| std::cmp::Reverse(dst_strides[a].unsigned_abs()));
-    let ext: Vec<usize> = axes.iter().map(|&a| shape[a]).collect();
-    let ss: Vec<isize> = axes.iter().map(|&a| src_strides[a]).collect();
-    let ds: Vec<isize> = axes.iter().map(|&a| dst_strides[a]).collect();
+    let (mut ext, mut ss, mut ds) = (Vec::new(), Vec::new(), Vec::<isize>::new());
+    for &a in &axes {
+        // Merge an axis into the previous (outer) one when both sides nest it densely.
+        if let (Some(&e), Some(&s), Some(&d)) = (ext.last(), ss.last(), ds.last()) {
+            if e > 0
+                && s == src_strides[a] * shape[a] as isize
+                && d == dst_strides[a] * shape[a] as isize
+            {
+                let n = ext.len() - 1;
+                ext[n] *= shape[a];
+                ss[n] = src_strides[a];
+                ds[n] = dst_strides[a];
+                continue;
+            }
+        }
+        ext.push(shape[a]);
+        ss.push(src_strides[a]);
+        ds.push(dst_strides[a]);
+    }
     let job = Job {
         itemsize,
         ext,
         ss,
         ds,
-        src: Base(src as usize),
-        dst: Base(dst as usize),
+        src: src as usize,
+        dst: dst as usize,
     };
     job.run();
 }
 
+/// A copy with its axes ordered by destination stride (innermost last) and dense axes merged.
+/// Addresses are kept as integers so the job can be shared between threads.
 struct Job {
     itemsize: usize,
     ext: Vec<usize>,
     ss: Vec<isize>,
     ds: Vec<isize>,
-    src: Base,
-    dst: Base,
+    src: usize,
+    dst: usize,
+}
+
+/// How the innermost work is cut.
+#[derive(Copy, Clone)]
+enum Mode {
+    /// Rows along the destination's unit-stride axis `a`, cut into chunks of `ROW_CHUNK`.
+    Rows { a: usize },
+    /// Square blocks of `block` x `block` elements in the plane of the destination's unit-stride
+    /// axis `a` and the source's `b`: each block reads `block` whole source lines into a small
+    /// buffer and writes `block` whole destination lines from it, which keeps both sides at
+    /// cache-line granularity even when their strides alias in the cache.
+    Blocks { a: usize, b: usize, block: usize },
 }
 
 impl Job {
@@ -72,9 +100,9 @@ impl Job {
                 copy_elements(
                     self.itemsize,
                     1,
-                    self.src.0 as *const u8,
+                    self.src as *const u8,
                     0,
-                    self.dst.0 as *mut u8,
+                    self.dst as *mut u8,
                     0,
                 )
             };
@@ -84,17 +112,26 @@ impl Job {
         let b = (0..n)
             .min_by_key(|&ax| self.ss[ax].unsigned_abs())
             .unwrap_or(a);
-        let tiled = b != a && self.ss[a].unsigned_abs() > 2 * self.itemsize;
-        // Outer axes: everything but `a` (and `b` when tiling), in destination order; in tile
-        // mode the strips of TILE indices along `b` form one more, innermost, outer axis.
-        let outer: Vec<usize> = (0..n)
-            .filter(|&ax| ax != a && !(tiled && ax == b))
-            .collect();
+        let block = LINE / self.itemsize;
+        let mode = if b != a && block >= 2 && self.ss[a].unsigned_abs() > 2 * self.itemsize {
+            Mode::Blocks { a, b, block }
+        } else {
+            Mode::Rows { a }
+        };
+        // Outer axes: everything but `a` (and `b` for blocks), in destination order; the chunks
+        // along `a` (rows) or the strips of `block` indices along `b` (blocks) are the innermost.
+        let outer: Vec<usize> = match mode {
+            Mode::Rows { a } => (0..n).filter(|&ax| ax != a).collect(),
+            Mode::Blocks { a, b, .. } => (0..n).filter(|&ax| ax != a && ax != b).collect(),
+        };
         let outer_count: usize = outer.iter().map(|&ax| self.ext[ax]).product();
-        let strips = if tiled { self.ext[b].div_ceil(TILE) } else { 1 };
-        let items = outer_count * strips;
+        let pieces = match mode {
+            Mode::Rows { a } => self.ext[a].div_ceil(ROW_CHUNK),
+            Mode::Blocks { b, block, .. } => self.ext[b].div_ceil(block),
+        };
+        let items = outer_count * pieces;
         let total_bytes = self.ext.iter().product::<usize>() * self.itemsize;
-        let work = |w: usize| self.work_item(w, &outer, strips, a, tiled.then_some(b));
+        let work = |w: usize| self.work_item(w, &outer, pieces, mode);
         if total_bytes >= PARALLEL_MIN_BYTES && items > 1 {
             let min_len = (items / (rayon::current_num_threads() * 8)).max(1);
             (0..items)
@@ -106,8 +143,8 @@ impl Job {
         }
     }
 
-    fn work_item(&self, w: usize, outer: &[usize], strips: usize, a: usize, b: Option<usize>) {
-        let (mut rest, strip) = (w / strips, w % strips);
+    fn work_item(&self, w: usize, outer: &[usize], pieces: usize, mode: Mode) {
+        let (mut rest, piece) = (w / pieces, w % pieces);
         let (mut so, mut d_o) = (0isize, 0isize);
         for &ax in outer.iter().rev() {
             let i = (rest % self.ext[ax]) as isize;
@@ -115,27 +152,58 @@ impl Job {
             so += i * self.ss[ax];
             d_o += i * self.ds[ax];
         }
-        let src = (self.src.0 as *const u8).wrapping_offset(so);
-        let dst = (self.dst.0 as *mut u8).wrapping_offset(d_o);
-        let (na, ssa, dsa) = (self.ext[a], self.ss[a], self.ds[a]);
-        match b {
-            None => {
-                // SAFETY: one row of the copy; in bounds by the caller's contract.
-                unsafe { copy_elements(self.itemsize, na, src, ssa, dst, dsa) }
+        let src = (self.src as *const u8).wrapping_offset(so);
+        let dst = (self.dst as *mut u8).wrapping_offset(d_o);
+        let size = self.itemsize;
+        match mode {
+            Mode::Rows { a } => {
+                let lo = piece * ROW_CHUNK;
+                let len = ROW_CHUNK.min(self.ext[a] - lo);
+                let (ssa, dsa) = (self.ss[a], self.ds[a]);
+                let (s, d) = (
+                    src.wrapping_offset(lo as isize * ssa),
+                    dst.wrapping_offset(lo as isize * dsa),
+                );
+                // SAFETY: one chunk of a row of the copy; in bounds by the caller's contract.
+                unsafe { copy_elements(size, len, s, ssa, d, dsa) }
             }
-            Some(b) => {
-                let (ssb, dsb) = (self.ss[b], self.ds[b]);
-                let lo = strip * TILE;
-                let hi = (lo + TILE).min(self.ext[b]);
-                for a0 in (0..na).step_by(TILE) {
-                    let len = TILE.min(na - a0);
-                    for ib in lo..hi {
-                        let ib = ib as isize;
-                        let a0 = a0 as isize;
-                        let s = src.wrapping_offset(ib * ssb + a0 * ssa);
-                        let d = dst.wrapping_offset(ib * dsb + a0 * dsa);
-                        // SAFETY: a row segment of one tile; in bounds by the caller's contract.
-                        unsafe { copy_elements(self.itemsize, len, s, ssa, d, dsa) }
+            Mode::Blocks { a, b, block } => {
+                let (ssa, dsa, ssb, dsb) = (self.ss[a], self.ds[a], self.ss[b], self.ds[b]);
+                let b0 = piece * block;
+                let nb = block.min(self.ext[b] - b0);
+                let mut tmp = [0u8; LINE * LINE];
+                let tmp_ptr = tmp.as_mut_ptr();
+                let row = (block * size) as isize; // tmp holds [a][b] with `block` b per row
+                for a0 in (0..self.ext[a]).step_by(block) {
+                    let na = block.min(self.ext[a] - a0);
+                    let s = src.wrapping_offset(a0 as isize * ssa + b0 as isize * ssb);
+                    let d = dst.wrapping_offset(a0 as isize * dsa + b0 as isize * dsb);
+                    for ia in 0..na as isize {
+                        // SAFETY: source elements of this block, in bounds by contract; `tmp`
+                        // has room for block * block elements (block * itemsize <= LINE).
+                        unsafe {
+                            copy_elements(
+                                size,
+                                nb,
+                                s.wrapping_offset(ia * ssa),
+                                ssb,
+                                tmp_ptr.wrapping_offset(ia * row),
+                                size as isize,
+                            )
+                        }
+                    }
+                    for ib in 0..nb as isize {
+                        // SAFETY: destination elements of this block, in bounds by contract.
+                        unsafe {
+                            copy_elements(
+                                size,
+                                na,
+                                tmp_ptr.wrapping_offset(ib * size as isize),
+                                row,
+                                d.wrapping_offset(ib * dsb),
+                                dsa,
+                            )
+                        }
                     }
                 }
             }
