@@ -145,7 +145,10 @@ def get_dims(obj: Any, annotation: Any = None) -> tuple[str, ...] | None:
     if info is not None and info.get("dims") is not None:
         return normalize_dims(info["dims"], ndim, "__gt_data_interface__ dims")
     if type(obj).__module__.startswith("xarray.") and hasattr(obj, "dims"):
-        return normalize_dims(obj.dims, ndim, "DataArray.dims")
+        # Only gt names count: a DataArray labelled (lat, lon, ...) declares no gt dims.
+        names = tuple(str(d) for d in obj.dims)
+        if all(n in ("I", "J", "K") or _DATA_DIM.match(n) for n in names):
+            return normalize_dims(names, ndim, "DataArray.dims")
     if annotation is not None:
         dims = getattr(annotation, "dims", annotation)
         if dims is not None:
