@@ -29,6 +29,7 @@ from ._hooks import register_xarray_on_import as _register_xarray_on_import
 from ._metadata import get_dims, get_origin
 from .field import Field
 from .errors import (
+    GridbufDeviceError,
     GridbufError,
     GridbufMemoryError,
     GridbufOverflowError,
@@ -44,6 +45,7 @@ _register_xarray_on_import()
 __all__ = [
     "Allocation",
     "Field",
+    "GridbufDeviceError",
     "GridbufError",
     "GridbufMemoryError",
     "GridbufOverflowError",

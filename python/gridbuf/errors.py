@@ -13,6 +13,7 @@ __all__ = [
     "GridbufOverflowError",
     "GridbufMemoryError",
     "UnknownPresetError",
+    "GridbufDeviceError",
 ]
 
 
@@ -38,3 +39,8 @@ class GridbufMemoryError(GridbufError, MemoryError):
 
 class UnknownPresetError(GridbufValueError):
     """A preset (backend) name that is not registered; the message lists the valid names."""
+
+
+class GridbufDeviceError(GridbufError, RuntimeError):
+    """A device (GPU) or its array library (CuPy) is needed but not available, or memory lives on
+    a device the operation cannot use."""

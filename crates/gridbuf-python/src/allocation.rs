@@ -15,6 +15,10 @@ use std::os::raw::c_void;
 #[derive(Default)]
 struct Keywords<'py> {
     backend: Option<Bound<'py, PyAny>>,
+    /// Which of the aliases was used, for messages: "backend" or "defaults".
+    backend_name: &'static str,
+    /// "dimensions" or "dims".
+    dims_name: &'static str,
     aligned_index: Option<Bound<'py, PyAny>>,
     dimensions: Option<Bound<'py, PyAny>>,
     layout: Option<Bound<'py, PyAny>>,
@@ -26,7 +30,11 @@ impl<'py> Keywords<'py> {
     /// Reads `backend`/`defaults`, `aligned_index`, `dimensions`/`dims`, `layout`, `alignment`
     /// and `halo` from a kwargs dict; anything else is a `GridbufTypeError`.
     fn parse(kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
-        let mut kw = Keywords::default();
+        let mut kw = Keywords {
+            backend_name: "backend",
+            dims_name: "dims",
+            ..Keywords::default()
+        };
         let Some(kwargs) = kwargs else { return Ok(kw) };
         let (mut defaults, mut dims) = (None, None);
         for (key, value) in kwargs.iter() {
@@ -50,6 +58,14 @@ impl<'py> Keywords<'py> {
             };
             *slot = Some(value);
         }
+        if defaults.is_some() {
+            kw.backend_name = "defaults";
+        }
+        kw.dims_name = if kw.dimensions.is_some() {
+            "dimensions"
+        } else {
+            "dims"
+        };
         kw.backend = convert::alias(kw.backend, "backend", defaults, "defaults")?;
         kw.dimensions = convert::alias(kw.dimensions, "dimensions", dims, "dims")?;
         kw.aligned_index = kw.aligned_index.filter(|v| !v.is_none());
@@ -66,20 +82,19 @@ impl<'py> Keywords<'py> {
         shape: Vec<usize>,
         dtype: &ScalarDtype<'py>,
     ) -> PyResult<PlanRequest> {
-        let (name, param) = match &self.backend {
-            None => ("C", "backend"),
-            Some(b) => (
-                b.cast::<PyString>()
-                    .map_err(|_| type_error("backend", b, "expected a preset name (str) or None"))?
-                    .to_str()?,
-                "backend",
-            ),
+        let param = self.backend_name;
+        let name = match &self.backend {
+            None => "C",
+            Some(b) => b
+                .cast::<PyString>()
+                .map_err(|_| type_error(param, b, "expected a preset name (str) or None"))?
+                .to_str()?,
         };
         let preset = gridbuf::preset::lookup(name, param).py(py)?;
         let mut req = PlanRequest::new(shape, dtype.itemsize, preset);
         req.subarray_shape = dtype.subarray_shape.clone();
         if let Some(v) = &self.dimensions {
-            req.dims = Some(convert::dims(v, "dims")?);
+            req.dims = Some(convert::dims(v, self.dims_name)?);
         }
         if let Some(v) = &self.layout {
             req.layout = Some(convert::usize_seq(v, "layout")?);
@@ -92,14 +107,7 @@ impl<'py> Keywords<'py> {
         }
         if let Some(v) = &self.alignment {
             let expected = "expected a power of two number of bytes (int)";
-            if v.is_instance_of::<pyo3::types::PyBool>() {
-                return Err(type_error("alignment", v, expected));
-            }
-            let a: i64 = v
-                .extract()
-                .map_err(|_| type_error("alignment", v, expected))?;
-            req.alignment =
-                Some(usize::try_from(a).map_err(|_| value_error("alignment", v, expected))?);
+            req.alignment = Some(convert::non_negative(v, "alignment", v, expected)?);
         }
         Ok(req)
     }
@@ -284,12 +292,35 @@ fn numpy_fn<'py>(py: Python<'py>, name: &'static str) -> PyResult<Bound<'py, PyA
         .getattr(name)
 }
 
+/// Allocates on a GPU through `gridbuf._gpu` (CuPy); a clear error where CuPy or a GPU is missing.
+fn allocate_gpu<'py>(
+    py: Python<'py>,
+    plan: Plan,
+    dtype: ScalarDtype<'py>,
+    fill: &str,
+    value: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let plan = PyPlan {
+        plan,
+        dtype: Some(dtype.base.clone().unbind()),
+    };
+    py.import("gridbuf._gpu")?
+        .call_method1("allocate", (plan, dtype.base, fill, value))
+}
+
 fn allocate<'py>(
     py: Python<'py>,
     plan: Plan,
     dtype: ScalarDtype<'py>,
     fill: Fill<'_, 'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if plan.device == gridbuf::Device::Gpu {
+        return match fill {
+            Fill::Uninit => allocate_gpu(py, plan, dtype, "empty", None),
+            Fill::Zeros => allocate_gpu(py, plan, dtype, "zeros", None),
+            Fill::Value(v) => allocate_gpu(py, plan, dtype, "value", Some(v)),
+        };
+    }
     let init = match fill {
         Fill::Zeros => Init::Zeroed,
         _ => Init::Uninit,
@@ -496,9 +527,14 @@ pub fn from_array<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let asarray = numpy_fn(py, "asarray")?;
-    let source = asarray
-        .call1((data,))
-        .map_err(|e| type_error("data", data, &format!("expected an array-like ({e})")))?;
+    let source = asarray.call1((data,)).map_err(|e| {
+        let msg = format!("expected an array-like that numpy.asarray accepts ({e})");
+        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+            value_error("data", data, &msg)
+        } else {
+            type_error("data", data, &msg)
+        }
+    })?;
     let mut source = source.cast_into::<PyUntypedArray>()?;
     let dtype = match dtype.filter(|d| !d.is_none()) {
         Some(d) => scalar_dtype(py, Some(d))?,
@@ -530,6 +566,9 @@ pub fn from_array<'py>(
     }
     let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
     let plan = plan_for(py, shape.as_any(), &dtype, kwargs)?;
+    if plan.device == gridbuf::Device::Gpu {
+        return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()));
+    }
     let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
     let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
     let src_strides = source.strides().to_vec();

@@ -4,7 +4,7 @@
 use crate::errors::{raise, Class};
 use gridbuf::Dim;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
 
 fn repr(obj: &Bound<'_, PyAny>) -> String {
     obj.repr()
@@ -55,12 +55,56 @@ fn for_each_item<'py>(
     Ok(())
 }
 
-/// An int that is not a bool (bools are ints in Python, but never mean a size).
-fn exact_int(item: &Bound<'_, PyAny>) -> Option<isize> {
+/// An int argument: one that fits `isize`, or one too large (or too negative) for it.
+enum IntArg {
+    Fits(isize),
+    Huge { negative: bool },
+}
+
+/// Reads an int that is not a bool (bools are ints in Python, but never mean a size).
+fn int_arg(item: &Bound<'_, PyAny>) -> PyResult<Option<IntArg>> {
     if item.is_instance_of::<PyBool>() {
-        return None;
+        return Ok(None);
     }
-    item.extract::<isize>().ok()
+    if let Ok(v) = item.extract::<isize>() {
+        return Ok(Some(IntArg::Fits(v)));
+    }
+    if item.is_instance_of::<PyInt>() || item.hasattr(pyo3::intern!(item.py(), "__index__"))? {
+        let index = item.call_method0(pyo3::intern!(item.py(), "__index__"))?;
+        return Ok(Some(IntArg::Huge {
+            negative: index.lt(0)?,
+        }));
+    }
+    Ok(None)
+}
+
+/// One non-negative int of `param` (whose whole value is `whole`, for messages).
+pub fn non_negative(
+    item: &Bound<'_, PyAny>,
+    param: &str,
+    whole: &Bound<'_, PyAny>,
+    expected: &str,
+) -> PyResult<usize> {
+    match int_arg(item)? {
+        None => Err(type_error(param, whole, expected)),
+        Some(IntArg::Fits(v)) => {
+            usize::try_from(v).map_err(|_| value_error(param, whole, expected))
+        }
+        Some(IntArg::Huge { negative: true }) => Err(value_error(param, whole, expected)),
+        Some(IntArg::Huge { negative: false }) if param == "shape" => Err(raise(
+            whole.py(),
+            Class::Overflow,
+            format!(
+                "shape {} is too large: the byte size overflows the address space",
+                repr(whole)
+            ),
+        )),
+        Some(IntArg::Huge { negative: false }) => Err(value_error(
+            param,
+            whole,
+            "the value is far beyond any valid extent",
+        )),
+    }
 }
 
 /// A sequence of non-negative ints, such as a shape or an index.
@@ -68,9 +112,7 @@ pub fn usize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<usize>> {
     const EXPECTED: &str = "expected a sequence of non-negative ints";
     let mut out = Vec::with_capacity(4);
     for_each_item(obj, param, EXPECTED, |item| {
-        let v = exact_int(&item).ok_or_else(|| type_error(param, obj, EXPECTED))?;
-        let v = usize::try_from(v).map_err(|_| value_error(param, obj, EXPECTED))?;
-        out.push(v);
+        out.push(non_negative(&item, param, obj, EXPECTED)?);
         Ok(())
     })?;
     Ok(out)
@@ -81,19 +123,26 @@ pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
     const EXPECTED: &str = "expected one non-negative int or (lower, upper) pair per axis";
     let mut out = Vec::with_capacity(4);
     for_each_item(obj, "halo", EXPECTED, |item| {
-        let width = |v: &Bound<'_, PyAny>| -> PyResult<usize> {
-            let v = exact_int(v).ok_or_else(|| type_error("halo", obj, EXPECTED))?;
-            usize::try_from(v).map_err(|_| value_error("halo", obj, EXPECTED))
-        };
-        if exact_int(&item).is_some() {
-            let w = width(&item)?;
+        if int_arg(&item)?.is_some() {
+            let w = non_negative(&item, "halo", obj, EXPECTED)?;
             out.push((w, w));
-        } else {
-            let pair = usize_seq(&item, "halo").map_err(|_| type_error("halo", obj, EXPECTED))?;
-            match pair[..] {
-                [lo, hi] => out.push((lo, hi)),
-                _ => return Err(value_error("halo", obj, EXPECTED)),
+            return Ok(());
+        }
+        let mut pair = Vec::with_capacity(2);
+        for_each_item(&item, "halo", EXPECTED, |v| {
+            pair.push(non_negative(&v, "halo", obj, EXPECTED)?);
+            Ok(())
+        })
+        .map_err(|e| {
+            if e.is_instance_of::<pyo3::exceptions::PyValueError>(obj.py()) {
+                e
+            } else {
+                type_error("halo", obj, EXPECTED)
             }
+        })?;
+        match pair[..] {
+            [lo, hi] => out.push((lo, hi)),
+            _ => return Err(value_error("halo", obj, EXPECTED)),
         }
         Ok(())
     })?;
