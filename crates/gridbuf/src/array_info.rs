@@ -1,1 +1,1390 @@
-//! ArrayInfo: what gridbuf knows about any array it is handed (filled in by the array-interfaces work).
+//! [`ArrayInfo`]: what gridbuf knows about any array it is handed, whichever interface described it.
+//!
+//! An `ArrayInfo` is a plain description: an address, a shape, byte strides, an element type
+//! ([`DType`]), the device the memory lives on and whether it may be written. The parsers in
+//! [`crate::interface`] build one from the array interface, the CUDA array interface, the buffer
+//! protocol or DLPack; [`ArrayInfo::agrees_with`] checks that two interfaces of one object describe
+//! the same array, and [`ArrayInfo::as_array_view`] turns a host array into an `ndarray` view for
+//! Rust callers after checking everything that can be checked.
+//!
+//! ```
+//! use gridbuf::array_info::{ArrayDevice, ArrayInfo, DType, Interface};
+//! let data: Vec<f64> = (0..12).map(f64::from).collect();
+//! let ptr = data.as_ptr().expose_provenance();
+//! // A 3 x 4 C-ordered array, read through a view whose rows run backwards.
+//! let info = ArrayInfo::new(ptr + 8 * 8, vec![3, 4], vec![-32, 8], DType::FLOAT64,
+//!                           ArrayDevice::CPU, Interface::Native)?;
+//! // SAFETY: `data` outlives the view and nothing writes to it meanwhile.
+//! let view = unsafe { info.as_array_view::<f64>()? };
+//! assert_eq!(view[[0, 1]], 9.0);
+//! assert_eq!(view[[2, 3]], 3.0);
+//! # Ok::<(), gridbuf::Error>(())
+//! ```
+
+use crate::error::{Error, Result};
+use crate::preset::Device;
+use ndarray::{ArrayViewD, ArrayViewMutD, Axis, IxDyn, ShapeBuilder};
+use std::fmt;
+use std::ptr::NonNull;
+
+/// The kind of an element type, as the array interface's typestr names it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DTypeKind {
+    /// Boolean, one byte holding 0 or 1 (`b`).
+    Bool,
+    /// Signed integer (`i`).
+    Int,
+    /// Unsigned integer (`u`).
+    UInt,
+    /// IEEE floating point (`f`).
+    Float,
+    /// Complex of two IEEE floats, real part first (`c`).
+    Complex,
+}
+
+impl DTypeKind {
+    /// The character of this kind in an array-interface typestr: `b`, `i`, `u`, `f` or `c`.
+    pub fn typestr_char(self) -> char {
+        match self {
+            DTypeKind::Bool => 'b',
+            DTypeKind::Int => 'i',
+            DTypeKind::UInt => 'u',
+            DTypeKind::Float => 'f',
+            DTypeKind::Complex => 'c',
+        }
+    }
+
+    /// The item sizes in bytes gridbuf supports for this kind.
+    pub fn valid_itemsizes(self) -> &'static [usize] {
+        match self {
+            DTypeKind::Bool => &[1],
+            DTypeKind::Int | DTypeKind::UInt => &[1, 2, 4, 8],
+            DTypeKind::Float => &[2, 4, 8],
+            DTypeKind::Complex => &[8, 16],
+        }
+    }
+}
+
+/// Byte order of multi-byte elements.
+///
+/// A [`DType`] stores [`ByteOrder::Native`] for every element in the host's order (and for
+/// one-byte elements), so `Little` or `Big` only appears for non-native data and two dtypes
+/// compare equal exactly when they describe the same bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ByteOrder {
+    /// The host's byte order (or not applicable, for one-byte elements).
+    Native,
+    /// Little-endian.
+    Little,
+    /// Big-endian.
+    Big,
+}
+
+impl ByteOrder {
+    /// The byte order of the machine this code runs on.
+    pub const HOST: ByteOrder = if cfg!(target_endian = "little") {
+        ByteOrder::Little
+    } else {
+        ByteOrder::Big
+    };
+
+    /// `Little` or `Big`: `Native` resolved to the host's order.
+    pub const fn resolve(self) -> ByteOrder {
+        match self {
+            ByteOrder::Native => ByteOrder::HOST,
+            other => other,
+        }
+    }
+}
+
+/// A fixed-size numeric or boolean element type.
+///
+/// Object, string, void (structured) and datetime types cannot be described: gridbuf binds numeric
+/// fields only.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DType {
+    kind: DTypeKind,
+    itemsize: usize,
+    byteorder: ByteOrder,
+}
+
+/// The byte order a dtype stores: `Native` for one-byte items and for the host's order.
+const fn normalize(itemsize: usize, byteorder: ByteOrder) -> ByteOrder {
+    if itemsize == 1 {
+        return ByteOrder::Native;
+    }
+    match (byteorder, ByteOrder::HOST) {
+        (ByteOrder::Little, ByteOrder::Little) | (ByteOrder::Big, ByteOrder::Big) => {
+            ByteOrder::Native
+        }
+        (order, _) => order,
+    }
+}
+
+impl DType {
+    /// `bool` (one byte).
+    pub const BOOL: DType = DType::native(DTypeKind::Bool, 1);
+    /// `int8`.
+    pub const INT8: DType = DType::native(DTypeKind::Int, 1);
+    /// `int16`.
+    pub const INT16: DType = DType::native(DTypeKind::Int, 2);
+    /// `int32`.
+    pub const INT32: DType = DType::native(DTypeKind::Int, 4);
+    /// `int64`.
+    pub const INT64: DType = DType::native(DTypeKind::Int, 8);
+    /// `uint8`.
+    pub const UINT8: DType = DType::native(DTypeKind::UInt, 1);
+    /// `uint16`.
+    pub const UINT16: DType = DType::native(DTypeKind::UInt, 2);
+    /// `uint32`.
+    pub const UINT32: DType = DType::native(DTypeKind::UInt, 4);
+    /// `uint64`.
+    pub const UINT64: DType = DType::native(DTypeKind::UInt, 8);
+    /// `float16` (IEEE half precision).
+    pub const FLOAT16: DType = DType::native(DTypeKind::Float, 2);
+    /// `float32`.
+    pub const FLOAT32: DType = DType::native(DTypeKind::Float, 4);
+    /// `float64`.
+    pub const FLOAT64: DType = DType::native(DTypeKind::Float, 8);
+    /// `complex64` (two `float32`).
+    pub const COMPLEX64: DType = DType::native(DTypeKind::Complex, 8);
+    /// `complex128` (two `float64`).
+    pub const COMPLEX128: DType = DType::native(DTypeKind::Complex, 16);
+
+    /// A native-order dtype; only for the constants above, whose sizes are valid.
+    const fn native(kind: DTypeKind, itemsize: usize) -> DType {
+        DType {
+            kind,
+            itemsize,
+            byteorder: ByteOrder::Native,
+        }
+    }
+
+    /// A dtype of `kind` with `itemsize` bytes in `byteorder`; the size must be one that
+    /// [`DTypeKind::valid_itemsizes`] lists.
+    pub fn new(kind: DTypeKind, itemsize: usize, byteorder: ByteOrder) -> Result<DType> {
+        if !kind.valid_itemsizes().contains(&itemsize) {
+            return Err(Error::invalid(
+                "itemsize",
+                itemsize,
+                format!(
+                    "a {kind:?} dtype has one of the sizes {:?} in bytes",
+                    kind.valid_itemsizes()
+                ),
+            ));
+        }
+        Ok(DType {
+            kind,
+            itemsize,
+            byteorder: normalize(itemsize, byteorder),
+        })
+    }
+
+    /// The kind of element.
+    pub fn kind(self) -> DTypeKind {
+        self.kind
+    }
+
+    /// Size of one element in bytes.
+    pub fn itemsize(self) -> usize {
+        self.itemsize
+    }
+
+    /// Byte order; `Native` unless the elements are stored in the non-host order.
+    pub fn byteorder(self) -> ByteOrder {
+        self.byteorder
+    }
+
+    /// Whether the elements are in the host's byte order.
+    pub fn is_native(self) -> bool {
+        self.byteorder == ByteOrder::Native
+    }
+
+    /// Parses an array-interface typestr such as `"<f8"`, `"|b1"`, `">i4"`, `"<c16"` or `"=f4"`.
+    ///
+    /// `interface` names the source in error messages (`__array_interface__['typestr']`). A
+    /// missing byte-order character means native order. Object (`O`), string (`S`, `U`), void
+    /// (`V`, also structured dtypes), datetime (`M`, `m`) and bit-field (`t`) typestrs are
+    /// rejected, as are sizes the kind does not have (`f16` long double, `c32`).
+    pub fn from_typestr(typestr: &str, interface: Interface) -> Result<DType> {
+        parse_typestr(typestr, interface, "typestr")
+    }
+
+    /// Parses a PEP 3118 buffer-protocol format such as `"d"`, `"<f"`, `"=q"`, `"?"` or `"Zd"`.
+    ///
+    /// An optional prefix sets the byte order: `@` (the default) native with native sizes, `=`
+    /// native with standard sizes, `<` little-endian, `>` and `!` big-endian. In native-size
+    /// mode `l`/`L` have the size of a C `long` and `n`/`N` that of `size_t`; in standard mode
+    /// `l`/`L` have 4 bytes and `n`/`N` are not allowed. Long double (`g`, `Zg`), characters,
+    /// strings, pointers, padding, structs and repeat counts are rejected.
+    pub fn from_buffer_format(format: &str) -> Result<DType> {
+        let reject = |expected: &str| {
+            Error::invalid(
+                Interface::Buffer.field("format"),
+                format,
+                expected.to_owned(),
+            )
+        };
+        const SUPPORTED: &str =
+            "expected one numeric item such as \"d\", \"<f\", \"=q\", \"?\" or \"Zd\"; \
+             long double, char, string, pointer, padding and struct formats are not supported";
+        let (order, native_sizes, code) = match format.as_bytes().first() {
+            Some(b'@') => (ByteOrder::Native, true, &format[1..]),
+            Some(b'=') => (ByteOrder::Native, false, &format[1..]),
+            Some(b'<') => (ByteOrder::Little, false, &format[1..]),
+            Some(b'>') | Some(b'!') => (ByteOrder::Big, false, &format[1..]),
+            _ => (ByteOrder::Native, true, format),
+        };
+        use DTypeKind::{Bool, Complex, Float, Int, UInt};
+        let c_long = std::mem::size_of::<std::ffi::c_long>();
+        let (kind, itemsize) = match code {
+            "?" => (Bool, 1),
+            "b" => (Int, 1),
+            "B" => (UInt, 1),
+            "h" => (Int, 2),
+            "H" => (UInt, 2),
+            "i" => (Int, 4),
+            "I" => (UInt, 4),
+            "l" => (Int, if native_sizes { c_long } else { 4 }),
+            "L" => (UInt, if native_sizes { c_long } else { 4 }),
+            "q" => (Int, 8),
+            "Q" => (UInt, 8),
+            "n" if native_sizes => (Int, std::mem::size_of::<isize>()),
+            "N" if native_sizes => (UInt, std::mem::size_of::<usize>()),
+            "e" => (Float, 2),
+            "f" => (Float, 4),
+            "d" => (Float, 8),
+            "Zf" => (Complex, 8),
+            "Zd" => (Complex, 16),
+            _ => return Err(reject(SUPPORTED)),
+        };
+        DType::new(kind, itemsize, order).map_err(|_| reject(SUPPORTED))
+    }
+
+    /// The array-interface typestr, such as `"<f8"` or `"|b1"`: `|` for one-byte items, else the
+    /// explicit byte order (`<` or `>`, never `=`), as NumPy writes it.
+    pub fn to_typestr(self) -> String {
+        let order = if self.itemsize == 1 {
+            '|'
+        } else {
+            match self.byteorder.resolve() {
+                ByteOrder::Big => '>',
+                _ => '<',
+            }
+        };
+        format!("{order}{}{}", self.kind.typestr_char(), self.itemsize)
+    }
+
+    /// The NumPy name of the type ignoring byte order, such as `"float64"` or `"bool"`.
+    pub fn name(self) -> String {
+        match self.kind {
+            DTypeKind::Bool => "bool".to_owned(),
+            DTypeKind::Int => format!("int{}", self.itemsize * 8),
+            DTypeKind::UInt => format!("uint{}", self.itemsize * 8),
+            DTypeKind::Float => format!("float{}", self.itemsize * 8),
+            DTypeKind::Complex => format!("complex{}", self.itemsize * 8),
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    /// The NumPy name, with the byte order appended when it is not native: `float64`,
+    /// `int32 (big-endian)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())?;
+        match self.byteorder {
+            ByteOrder::Native => Ok(()),
+            ByteOrder::Little => f.write_str(" (little-endian)"),
+            ByteOrder::Big => f.write_str(" (big-endian)"),
+        }
+    }
+}
+
+/// Parses a typestr; `key` names the dict key in error messages (`typestr` or `descr`).
+pub(crate) fn parse_typestr(typestr: &str, interface: Interface, key: &str) -> Result<DType> {
+    let err = |expected: String| Error::invalid(interface.field(key), typestr, expected);
+    let (order, rest) = match typestr.as_bytes().first() {
+        Some(b'<') => (ByteOrder::Little, &typestr[1..]),
+        Some(b'>') => (ByteOrder::Big, &typestr[1..]),
+        Some(b'|') | Some(b'=') => (ByteOrder::Native, &typestr[1..]),
+        _ => (ByteOrder::Native, typestr),
+    };
+    let mut chars = rest.chars();
+    let kind_char = chars.next();
+    let size_str = chars.as_str();
+    let kind = match kind_char {
+        Some('b') => DTypeKind::Bool,
+        Some('i') => DTypeKind::Int,
+        Some('u') => DTypeKind::UInt,
+        Some('f') => DTypeKind::Float,
+        Some('c') => DTypeKind::Complex,
+        Some('O' | 'S' | 'a' | 'U' | 'V' | 'M' | 'm' | 't') => {
+            return Err(err(
+                "object, string, void (structured), datetime and bit-field dtypes are not \
+                 supported; expected a bool, integer, float or complex typestr such as \"<f8\""
+                    .to_owned(),
+            ))
+        }
+        _ => {
+            return Err(err(
+                "expected a byte order (<, >, | or =), a kind (b, i, u, f or c) and a size in \
+                 bytes, such as \"<f8\""
+                    .to_owned(),
+            ))
+        }
+    };
+    let itemsize: usize = match size_str.parse() {
+        Ok(n) if size_str.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => {
+            return Err(err(
+                "expected the item size in bytes after the kind, such as \"<f8\"".to_owned(),
+            ))
+        }
+    };
+    if !kind.valid_itemsizes().contains(&itemsize) {
+        return Err(err(format!(
+            "a '{}' typestr has one of the sizes {:?} in bytes",
+            kind.typestr_char(),
+            kind.valid_itemsizes()
+        )));
+    }
+    DType::new(kind, itemsize, order)
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust element type whose layout matches a [`DType`]: `bool`, `i8` to `i64`, `u8` to `u64`,
+/// `f32` and `f64`. Sealed, so that [`ArrayInfo::as_array_view`] can rely on `DTYPE` matching
+/// the type's size and alignment.
+pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
+    /// The native-order dtype of this type.
+    const DTYPE: DType;
+}
+
+macro_rules! element {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $t {}
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+        }
+    )*};
+}
+
+element!(
+    bool => BOOL, i8 => INT8, i16 => INT16, i32 => INT32, i64 => INT64,
+    u8 => UINT8, u16 => UINT16, u32 => UINT32, u64 => UINT64, f32 => FLOAT32, f64 => FLOAT64,
+);
+
+/// Where an array's memory lives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceKind {
+    /// Host memory.
+    Cpu,
+    /// CUDA device memory.
+    Cuda,
+    /// Page-locked host memory from `cudaMallocHost`, readable by host and device.
+    CudaHost,
+    /// CUDA managed (unified) memory from `cudaMallocManaged`, readable by host and device.
+    CudaManaged,
+    /// ROCm (HIP) device memory.
+    Rocm,
+    /// Page-locked host memory from `hipMallocHost`.
+    RocmHost,
+}
+
+impl DeviceKind {
+    /// A short lower-case name: `cpu`, `cuda`, `cuda_host`, `cuda_managed`, `rocm`, `rocm_host`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceKind::Cpu => "cpu",
+            DeviceKind::Cuda => "cuda",
+            DeviceKind::CudaHost => "cuda_host",
+            DeviceKind::CudaManaged => "cuda_managed",
+            DeviceKind::Rocm => "rocm",
+            DeviceKind::RocmHost => "rocm_host",
+        }
+    }
+}
+
+/// The device an array lives on: a kind and, where the interface says, a device number.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ArrayDevice {
+    /// The kind of memory.
+    pub kind: DeviceKind,
+    /// The device number; `None` where the interface does not say (the CUDA array interface
+    /// leaves it to the pointer's context).
+    pub id: Option<i32>,
+}
+
+impl ArrayDevice {
+    /// Host memory, device 0.
+    pub const CPU: ArrayDevice = ArrayDevice {
+        kind: DeviceKind::Cpu,
+        id: Some(0),
+    };
+
+    /// Whether host code may dereference the memory: plain, page-locked and managed memory.
+    ///
+    /// Managed memory must not be touched by the host while a kernel uses it; that is part of
+    /// the caller's promise in [`ArrayInfo::as_array_view`].
+    pub fn is_host_accessible(self) -> bool {
+        matches!(
+            self.kind,
+            DeviceKind::Cpu | DeviceKind::CudaHost | DeviceKind::CudaManaged | DeviceKind::RocmHost
+        )
+    }
+
+    /// Whether a stencil compiled for `device` can address this memory directly: host-readable
+    /// memory for [`Device::Cpu`]; device, managed and page-locked memory for [`Device::Gpu`].
+    pub fn accessible_from(self, device: Device) -> bool {
+        match device {
+            Device::Cpu => self.is_host_accessible(),
+            Device::Gpu => !matches!(self.kind, DeviceKind::Cpu),
+        }
+    }
+}
+
+impl fmt::Display for ArrayDevice {
+    /// `cpu:0`, `cuda:1`, or just `cuda` when the number is unknown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.id {
+            Some(id) => write!(f, "{}:{id}", self.kind.name()),
+            None => f.write_str(self.kind.name()),
+        }
+    }
+}
+
+/// Which interface an [`ArrayInfo`] came from; error messages name it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Interface {
+    /// Built by gridbuf itself or by a Rust caller.
+    Native,
+    /// The Python buffer protocol (PEP 3118).
+    Buffer,
+    /// NumPy's `__array_interface__` (version 3).
+    ArrayInterface,
+    /// Numba's `__cuda_array_interface__` (versions 2 and 3).
+    CudaArrayInterface,
+    /// DLPack (`__dlpack__`).
+    DLPack,
+    /// An entry of the `__gt_data_interface__` (GDP-3).
+    DataInterface,
+}
+
+impl Interface {
+    /// The name Python users know the interface by, such as `__array_interface__`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Interface::Native => "gridbuf",
+            Interface::Buffer => "buffer protocol",
+            Interface::ArrayInterface => "__array_interface__",
+            Interface::CudaArrayInterface => "__cuda_array_interface__",
+            Interface::DLPack => "__dlpack__",
+            Interface::DataInterface => "__gt_data_interface__",
+        }
+    }
+
+    /// How error messages name one field of this interface: `__array_interface__['typestr']`,
+    /// `__dlpack__ DLTensor.shape`, `buffer protocol Py_buffer.format`.
+    pub fn field(self, key: &str) -> String {
+        match self {
+            Interface::Native => key.to_owned(),
+            Interface::Buffer => format!("buffer protocol Py_buffer.{key}"),
+            Interface::DLPack => format!("__dlpack__ DLTensor.{key}"),
+            _ => format!("{}['{key}']", self.name()),
+        }
+    }
+}
+
+/// The bytes an array touches, relative to its pointer: `low` (zero or negative) is the offset
+/// of the lowest byte, `high` (positive) one past the highest. Empty arrays touch nothing and
+/// have `low == high == 0`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ByteSpan {
+    /// Offset of the lowest byte touched (at most 0).
+    pub low: isize,
+    /// Offset one past the highest byte touched.
+    pub high: isize,
+}
+
+impl ByteSpan {
+    /// Number of bytes from the lowest to one past the highest byte touched.
+    pub fn len(self) -> usize {
+        // `nbytes_span` checked that `high - low` fits an isize, and `low <= 0 <= high`.
+        self.high.abs_diff(self.low)
+    }
+
+    /// Whether the array touches no memory.
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Byte strides of a C-ordered (row-major) array, checked for overflow.
+pub fn c_strides(shape: &[usize], itemsize: usize) -> Result<Vec<isize>> {
+    let overflow = || overflow_raw("shape", format_tuple(shape), "the C-order strides");
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = isize::try_from(itemsize).map_err(|_| overflow())?;
+    for (stride, &extent) in strides.iter_mut().zip(shape).rev() {
+        *stride = acc;
+        let extent = isize::try_from(extent.max(1)).map_err(|_| overflow())?;
+        acc = acc.checked_mul(extent).ok_or_else(overflow)?;
+    }
+    Ok(strides)
+}
+
+/// An [`Error::InvalidValue`] whose value is already formatted for the message (not quoted).
+pub(crate) fn invalid_raw(
+    param: impl Into<String>,
+    value: impl Into<String>,
+    expected: impl Into<String>,
+) -> Error {
+    Error::InvalidValue {
+        param: param.into(),
+        value: value.into(),
+        expected: expected.into(),
+    }
+}
+
+/// An [`Error::Overflow`] whose value is already formatted for the message (not quoted).
+pub(crate) fn overflow_raw(
+    param: impl Into<String>,
+    value: impl Into<String>,
+    what: &str,
+) -> Error {
+    Error::Overflow {
+        param: param.into(),
+        value: value.into(),
+        what: what.into(),
+    }
+}
+
+/// Formats a sequence as Python prints a tuple: `(3, 4)`, `(3,)`, `()`.
+pub(crate) fn format_tuple<T: fmt::Display>(values: &[T]) -> String {
+    let items: Vec<String> = values.iter().map(T::to_string).collect();
+    if items.len() == 1 {
+        format!("({},)", items[0])
+    } else {
+        format!("({})", items.join(", "))
+    }
+}
+
+/// A description of an N-dimensional array in memory somebody else owns.
+///
+/// Fields are public so that binding code can build and adjust one, but only a value that
+/// passes [`ArrayInfo::validate`] (as everything the constructors and parsers return does)
+/// describes a consistent array; the methods re-check what they rely on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayInfo {
+    /// Address of the element at index zero (not necessarily the lowest address).
+    pub ptr: usize,
+    /// Extent of every axis.
+    pub shape: Vec<usize>,
+    /// Byte step along every axis; may be negative or zero.
+    pub strides: Vec<isize>,
+    /// The element type.
+    pub dtype: DType,
+    /// Where the memory lives.
+    pub device: ArrayDevice,
+    /// Whether the producer forbids writing.
+    pub readonly: bool,
+    /// The interface this description came from.
+    pub interface: Interface,
+    /// The CUDA stream the producer last used the data on (CUDA array interface v3); `None`
+    /// where no synchronisation is needed or the interface has no such notion.
+    pub stream: Option<i64>,
+}
+
+impl ArrayInfo {
+    /// Describes a writable array without a stream and checks it (see [`ArrayInfo::validate`]).
+    pub fn new(
+        ptr: usize,
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        dtype: DType,
+        device: ArrayDevice,
+        interface: Interface,
+    ) -> Result<ArrayInfo> {
+        let info = ArrayInfo {
+            ptr,
+            shape,
+            strides,
+            dtype,
+            device,
+            readonly: false,
+            interface,
+            stream: None,
+        };
+        info.validate()?;
+        Ok(info)
+    }
+
+    /// Describes a writable C-ordered array and checks it.
+    pub fn c_contiguous(
+        ptr: usize,
+        shape: Vec<usize>,
+        dtype: DType,
+        device: ArrayDevice,
+        interface: Interface,
+    ) -> Result<ArrayInfo> {
+        let strides = c_strides(&shape, dtype.itemsize())?;
+        ArrayInfo::new(ptr, shape, strides, dtype, device, interface)
+    }
+
+    /// Checks that the description is consistent: one stride per axis, an element count and a
+    /// byte span that fit an `isize`, a non-null pointer for a non-empty array, and addresses
+    /// that stay inside the address space.
+    pub fn validate(&self) -> Result<()> {
+        self.size()?;
+        self.byte_bounds()?;
+        if self.ptr == 0 && self.size()? > 0 {
+            return Err(invalid_raw(
+                self.interface.field("data"),
+                "a null pointer",
+                format!(
+                    "an array of shape {} needs the address of its data",
+                    format_tuple(&self.shape)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Number of axes.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements, checked to fit an `isize`.
+    pub fn size(&self) -> Result<usize> {
+        let overflow = || {
+            overflow_raw(
+                self.interface.field("shape"),
+                format_tuple(&self.shape),
+                "the number of elements",
+            )
+        };
+        let size = self
+            .shape
+            .iter()
+            .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+            .ok_or_else(overflow)?;
+        isize::try_from(size).map_err(|_| overflow())?;
+        Ok(size)
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.shape.contains(&0)
+    }
+
+    /// Number of bytes of the elements (`size * itemsize`), checked.
+    pub fn nbytes(&self) -> Result<usize> {
+        self.size()?
+            .checked_mul(self.dtype.itemsize())
+            .filter(|&n| isize::try_from(n).is_ok())
+            .ok_or_else(|| {
+                overflow_raw(
+                    self.interface.field("shape"),
+                    format_tuple(&self.shape),
+                    "the number of bytes",
+                )
+            })
+    }
+
+    /// The lowest and one-past-highest byte the array touches, relative to `ptr`.
+    ///
+    /// Fails when the strides do not match the shape or the span does not fit an `isize`.
+    pub fn nbytes_span(&self) -> Result<ByteSpan> {
+        if self.strides.len() != self.shape.len() {
+            return Err(invalid_raw(
+                self.interface.field("strides"),
+                format_tuple(&self.strides),
+                format!(
+                    "expected one stride per axis of shape {}, {} in all",
+                    format_tuple(&self.shape),
+                    self.shape.len()
+                ),
+            ));
+        }
+        if self.is_empty() {
+            return Ok(ByteSpan { low: 0, high: 0 });
+        }
+        let overflow = || {
+            overflow_raw(
+                self.interface.field("strides"),
+                format_tuple(&self.strides),
+                format!(
+                    "the byte span of shape {} with these strides",
+                    format_tuple(&self.shape)
+                )
+                .as_str(),
+            )
+        };
+        let mut low = 0isize;
+        let mut high = isize::try_from(self.dtype.itemsize()).map_err(|_| overflow())?;
+        for (&extent, &stride) in self.shape.iter().zip(&self.strides) {
+            let reach = isize::try_from(extent - 1)
+                .ok()
+                .and_then(|n| n.checked_mul(stride))
+                .ok_or_else(overflow)?;
+            if reach < 0 {
+                low = low.checked_add(reach).ok_or_else(overflow)?;
+            } else {
+                high = high.checked_add(reach).ok_or_else(overflow)?;
+            }
+        }
+        high.checked_sub(low).ok_or_else(overflow)?;
+        Ok(ByteSpan { low, high })
+    }
+
+    /// The absolute addresses `(low, high)` of the lowest byte touched and one past the highest,
+    /// as NumPy's `byte_bounds` gives them; `(ptr, ptr)` for an empty array.
+    pub fn byte_bounds(&self) -> Result<(usize, usize)> {
+        let span = self.nbytes_span()?;
+        let overflow = || {
+            overflow_raw(
+                self.interface.field("data"),
+                format!("{:#x}", self.ptr),
+                "the address of the last byte",
+            )
+        };
+        let low = self
+            .ptr
+            .checked_sub(span.low.unsigned_abs())
+            .ok_or_else(overflow)?;
+        let high = self
+            .ptr
+            .checked_add(span.high.unsigned_abs())
+            .ok_or_else(overflow)?;
+        Ok((low, high))
+    }
+
+    /// Whether the elements are laid out in C order without gaps (NumPy's rule: axes of extent
+    /// 1 may have any stride, empty arrays are contiguous).
+    pub fn is_c_contiguous(&self) -> bool {
+        self.is_contiguous_in(self.shape.len(), |n, axis| n - 1 - axis)
+    }
+
+    /// Whether the elements are laid out in Fortran order without gaps (NumPy's rule).
+    pub fn is_f_contiguous(&self) -> bool {
+        self.is_contiguous_in(self.shape.len(), |_, axis| axis)
+    }
+
+    /// Contiguity with axes visited innermost first by `order(ndim, position)`.
+    fn is_contiguous_in(&self, ndim: usize, order: impl Fn(usize, usize) -> usize) -> bool {
+        if self.strides.len() != ndim {
+            return false;
+        }
+        if self.is_empty() {
+            return true;
+        }
+        let mut expected = Some(self.dtype.itemsize() as isize);
+        for position in 0..ndim {
+            let axis = order(ndim, position);
+            let extent = self.shape[axis];
+            if extent == 1 {
+                continue;
+            }
+            match expected {
+                Some(e) if e == self.strides[axis] => {
+                    expected = isize::try_from(extent).ok().and_then(|n| e.checked_mul(n));
+                }
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Checks that `other`, from another interface of the same object, describes the same
+    /// array: shape, dtype, pointer (unless the array is empty) and strides (only along axes of
+    /// extent greater than 1, where they matter). The error names the first field that differs
+    /// and both interfaces. Device and read-only flag are not compared: managed memory may be
+    /// reported as host memory by one interface and as device memory by another, and whether to
+    /// honour a read-only flag from either is the caller's policy.
+    pub fn agrees_with(&self, other: &ArrayInfo) -> Result<()> {
+        let mismatch = |field: &str, mine: String, theirs: String| Error::InvalidValue {
+            param: field.to_owned(),
+            value: format!("{theirs} from {}", other.interface.name()),
+            expected: format!(
+                "expected {mine} as {} gives, since every interface of one object must describe \
+                 the same array",
+                self.interface.name()
+            ),
+        };
+        if self.shape != other.shape {
+            return Err(mismatch(
+                "shape",
+                format_tuple(&self.shape),
+                format_tuple(&other.shape),
+            ));
+        }
+        if self.dtype != other.dtype {
+            return Err(mismatch(
+                "dtype",
+                self.dtype.to_typestr(),
+                other.dtype.to_typestr(),
+            ));
+        }
+        if self.is_empty() {
+            return Ok(());
+        }
+        if self.ptr != other.ptr {
+            return Err(mismatch(
+                "data pointer",
+                format!("{:#x}", self.ptr),
+                format!("{:#x}", other.ptr),
+            ));
+        }
+        let differs = self
+            .shape
+            .iter()
+            .enumerate()
+            .any(|(axis, &n)| n > 1 && self.strides.get(axis) != other.strides.get(axis));
+        if differs {
+            return Err(mismatch(
+                "strides",
+                format_tuple(&self.strides),
+                format_tuple(&other.strides),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A read-only `ndarray` view of a host array of element type `T`.
+    ///
+    /// Fails, without touching memory, when the memory is not host-accessible, the dtype is not
+    /// `T`'s native dtype, the pointer is null or not aligned for `T`, a stride (of an axis of
+    /// extent greater than 1) is not a multiple of the item size, or the description is
+    /// inconsistent. Negative and zero strides are fine.
+    ///
+    /// # Safety
+    ///
+    /// The caller guarantees that every byte this description touches (see
+    /// [`ArrayInfo::byte_bounds`]) belongs to one live allocation that stays alive and is not
+    /// written through any other path for the lifetime `'a`, and, for `T = bool`, that every
+    /// element holds 0 or 1.
+    pub unsafe fn as_array_view<'a, T: Element>(&self) -> Result<ArrayViewD<'a, T>> {
+        let parts = self.view_parts::<T>(false)?;
+        let Some(base) = parts.base else {
+            // SAFETY: an empty array reads no element, and a dangling, aligned pointer is what
+            // ndarray itself uses for empty arrays.
+            let view = unsafe {
+                ArrayViewD::from_shape_ptr(IxDyn(&self.shape), NonNull::<T>::dangling().as_ptr())
+            };
+            return Ok(view);
+        };
+        let ptr = std::ptr::with_exposed_provenance::<T>(base);
+        // SAFETY: `view_parts` checked that `base` is the non-null, `T`-aligned lowest address
+        // of the array, that the element strides are non-negative and reach only addresses
+        // inside the checked byte span (which fits an isize), and that the element count fits
+        // an isize; the caller guarantees the span is one live allocation, unaliased by writes.
+        let mut view = unsafe {
+            ArrayViewD::from_shape_ptr(IxDyn(&self.shape).strides(IxDyn(&parts.strides)), ptr)
+        };
+        for axis in parts.inverted {
+            view.invert_axis(Axis(axis));
+        }
+        Ok(view)
+    }
+
+    /// A mutable `ndarray` view of a host array of element type `T`.
+    ///
+    /// Fails like [`ArrayInfo::as_array_view`], and also when the array is read-only or when
+    /// its elements might overlap (a zero stride, or strides that interleave), since a mutable
+    /// view must reach every element through one index only.
+    ///
+    /// # Safety
+    ///
+    /// The caller guarantees that every byte this description touches belongs to one live,
+    /// writable allocation that stays alive and is neither read nor written through any other
+    /// path for the lifetime `'a`, and, for `T = bool`, that every element holds 0 or 1.
+    pub unsafe fn as_array_view_mut<'a, T: Element>(&self) -> Result<ArrayViewMutD<'a, T>> {
+        let parts = self.view_parts::<T>(true)?;
+        let Some(base) = parts.base else {
+            // SAFETY: an empty array touches no element; see `as_array_view`.
+            let view = unsafe {
+                ArrayViewMutD::from_shape_ptr(IxDyn(&self.shape), NonNull::<T>::dangling().as_ptr())
+            };
+            return Ok(view);
+        };
+        let ptr = std::ptr::with_exposed_provenance_mut::<T>(base);
+        // SAFETY: as in `as_array_view`; in addition `view_parts` proved that no two indices
+        // reach overlapping bytes, and the caller guarantees exclusive access for 'a.
+        let mut view = unsafe {
+            ArrayViewMutD::from_shape_ptr(IxDyn(&self.shape).strides(IxDyn(&parts.strides)), ptr)
+        };
+        for axis in parts.inverted {
+            view.invert_axis(Axis(axis));
+        }
+        Ok(view)
+    }
+
+    /// Checks everything a view of `T` needs and computes the lowest address, non-negative
+    /// element strides and the axes to invert afterwards.
+    fn view_parts<T: Element>(&self, mutable: bool) -> Result<ViewParts> {
+        let source = self.interface.name();
+        if !self.device.is_host_accessible() {
+            return Err(invalid_raw(
+                "device",
+                format!("{} from {source}", self.device),
+                "expected host-accessible memory (cpu, cuda_host, cuda_managed or rocm_host) \
+                 for an ndarray view",
+            ));
+        }
+        if mutable && self.readonly {
+            return Err(invalid_raw(
+                "readonly",
+                format!("true from {source}"),
+                "expected a writable array for a mutable view",
+            ));
+        }
+        if self.dtype != T::DTYPE {
+            return Err(invalid_raw(
+                "dtype",
+                format!("{} from {source}", self.dtype),
+                format!("expected {}, the element type of the view", T::DTYPE),
+            ));
+        }
+        self.validate()?;
+        let span = self.nbytes_span()?;
+        if span.is_empty() {
+            return Ok(ViewParts {
+                base: None,
+                strides: Vec::new(),
+                inverted: Vec::new(),
+            });
+        }
+        let itemsize = std::mem::size_of::<T>();
+        if self.ptr % std::mem::align_of::<T>() != 0 {
+            return Err(invalid_raw(
+                "data pointer",
+                format!("{:#x} from {source}", self.ptr),
+                format!(
+                    "expected an address aligned to {} bytes for {}",
+                    std::mem::align_of::<T>(),
+                    T::DTYPE
+                ),
+            ));
+        }
+        let mut strides = Vec::with_capacity(self.ndim());
+        let mut inverted = Vec::new();
+        for (axis, (&extent, &stride)) in self.shape.iter().zip(&self.strides).enumerate() {
+            if extent <= 1 {
+                strides.push(0);
+                continue;
+            }
+            if stride.unsigned_abs() % itemsize != 0 {
+                return Err(invalid_raw(
+                    "strides",
+                    format!("{} from {source}", format_tuple(&self.strides)),
+                    format!(
+                        "expected multiples of the item size {itemsize} along axes longer than 1"
+                    ),
+                ));
+            }
+            strides.push(stride.unsigned_abs() / itemsize);
+            if stride < 0 {
+                inverted.push(axis);
+            }
+        }
+        if mutable && self.may_self_overlap(itemsize) {
+            return Err(invalid_raw(
+                "strides",
+                format!("{} from {source}", format_tuple(&self.strides)),
+                format!(
+                    "a mutable view needs elements that do not overlap, and with shape {} these \
+                     strides may reach one element through two indices",
+                    format_tuple(&self.shape)
+                ),
+            ));
+        }
+        let (base, _) = self.byte_bounds()?;
+        Ok(ViewParts {
+            base: Some(base),
+            strides,
+            inverted,
+        })
+    }
+
+    /// Whether two different indices might reach overlapping bytes. Sufficient test: sorted by
+    /// stride magnitude, every axis must step over everything the inner axes reach.
+    fn may_self_overlap(&self, itemsize: usize) -> bool {
+        let mut axes: Vec<(usize, usize)> = self
+            .shape
+            .iter()
+            .zip(&self.strides)
+            .filter(|(&n, _)| n > 1)
+            .map(|(&n, &s)| (s.unsigned_abs(), n))
+            .collect();
+        axes.sort_unstable();
+        let mut reach = Some(itemsize);
+        for (stride, extent) in axes {
+            match reach {
+                Some(r) if stride >= r => {
+                    reach = stride
+                        .checked_mul(extent - 1)
+                        .and_then(|x| x.checked_add(r));
+                }
+                _ => return true,
+            }
+        }
+        false
+    }
+}
+
+/// What `as_array_view` needs after the checks.
+struct ViewParts {
+    /// Lowest address touched; `None` for an empty array.
+    base: Option<usize>,
+    /// Element strides, all non-negative.
+    strides: Vec<usize>,
+    /// Axes whose byte stride is negative.
+    inverted: Vec<usize>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(ptr: usize, shape: &[usize], strides: &[isize], dtype: DType) -> ArrayInfo {
+        ArrayInfo {
+            ptr,
+            shape: shape.to_vec(),
+            strides: strides.to_vec(),
+            dtype,
+            device: ArrayDevice::CPU,
+            readonly: false,
+            interface: Interface::Native,
+            stream: None,
+        }
+    }
+
+    #[test]
+    fn typestrs_parse_and_round_trip() {
+        let ai = Interface::ArrayInterface;
+        assert_eq!(DType::from_typestr("<f8", ai).unwrap(), DType::FLOAT64);
+        assert_eq!(DType::from_typestr("=f4", ai).unwrap(), DType::FLOAT32);
+        assert_eq!(DType::from_typestr("|b1", ai).unwrap(), DType::BOOL);
+        assert_eq!(DType::from_typestr("<c16", ai).unwrap(), DType::COMPLEX128);
+        assert_eq!(DType::from_typestr("|u1", ai).unwrap(), DType::UINT8);
+        assert_eq!(DType::from_typestr("i2", ai).unwrap(), DType::INT16);
+        let big = DType::from_typestr(">i4", ai).unwrap();
+        assert_eq!(big.kind(), DTypeKind::Int);
+        assert_eq!(big.itemsize(), 4);
+        assert_eq!(big.byteorder().resolve(), ByteOrder::Big);
+        assert_eq!(big.to_typestr(), ">i4");
+        assert_eq!(DType::BOOL.to_typestr(), "|b1");
+        assert_eq!(DType::INT8.to_typestr(), "|i1");
+        for s in ["<f8", "|b1", ">i4", "<c16", ">c8", "<u2", "<f2", ">f8"] {
+            let d = DType::from_typestr(s, ai).unwrap();
+            assert_eq!(DType::from_typestr(&d.to_typestr(), ai).unwrap(), d);
+        }
+        // The explicit host order is the native order.
+        let host = if cfg!(target_endian = "little") {
+            "<f8"
+        } else {
+            ">f8"
+        };
+        assert!(DType::from_typestr(host, ai).unwrap().is_native());
+        assert_eq!(DType::FLOAT64.to_typestr(), host);
+    }
+
+    #[test]
+    fn unsupported_typestrs_name_interface_key_and_value() {
+        for s in ["|O", "|S5", "<U3", "|V8", "<M8[ns]", "<m8", "|t8"] {
+            let msg = DType::from_typestr(s, Interface::ArrayInterface)
+                .unwrap_err()
+                .to_string();
+            assert!(msg.contains("__array_interface__['typestr']"), "{msg}");
+            assert!(msg.contains(&format!("{s:?}")), "{msg}");
+            assert!(msg.contains("object, string, void"), "{msg}");
+        }
+        for s in [
+            "<f16", "<c32", "|b2", "<i3", "<f", "", "<", "<x8", "<f8 ", "<f+8", "<fé",
+        ] {
+            let err = DType::from_typestr(s, Interface::CudaArrayInterface).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("__cuda_array_interface__['typestr']"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn buffer_formats_parse() {
+        let c_long = std::mem::size_of::<std::ffi::c_long>();
+        let cases: [(&str, DTypeKind, usize); 16] = [
+            ("d", DTypeKind::Float, 8),
+            ("@d", DTypeKind::Float, 8),
+            ("f", DTypeKind::Float, 4),
+            ("e", DTypeKind::Float, 2),
+            ("?", DTypeKind::Bool, 1),
+            ("b", DTypeKind::Int, 1),
+            ("B", DTypeKind::UInt, 1),
+            ("h", DTypeKind::Int, 2),
+            ("i", DTypeKind::Int, 4),
+            ("I", DTypeKind::UInt, 4),
+            ("l", DTypeKind::Int, c_long),
+            ("=l", DTypeKind::Int, 4),
+            ("q", DTypeKind::Int, 8),
+            ("Q", DTypeKind::UInt, 8),
+            ("Zf", DTypeKind::Complex, 8),
+            ("Zd", DTypeKind::Complex, 16),
+        ];
+        for (fmt, kind, size) in cases {
+            let d = DType::from_buffer_format(fmt).unwrap();
+            assert_eq!(
+                (d.kind(), d.itemsize(), d.is_native()),
+                (kind, size, true),
+                "{fmt}"
+            );
+        }
+        let big = DType::from_buffer_format(">i").unwrap();
+        assert_eq!(
+            (big.byteorder().resolve(), big.itemsize()),
+            (ByteOrder::Big, 4)
+        );
+        assert_eq!(DType::from_buffer_format("!d").unwrap().to_typestr(), ">f8");
+        assert_eq!(DType::from_buffer_format("<q").unwrap().to_typestr(), "<i8");
+        assert_eq!(
+            DType::from_buffer_format("n").unwrap().itemsize(),
+            std::mem::size_of::<isize>()
+        );
+        for bad in [
+            "g", "Zg", "c", "s", "5s", "P", "x", "O", "T{d:x:}", "2d", "=n", "", "dd",
+        ] {
+            let msg = DType::from_buffer_format(bad).unwrap_err().to_string();
+            assert!(msg.contains("buffer protocol Py_buffer.format"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn dtype_new_checks_sizes_and_normalizes_order() {
+        assert!(DType::new(DTypeKind::Float, 16, ByteOrder::Native).is_err());
+        assert!(DType::new(DTypeKind::Bool, 2, ByteOrder::Native).is_err());
+        assert_eq!(
+            DType::new(DTypeKind::Float, 8, ByteOrder::HOST).unwrap(),
+            DType::FLOAT64
+        );
+        assert_eq!(
+            DType::new(DTypeKind::UInt, 1, ByteOrder::Big).unwrap(),
+            DType::UINT8
+        );
+        assert_eq!(DType::FLOAT32.to_string(), "float32");
+        let swapped = if cfg!(target_endian = "little") {
+            ByteOrder::Big
+        } else {
+            ByteOrder::Little
+        };
+        let d = DType::new(DTypeKind::Int, 4, swapped).unwrap();
+        assert!(!d.is_native());
+        assert!(d.to_string().starts_with("int32 ("));
+        assert_eq!(DType::COMPLEX64.name(), "complex64");
+    }
+
+    #[test]
+    fn spans_bounds_and_contiguity() {
+        let a = host(1000, &[3, 4], &[32, 8], DType::FLOAT64);
+        assert_eq!(a.nbytes_span().unwrap(), ByteSpan { low: 0, high: 96 });
+        assert_eq!(a.byte_bounds().unwrap(), (1000, 1096));
+        assert!(a.is_c_contiguous() && !a.is_f_contiguous());
+        let flipped = host(1064, &[3, 4], &[-32, 8], DType::FLOAT64);
+        assert_eq!(
+            flipped.nbytes_span().unwrap(),
+            ByteSpan { low: -64, high: 32 }
+        );
+        assert_eq!(flipped.byte_bounds().unwrap(), (1000, 1096));
+        assert!(!flipped.is_c_contiguous());
+        let f = host(8, &[3, 4], &[8, 24], DType::FLOAT64);
+        assert!(f.is_f_contiguous() && !f.is_c_contiguous());
+        // Axes of extent 1 may have any stride; empty arrays are contiguous and touch nothing.
+        assert!(host(8, &[3, 1], &[8, 12345], DType::FLOAT64).is_c_contiguous());
+        let empty = host(0, &[3, 0], &[-7, 3], DType::FLOAT64);
+        assert!(empty.is_c_contiguous());
+        assert!(empty.nbytes_span().unwrap().is_empty());
+        empty.validate().unwrap();
+        let scalar = host(16, &[], &[], DType::INT32);
+        assert_eq!(scalar.nbytes_span().unwrap().len(), 4);
+        assert_eq!(scalar.size().unwrap(), 1);
+        assert_eq!(scalar.nbytes().unwrap(), 4);
+        assert_eq!(
+            c_strides(&[2, 0, 5], 4).unwrap(),
+            vec![20, 20, 4],
+            "zero extents count as 1, as NumPy does"
+        );
+    }
+
+    #[test]
+    fn validation_errors() {
+        let msg = host(8, &[3, 4], &[8], DType::FLOAT64)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("one stride per axis"), "{msg}");
+        let huge = host(8, &[usize::MAX / 2, 4], &[8, 8], DType::FLOAT64);
+        assert!(matches!(huge.validate(), Err(Error::Overflow { .. })));
+        let wide = host(8, &[3, 3], &[isize::MAX / 2, isize::MAX / 2], DType::INT8);
+        assert!(matches!(wide.nbytes_span(), Err(Error::Overflow { .. })));
+        let wrap = host(usize::MAX - 8, &[4], &[8], DType::FLOAT64);
+        assert!(matches!(wrap.byte_bounds(), Err(Error::Overflow { .. })));
+        let below = host(8, &[4], &[-8], DType::FLOAT64);
+        assert!(matches!(below.byte_bounds(), Err(Error::Overflow { .. })));
+        let null = host(0, &[2], &[8], DType::FLOAT64);
+        assert!(null.validate().unwrap_err().to_string().contains("null"));
+        assert!(matches!(
+            c_strides(&[usize::MAX, 2], 8),
+            Err(Error::Overflow { .. })
+        ));
+    }
+
+    #[test]
+    fn agreement_names_the_differing_field() {
+        let a = host(4096, &[3, 4], &[32, 8], DType::FLOAT64);
+        a.agrees_with(&a).unwrap();
+        // Strides of axes of extent 1 do not matter.
+        let b = host(4096, &[3, 1], &[8, 8], DType::FLOAT64);
+        let mut c = b.clone();
+        c.strides[1] = 999;
+        c.interface = Interface::DLPack;
+        b.agrees_with(&c).unwrap();
+        let check = |other: ArrayInfo, field: &str| {
+            let msg = a.agrees_with(&other).unwrap_err().to_string();
+            assert!(msg.starts_with(&format!("invalid {field} ")), "{msg}");
+            assert!(msg.contains("from __array_interface__"), "{msg}");
+            assert!(msg.contains("as gridbuf gives"), "{msg}");
+        };
+        let other = |f: &dyn Fn(&mut ArrayInfo)| {
+            let mut o = a.clone();
+            o.interface = Interface::ArrayInterface;
+            f(&mut o);
+            o
+        };
+        check(other(&|o| o.shape = vec![3, 5]), "shape");
+        check(other(&|o| o.shape = vec![3, 4, 1]), "shape");
+        check(other(&|o| o.dtype = DType::INT64), "dtype");
+        check(other(&|o| o.ptr = 4104), "data pointer");
+        check(other(&|o| o.strides = vec![8, 24]), "strides");
+        // Empty arrays may sit anywhere.
+        let e = host(0, &[0, 4], &[32, 8], DType::FLOAT64);
+        let mut f = e.clone();
+        f.ptr = 77;
+        f.strides = vec![1, 2];
+        e.agrees_with(&f).unwrap();
+    }
+
+    #[test]
+    fn views_read_the_right_elements() {
+        let data: Vec<i32> = (0..24).collect();
+        let base = data.as_ptr().expose_provenance();
+        // A 4 x 3 view, columns backwards, rows every other row of a 8 x 3 block.
+        let info = host(base + 2 * 4, &[4, 3], &[24, -4], DType::INT32);
+        // SAFETY: `data` lives for the test and is not written.
+        let view = unsafe { info.as_array_view::<i32>().unwrap() };
+        for i in 0..4 {
+            for j in 0..3 {
+                assert_eq!(view[[i, j]], (6 * i + 2 - j) as i32);
+            }
+        }
+        // A broadcast (zero-stride) axis is fine for reading.
+        let bcast = host(base + 4, &[3, 2], &[0, 4], DType::INT32);
+        // SAFETY: as above.
+        let v = unsafe { bcast.as_array_view::<i32>().unwrap() };
+        assert_eq!(v.iter().copied().collect::<Vec<_>>(), [1, 2, 1, 2, 1, 2]);
+        // Empty arrays give empty views whatever their pointer.
+        let empty = host(0, &[0, 3], &[12, 4], DType::INT32);
+        // SAFETY: nothing is read.
+        assert_eq!(unsafe { empty.as_array_view::<i32>().unwrap() }.len(), 0);
+    }
+
+    #[test]
+    fn mutable_views_write_through() {
+        let mut data = vec![0.0f64; 12];
+        let base = data.as_mut_ptr().expose_provenance();
+        let info = host(base + 11 * 8, &[3, 4], &[-32, -8], DType::FLOAT64);
+        {
+            // SAFETY: `data` is not touched while the view lives.
+            let mut view = unsafe { info.as_array_view_mut::<f64>().unwrap() };
+            view[[0, 0]] = 1.0;
+            view[[2, 3]] = 2.0;
+        }
+        assert_eq!((data[11], data[0]), (1.0, 2.0));
+    }
+
+    #[test]
+    fn views_refuse_what_they_cannot_do_safely() {
+        let data = [0u64; 16];
+        let base = data.as_ptr().expose_provenance();
+        let ok = host(base, &[4, 4], &[32, 8], DType::UINT64);
+        let msg = |info: &ArrayInfo| {
+            // SAFETY: every case fails before touching memory; `data` is alive anyway.
+            unsafe { info.as_array_view::<u64>() }
+                .unwrap_err()
+                .to_string()
+        };
+        let msg_mut = |info: &ArrayInfo| {
+            // SAFETY: as above.
+            unsafe { info.as_array_view_mut::<u64>() }
+                .unwrap_err()
+                .to_string()
+        };
+        let mut gpu = ok.clone();
+        gpu.device = ArrayDevice {
+            kind: DeviceKind::Cuda,
+            id: Some(0),
+        };
+        assert!(msg(&gpu).contains("host-accessible"));
+        let mut ro = ok.clone();
+        ro.readonly = true;
+        assert!(msg_mut(&ro).contains("writable"));
+        // SAFETY: `data` lives and is not written.
+        unsafe { ro.as_array_view::<u64>().unwrap() };
+        // SAFETY: fails before touching memory.
+        let wrong = unsafe { ok.as_array_view::<i64>() }
+            .unwrap_err()
+            .to_string();
+        assert!(
+            wrong.contains("dtype") && wrong.contains("expected int64"),
+            "{wrong}"
+        );
+        let mut misaligned = ok.clone();
+        misaligned.ptr += 4;
+        misaligned.shape = vec![3, 3];
+        assert!(msg(&misaligned).contains("aligned"));
+        let mut odd_stride = ok.clone();
+        odd_stride.strides = vec![12, 8];
+        odd_stride.shape = vec![2, 4];
+        assert!(msg(&odd_stride).contains("multiples of the item size"));
+        let mut overlap = ok.clone();
+        overlap.strides = vec![8, 8];
+        // SAFETY: `data` lives and is not written; the overlap is fine for reading.
+        unsafe { overlap.as_array_view::<u64>().unwrap() };
+        assert!(msg_mut(&overlap).contains("overlap"));
+        let mut bcast = ok.clone();
+        bcast.strides = vec![0, 8];
+        assert!(msg_mut(&bcast).contains("overlap"));
+        let mut null = ok.clone();
+        null.ptr = 0;
+        assert!(msg(&null).contains("null"));
+    }
+
+    #[test]
+    fn devices() {
+        let managed = ArrayDevice {
+            kind: DeviceKind::CudaManaged,
+            id: Some(1),
+        };
+        assert!(managed.accessible_from(Device::Cpu) && managed.accessible_from(Device::Gpu));
+        assert!(!ArrayDevice::CPU.accessible_from(Device::Gpu));
+        let cuda = ArrayDevice {
+            kind: DeviceKind::Cuda,
+            id: None,
+        };
+        assert!(!cuda.accessible_from(Device::Cpu));
+        assert_eq!(cuda.to_string(), "cuda");
+        assert_eq!(managed.to_string(), "cuda_managed:1");
+    }
+}

@@ -53,6 +53,24 @@ pub enum Error {
         /// The quantity that overflowed (e.g. "the byte size").
         what: String,
     },
+    /// An array-interface dict lacks a key its specification requires.
+    #[error("{interface} has no '{key}' key: expected {expected}")]
+    MissingKey {
+        /// The interface, such as `__array_interface__`.
+        interface: String,
+        /// The missing key, such as `shape`.
+        key: String,
+        /// What the key should hold.
+        expected: String,
+    },
+    /// An `__array_interface__` whose `data` is missing or `None`: by the specification the
+    /// object itself exposes the memory through the buffer protocol. The caller (the Python
+    /// binding) acquires that buffer and parses again with the buffer's pointer and length.
+    #[error("{interface}['data'] is None, so the memory must be read through the object's buffer protocol")]
+    BufferProtocolRequired {
+        /// The interface whose `data` is `None`, such as `__array_interface__`.
+        interface: String,
+    },
     /// The allocator could not provide the memory.
     #[error("cannot allocate {bytes} bytes aligned to {alignment} bytes: out of memory")]
     OutOfMemory {
