@@ -84,10 +84,9 @@ struct Job {
 enum Mode {
     /// Rows along the destination's unit-stride axis `a`, cut into chunks of `ROW_CHUNK`.
     Rows { a: usize },
-    /// Square blocks of `block` x `block` elements in the plane of the destination's unit-stride
-    /// axis `a` and the source's `b`: each block reads `block` whole source lines into a small
-    /// buffer and writes `block` whole destination lines from it, which keeps both sides at
-    /// cache-line granularity even when their strides alias in the cache.
+    /// Strips in the plane of the destination's unit-stride axis `a` and the source's `b`:
+    /// `block` indices along `a` (one destination cache line) by all of `b`, so the source is
+    /// read as `block` sequential rows and the destination written in whole lines.
     Blocks { a: usize, b: usize, block: usize },
 }
 
@@ -127,7 +126,7 @@ impl Job {
         let outer_count: usize = outer.iter().map(|&ax| self.ext[ax]).product();
         let pieces = match mode {
             Mode::Rows { a } => self.ext[a].div_ceil(ROW_CHUNK),
-            Mode::Blocks { b, block, .. } => self.ext[b].div_ceil(block),
+            Mode::Blocks { a, block, .. } => self.ext[a].div_ceil(block),
         };
         let items = outer_count * pieces;
         let total_bytes = self.ext.iter().product::<usize>() * self.itemsize;
@@ -167,44 +166,73 @@ impl Job {
                 // SAFETY: one chunk of a row of the copy; in bounds by the caller's contract.
                 unsafe { copy_elements(size, len, s, ssa, d, dsa) }
             }
-            Mode::Blocks { a, b, block } => {
-                let (ssa, dsa, ssb, dsb) = (self.ss[a], self.ds[a], self.ss[b], self.ds[b]);
-                let b0 = piece * block;
-                let nb = block.min(self.ext[b] - b0);
-                let mut tmp = [0u8; LINE * LINE];
-                let tmp_ptr = tmp.as_mut_ptr();
-                let row = (block * size) as isize; // tmp holds [a][b] with `block` b per row
-                for a0 in (0..self.ext[a]).step_by(block) {
-                    let na = block.min(self.ext[a] - a0);
-                    let s = src.wrapping_offset(a0 as isize * ssa + b0 as isize * ssb);
-                    let d = dst.wrapping_offset(a0 as isize * dsa + b0 as isize * dsb);
-                    for ia in 0..na as isize {
-                        // SAFETY: source elements of this block, in bounds by contract; `tmp`
-                        // has room for block * block elements (block * itemsize <= LINE).
-                        unsafe {
-                            copy_elements(
-                                size,
-                                nb,
-                                s.wrapping_offset(ia * ssa),
-                                ssb,
-                                tmp_ptr.wrapping_offset(ia * row),
-                                size as isize,
-                            )
+            Mode::Blocks { a, block, b } => {
+                // A strip of `block` indices along `a` (one destination cache line), all of `b`:
+                // the source is read as `block` sequential rows, the destination is written one
+                // whole line per `b` index.
+                let a0 = piece * block;
+                let na = block.min(self.ext[a] - a0);
+                let s = src.wrapping_offset(a0 as isize * self.ss[a]);
+                let d = dst.wrapping_offset(a0 as isize * self.ds[a]);
+                let tile = Tile {
+                    na,
+                    nb: self.ext[b],
+                    ssa: self.ss[a],
+                    ssb: self.ss[b],
+                    dsa: self.ds[a],
+                    dsb: self.ds[b],
+                };
+                // SAFETY: the strip's elements are in bounds by the caller's contract.
+                unsafe {
+                    match size {
+                        1 => tile.copy::<u8>(s, d),
+                        2 => tile.copy::<u16>(s, d),
+                        4 => tile.copy::<u32>(s, d),
+                        8 => tile.copy::<u64>(s, d),
+                        16 => tile.copy::<u128>(s, d),
+                        _ => {
+                            for ib in 0..tile.nb as isize {
+                                copy_elements(
+                                    size,
+                                    na,
+                                    s.wrapping_offset(ib * tile.ssb),
+                                    tile.ssa,
+                                    d.wrapping_offset(ib * tile.dsb),
+                                    tile.dsa,
+                                );
+                            }
                         }
                     }
-                    for ib in 0..nb as isize {
-                        // SAFETY: destination elements of this block, in bounds by contract.
-                        unsafe {
-                            copy_elements(
-                                size,
-                                na,
-                                tmp_ptr.wrapping_offset(ib * size as isize),
-                                row,
-                                d.wrapping_offset(ib * dsb),
-                                dsa,
-                            )
-                        }
-                    }
+                }
+            }
+        }
+    }
+}
+
+/// A strip of a layout-changing copy: `na` elements along the destination's unit-stride axis
+/// times `nb` along the source's.
+struct Tile {
+    na: usize,
+    nb: usize,
+    ssa: isize,
+    ssb: isize,
+    dsa: isize,
+    dsb: isize,
+}
+
+impl Tile {
+    /// # Safety
+    /// Every element of the strip must be valid as in [`copy_strided`].
+    unsafe fn copy<T: Copy>(&self, src: *const u8, dst: *mut u8) {
+        for ib in 0..self.nb as isize {
+            let s = src.wrapping_offset(ib * self.ssb);
+            let d = dst.wrapping_offset(ib * self.dsb);
+            for ia in 0..self.na as isize {
+                // SAFETY: in bounds by the caller's contract; unaligned accesses because NumPy
+                // allows unaligned arrays.
+                unsafe {
+                    let v = (s.wrapping_offset(ia * self.ssa) as *const T).read_unaligned();
+                    (d.wrapping_offset(ia * self.dsa) as *mut T).write_unaligned(v);
                 }
             }
         }
