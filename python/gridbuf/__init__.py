@@ -12,8 +12,12 @@ from ._acquire import acquired
 from ._allocation import empty_like, full_like, ones_like, zeros_like
 from ._gridbuf import (
     Allocation,
+    ArrayInfo,
+    DLPackOwner,
     Plan,
     Preset,
+    array_info,
+    as_numpy,
     empty,
     from_array,
     full,
@@ -26,8 +30,11 @@ from ._gridbuf import (
     zeros,
 )
 from ._hooks import register_xarray_on_import as _register_xarray_on_import
+from ._interop import as_cupy
 from ._metadata import get_dims, get_origin
 from .field import Field
+from . import kernels
+from .stencil import Alignment, DefaultParameters, Extent, LayoutMap, stencil
 from .errors import (
     GridbufDeviceError,
     GridbufError,
@@ -43,7 +50,15 @@ __version__ = "0.1.0"
 _register_xarray_on_import()
 
 __all__ = [
+    "Alignment",
     "Allocation",
+    "DefaultParameters",
+    "Extent",
+    "LayoutMap",
+    "kernels",
+    "stencil",
+    "ArrayInfo",
+    "DLPackOwner",
     "Field",
     "GridbufDeviceError",
     "GridbufError",
@@ -55,6 +70,9 @@ __all__ = [
     "Preset",
     "UnknownPresetError",
     "acquired",
+    "array_info",
+    "as_cupy",
+    "as_numpy",
     "empty",
     "empty_like",
     "errors",

@@ -22,15 +22,18 @@ pub enum Class {
     Memory,
     /// `UnknownPresetError` (a `GridbufValueError`)
     UnknownPreset,
+    /// `GridbufDeviceError` (also a `RuntimeError`)
+    Device,
 }
 
-const NAMES: [&str; 6] = [
+const NAMES: [&str; 7] = [
     "GridbufError",
     "GridbufValueError",
     "GridbufTypeError",
     "GridbufOverflowError",
     "GridbufMemoryError",
     "UnknownPresetError",
+    "GridbufDeviceError",
 ];
 
 /// Builds a gridbuf exception of the given class with a message.
@@ -58,6 +61,8 @@ pub fn to_py(py: Python<'_>, err: gridbuf::Error) -> PyErr {
         E::UnknownPreset { .. } => Class::UnknownPreset,
         E::Overflow { .. } => Class::Overflow,
         E::OutOfMemory { .. } => Class::Memory,
+        E::MissingKey { .. } => Class::Value,
+        E::BufferProtocolRequired { .. } => Class::Type,
         _ => Class::Base,
     };
     raise(py, class, err.to_string())

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod array_info;
+pub mod binding;
 pub mod buffer;
 pub mod copy;
 pub mod dims;
@@ -21,6 +22,7 @@ pub mod error;
 pub mod fill;
 pub mod interface;
 pub mod kernels;
+pub mod labelled;
 pub mod layout;
 pub mod plan;
 pub mod preset;

@@ -1,0 +1,658 @@
+//! Stencil objects: the argument binder in front of native Rust kernels and Python kernels.
+//!
+//! A call extracts every field through the array interfaces, reads what it declares (dims,
+//! origin, data-interface halo), binds it with the core binder (cached under the full call key,
+//! never a hash alone), checks pointer overlaps, then runs the kernel between the data
+//! interface's acquire / touch / release calls.
+
+use crate::errors::{raise, Class, IntoPyResult};
+use crate::interfaces::{extract, Extracted};
+use gridbuf::array_info::{ArrayInfo, DType};
+use gridbuf::binding::{bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature};
+use gridbuf::dims::Dim;
+use gridbuf::kernels::{Intent, Kernel, Threads};
+use gridbuf::Device;
+use ndarray::{ArrayView3, ArrayViewMut3, Ix3};
+use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
+use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Cached calls per stencil; the cache is cleared when full (calls with this many distinct
+/// layouts are rare, and a miss only costs the checks).
+const CACHE_CAPACITY: usize = 256;
+
+/// Threads for native kernels: `GRIDBUF_NUM_THREADS` (read once), default all cores.
+fn threads() -> Threads {
+    static THREADS: OnceLock<Threads> = OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("GRIDBUF_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .and_then(|n| Threads::new(n).ok())
+            .unwrap_or_else(Threads::available)
+    })
+}
+
+/// What runs behind the binder.
+enum Body {
+    /// A native kernel, with one signature per supported dtype (float64 first).
+    Native { kernel: &'static dyn Kernel, f32_sig: Signature },
+    /// A Python callable that receives NumPy views and the scalar keywords.
+    Python { func: Py<PyAny>, descrs: Vec<Py<PyArrayDescr>> },
+}
+
+/// A stencil: a signature, a kernel and the cache of checked calls.
+#[pyclass(frozen, module = "gridbuf", name = "Stencil")]
+pub struct Stencil {
+    name: String,
+    sig: Signature,
+    body: Body,
+    scalars: Vec<String>,
+    cache: Mutex<HashMap<CallKey, Arc<BoundCall>>>,
+}
+
+/// One field argument of a call, extracted.
+struct Arg<'py> {
+    ex: Extracted<'py>,
+    meta: ArgMeta,
+}
+
+static METADATA: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+fn parse_dims_list(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>> {
+    let mut out = Vec::new();
+    for d in obj.try_iter()? {
+        let d = d?;
+        let s = d.cast::<PyString>()?;
+        out.push(Dim::parse(s.to_str()?).py(py)?);
+    }
+    Ok(out)
+}
+
+fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    crate::convert::usize_seq(obj, "origin")
+}
+
+/// Reads dims, origin and data-interface halo; plain NumPy arrays declare none of them.
+fn arg_meta<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, ex: &Extracted<'py>) -> PyResult<ArgMeta> {
+    if is_exact_ndarray(py, obj) {
+        return Ok(ArgMeta { dims: None, origin: None, halo_lower: None });
+    }
+    let (get_dims, get_origin) = METADATA.get_or_try_init(py, || -> PyResult<_> {
+        let m = py.import("gridbuf._metadata")?;
+        Ok((m.getattr("get_dims")?.unbind(), m.getattr("get_origin")?.unbind()))
+    })?;
+    let dims = get_dims.bind(py).call1((obj,))?;
+    let dims = if dims.is_none() { None } else { Some(parse_dims_list(py, &dims)?) };
+    let origin = get_origin.bind(py).call1((obj,))?;
+    let origin = if origin.is_none() { None } else { Some(usize_list(&origin)?) };
+    let mut halo_lower = None;
+    if let Some(entry) = &ex.data_interface {
+        if let Some(h) = entry.get_item("halo").ok().filter(|h| !h.is_none()) {
+            halo_lower = Some(crate::convert::halo(&h)?.into_iter().map(|(lo, _)| lo).collect());
+        }
+    }
+    Ok(ArgMeta { dims, origin, halo_lower })
+}
+
+fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: reading the type object NumPy exports; comparing pointers only.
+    unsafe { pyo3::ffi::Py_TYPE(obj.as_ptr()) == npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type) }
+}
+
+fn parse_origin(py: Python<'_>, origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
+    let Some(origin) = origin.filter(|o| !o.is_none()) else { return Ok(CallOrigin::Default) };
+    if let Ok(d) = origin.cast::<PyDict>() {
+        let mut default = None;
+        let mut fields = Vec::new();
+        for (k, v) in d.iter() {
+            let k = k.cast::<PyString>().map_err(|_| {
+                crate::convert::type_error("origin", origin, "expected field names (str) as the keys of an origin dict")
+            })?;
+            let v = crate::convert::usize_seq(&v, "origin")?;
+            if k.to_str()? == "_all_" {
+                default = Some(v);
+            } else {
+                fields.push((k.to_str()?.to_owned(), v));
+            }
+        }
+        fields.sort();
+        let _ = py;
+        return Ok(CallOrigin::PerField { default, fields });
+    }
+    Ok(CallOrigin::All(crate::convert::usize_seq(origin, "origin")?))
+}
+
+/// Data-interface callbacks of the fields (acquire, touch, release), when any field has them.
+struct Callbacks<'py> {
+    per_field: Vec<[Option<Bound<'py, PyAny>>; 3]>,
+}
+
+impl<'py> Callbacks<'py> {
+    fn collect(args: &[Arg<'py>]) -> PyResult<Option<Callbacks<'py>>> {
+        if args.iter().all(|a| a.ex.data_interface.is_none()) {
+            return Ok(None);
+        }
+        let mut per_field = Vec::with_capacity(args.len());
+        for a in args {
+            let mut cbs: [Option<Bound<'py, PyAny>>; 3] = [None, None, None];
+            if let Some(entry) = &a.ex.data_interface {
+                for (slot, name) in cbs.iter_mut().zip(["acquire", "touch", "release"]) {
+                    if let Ok(f) = entry.get_item(name) {
+                        if !f.is_none() {
+                            if !f.is_callable() {
+                                return Err(crate::convert::type_error(name, &f, "expected a callable or None in the data interface"));
+                            }
+                            *slot = Some(f);
+                        }
+                    }
+                }
+            }
+            per_field.push(cbs);
+        }
+        Ok(Some(Callbacks { per_field }))
+    }
+
+    /// acquire all, run, touch outputs (only after success), release all (always).
+    fn around<T>(cbs: Option<&Callbacks<'py>>, sig: &Signature, run: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+        let Some(cbs) = cbs else { return run() };
+        let mut acquired = 0;
+        let mut result = (|| {
+            for c in &cbs.per_field {
+                if let Some(f) = &c[0] {
+                    f.call0()?;
+                }
+                acquired += 1;
+            }
+            let out = run()?;
+            for (c, f) in cbs.per_field.iter().zip(&sig.fields) {
+                if f.intent.is_output() {
+                    if let Some(t) = &c[1] {
+                        t.call0()?;
+                    }
+                }
+            }
+            Ok(out)
+        })();
+        for c in &cbs.per_field[..acquired] {
+            if let Some(r) = &c[2] {
+                if let Err(e) = r.call0() {
+                    if result.is_ok() {
+                        result = Err(e);
+                    }
+                }
+            }
+        }
+        result
+    }
+}
+
+impl Stencil {
+    fn signature_for(&self, first: Option<&ArrayInfo>) -> &Signature {
+        match (&self.body, first) {
+            (Body::Native { f32_sig, .. }, Some(info)) if info.dtype == DType::FLOAT32 => f32_sig,
+            _ => &self.sig,
+        }
+    }
+
+    /// Extracts the fields and scalars of a call and binds it (from the cache when possible).
+    fn prepare<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        origin: Option<&Bound<'py, PyAny>>,
+        domain: Option<&Bound<'py, PyAny>>,
+        validate: bool,
+    ) -> PyResult<(Vec<Arg<'py>>, Arc<BoundCall>, &Signature)> {
+        let n = self.sig.fields.len();
+        if args.len() != n {
+            return Err(raise(
+                py,
+                Class::Type,
+                format!(
+                    "stencil {:?} takes {n} fields ({}) as positional arguments, but {} were given",
+                    self.name,
+                    self.sig.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+                    args.len()
+                ),
+            ));
+        }
+        let mut fields = Vec::with_capacity(n);
+        for (obj, f) in args.iter().zip(&self.sig.fields) {
+            let ex = extract(&obj).map_err(|e| {
+                raise(py, Class::Type, format!("field {:?} of stencil {:?}: {e}", f.name, self.name))
+            })?;
+            let meta = arg_meta(py, &obj, &ex)?;
+            fields.push(Arg { ex, meta });
+        }
+        let sig = self.signature_for(fields.first().map(|a| &a.ex.info));
+        let origin = parse_origin(py, origin)?;
+        let domain = match domain.filter(|d| !d.is_none()) {
+            Some(d) => Some(crate::convert::usize_seq(d, "domain")?),
+            None => None,
+        };
+        let pairs: Vec<(&ArrayInfo, &ArgMeta)> = fields.iter().map(|a| (&a.ex.info, &a.meta)).collect();
+        let key = CallKey::new(&pairs, &origin, domain.as_deref());
+        let cached = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let bound = match cached {
+            Some(b) => b,
+            None => {
+                let b = Arc::new(bind(sig, &pairs, &origin, domain.as_deref(), validate).py(py)?);
+                for w in &b.warnings {
+                    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &std::ffi::CString::new(w.as_str()).unwrap_or_default(), 1)?;
+                }
+                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+                if cache.len() >= CACHE_CAPACITY {
+                    cache.clear();
+                }
+                cache.insert(key, Arc::clone(&b));
+                b
+            }
+        };
+        let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
+        bound.check_overlaps(sig, &ptrs).py(py)?;
+        Ok((fields, bound, sig))
+    }
+
+    fn scalar_kwargs<'py>(&self, py: Python<'py>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        if let Some(kw) = kwargs {
+            for (k, v) in kw.iter() {
+                let name = k.cast::<PyString>()?.to_str()?.to_owned();
+                if !self.scalars.contains(&name) {
+                    return Err(crate::convert::type_error(
+                        "keyword",
+                        &k,
+                        &format!("stencil {:?} takes the scalars {:?}, origin, domain and validate_args", self.name, self.scalars),
+                    ));
+                }
+                out.set_item(k, v)?;
+            }
+        }
+        for s in &self.scalars {
+            if !out.contains(s)? {
+                return Err(raise(py, Class::Type, format!("stencil {:?} needs the scalar keyword argument {s:?}", self.name)));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Raw view of one bound field, shareable with the kernel thread.
+#[derive(Clone)]
+struct RawView {
+    info: ArrayInfo,
+}
+
+fn raw_views(fields: &[Arg<'_>], bound: &BoundCall) -> Vec<RawView> {
+    fields
+        .iter()
+        .zip(&bound.fields)
+        .map(|(a, b)| RawView {
+            info: ArrayInfo {
+                ptr: (a.ex.info.ptr as isize).wrapping_add(b.byte_offset) as usize,
+                shape: b.shape.clone(),
+                strides: b.strides.clone(),
+                ..a.ex.info.clone()
+            },
+        })
+        .collect()
+}
+
+/// Runs a native kernel on the views with the GIL released.
+fn run_native(py: Python<'_>, kernel: &'static dyn Kernel, sig: &Signature, views: &[RawView], domain: &[usize]) -> PyResult<()> {
+    let domain3: [usize; 3] = domain
+        .try_into()
+        .map_err(|_| raise(py, Class::Value, "native kernels need a 3-D domain (I, J, K)"))?;
+    let f32 = views.first().is_some_and(|v| v.info.dtype == DType::FLOAT32);
+    let result = py.detach(|| -> gridbuf::Result<()> {
+        if f32 {
+            run_typed::<f32>(kernel, sig, views, domain3)
+        } else {
+            run_typed::<f64>(kernel, sig, views, domain3)
+        }
+    });
+    result.py(py)
+}
+
+fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
+    kernel: &'static dyn Kernel,
+    sig: &Signature,
+    views: &[RawView],
+    domain: [usize; 3],
+) -> gridbuf::Result<()> {
+    let mut inputs: Vec<ArrayView3<'_, T>> = Vec::new();
+    let mut outputs: Vec<ArrayViewMut3<'_, T>> = Vec::new();
+    for (v, f) in views.iter().zip(&sig.fields) {
+        // SAFETY: the binder checked that every view lies inside its array (origin, domain and
+        // extent against the shape on every axis) and that no output overlaps another argument;
+        // the arrays are kept alive by the caller's frame (their Python objects) for the whole
+        // call; `as_array_view*` re-checks dtype, alignment and stride multiples.
+        unsafe {
+            if f.intent.is_output() {
+                outputs.push(v.info.as_array_view_mut::<T>()?.into_dimensionality::<Ix3>().map_err(|_| dim_err(&f.name))?);
+            } else {
+                inputs.push(v.info.as_array_view::<T>()?.into_dimensionality::<Ix3>().map_err(|_| dim_err(&f.name))?);
+            }
+        }
+    }
+    gridbuf::kernels::run::<T>(kernel, &inputs, &mut outputs, domain, threads())
+}
+
+fn dim_err(field: &str) -> gridbuf::Error {
+    gridbuf::Error::invalid(format!("field {field:?}"), "not 3-D", "native kernels take 3-D fields")
+}
+
+/// NumPy views of the bound fields for a Python kernel; each view's base keeps its source alive.
+fn numpy_views<'py>(
+    py: Python<'py>,
+    fields: &[Arg<'py>],
+    views: &[RawView],
+    descrs: &[Py<PyArrayDescr>],
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let mut out = Vec::with_capacity(views.len());
+    for ((a, v), d) in fields.iter().zip(views).zip(descrs) {
+        let mut dims: Vec<npy_intp> = v.info.shape.iter().map(|&n| n as npy_intp).collect();
+        let mut strides: Vec<npy_intp> = v.info.strides.iter().map(|&s| s as npy_intp).collect();
+        let flags = if v.info.readonly { 0 } else { NPY_ARRAY_WRITEABLE };
+        // SAFETY: shape and strides describe a view the binder checked to lie inside the source
+        // array; the descriptor reference is stolen by NewFromDescr, the keepalive reference by
+        // SetBaseObject, which makes the source outlive the view.
+        unsafe {
+            let subtype = npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type);
+            let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
+                py,
+                subtype,
+                d.bind(py).clone().into_dtype_ptr(),
+                dims.len() as std::os::raw::c_int,
+                dims.as_mut_ptr(),
+                strides.as_mut_ptr(),
+                v.info.ptr as *mut std::os::raw::c_void,
+                flags,
+                std::ptr::null_mut(),
+            );
+            let arr = Bound::from_owned_ptr_or_err(py, ptr)?;
+            if PY_ARRAY_API.PyArray_SetBaseObject(py, ptr.cast(), a.ex.keepalive.clone().into_ptr()) < 0 {
+                return Err(PyErr::fetch(py));
+            }
+            out.push(arr);
+        }
+    }
+    Ok(out)
+}
+
+#[pymethods]
+impl Stencil {
+    /// Run the stencil on ``args`` (the fields, in signature order) and scalar keywords.
+    ///
+    /// Parameters
+    /// ----------
+    /// *args : array_like
+    ///     The fields: any array gridbuf understands (NumPy, buffer protocol, DLPack, Field,
+    ///     xarray DataArray, objects with a data interface).
+    /// origin : tuple of int or dict, optional
+    ///     Start of the compute domain: one tuple for every field (per domain dim), or a dict
+    ///     from field name to tuple with ``"_all_"`` as the default. Else each field's
+    ///     ``__gt_origin__``, else its data-interface lower halo, else zero.
+    /// domain : tuple of int, optional
+    ///     Extent of the compute domain; default the largest that fits every field.
+    /// validate_args : bool, optional
+    ///     ``False`` skips the dtype, device, writeability and layout checks, but only on a cache
+    ///     miss (a call whose layout was checked before is never re-checked anyway). Bounds,
+    ///     dims and overlap checks always run, since skipping them could touch memory that was
+    ///     not handed over.
+    /// **scalars
+    ///     The stencil's scalar parameters.
+    ///
+    /// Raises
+    /// ------
+    /// GridbufValueError
+    ///     A check failed; the message names the field and the axis.
+    /// GridbufTypeError
+    ///     Wrong number of fields, an argument that is not an array, a missing scalar.
+    #[pyo3(signature = (*args, origin=None, domain=None, validate_args=true, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        origin: Option<&Bound<'py, PyAny>>,
+        domain: Option<&Bound<'py, PyAny>>,
+        validate_args: bool,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<()> {
+        let scalars = self.scalar_kwargs(py, kwargs)?;
+        let (fields, bound, sig) = self.prepare(py, args, origin, domain, validate_args)?;
+        let views = raw_views(&fields, &bound);
+        let cbs = Callbacks::collect(&fields)?;
+        Callbacks::around(cbs.as_ref(), sig, || match &self.body {
+            Body::Native { kernel, .. } => run_native(py, *kernel, sig, &views, &bound.domain),
+            Body::Python { func, descrs } => {
+                let np_views = numpy_views(py, &fields, &views, descrs)?;
+                func.bind(py).call(PyTuple::new(py, np_views)?, Some(&scalars)).map(|_| ())
+            }
+        })
+    }
+
+    /// Check a call once and return a callable that reruns it on these exact arrays.
+    ///
+    /// Parameters
+    /// ----------
+    /// *args, origin, domain, validate_args, **scalars
+    ///     As for calling the stencil.
+    ///
+    /// Returns
+    /// -------
+    /// BoundStencil
+    ///     Calling it runs the kernel again with no per-call checks (the data interface's
+    ///     acquire / touch / release still run).
+    #[pyo3(signature = (*args, origin=None, domain=None, validate_args=true, **kwargs))]
+    fn bind<'py>(
+        slf: &Bound<'py, Self>,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        origin: Option<&Bound<'py, PyAny>>,
+        domain: Option<&Bound<'py, PyAny>>,
+        validate_args: bool,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<BoundStencil> {
+        let this = slf.get();
+        let scalars = this.scalar_kwargs(py, kwargs)?;
+        let (fields, bound, sig) = this.prepare(py, args, origin, domain, validate_args)?;
+        let views = raw_views(&fields, &bound);
+        let np_views = match &this.body {
+            Body::Python { descrs, .. } => Some(PyTuple::new(py, numpy_views(py, &fields, &views, descrs)?)?.unbind()),
+            Body::Native { .. } => None,
+        };
+        let has_callbacks = fields.iter().any(|a| a.ex.data_interface.is_some());
+        Ok(BoundStencil {
+            stencil: slf.clone().unbind(),
+            sig: sig.clone(),
+            keepalive: PyList::new(py, fields.iter().map(|a| a.ex.keepalive.clone()))?.unbind(),
+            objects: args.clone().unbind(),
+            views,
+            domain: bound.domain.clone(),
+            np_views,
+            scalars: scalars.unbind(),
+            has_callbacks,
+        })
+    }
+
+    /// The stencil's name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The fields: a list of dicts with name, dtype, dims, extent, intent.
+    #[getter]
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for f in &self.sig.fields {
+            let d = PyDict::new(py);
+            d.set_item("name", &f.name)?;
+            d.set_item("dtype", f.dtype.name())?;
+            d.set_item("dims", f.dims.iter().map(|x| x.to_string()).collect::<String>())?;
+            d.set_item("extent", f.extent.clone())?;
+            d.set_item("intent", f.intent.name())?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    /// Names of the scalar parameters.
+    #[getter]
+    fn scalars(&self) -> Vec<String> {
+        self.scalars.clone()
+    }
+
+    /// Number of cached call layouts.
+    #[getter]
+    fn cache_size(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Stencil({:?}, fields={:?}, scalars={:?})", self.name, self.sig.fields.iter().map(|f| &f.name).collect::<Vec<_>>(), self.scalars)
+    }
+}
+
+/// A stencil bound to specific arrays: reruns with no per-call checks.
+#[pyclass(frozen, module = "gridbuf", name = "BoundStencil")]
+pub struct BoundStencil {
+    stencil: Py<Stencil>,
+    sig: Signature,
+    /// Keeps every field's memory alive as long as the bound call exists.
+    #[allow(dead_code)]
+    keepalive: Py<PyList>,
+    objects: Py<PyTuple>,
+    views: Vec<RawView>,
+    domain: Vec<usize>,
+    np_views: Option<Py<PyTuple>>,
+    scalars: Py<PyDict>,
+    has_callbacks: bool,
+}
+
+#[pymethods]
+impl BoundStencil {
+    /// Run the bound call again.
+    fn __call__(&self, py: Python<'_>) -> PyResult<()> {
+        let stencil = self.stencil.get();
+        let run = || match (&stencil.body, &self.np_views) {
+            (Body::Native { kernel, .. }, _) => run_native(py, *kernel, &self.sig, &self.views, &self.domain),
+            (Body::Python { func, .. }, Some(v)) => func.bind(py).call(v.bind(py), Some(self.scalars.bind(py))).map(|_| ()),
+            (Body::Python { .. }, None) => Err(raise(py, Class::Base, "bound Python stencil lost its views")),
+        };
+        if !self.has_callbacks {
+            return run();
+        }
+        let objs = self.objects.bind(py);
+        let mut args = Vec::with_capacity(objs.len());
+        for o in objs.iter() {
+            args.push(Arg { ex: extract(&o)?, meta: ArgMeta { dims: None, origin: None, halo_lower: None } });
+        }
+        let cbs = Callbacks::collect(&args)?;
+        Callbacks::around(cbs.as_ref(), &self.sig, run)
+    }
+
+    /// The compute domain of the bound call.
+    #[getter]
+    fn domain(&self) -> Vec<usize> {
+        self.domain.clone()
+    }
+}
+
+fn intent_from(s: &str, py: Python<'_>) -> PyResult<Intent> {
+    match s {
+        "in" => Ok(Intent::In),
+        "out" => Ok(Intent::Out),
+        "inout" => Ok(Intent::InOut),
+        _ => Err(raise(py, Class::Value, format!("invalid intent {s:?}: expected \"in\", \"out\" or \"inout\""))),
+    }
+}
+
+fn native_signature(kernel: &'static dyn Kernel, dtype: DType) -> PyResult<Signature> {
+    let ijk = vec![Dim::I, Dim::J, Dim::K];
+    let fields = kernel
+        .fields()
+        .iter()
+        .map(|f| FieldParam {
+            extent: (0..3).map(|a| (f.extent.lower[a], f.extent.upper[a])).collect(),
+            intent: f.intent,
+            ..FieldParam::new(f.name, dtype, ijk.clone())
+        })
+        .collect();
+    Signature::new(fields, Device::Cpu).map_err(|e| Python::attach(|py| crate::errors::to_py(py, e)))
+}
+
+/// The native kernel registered under `name` as a Stencil (float64 and float32 fields).
+#[pyfunction]
+pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
+    let kernel = gridbuf::kernels::by_name(name).ok_or_else(|| {
+        let names: Vec<&str> = gridbuf::kernels::all().iter().map(|k| k.name()).collect();
+        raise(py, Class::Value, format!("unknown native kernel {name:?}; available: {}", names.join(", ")))
+    })?;
+    Ok(Stencil {
+        name: name.to_owned(),
+        sig: native_signature(kernel, DType::FLOAT64)?,
+        body: Body::Native { kernel, f32_sig: native_signature(kernel, DType::FLOAT32)? },
+        scalars: Vec::new(),
+        cache: Mutex::new(HashMap::new()),
+    })
+}
+
+/// Names of the native kernels.
+#[pyfunction]
+pub fn native_kernel_names() -> Vec<&'static str> {
+    gridbuf::kernels::all().iter().map(|k| k.name()).collect()
+}
+
+/// A Stencil around a Python function, from field descriptions built by `gridbuf.stencil`.
+///
+/// Each field is a dict with ``name``, ``dtype`` (a NumPy dtype), ``dims`` (str), ``extent``
+/// (per dim a (lower, upper) pair), ``intent``, and optional ``data_shape``, ``layout``,
+/// ``alignment``.
+#[pyfunction]
+#[pyo3(signature = (name, func, fields, scalars, device="cpu"))]
+pub fn python_stencil(
+    py: Python<'_>,
+    name: &str,
+    func: Py<PyAny>,
+    fields: &Bound<'_, PyList>,
+    scalars: Vec<String>,
+    device: &str,
+) -> PyResult<Stencil> {
+    let mut params = Vec::new();
+    let mut descrs = Vec::new();
+    for f in fields.iter() {
+        let f = f.cast::<PyDict>()?;
+        let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
+            f.get_item(k)?.ok_or_else(|| raise(py, Class::Value, format!("field description misses {k:?}")))
+        };
+        let fname: String = get("name")?.extract()?;
+        let descr = PyArrayDescr::new(py, get("dtype")?)?;
+        let typestr = format!("{}{}{}", match descr.byteorder() { b'>' => '>', b'|' => '|', _ => if cfg!(target_endian = "little") { '<' } else { '>' } }, descr.kind() as char, descr.itemsize());
+        let dtype = DType::from_typestr(&typestr, gridbuf::array_info::Interface::Native).py(py)?;
+        let dims = gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
+        let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
+        let intent = intent_from(get("intent")?.cast::<PyString>()?.to_str()?, py)?;
+        let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());
+        let data_shape = opt("data_shape").map(|v| v.extract()).transpose()?;
+        let layout = opt("layout").map(|v| v.extract()).transpose()?;
+        let alignment = opt("alignment").map(|v| v.extract()).transpose()?;
+        params.push(FieldParam { name: fname, dtype, dims, data_shape, extent, intent, layout, alignment });
+        descrs.push(descr.unbind());
+    }
+    let device = Device::parse(device).py(py)?;
+    let sig = Signature::new(params, device).py(py)?;
+    Ok(Stencil {
+        name: name.to_owned(),
+        sig,
+        body: Body::Python { func, descrs },
+        scalars,
+        cache: Mutex::new(HashMap::new()),
+    })
+}

@@ -1,0 +1,27 @@
+"""Native stencil kernels written in Rust, behind gridbuf's argument binder.
+
+Every kernel takes float64 or float32 fields with dims ``"IJK"`` in any layout and runs in
+parallel over ``GRIDBUF_NUM_THREADS`` threads (default: all cores) with the GIL released:
+
+- ``copy(inp, out)``: ``out = inp``.
+- ``laplacian(inp, out)``: ``out = -4 inp + inp[i-1] + inp[i+1] + inp[j-1] + inp[j+1]``.
+- ``hdiff(inp, coeff, out)``: COSMO horizontal diffusion with flux limiter.
+- ``tridiag(a, b, c, d, x)``: Thomas algorithm along K in every column.
+
+Call them like any stencil: ``gb.kernels.hdiff(a, coeff, b, origin=(2, 2, 0), domain=(64, 64, 80))``,
+or bind once with ``.bind(...)`` and rerun the returned callable.
+"""
+
+from __future__ import annotations
+
+from . import _gridbuf
+
+copy = _gridbuf.native_stencil("copy")
+laplacian = _gridbuf.native_stencil("laplacian")
+hdiff = _gridbuf.native_stencil("hdiff")
+tridiag = _gridbuf.native_stencil("tridiag")
+
+#: Every native kernel by name.
+ALL = {name: _gridbuf.native_stencil(name) for name in _gridbuf.native_kernel_names()}
+
+__all__ = ["ALL", "copy", "hdiff", "laplacian", "tridiag"]
