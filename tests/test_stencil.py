@@ -291,7 +291,7 @@ def test_bound_call_reruns():
 
 @settings(max_examples=30, deadline=None)
 @given(
-    shape=st.tuples(st.integers(3, 9), st.integers(3, 9), st.integers(1, 5)),
+    shape=st.tuples(st.integers(4, 9), st.integers(4, 9), st.integers(1, 5)),
     backend=st.sampled_from(LAYOUTS),
     o=st.tuples(st.integers(1, 2), st.integers(1, 2)),
 )

@@ -150,6 +150,11 @@ def _written_names(func: Callable[..., Any]) -> tuple[set[str], set[str]]:
         return set(), set()
     written: set[str] = set()
     read: set[str] = set()
+    # The Name under a subscript assignment target (`out` in `out[...] = x`) is not a read.
+    # Neither is reading an attribute such as `out.shape`.
+    store_bases = {
+        id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store)
+    } | {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
     for node in ast.walk(tree):
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
@@ -163,7 +168,7 @@ def _written_names(func: Callable[..., Any]) -> tuple[set[str], set[str]]:
                 written.add(t.value.id)
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
             read.add(node.value.id)
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and id(node) not in store_bases:
             read.add(node.id)
     return written, read
 
