@@ -3,8 +3,8 @@
 mod allocation;
 mod convert;
 mod errors;
-mod labelled;
 mod interfaces;
+mod labelled;
 mod presets;
 mod stencil;
 

@@ -40,9 +40,15 @@ fn threads() -> Threads {
 /// What runs behind the binder.
 enum Body {
     /// A native kernel, with one signature per supported dtype (float64 first).
-    Native { kernel: &'static dyn Kernel, f32_sig: Signature },
+    Native {
+        kernel: &'static dyn Kernel,
+        f32_sig: Signature,
+    },
     /// A Python callable that receives NumPy views and the scalar keywords.
-    Python { func: Py<PyAny>, descrs: Vec<Py<PyArrayDescr>> },
+    Python {
+        func: Py<PyAny>,
+        descrs: Vec<Py<PyArrayDescr>>,
+    },
 }
 
 /// A stencil: a signature, a kernel and the cache of checked calls.
@@ -78,40 +84,77 @@ fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
 }
 
 /// Reads dims, origin and data-interface halo; plain NumPy arrays declare none of them.
-fn arg_meta<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>, ex: &Extracted<'py>) -> PyResult<ArgMeta> {
+fn arg_meta<'py>(
+    py: Python<'py>,
+    obj: &Bound<'py, PyAny>,
+    ex: &Extracted<'py>,
+) -> PyResult<ArgMeta> {
     if is_exact_ndarray(py, obj) {
-        return Ok(ArgMeta { dims: None, origin: None, halo_lower: None });
+        return Ok(ArgMeta {
+            dims: None,
+            origin: None,
+            halo_lower: None,
+        });
     }
     let (get_dims, get_origin) = METADATA.get_or_try_init(py, || -> PyResult<_> {
         let m = py.import("gridbuf._metadata")?;
-        Ok((m.getattr("get_dims")?.unbind(), m.getattr("get_origin")?.unbind()))
+        Ok((
+            m.getattr("get_dims")?.unbind(),
+            m.getattr("get_origin")?.unbind(),
+        ))
     })?;
     let dims = get_dims.bind(py).call1((obj,))?;
-    let dims = if dims.is_none() { None } else { Some(parse_dims_list(py, &dims)?) };
+    let dims = if dims.is_none() {
+        None
+    } else {
+        Some(parse_dims_list(py, &dims)?)
+    };
     let origin = get_origin.bind(py).call1((obj,))?;
-    let origin = if origin.is_none() { None } else { Some(usize_list(&origin)?) };
+    let origin = if origin.is_none() {
+        None
+    } else {
+        Some(usize_list(&origin)?)
+    };
     let mut halo_lower = None;
     if let Some(entry) = &ex.data_interface {
         if let Some(h) = entry.get_item("halo").ok().filter(|h| !h.is_none()) {
-            halo_lower = Some(crate::convert::halo(&h)?.into_iter().map(|(lo, _)| lo).collect());
+            halo_lower = Some(
+                crate::convert::halo(&h)?
+                    .into_iter()
+                    .map(|(lo, _)| lo)
+                    .collect(),
+            );
         }
     }
-    Ok(ArgMeta { dims, origin, halo_lower })
+    Ok(ArgMeta {
+        dims,
+        origin,
+        halo_lower,
+    })
 }
 
 fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
     // SAFETY: reading the type object NumPy exports; comparing pointers only.
-    unsafe { pyo3::ffi::Py_TYPE(obj.as_ptr()) == npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type) }
+    unsafe {
+        pyo3::ffi::Py_TYPE(obj.as_ptr())
+            == npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type)
+    }
 }
 
 fn parse_origin(py: Python<'_>, origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
-    let Some(origin) = origin.filter(|o| !o.is_none()) else { return Ok(CallOrigin::Default) };
+    let Some(origin) = origin.filter(|o| !o.is_none()) else {
+        return Ok(CallOrigin::Default);
+    };
     if let Ok(d) = origin.cast::<PyDict>() {
         let mut default = None;
         let mut fields = Vec::new();
         for (k, v) in d.iter() {
             let k = k.cast::<PyString>().map_err(|_| {
-                crate::convert::type_error("origin", origin, "expected field names (str) as the keys of an origin dict")
+                crate::convert::type_error(
+                    "origin",
+                    origin,
+                    "expected field names (str) as the keys of an origin dict",
+                )
             })?;
             let v = crate::convert::usize_seq(&v, "origin")?;
             if k.to_str()? == "_all_" {
@@ -124,7 +167,9 @@ fn parse_origin(py: Python<'_>, origin: Option<&Bound<'_, PyAny>>) -> PyResult<C
         let _ = py;
         return Ok(CallOrigin::PerField { default, fields });
     }
-    Ok(CallOrigin::All(crate::convert::usize_seq(origin, "origin")?))
+    Ok(CallOrigin::All(crate::convert::usize_seq(
+        origin, "origin",
+    )?))
 }
 
 /// Data-interface callbacks of the fields (acquire, touch, release), when any field has them.
@@ -145,7 +190,11 @@ impl<'py> Callbacks<'py> {
                     if let Ok(f) = entry.get_item(name) {
                         if !f.is_none() {
                             if !f.is_callable() {
-                                return Err(crate::convert::type_error(name, &f, "expected a callable or None in the data interface"));
+                                return Err(crate::convert::type_error(
+                                    name,
+                                    &f,
+                                    "expected a callable or None in the data interface",
+                                ));
                             }
                             *slot = Some(f);
                         }
@@ -158,7 +207,11 @@ impl<'py> Callbacks<'py> {
     }
 
     /// acquire all, run, touch outputs (only after success), release all (always).
-    fn around<T>(cbs: Option<&Callbacks<'py>>, sig: &Signature, run: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    fn around<T>(
+        cbs: Option<&Callbacks<'py>>,
+        sig: &Signature,
+        run: impl FnOnce() -> PyResult<T>,
+    ) -> PyResult<T> {
         let Some(cbs) = cbs else { return run() };
         let mut acquired = 0;
         let mut result = (|| {
@@ -216,7 +269,12 @@ impl Stencil {
                 format!(
                     "stencil {:?} takes {n} fields ({}) as positional arguments, but {} were given",
                     self.name,
-                    self.sig.fields.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(", "),
+                    self.sig
+                        .fields
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     args.len()
                 ),
             ));
@@ -224,7 +282,11 @@ impl Stencil {
         let mut fields = Vec::with_capacity(n);
         for (obj, f) in args.iter().zip(&self.sig.fields) {
             let ex = extract(&obj).map_err(|e| {
-                raise(py, Class::Type, format!("field {:?} of stencil {:?}: {e}", f.name, self.name))
+                raise(
+                    py,
+                    Class::Type,
+                    format!("field {:?} of stencil {:?}: {e}", f.name, self.name),
+                )
             })?;
             let meta = arg_meta(py, &obj, &ex)?;
             fields.push(Arg { ex, meta });
@@ -235,15 +297,26 @@ impl Stencil {
             Some(d) => Some(crate::convert::usize_seq(d, "domain")?),
             None => None,
         };
-        let pairs: Vec<(&ArrayInfo, &ArgMeta)> = fields.iter().map(|a| (&a.ex.info, &a.meta)).collect();
+        let pairs: Vec<(&ArrayInfo, &ArgMeta)> =
+            fields.iter().map(|a| (&a.ex.info, &a.meta)).collect();
         let key = CallKey::new(&pairs, &origin, domain.as_deref());
-        let cached = self.cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
+        let cached = self
+            .cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
         let bound = match cached {
             Some(b) => b,
             None => {
                 let b = Arc::new(bind(sig, &pairs, &origin, domain.as_deref(), validate).py(py)?);
                 for w in &b.warnings {
-                    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyUserWarning>(), &std::ffi::CString::new(w.as_str()).unwrap_or_default(), 1)?;
+                    PyErr::warn(
+                        py,
+                        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+                        &std::ffi::CString::new(w.as_str()).unwrap_or_default(),
+                        1,
+                    )?;
                 }
                 let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
                 if cache.len() >= CACHE_CAPACITY {
@@ -258,7 +331,11 @@ impl Stencil {
         Ok((fields, bound, sig))
     }
 
-    fn scalar_kwargs<'py>(&self, py: Python<'py>, kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Bound<'py, PyDict>> {
+    fn scalar_kwargs<'py>(
+        &self,
+        py: Python<'py>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         if let Some(kw) = kwargs {
             for (k, v) in kw.iter() {
@@ -267,7 +344,10 @@ impl Stencil {
                     return Err(crate::convert::type_error(
                         "keyword",
                         &k,
-                        &format!("stencil {:?} takes the scalars {:?}, origin, domain and validate_args", self.name, self.scalars),
+                        &format!(
+                            "stencil {:?} takes the scalars {:?}, origin, domain and validate_args",
+                            self.name, self.scalars
+                        ),
                     ));
                 }
                 out.set_item(k, v)?;
@@ -275,7 +355,14 @@ impl Stencil {
         }
         for s in &self.scalars {
             if !out.contains(s)? {
-                return Err(raise(py, Class::Type, format!("stencil {:?} needs the scalar keyword argument {s:?}", self.name)));
+                return Err(raise(
+                    py,
+                    Class::Type,
+                    format!(
+                        "stencil {:?} needs the scalar keyword argument {s:?}",
+                        self.name
+                    ),
+                ));
             }
         }
         Ok(out)
@@ -304,11 +391,23 @@ fn raw_views(fields: &[Arg<'_>], bound: &BoundCall) -> Vec<RawView> {
 }
 
 /// Runs a native kernel on the views with the GIL released.
-fn run_native(py: Python<'_>, kernel: &'static dyn Kernel, sig: &Signature, views: &[RawView], domain: &[usize]) -> PyResult<()> {
-    let domain3: [usize; 3] = domain
-        .try_into()
-        .map_err(|_| raise(py, Class::Value, "native kernels need a 3-D domain (I, J, K)"))?;
-    let f32 = views.first().is_some_and(|v| v.info.dtype == DType::FLOAT32);
+fn run_native(
+    py: Python<'_>,
+    kernel: &'static dyn Kernel,
+    sig: &Signature,
+    views: &[RawView],
+    domain: &[usize],
+) -> PyResult<()> {
+    let domain3: [usize; 3] = domain.try_into().map_err(|_| {
+        raise(
+            py,
+            Class::Value,
+            "native kernels need a 3-D domain (I, J, K)",
+        )
+    })?;
+    let f32 = views
+        .first()
+        .is_some_and(|v| v.info.dtype == DType::FLOAT32);
     let result = py.detach(|| -> gridbuf::Result<()> {
         if f32 {
             run_typed::<f32>(kernel, sig, views, domain3)
@@ -334,9 +433,19 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
         // call; `as_array_view*` re-checks dtype, alignment and stride multiples.
         unsafe {
             if f.intent.is_output() {
-                outputs.push(v.info.as_array_view_mut::<T>()?.into_dimensionality::<Ix3>().map_err(|_| dim_err(&f.name))?);
+                outputs.push(
+                    v.info
+                        .as_array_view_mut::<T>()?
+                        .into_dimensionality::<Ix3>()
+                        .map_err(|_| dim_err(&f.name))?,
+                );
             } else {
-                inputs.push(v.info.as_array_view::<T>()?.into_dimensionality::<Ix3>().map_err(|_| dim_err(&f.name))?);
+                inputs.push(
+                    v.info
+                        .as_array_view::<T>()?
+                        .into_dimensionality::<Ix3>()
+                        .map_err(|_| dim_err(&f.name))?,
+                );
             }
         }
     }
@@ -344,7 +453,11 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
 }
 
 fn dim_err(field: &str) -> gridbuf::Error {
-    gridbuf::Error::invalid(format!("field {field:?}"), "not 3-D", "native kernels take 3-D fields")
+    gridbuf::Error::invalid(
+        format!("field {field:?}"),
+        "not 3-D",
+        "native kernels take 3-D fields",
+    )
 }
 
 /// NumPy views of the bound fields for a Python kernel; each view's base keeps its source alive.
@@ -358,7 +471,11 @@ fn numpy_views<'py>(
     for ((a, v), d) in fields.iter().zip(views).zip(descrs) {
         let mut dims: Vec<npy_intp> = v.info.shape.iter().map(|&n| n as npy_intp).collect();
         let mut strides: Vec<npy_intp> = v.info.strides.iter().map(|&s| s as npy_intp).collect();
-        let flags = if v.info.readonly { 0 } else { NPY_ARRAY_WRITEABLE };
+        let flags = if v.info.readonly {
+            0
+        } else {
+            NPY_ARRAY_WRITEABLE
+        };
         // SAFETY: shape and strides describe a view the binder checked to lie inside the source
         // array; the descriptor reference is stolen by NewFromDescr, the keepalive reference by
         // SetBaseObject, which makes the source outlive the view.
@@ -376,7 +493,9 @@ fn numpy_views<'py>(
                 std::ptr::null_mut(),
             );
             let arr = Bound::from_owned_ptr_or_err(py, ptr)?;
-            if PY_ARRAY_API.PyArray_SetBaseObject(py, ptr.cast(), a.ex.keepalive.clone().into_ptr()) < 0 {
+            if PY_ARRAY_API.PyArray_SetBaseObject(py, ptr.cast(), a.ex.keepalive.clone().into_ptr())
+                < 0
+            {
                 return Err(PyErr::fetch(py));
             }
             out.push(arr);
@@ -432,7 +551,9 @@ impl Stencil {
             Body::Native { kernel, .. } => run_native(py, *kernel, sig, &views, &bound.domain),
             Body::Python { func, descrs } => {
                 let np_views = numpy_views(py, &fields, &views, descrs)?;
-                func.bind(py).call(PyTuple::new(py, np_views)?, Some(&scalars)).map(|_| ())
+                func.bind(py)
+                    .call(PyTuple::new(py, np_views)?, Some(&scalars))
+                    .map(|_| ())
             }
         })
     }
@@ -464,7 +585,9 @@ impl Stencil {
         let (fields, bound, sig) = this.prepare(py, args, origin, domain, validate_args)?;
         let views = raw_views(&fields, &bound);
         let np_views = match &this.body {
-            Body::Python { descrs, .. } => Some(PyTuple::new(py, numpy_views(py, &fields, &views, descrs)?)?.unbind()),
+            Body::Python { descrs, .. } => {
+                Some(PyTuple::new(py, numpy_views(py, &fields, &views, descrs)?)?.unbind())
+            }
             Body::Native { .. } => None,
         };
         let has_callbacks = fields.iter().any(|a| a.ex.data_interface.is_some());
@@ -495,7 +618,10 @@ impl Stencil {
             let d = PyDict::new(py);
             d.set_item("name", &f.name)?;
             d.set_item("dtype", f.dtype.name())?;
-            d.set_item("dims", f.dims.iter().map(|x| x.to_string()).collect::<String>())?;
+            d.set_item(
+                "dims",
+                f.dims.iter().map(|x| x.to_string()).collect::<String>(),
+            )?;
             d.set_item("extent", f.extent.clone())?;
             d.set_item("intent", f.intent.name())?;
             out.append(d)?;
@@ -516,7 +642,12 @@ impl Stencil {
     }
 
     fn __repr__(&self) -> String {
-        format!("Stencil({:?}, fields={:?}, scalars={:?})", self.name, self.sig.fields.iter().map(|f| &f.name).collect::<Vec<_>>(), self.scalars)
+        format!(
+            "Stencil({:?}, fields={:?}, scalars={:?})",
+            self.name,
+            self.sig.fields.iter().map(|f| &f.name).collect::<Vec<_>>(),
+            self.scalars
+        )
     }
 }
 
@@ -542,9 +673,18 @@ impl BoundStencil {
     fn __call__(&self, py: Python<'_>) -> PyResult<()> {
         let stencil = self.stencil.get();
         let run = || match (&stencil.body, &self.np_views) {
-            (Body::Native { kernel, .. }, _) => run_native(py, *kernel, &self.sig, &self.views, &self.domain),
-            (Body::Python { func, .. }, Some(v)) => func.bind(py).call(v.bind(py), Some(self.scalars.bind(py))).map(|_| ()),
-            (Body::Python { .. }, None) => Err(raise(py, Class::Base, "bound Python stencil lost its views")),
+            (Body::Native { kernel, .. }, _) => {
+                run_native(py, *kernel, &self.sig, &self.views, &self.domain)
+            }
+            (Body::Python { func, .. }, Some(v)) => func
+                .bind(py)
+                .call(v.bind(py), Some(self.scalars.bind(py)))
+                .map(|_| ()),
+            (Body::Python { .. }, None) => Err(raise(
+                py,
+                Class::Base,
+                "bound Python stencil lost its views",
+            )),
         };
         if !self.has_callbacks {
             return run();
@@ -552,7 +692,14 @@ impl BoundStencil {
         let objs = self.objects.bind(py);
         let mut args = Vec::with_capacity(objs.len());
         for o in objs.iter() {
-            args.push(Arg { ex: extract(&o)?, meta: ArgMeta { dims: None, origin: None, halo_lower: None } });
+            args.push(Arg {
+                ex: extract(&o)?,
+                meta: ArgMeta {
+                    dims: None,
+                    origin: None,
+                    halo_lower: None,
+                },
+            });
         }
         let cbs = Callbacks::collect(&args)?;
         Callbacks::around(cbs.as_ref(), &self.sig, run)
@@ -570,7 +717,11 @@ fn intent_from(s: &str, py: Python<'_>) -> PyResult<Intent> {
         "in" => Ok(Intent::In),
         "out" => Ok(Intent::Out),
         "inout" => Ok(Intent::InOut),
-        _ => Err(raise(py, Class::Value, format!("invalid intent {s:?}: expected \"in\", \"out\" or \"inout\""))),
+        _ => Err(raise(
+            py,
+            Class::Value,
+            format!("invalid intent {s:?}: expected \"in\", \"out\" or \"inout\""),
+        )),
     }
 }
 
@@ -580,12 +731,15 @@ fn native_signature(kernel: &'static dyn Kernel, dtype: DType) -> PyResult<Signa
         .fields()
         .iter()
         .map(|f| FieldParam {
-            extent: (0..3).map(|a| (f.extent.lower[a], f.extent.upper[a])).collect(),
+            extent: (0..3)
+                .map(|a| (f.extent.lower[a], f.extent.upper[a]))
+                .collect(),
             intent: f.intent,
             ..FieldParam::new(f.name, dtype, ijk.clone())
         })
         .collect();
-    Signature::new(fields, Device::Cpu).map_err(|e| Python::attach(|py| crate::errors::to_py(py, e)))
+    Signature::new(fields, Device::Cpu)
+        .map_err(|e| Python::attach(|py| crate::errors::to_py(py, e)))
 }
 
 /// The native kernel registered under `name` as a Stencil (float64 and float32 fields).
@@ -593,12 +747,22 @@ fn native_signature(kernel: &'static dyn Kernel, dtype: DType) -> PyResult<Signa
 pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
     let kernel = gridbuf::kernels::by_name(name).ok_or_else(|| {
         let names: Vec<&str> = gridbuf::kernels::all().iter().map(|k| k.name()).collect();
-        raise(py, Class::Value, format!("unknown native kernel {name:?}; available: {}", names.join(", ")))
+        raise(
+            py,
+            Class::Value,
+            format!(
+                "unknown native kernel {name:?}; available: {}",
+                names.join(", ")
+            ),
+        )
     })?;
     Ok(Stencil {
         name: name.to_owned(),
         sig: native_signature(kernel, DType::FLOAT64)?,
-        body: Body::Native { kernel, f32_sig: native_signature(kernel, DType::FLOAT32)? },
+        body: Body::Native {
+            kernel,
+            f32_sig: native_signature(kernel, DType::FLOAT32)?,
+        },
         scalars: Vec::new(),
         cache: Mutex::new(HashMap::new()),
     })
@@ -630,20 +794,45 @@ pub fn python_stencil(
     for f in fields.iter() {
         let f = f.cast::<PyDict>()?;
         let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
-            f.get_item(k)?.ok_or_else(|| raise(py, Class::Value, format!("field description misses {k:?}")))
+            f.get_item(k)?
+                .ok_or_else(|| raise(py, Class::Value, format!("field description misses {k:?}")))
         };
         let fname: String = get("name")?.extract()?;
         let descr = PyArrayDescr::new(py, get("dtype")?)?;
-        let typestr = format!("{}{}{}", match descr.byteorder() { b'>' => '>', b'|' => '|', _ => if cfg!(target_endian = "little") { '<' } else { '>' } }, descr.kind() as char, descr.itemsize());
+        let typestr = format!(
+            "{}{}{}",
+            match descr.byteorder() {
+                b'>' => '>',
+                b'|' => '|',
+                _ =>
+                    if cfg!(target_endian = "little") {
+                        '<'
+                    } else {
+                        '>'
+                    },
+            },
+            descr.kind() as char,
+            descr.itemsize()
+        );
         let dtype = DType::from_typestr(&typestr, gridbuf::array_info::Interface::Native).py(py)?;
-        let dims = gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
+        let dims =
+            gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
         let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
         let intent = intent_from(get("intent")?.cast::<PyString>()?.to_str()?, py)?;
         let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());
         let data_shape = opt("data_shape").map(|v| v.extract()).transpose()?;
         let layout = opt("layout").map(|v| v.extract()).transpose()?;
         let alignment = opt("alignment").map(|v| v.extract()).transpose()?;
-        params.push(FieldParam { name: fname, dtype, dims, data_shape, extent, intent, layout, alignment });
+        params.push(FieldParam {
+            name: fname,
+            dtype,
+            dims,
+            data_shape,
+            extent,
+            intent,
+            layout,
+            alignment,
+        });
         descrs.push(descr.unbind());
     }
     let device = Device::parse(device).py(py)?;

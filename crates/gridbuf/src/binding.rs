@@ -148,11 +148,17 @@ pub enum CallOrigin {
     },
 }
 
+/// Per field of a [`CallKey`]: dtype, shape, strides, device, read-only flag and declarations.
+pub type FieldKey = (DType, Vec<usize>, Vec<isize>, ArrayDevice, bool, ArgMeta);
+
+/// Converts an origin in array index order to the kernel's order.
+type FromArray<'a> = &'a dyn Fn(&[usize], &str) -> Result<Vec<usize>>;
+
 /// Everything a [`BoundCall`] depends on: a call with an equal key binds identically.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CallKey {
     /// Per field: dtype, shape, strides, device and what the array declares.
-    pub fields: Vec<(DType, Vec<usize>, Vec<isize>, ArrayDevice, bool, ArgMeta)>,
+    pub fields: Vec<FieldKey>,
     /// The call's origin.
     pub origin: CallOrigin,
     /// The call's domain (per domain dim), if given.
@@ -499,11 +505,7 @@ fn resolve_origin(
     }
 }
 
-fn declared_origin(
-    meta: &ArgMeta,
-    from_array: &dyn Fn(&[usize], &str) -> Result<Vec<usize>>,
-    n: usize,
-) -> Result<Vec<usize>> {
+fn declared_origin(meta: &ArgMeta, from_array: FromArray<'_>, n: usize) -> Result<Vec<usize>> {
     if let Some(o) = &meta.origin {
         from_array(o, "__gt_origin__")
     } else if let Some(h) = &meta.halo_lower {
