@@ -141,7 +141,7 @@ fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
     }
 }
 
-fn parse_origin(py: Python<'_>, origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
+fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
     let Some(origin) = origin.filter(|o| !o.is_none()) else {
         return Ok(CallOrigin::Default);
     };
@@ -164,7 +164,6 @@ fn parse_origin(py: Python<'_>, origin: Option<&Bound<'_, PyAny>>) -> PyResult<C
             }
         }
         fields.sort();
-        let _ = py;
         return Ok(CallOrigin::PerField { default, fields });
     }
     Ok(CallOrigin::All(crate::convert::usize_seq(
@@ -292,7 +291,7 @@ impl Stencil {
             fields.push(Arg { ex, meta });
         }
         let sig = self.signature_for(fields.first().map(|a| &a.ex.info));
-        let origin = parse_origin(py, origin)?;
+        let origin = parse_origin(origin)?;
         let domain = match domain.filter(|d| !d.is_none()) {
             Some(d) => Some(crate::convert::usize_seq(d, "domain")?),
             None => None,
