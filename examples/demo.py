@@ -1,13 +1,15 @@
 """gridbuf demo: allocate fields for several presets, look at their memory, time them against NumPy.
 
 Run it with ``.venv/bin/python examples/demo.py`` (or ``bash scripts/demo.sh``, which builds first).
-It takes about 10 seconds. benchmarks/bench_allocation.py does the thorough measurement.
+It takes about 20 seconds. Part 3 runs a horizontal-diffusion time loop through the stencil
+binder. benchmarks/bench_allocation.py and benchmarks/bench_stencil.py do the thorough measurements.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+import time
 import timeit
 
 import numpy as np
@@ -122,7 +124,64 @@ def part2_timings() -> None:
     print("\n  (below 1x gridbuf is faster; benchmarks/bench_allocation.py measures more, incl. gt4py)")
 
 
+def numpy_hdiff(inp: np.ndarray, coeff: np.ndarray, out: np.ndarray, h: int = 2) -> None:
+    """What gb.kernels.hdiff computes, vectorised with NumPy, on the interior of fields with an
+    h-point halo in I and J (h >= 2)."""
+    ni, nj = inp.shape[0] - 2 * h, inp.shape[1] - 2 * h
+
+    def at(di: int, dj: int, pad: int = 0) -> np.ndarray:  # inp shifted by (di, dj), interior widened by pad
+        return inp[h + di - pad : h + di + ni + pad, h + dj - pad : h + dj + nj + pad]
+
+    lap = 4.0 * at(0, 0, 1) - (at(-1, 0, 1) + at(1, 0, 1) + at(0, -1, 1) + at(0, 1, 1))
+    flx = lap[1:, 1:-1] - lap[:-1, 1:-1]  # flux between i and i+1, for i = -1 .. ni-1
+    flx[flx * (inp[h : h + ni + 1, h : h + nj] - inp[h - 1 : h + ni, h : h + nj]) > 0] = 0.0
+    fly = lap[1:-1, 1:] - lap[1:-1, :-1]
+    fly[fly * (inp[h : h + ni, h : h + nj + 1] - inp[h : h + ni, h - 1 : h + nj]) > 0] = 0.0
+    out[h : h + ni, h : h + nj] = at(0, 0) - coeff[h : h + ni, h : h + nj] * (flx[1:] - flx[:-1] + fly[:, 1:] - fly[:, :-1])
+
+
+def time_loop(step_ab, step_ba, steps: int) -> float:
+    """Median seconds per step of ``steps`` steps that alternate a -> b and b -> a."""
+    step_ab(), step_ba()  # warm-up: first touch, thread pools
+    times = []
+    for s in range(steps):
+        t0 = time.perf_counter()
+        (step_ab if s % 2 == 0 else step_ba)()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def part3_hdiff_loop(steps: int = 10) -> None:
+    n, nk, h = 256, 80, 2
+    shape, origin, domain = (n + 2 * h, n + 2 * h, nk), (h, h, 0), (n, n, nk)
+    x = np.linspace(-1.0, 1.0, shape[0])[:, None, None]
+    y = np.linspace(-1.0, 1.0, shape[1])[None, :, None]
+    rng = np.random.default_rng(3)
+    init = np.exp(-8 * (x**2 + y**2)) * np.ones(nk) + 0.01 * rng.random(shape)
+    print(
+        f"\n3) Horizontal diffusion, {n}x{n}x{nk} float64 domain with a {h}-point halo in I and J "
+        f"(fields {shape}),\n   {steps} time steps (median time per step); halos stay fixed\n"
+    )
+    # NumPy: the same loop on C-ordered arrays.
+    a_np, b_np, coeff_np = init.copy(), init.copy(), np.full(shape, 0.025)
+    t_np = time_loop(lambda: numpy_hdiff(a_np, coeff_np, b_np), lambda: numpy_hdiff(b_np, coeff_np, a_np), steps)
+    rows = [["NumPy (C order)", "vectorised slices", f"{t_np * 1e3:.2f} ms", "1.00x", "-"]]
+    for backend in ["C", "gt:cpu_ifirst", "gt:cpu_kfirst"]:
+        a = gb.from_array(init, backend=backend, halo=(h, h, 0))
+        b = gb.from_array(init, backend=backend, halo=(h, h, 0))
+        coeff = gb.full(shape, 0.025, backend=backend)
+        # Checked once here; each step reruns the kernel with no per-call checks.
+        step_ab = gb.kernels.hdiff.bind(a, coeff, b, origin=origin, domain=domain)
+        step_ba = gb.kernels.hdiff.bind(b, coeff, a, origin=origin, domain=domain)
+        t = time_loop(step_ab, step_ba, steps)
+        diff = max(np.max(np.abs(a - a_np)), np.max(np.abs(b - b_np)))  # same number of steps taken
+        rows.append([f"gridbuf {backend}", "gb.kernels.hdiff, bound", f"{t * 1e3:.2f} ms", f"{t_np / t:.1f}x", f"{diff:.1e}"])
+    print_table(["storage", "how", "time / step", "speed-up", "max |gridbuf - NumPy|"], rows)
+    print("\n  (gb.kernels.* use GRIDBUF_NUM_THREADS threads, default all cores; benchmarks/bench_stencil.py compares with GT4Py)")
+
+
 if __name__ == "__main__":
     print(f"gridbuf {gb.__version__}, NumPy {np.__version__}\n")
     part1_presets()
     part2_timings()
+    part3_hdiff_loop()

@@ -107,6 +107,25 @@ def test_tridiag_matches_numpy(backend):
     np.testing.assert_allclose(x, ref_tridiag(np.nan_to_num(a), b, np.nan_to_num(c), d), rtol=1e-12)
 
 
+def test_noop_checks_like_copy_and_writes_nothing():
+    a = gb.ones((4, 5, 6))
+    b = gb.full((4, 5, 6), 7.0)
+    kernels.noop(a, b)
+    assert (b == 7.0).all() and (a == 1.0).all()
+    kernels.noop.bind(a, b)()
+    assert (b == 7.0).all()
+    with pytest.raises(gb.GridbufValueError, match="dtype"):
+        kernels.noop(a, b.astype(np.float32))
+    with pytest.raises(gb.GridbufValueError, match="read-only"):
+        kernels.noop(a, _readonly(b))
+
+
+def _readonly(arr):
+    view = arr.view()
+    view.flags.writeable = False
+    return view
+
+
 def test_native_kernels_on_non_contiguous_and_negative_stride_views():
     rng = np.random.default_rng(3)
     big = rng.random((50, 40, 20))

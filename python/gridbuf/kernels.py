@@ -7,6 +7,8 @@ parallel over ``GRIDBUF_NUM_THREADS`` threads (default: all cores) with the GIL 
 - ``laplacian(inp, out)``: ``out = -4 inp + inp[i-1] + inp[i+1] + inp[j-1] + inp[j+1]``.
 - ``hdiff(inp, coeff, out)``: COSMO horizontal diffusion with flux limiter.
 - ``tridiag(a, b, c, d, x)``: Thomas algorithm along K in every column.
+- ``noop(inp, out)``: does nothing; calling it times the binder alone (extraction, checks or
+  cache lookup, hand-over), which is what a stencil call costs on top of its kernel.
 
 Call them like any stencil: ``gb.kernels.hdiff(a, coeff, b, origin=(2, 2, 0), domain=(64, 64, 80))``,
 or bind once with ``.bind(...)`` and rerun the returned callable.
@@ -20,8 +22,9 @@ copy = _gridbuf.native_stencil("copy")
 laplacian = _gridbuf.native_stencil("laplacian")
 hdiff = _gridbuf.native_stencil("hdiff")
 tridiag = _gridbuf.native_stencil("tridiag")
+noop = _gridbuf.native_stencil("noop")
 
 #: Every native kernel by name.
 ALL = {name: _gridbuf.native_stencil(name) for name in _gridbuf.native_kernel_names()}
 
-__all__ = ["ALL", "copy", "hdiff", "laplacian", "tridiag"]
+__all__ = ["ALL", "copy", "hdiff", "laplacian", "noop", "tridiag"]

@@ -1,4 +1,5 @@
-//! Native stencil kernels: copy, laplacian, horizontal diffusion and a tridiagonal solver.
+//! Native stencil kernels: copy, laplacian, horizontal diffusion and a tridiagonal solver, plus
+//! `noop`, which does nothing and exists to time a binder on its own.
 //!
 //! Every kernel implements one object-safe trait, [`Kernel`], so a binder can look a kernel up by
 //! name ([`by_name`]), read its signature ([`Kernel::fields`]) and call it with strided views of
@@ -49,12 +50,14 @@ mod copy;
 mod exec;
 mod hdiff;
 mod laplacian;
+mod noop;
 mod tridiag;
 
 pub use copy::CopyKernel;
 pub use exec::{Threads, MAX_THREADS, PARALLEL_MIN_POINTS, STREAM_MIN_BYTES};
 pub use hdiff::HdiffKernel;
 pub use laplacian::LaplacianKernel;
+pub use noop::NoopKernel;
 pub use tridiag::TridiagKernel;
 
 use crate::error::{Error, Result};
@@ -301,7 +304,13 @@ pub fn run<T: Float>(
     T::run_kernel(kernel, inputs, outputs, domain, threads)
 }
 
-static ALL: [&dyn Kernel; 4] = [&CopyKernel, &LaplacianKernel, &HdiffKernel, &TridiagKernel];
+static ALL: [&dyn Kernel; 5] = [
+    &CopyKernel,
+    &LaplacianKernel,
+    &HdiffKernel,
+    &TridiagKernel,
+    &NoopKernel,
+];
 
 /// Every built-in kernel, in a fixed order.
 pub fn all() -> &'static [&'static dyn Kernel] {
@@ -478,7 +487,7 @@ mod tests {
     #[test]
     fn registry_has_every_kernel_once() {
         let names: Vec<&str> = all().iter().map(|k| k.name()).collect();
-        assert_eq!(names, ["copy", "laplacian", "hdiff", "tridiag"]);
+        assert_eq!(names, ["copy", "laplacian", "hdiff", "tridiag", "noop"]);
         for k in all() {
             assert_eq!(by_name(k.name()).unwrap().name(), k.name());
             assert_eq!(
