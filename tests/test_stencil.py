@@ -300,6 +300,26 @@ def test_acquire_touch_release_order_and_on_error():
     assert log == [("acquire", "a"), ("acquire", "b"), ("release", "a"), ("release", "b")]
 
 
+class RecordedArray(Recorded):
+    @property
+    def __array_interface__(self):
+        return self._a.__array_interface__
+
+
+def test_fields_wrapping_objects_with_callbacks_run_them():
+    log = []
+    a = gb.Field(RecordedArray(np.random.rand(6, 6, 4), "a", log), halo=(1, 1, 0))
+    b = gb.Field(RecordedArray(np.zeros((6, 6, 4)), "b", log))
+    kernels.laplacian(a, b, origin={"inp": (1, 1, 0), "out": (0, 0, 0)}, domain=(4, 4, 4))
+    assert log == [("acquire", "a"), ("acquire", "b"), ("touch", "b"), ("release", "a"), ("release", "b")]
+    np.testing.assert_allclose(np.asarray(b)[:4, :4], ref_laplacian(np.asarray(a)), rtol=1e-12)
+    log.clear()
+    run = kernels.laplacian.bind(a, b, origin={"inp": (1, 1, 0), "out": (0, 0, 0)}, domain=(4, 4, 4))
+    log.clear()
+    run()
+    assert log == [("acquire", "a"), ("acquire", "b"), ("touch", "b"), ("release", "a"), ("release", "b")]
+
+
 def test_bound_call_reruns():
     a, b = np.random.rand(10, 10, 4), np.zeros((10, 10, 4))
     run = kernels.laplacian.bind(a, b, origin=(1, 1, 0), domain=(8, 8, 4))

@@ -523,7 +523,7 @@ fn sys_modules(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
 // ---------------------------------------------------------------------------------------------
 
 /// The array an exact `gridbuf.Field` holds; `None` for anything else.
-fn field_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+pub(crate) fn field_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
     static FIELD: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     let py = obj.py();
     let field = FIELD.get_or_try_init(py, || -> PyResult<Py<PyType>> {

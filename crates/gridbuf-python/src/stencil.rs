@@ -6,19 +6,22 @@
 //! interface's acquire / touch / release calls.
 
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::{extract, Extracted};
+use crate::interfaces::{extract, extract_array, field_array, Extracted};
 use gridbuf::array_info::{ArrayInfo, DType};
-use gridbuf::binding::{bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature};
+use gridbuf::binding::{
+    bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature, View3,
+};
 use gridbuf::dims::Dim;
 use gridbuf::kernels::{Intent, Kernel, Threads};
 use gridbuf::Device;
-use ndarray::{ArrayView3, ArrayViewMut3, Ix3};
+use ndarray::{ArrayView3, ArrayViewMut3};
 use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Cached calls per stencil; the cache is cleared when full (calls with this many distinct
@@ -58,7 +61,11 @@ pub struct Stencil {
     sig: Signature,
     body: Body,
     scalars: Vec<String>,
-    cache: Mutex<HashMap<CallKey, Arc<BoundCall>>>,
+    // FxHash: the key is hashed on every call, and SipHash's flood resistance buys nothing for
+    // a per-stencil cache of the caller's own arrays.
+    cache: Mutex<FxHashMap<CallKey, Arc<Prepared>>>,
+    /// The key and binding of the latest call that passed (or was bound without checks).
+    last: Mutex<Option<(CallKey, Arc<Prepared>)>>,
 }
 
 /// One field argument of a call, extracted.
@@ -131,6 +138,36 @@ fn arg_meta<'py>(
         origin,
         halo_lower,
     })
+}
+
+/// A `gridbuf.Field` argument read straight from its slots: the array it wraps (with that
+/// array's own data interface, for the acquire / touch / release callbacks), and the Field's
+/// dims, origin and halo, which are what its `__gt_dims__`, `__gt_origin__` and
+/// `__gt_data_interface__` report. Skips building those Python properties on every call.
+/// `None` when `obj` is not a Field.
+fn field_arg<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> Option<PyResult<Arg<'py>>> {
+    let inner = match field_array(obj) {
+        Ok(Some(inner)) => inner,
+        Ok(None) => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    Some((|| {
+        let ex = extract_array(&inner)?;
+        let dims = parse_dims_list(py, &obj.getattr(intern!(py, "_dims"))?)?;
+        let origin = usize_list(&obj.getattr(intern!(py, "_origin"))?)?;
+        // A Field's halo is normalised on construction: a tuple of (lower, upper) int pairs.
+        let halo_lower = obj
+            .getattr(intern!(py, "_halo"))?
+            .try_iter()?
+            .map(|pair| Ok(pair?.extract::<(usize, usize)>()?.0))
+            .collect::<PyResult<Vec<usize>>>()?;
+        let meta = ArgMeta {
+            dims: Some(dims),
+            origin: Some(origin),
+            halo_lower: Some(halo_lower),
+        };
+        Ok(Arg { ex, meta })
+    })())
 }
 
 fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
@@ -259,7 +296,7 @@ impl Stencil {
         origin: Option<&Bound<'py, PyAny>>,
         domain: Option<&Bound<'py, PyAny>>,
         validate: bool,
-    ) -> PyResult<(Vec<Arg<'py>>, Arc<BoundCall>, &Signature)> {
+    ) -> PyResult<(Vec<Arg<'py>>, Arc<Prepared>, &Signature)> {
         let n = self.sig.fields.len();
         if args.len() != n {
             return Err(raise(
@@ -280,15 +317,22 @@ impl Stencil {
         }
         let mut fields = Vec::with_capacity(n);
         for (obj, f) in args.iter().zip(&self.sig.fields) {
-            let ex = extract(&obj).map_err(|e| {
+            let wrap = |e: PyErr| {
                 raise(
                     py,
                     Class::Type,
                     format!("field {:?} of stencil {:?}: {e}", f.name, self.name),
                 )
-            })?;
-            let meta = arg_meta(py, &obj, &ex)?;
-            fields.push(Arg { ex, meta });
+            };
+            let arg = match field_arg(py, &obj) {
+                Some(arg) => arg.map_err(wrap)?,
+                None => {
+                    let ex = extract(&obj).map_err(wrap)?;
+                    let meta = arg_meta(py, &obj, &ex)?;
+                    Arg { ex, meta }
+                }
+            };
+            fields.push(arg);
         }
         let sig = self.signature_for(fields.first().map(|a| &a.ex.info));
         let origin = parse_origin(origin)?;
@@ -298,6 +342,19 @@ impl Stencil {
         };
         let pairs: Vec<(&ArrayInfo, &ArgMeta)> =
             fields.iter().map(|a| (&a.ex.info, &a.meta)).collect();
+        // Repeated calls on the same arrays compare against the last key field by field,
+        // without building a key or hashing it.
+        let last = {
+            let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+            last.as_ref()
+                .filter(|(k, _)| k.matches(&pairs, &origin, domain.as_deref()))
+                .map(|(_, b)| Arc::clone(b))
+        };
+        if let Some(bound) = last {
+            let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
+            bound.call.check_overlaps(sig, &ptrs).py(py)?;
+            return Ok((fields, bound, sig));
+        }
         let key = CallKey::new(&pairs, &origin, domain.as_deref());
         let cached = self
             .cache
@@ -308,8 +365,12 @@ impl Stencil {
         let bound = match cached {
             Some(b) => b,
             None => {
-                let b = Arc::new(bind(sig, &pairs, &origin, domain.as_deref(), validate).py(py)?);
-                for w in &b.warnings {
+                let call = bind(sig, &pairs, &origin, domain.as_deref(), validate).py(py)?;
+                let b = Arc::new(match self.body {
+                    Body::Native { .. } => Prepared::native(call, sig, &fields).py(py)?,
+                    Body::Python { .. } => Prepared { call, views: None },
+                });
+                for w in &b.call.warnings {
                     PyErr::warn(
                         py,
                         &py.get_type::<pyo3::exceptions::PyUserWarning>(),
@@ -321,12 +382,13 @@ impl Stencil {
                 if cache.len() >= CACHE_CAPACITY {
                     cache.clear();
                 }
-                cache.insert(key, Arc::clone(&b));
+                cache.insert(key.clone(), Arc::clone(&b));
                 b
             }
         };
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, Arc::clone(&bound)));
         let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
-        bound.check_overlaps(sig, &ptrs).py(py)?;
+        bound.call.check_overlaps(sig, &ptrs).py(py)?;
         Ok((fields, bound, sig))
     }
 
@@ -334,7 +396,10 @@ impl Stencil {
         &self,
         py: Python<'py>,
         kwargs: Option<&Bound<'py, PyDict>>,
-    ) -> PyResult<Bound<'py, PyDict>> {
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        if self.scalars.is_empty() && kwargs.is_none_or(|kw| kw.is_empty()) {
+            return Ok(None); // the common native-kernel call: no dict to build
+        }
         let out = PyDict::new(py);
         if let Some(kw) = kwargs {
             for (k, v) in kw.iter() {
@@ -364,113 +429,131 @@ impl Stencil {
                 ));
             }
         }
-        Ok(out)
+        Ok(Some(out))
     }
 }
 
-/// Raw view of one bound field, shareable with the kernel thread.
-#[derive(Clone)]
-struct RawView {
-    info: ArrayInfo,
+/// A checked binding and, for a native kernel, every field's typed view recipe.
+struct Prepared {
+    call: BoundCall,
+    /// Per field, in signature order; `None` for Python kernels, which get NumPy views.
+    views: Option<Vec<View3>>,
 }
 
-fn raw_views(fields: &[Arg<'_>], bound: &BoundCall) -> Vec<RawView> {
-    fields
-        .iter()
-        .zip(&bound.fields)
-        .map(|(a, b)| RawView {
-            info: ArrayInfo {
+impl Prepared {
+    /// Checks once that every bound field can be handed to a native kernel as a typed view.
+    fn native(call: BoundCall, sig: &Signature, fields: &[Arg<'_>]) -> gridbuf::Result<Prepared> {
+        let f32 = fields
+            .first()
+            .is_some_and(|a| a.ex.info.dtype == DType::FLOAT32);
+        let mut views = Vec::with_capacity(fields.len());
+        for ((a, b), f) in fields.iter().zip(&call.fields).zip(&sig.fields) {
+            let info = ArrayInfo {
                 ptr: (a.ex.info.ptr as isize).wrapping_add(b.byte_offset) as usize,
                 shape: b.shape.clone(),
                 strides: b.strides.clone(),
                 ..a.ex.info.clone()
-            },
+            };
+            let out = f.intent.is_output();
+            let view = if f32 {
+                View3::new::<f32>(&info, a.ex.info.ptr, out)
+            } else {
+                View3::new::<f64>(&info, a.ex.info.ptr, out)
+            };
+            views.push(view.map_err(|e| {
+                gridbuf::Error::invalid(
+                    format!("field {:?}", f.name),
+                    e.to_string(),
+                    "a view a native kernel can take",
+                )
+            })?);
+        }
+        Ok(Prepared {
+            call,
+            views: Some(views),
         })
-        .collect()
+    }
 }
 
-/// Runs a native kernel on the views with the GIL released.
+/// Runs a native kernel on the arrays at `ptrs`, with the GIL released unless the domain is small.
 fn run_native(
     py: Python<'_>,
     kernel: &'static dyn Kernel,
     sig: &Signature,
-    views: &[RawView],
-    domain: &[usize],
+    ptrs: &[usize],
+    prepared: &Prepared,
 ) -> PyResult<()> {
-    let domain3: [usize; 3] = domain.try_into().map_err(|_| {
-        raise(
+    let domain = &prepared.call.domain;
+    let (Ok(domain3), Some(views)) = (<[usize; 3]>::try_from(domain.as_slice()), &prepared.views)
+    else {
+        return Err(raise(
             py,
             Class::Value,
             "native kernels need a 3-D domain (I, J, K)",
-        )
-    })?;
-    let f32 = views
+        ));
+    };
+    let f32 = sig
+        .fields
         .first()
-        .is_some_and(|v| v.info.dtype == DType::FLOAT32);
-    let result = py.detach(|| -> gridbuf::Result<()> {
+        .is_some_and(|f| f.dtype == DType::FLOAT32);
+    let run = || -> gridbuf::Result<()> {
         if f32 {
-            run_typed::<f32>(kernel, sig, views, domain3)
+            run_typed::<f32>(kernel, sig, ptrs, views, domain3)
         } else {
-            run_typed::<f64>(kernel, sig, views, domain3)
+            run_typed::<f64>(kernel, sig, ptrs, views, domain3)
         }
-    });
+    };
+    // Small domains run on this thread in microseconds: releasing and re-taking the GIL would
+    // cost a good part of that, and no other thread could use the pause.
+    let points = domain3.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
+    let result = match points {
+        Some(p) if p < gridbuf::kernels::PARALLEL_MIN_POINTS => run(),
+        _ => py.detach(run),
+    };
     result.py(py)
 }
 
 fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
     kernel: &'static dyn Kernel,
     sig: &Signature,
-    views: &[RawView],
+    ptrs: &[usize],
+    views: &[View3],
     domain: [usize; 3],
 ) -> gridbuf::Result<()> {
-    let mut inputs: Vec<ArrayView3<'_, T>> = Vec::new();
-    let mut outputs: Vec<ArrayViewMut3<'_, T>> = Vec::new();
-    for (v, f) in views.iter().zip(&sig.fields) {
+    let n_out = sig.fields.iter().filter(|f| f.intent.is_output()).count();
+    let mut inputs: Vec<ArrayView3<'_, T>> = Vec::with_capacity(views.len() - n_out);
+    let mut outputs: Vec<ArrayViewMut3<'_, T>> = Vec::with_capacity(n_out);
+    for ((v, f), &ptr) in views.iter().zip(&sig.fields).zip(ptrs) {
         // SAFETY: the binder checked that every view lies inside its array (origin, domain and
         // extent against the shape on every axis) and that no output overlaps another argument;
-        // the arrays are kept alive by the caller's frame (their Python objects) for the whole
-        // call; `as_array_view*` re-checks dtype, alignment and stride multiples.
+        // `View3::new` checked dtype, stride multiples and (outputs) writeability and distinct
+        // elements for this dtype, shape and strides, which the cache key fixes, and `view*`
+        // check the address's alignment; the arrays are kept alive by the caller's frame (their
+        // Python objects) for the whole call.
         unsafe {
             if f.intent.is_output() {
-                outputs.push(
-                    v.info
-                        .as_array_view_mut::<T>()?
-                        .into_dimensionality::<Ix3>()
-                        .map_err(|_| dim_err(&f.name))?,
-                );
+                outputs.push(v.view_mut::<T>(ptr)?);
             } else {
-                inputs.push(
-                    v.info
-                        .as_array_view::<T>()?
-                        .into_dimensionality::<Ix3>()
-                        .map_err(|_| dim_err(&f.name))?,
-                );
+                inputs.push(v.view::<T>(ptr)?);
             }
         }
     }
     gridbuf::kernels::run::<T>(kernel, &inputs, &mut outputs, domain, threads())
 }
 
-fn dim_err(field: &str) -> gridbuf::Error {
-    gridbuf::Error::invalid(
-        format!("field {field:?}"),
-        "not 3-D",
-        "native kernels take 3-D fields",
-    )
-}
-
 /// NumPy views of the bound fields for a Python kernel; each view's base keeps its source alive.
 fn numpy_views<'py>(
     py: Python<'py>,
     fields: &[Arg<'py>],
-    views: &[RawView],
+    call: &BoundCall,
     descrs: &[Py<PyArrayDescr>],
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let mut out = Vec::with_capacity(views.len());
-    for ((a, v), d) in fields.iter().zip(views).zip(descrs) {
-        let mut dims: Vec<npy_intp> = v.info.shape.iter().map(|&n| n as npy_intp).collect();
-        let mut strides: Vec<npy_intp> = v.info.strides.iter().map(|&s| s as npy_intp).collect();
-        let flags = if v.info.readonly {
+    let mut out = Vec::with_capacity(fields.len());
+    for ((a, v), d) in fields.iter().zip(&call.fields).zip(descrs) {
+        let mut dims: Vec<npy_intp> = v.shape.iter().map(|&n| n as npy_intp).collect();
+        let mut strides: Vec<npy_intp> = v.strides.iter().map(|&s| s as npy_intp).collect();
+        let data = (a.ex.info.ptr as isize).wrapping_add(v.byte_offset) as usize;
+        let flags = if a.ex.info.readonly {
             0
         } else {
             NPY_ARRAY_WRITEABLE
@@ -487,7 +570,7 @@ fn numpy_views<'py>(
                 dims.len() as std::os::raw::c_int,
                 dims.as_mut_ptr(),
                 strides.as_mut_ptr(),
-                v.info.ptr as *mut std::os::raw::c_void,
+                data as *mut std::os::raw::c_void,
                 flags,
                 std::ptr::null_mut(),
             );
@@ -544,14 +627,16 @@ impl Stencil {
     ) -> PyResult<()> {
         let scalars = self.scalar_kwargs(py, kwargs)?;
         let (fields, bound, sig) = self.prepare(py, args, origin, domain, validate_args)?;
-        let views = raw_views(&fields, &bound);
         let cbs = Callbacks::collect(&fields)?;
         Callbacks::around(cbs.as_ref(), sig, || match &self.body {
-            Body::Native { kernel, .. } => run_native(py, *kernel, sig, &views, &bound.domain),
+            Body::Native { kernel, .. } => {
+                let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
+                run_native(py, *kernel, sig, &ptrs, &bound)
+            }
             Body::Python { func, descrs } => {
-                let np_views = numpy_views(py, &fields, &views, descrs)?;
+                let np_views = numpy_views(py, &fields, &bound.call, descrs)?;
                 func.bind(py)
-                    .call(PyTuple::new(py, np_views)?, Some(&scalars))
+                    .call(PyTuple::new(py, np_views)?, scalars.as_ref())
                     .map(|_| ())
             }
         })
@@ -582,10 +667,9 @@ impl Stencil {
         let this = slf.get();
         let scalars = this.scalar_kwargs(py, kwargs)?;
         let (fields, bound, sig) = this.prepare(py, args, origin, domain, validate_args)?;
-        let views = raw_views(&fields, &bound);
         let np_views = match &this.body {
             Body::Python { descrs, .. } => {
-                Some(PyTuple::new(py, numpy_views(py, &fields, &views, descrs)?)?.unbind())
+                Some(PyTuple::new(py, numpy_views(py, &fields, &bound.call, descrs)?)?.unbind())
             }
             Body::Native { .. } => None,
         };
@@ -595,10 +679,10 @@ impl Stencil {
             sig: sig.clone(),
             keepalive: PyList::new(py, fields.iter().map(|a| a.ex.keepalive.clone()))?.unbind(),
             objects: args.clone().unbind(),
-            views,
-            domain: bound.domain.clone(),
+            ptrs: fields.iter().map(|a| a.ex.info.ptr).collect(),
+            prepared: bound,
             np_views,
-            scalars: scalars.unbind(),
+            scalars: scalars.map(Bound::unbind),
             has_callbacks,
         })
     }
@@ -659,10 +743,11 @@ pub struct BoundStencil {
     #[allow(dead_code)]
     keepalive: Py<PyList>,
     objects: Py<PyTuple>,
-    views: Vec<RawView>,
-    domain: Vec<usize>,
+    /// Each field's array pointer at bind time.
+    ptrs: Vec<usize>,
+    prepared: Arc<Prepared>,
     np_views: Option<Py<PyTuple>>,
-    scalars: Py<PyDict>,
+    scalars: Option<Py<PyDict>>,
     has_callbacks: bool,
 }
 
@@ -673,11 +758,11 @@ impl BoundStencil {
         let stencil = self.stencil.get();
         let run = || match (&stencil.body, &self.np_views) {
             (Body::Native { kernel, .. }, _) => {
-                run_native(py, *kernel, &self.sig, &self.views, &self.domain)
+                run_native(py, *kernel, &self.sig, &self.ptrs, &self.prepared)
             }
             (Body::Python { func, .. }, Some(v)) => func
                 .bind(py)
-                .call(v.bind(py), Some(self.scalars.bind(py)))
+                .call(v.bind(py), self.scalars.as_ref().map(|d| d.bind(py)))
                 .map(|_| ()),
             (Body::Python { .. }, None) => Err(raise(
                 py,
@@ -707,7 +792,7 @@ impl BoundStencil {
     /// The compute domain of the bound call.
     #[getter]
     fn domain(&self) -> Vec<usize> {
-        self.domain.clone()
+        self.prepared.call.domain.clone()
     }
 }
 
@@ -763,7 +848,8 @@ pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
             f32_sig: native_signature(kernel, DType::FLOAT32)?,
         },
         scalars: Vec::new(),
-        cache: Mutex::new(HashMap::new()),
+        cache: Mutex::new(FxHashMap::default()),
+        last: Mutex::new(None),
     })
 }
 
@@ -841,6 +927,7 @@ pub fn python_stencil(
         sig,
         body: Body::Python { func, descrs },
         scalars,
-        cache: Mutex::new(HashMap::new()),
+        cache: Mutex::new(FxHashMap::default()),
+        last: Mutex::new(None),
     })
 }

@@ -881,9 +881,8 @@ impl ArrayInfo {
         // of the array, that the element strides are non-negative and reach only addresses
         // inside the checked byte span (which fits an isize), and that the element count fits
         // an isize; the caller guarantees the span is one live allocation, unaliased by writes.
-        let mut view = unsafe {
-            ArrayViewD::from_shape_ptr(IxDyn(&self.shape).strides(IxDyn(&parts.strides)), ptr)
-        };
+        let mut view =
+            unsafe { ArrayViewD::from_shape_ptr(IxDyn(&self.shape).strides(parts.strides), ptr) };
         for axis in parts.inverted {
             view.invert_axis(Axis(axis));
         }
@@ -914,7 +913,7 @@ impl ArrayInfo {
         // SAFETY: as in `as_array_view`; in addition `view_parts` proved that no two indices
         // reach overlapping bytes, and the caller guarantees exclusive access for 'a.
         let mut view = unsafe {
-            ArrayViewMutD::from_shape_ptr(IxDyn(&self.shape).strides(IxDyn(&parts.strides)), ptr)
+            ArrayViewMutD::from_shape_ptr(IxDyn(&self.shape).strides(parts.strides), ptr)
         };
         for axis in parts.inverted {
             view.invert_axis(Axis(axis));
@@ -924,7 +923,7 @@ impl ArrayInfo {
 
     /// Checks everything a view of `T` needs and computes the lowest address, non-negative
     /// element strides and the axes to invert afterwards.
-    fn view_parts<T: Element>(&self, mutable: bool) -> Result<ViewParts> {
+    pub(crate) fn view_parts<T: Element>(&self, mutable: bool) -> Result<ViewParts> {
         let source = self.interface.name();
         if !self.device.is_host_accessible() {
             return Err(invalid_raw(
@@ -953,7 +952,7 @@ impl ArrayInfo {
         if span.is_empty() {
             return Ok(ViewParts {
                 base: None,
-                strides: Vec::new(),
+                strides: IxDyn::zeros(0),
                 inverted: Vec::new(),
             });
         }
@@ -969,11 +968,11 @@ impl ArrayInfo {
                 ),
             ));
         }
-        let mut strides = Vec::with_capacity(self.ndim());
+        // IxDyn keeps up to four axes inline, so the common view allocates nothing here.
+        let mut strides = IxDyn::zeros(self.ndim());
         let mut inverted = Vec::new();
         for (axis, (&extent, &stride)) in self.shape.iter().zip(&self.strides).enumerate() {
             if extent <= 1 {
-                strides.push(0);
                 continue;
             }
             if stride.unsigned_abs() % itemsize != 0 {
@@ -985,7 +984,7 @@ impl ArrayInfo {
                     ),
                 ));
             }
-            strides.push(stride.unsigned_abs() / itemsize);
+            strides[axis] = stride.unsigned_abs() / itemsize;
             if stride < 0 {
                 inverted.push(axis);
             }
@@ -1012,16 +1011,28 @@ impl ArrayInfo {
     /// Whether two different indices might reach overlapping bytes. Sufficient test: sorted by
     /// stride magnitude, every axis must step over everything the inner axes reach.
     fn may_self_overlap(&self, itemsize: usize) -> bool {
-        let mut axes: Vec<(usize, usize)> = self
+        let long_axes = self
             .shape
             .iter()
             .zip(&self.strides)
             .filter(|(&n, _)| n > 1)
-            .map(|(&n, &s)| (s.unsigned_abs(), n))
-            .collect();
+            .map(|(&n, &s)| (s.unsigned_abs(), n));
+        // Views are checked on every stencil call: sort small arrays on the stack.
+        let (mut inline, mut heap) = ([(0, 0); 8], Vec::new());
+        let axes: &mut [(usize, usize)] = if self.ndim() <= inline.len() {
+            let mut n = 0;
+            for a in long_axes {
+                inline[n] = a;
+                n += 1;
+            }
+            &mut inline[..n]
+        } else {
+            heap.extend(long_axes);
+            &mut heap
+        };
         axes.sort_unstable();
         let mut reach = Some(itemsize);
-        for (stride, extent) in axes {
+        for &mut (stride, extent) in axes {
             match reach {
                 Some(r) if stride >= r => {
                     reach = stride
@@ -1036,13 +1047,13 @@ impl ArrayInfo {
 }
 
 /// What `as_array_view` needs after the checks.
-struct ViewParts {
+pub(crate) struct ViewParts {
     /// Lowest address touched; `None` for an empty array.
-    base: Option<usize>,
+    pub(crate) base: Option<usize>,
     /// Element strides, all non-negative.
-    strides: Vec<usize>,
+    pub(crate) strides: IxDyn,
     /// Axes whose byte stride is negative.
-    inverted: Vec<usize>,
+    pub(crate) inverted: Vec<usize>,
 }
 
 #[cfg(test)]

@@ -10,11 +10,13 @@
 //! under that key; what does depend on pointers (overlap of outputs with other arguments) is
 //! checked per call by [`BoundCall::check_overlaps`].
 
-use crate::array_info::{ArrayDevice, ArrayInfo, DType};
+use crate::array_info::{ArrayDevice, ArrayInfo, DType, Element};
 use crate::dims::Dim;
 use crate::error::{Error, Result};
 use crate::kernels::Intent;
 use crate::preset::Device;
+use ndarray::{ArrayView3, ArrayViewMut3, Axis, Ix3, ShapeBuilder};
+use std::ptr::NonNull;
 
 /// One field of a stencil's signature.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -190,6 +192,26 @@ impl CallKey {
             domain: domain.map(<[usize]>::to_vec),
         }
     }
+
+    /// Whether this key equals `CallKey::new(args, origin, domain)`, without building that key.
+    pub fn matches(
+        &self,
+        args: &[(&ArrayInfo, &ArgMeta)],
+        origin: &CallOrigin,
+        domain: Option<&[usize]>,
+    ) -> bool {
+        self.fields.len() == args.len()
+            && self.fields.iter().zip(args).all(|(k, (i, m))| {
+                k.0 == i.dtype
+                    && k.1 == i.shape
+                    && k.2 == i.strides
+                    && k.3 == i.device
+                    && k.4 == i.readonly
+                    && k.5 == **m
+            })
+            && self.origin == *origin
+            && self.domain.as_deref() == domain
+    }
 }
 
 /// A field's view as the kernel sees it.
@@ -205,6 +227,143 @@ pub struct BoundField {
     pub span: (isize, isize),
     /// The origin used, in the kernel's dims order.
     pub origin: Vec<usize>,
+}
+
+/// A bound field's view as a typed 3-D `ndarray` view, checked once when the call is bound.
+///
+/// The cache key of a call fixes everything these checks depend on (dtype, shape, strides,
+/// writeability) except the array's address, so a rerun only checks that the address is
+/// aligned for the element type and then builds the view without allocating.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View3 {
+    /// Byte offset of the lowest address the view touches from the array's pointer; `None` for
+    /// an empty view.
+    low: Option<isize>,
+    shape: [usize; 3],
+    /// Element strides, non-negative; `inverted` axes run backwards from `low`.
+    strides: [usize; 3],
+    inverted: [bool; 3],
+    dtype: DType,
+    writable: bool,
+}
+
+impl View3 {
+    /// Checks that `view` (a 3-D view inside the array at `array_ptr`) can be read as `T`, and
+    /// written when `mutable` (writeable, no element reachable through two indices).
+    pub fn new<T: Element>(view: &ArrayInfo, array_ptr: usize, mutable: bool) -> Result<View3> {
+        if view.ndim() != 3 {
+            return Err(Error::invalid(
+                "view",
+                format!("{} axes", view.ndim()),
+                "native kernels take 3-D fields",
+            ));
+        }
+        let parts = view.view_parts::<T>(mutable)?;
+        let shape = [view.shape[0], view.shape[1], view.shape[2]];
+        let mut strides = [0; 3];
+        if parts.base.is_some() {
+            for (a, s) in strides.iter_mut().enumerate() {
+                *s = parts.strides[a];
+            }
+        }
+        let mut inverted = [false; 3];
+        for a in parts.inverted {
+            inverted[a] = true;
+        }
+        Ok(View3 {
+            low: parts
+                .base
+                .map(|b| (b as isize).wrapping_sub(array_ptr as isize)),
+            shape,
+            strides,
+            inverted,
+            dtype: T::DTYPE,
+            writable: mutable,
+        })
+    }
+
+    /// The pointer of the view's lowest element for the array at `array_ptr`, checked.
+    fn base<T: Element>(&self, array_ptr: usize, mutable: bool) -> Result<Option<usize>> {
+        if self.dtype != T::DTYPE || (mutable && !self.writable) {
+            return Err(Error::invalid(
+                "view",
+                self.dtype.to_string(),
+                format!("a view checked for {} (writable: {})", T::DTYPE, mutable),
+            ));
+        }
+        let Some(low) = self.low else { return Ok(None) };
+        let base = (array_ptr as isize).wrapping_add(low) as usize;
+        if base % std::mem::align_of::<T>() != 0 {
+            return Err(Error::invalid(
+                "data pointer",
+                format!("{array_ptr:#x}"),
+                format!("an address aligned for {}", T::DTYPE),
+            ));
+        }
+        Ok(Some(base))
+    }
+
+    /// The view of the array at `array_ptr` for reading.
+    ///
+    /// # Safety
+    /// The array at `array_ptr` must be the one this view was checked for, or one with the same
+    /// dtype, shape and strides, alive and not written through another path for `'a`.
+    pub unsafe fn view<'a, T: Element>(&self, array_ptr: usize) -> Result<ArrayView3<'a, T>> {
+        let shape = Ix3(self.shape[0], self.shape[1], self.shape[2]);
+        let Some(base) = self.base::<T>(array_ptr, false)? else {
+            // SAFETY: an empty view reads nothing; a dangling aligned pointer is what ndarray
+            // uses for empty arrays itself.
+            return Ok(unsafe { ArrayView3::from_shape_ptr(shape, NonNull::dangling().as_ptr()) });
+        };
+        let strides = Ix3(self.strides[0], self.strides[1], self.strides[2]);
+        // SAFETY: `new` checked (through `ArrayInfo::view_parts`) that these non-negative
+        // element strides from the lowest address reach only bytes of the view; the address is
+        // aligned (checked above); liveness and aliasing are the caller's contract.
+        let mut v = unsafe {
+            ArrayView3::from_shape_ptr(
+                shape.strides(strides),
+                std::ptr::with_exposed_provenance::<T>(base),
+            )
+        };
+        for (a, &inv) in self.inverted.iter().enumerate() {
+            if inv {
+                v.invert_axis(Axis(a));
+            }
+        }
+        Ok(v)
+    }
+
+    /// The view of the array at `array_ptr` for writing.
+    ///
+    /// # Safety
+    /// As for [`View3::view`], and nothing else may read or write the view's bytes for `'a`.
+    pub unsafe fn view_mut<'a, T: Element>(
+        &self,
+        array_ptr: usize,
+    ) -> Result<ArrayViewMut3<'a, T>> {
+        let shape = Ix3(self.shape[0], self.shape[1], self.shape[2]);
+        let Some(base) = self.base::<T>(array_ptr, true)? else {
+            // SAFETY: an empty view writes nothing; see `view`.
+            return Ok(unsafe {
+                ArrayViewMut3::from_shape_ptr(shape, NonNull::dangling().as_ptr())
+            });
+        };
+        let strides = Ix3(self.strides[0], self.strides[1], self.strides[2]);
+        // SAFETY: as in `view`; `new` also checked that no two indices reach overlapping
+        // bytes, and exclusive access is the caller's contract.
+        let mut v = unsafe {
+            ArrayViewMut3::from_shape_ptr(
+                shape.strides(strides),
+                std::ptr::with_exposed_provenance_mut::<T>(base),
+            )
+        };
+        for (a, &inv) in self.inverted.iter().enumerate() {
+            if inv {
+                v.invert_axis(Axis(a));
+            }
+        }
+        Ok(v)
+    }
 }
 
 /// A checked binding of a call: the domain and every field's view.
@@ -693,5 +852,38 @@ mod tests {
         .unwrap();
         assert!(call.check_overlaps(&sig, &[0x10000, 0x10000]).is_err());
         assert!(call.check_overlaps(&sig, &[0x10000, 0x20000]).is_ok());
+    }
+
+    #[test]
+    fn key_matches_exactly_the_key_it_equals() {
+        let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
+        let m = ArgMeta {
+            dims: None,
+            origin: None,
+            halo_lower: None,
+        };
+        let origin = CallOrigin::All(vec![1, 1, 0]);
+        let key = CallKey::new(&[(&a, &m), (&b, &m)], &origin, None);
+        assert!(key.matches(&[(&a, &m), (&b, &m)], &origin, None));
+        let mut f32arr = arr(&[10, 10, 5]);
+        f32arr.dtype = DType::FLOAT32;
+        let mut ro = arr(&[10, 10, 5]);
+        ro.readonly = true;
+        let strided = ArrayInfo {
+            strides: vec![800, 80, 16],
+            ..arr(&[10, 10, 5])
+        };
+        let declared = ArgMeta {
+            origin: Some(vec![1, 1, 0]),
+            ..m.clone()
+        };
+        for (x, mx) in [(&f32arr, &m), (&ro, &m), (&strided, &m), (&b, &declared)] {
+            let other = [(&a, &m), (x, mx)];
+            assert!(!key.matches(&other, &origin, None));
+            assert_ne!(key, CallKey::new(&other, &origin, None));
+        }
+        assert!(!key.matches(&[(&a, &m)], &origin, None));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &CallOrigin::Default, None));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &origin, Some(&[8, 8, 5])));
     }
 }
