@@ -163,7 +163,7 @@ impl<T: Float> Buffers<T> {
                     .into_iter()
                     .zip(&planes)
                 {
-                    buf.clear();
+                    // Every element is overwritten by the gather: resize without clearing.
                     buf.resize(len, T::ZERO);
                     gather_columns(&plane.slice_axis(Axis(0), range), buf, wb);
                 }
