@@ -117,13 +117,16 @@ fn advise_huge_pages(ptr: *mut u8, len: usize) {
         return;
     }
     const PAGE: usize = 4096;
-    let start = (ptr as usize).next_multiple_of(PAGE);
-    let end = (ptr as usize + len) / PAGE * PAGE;
-    if end > start {
-        // SAFETY: the page-aligned range lies inside our own allocation; MADV_HUGEPAGE only
-        // changes how the kernel backs it, never its contents. Failure is harmless (ignored).
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-    }
+    // Whole pages, including the partial ones at both ends: a large block is its own mapping
+    // (the allocator's header sits in its first page), so the advice covers the mapping
+    // exactly and the kernel does not split it into several areas, which would make both this
+    // call and the later unmap slower.
+    let start = ptr as usize / PAGE * PAGE;
+    let end = (ptr as usize + len).next_multiple_of(PAGE);
+    // SAFETY: MADV_HUGEPAGE only changes how the kernel may back the pages, never their
+    // contents, so the partial end pages (possibly shared with neighbouring allocations) are
+    // unaffected. Failure is harmless (ignored).
+    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
 }
 
 #[cfg(not(target_os = "linux"))]
