@@ -15,7 +15,10 @@ use crate::dims::Dim;
 use crate::error::{Error, Result};
 use crate::kernels::Intent;
 use crate::preset::Device;
-use ndarray::{ArrayView3, ArrayViewMut3, Axis, Ix3, ShapeBuilder};
+use ndarray::{ArrayView3, ArrayViewMut3, Axis, Ix3, RawArrayViewMut, ShapeBuilder};
+
+/// A raw mutable 3-D view (ndarray has no alias for it).
+type RawArrayViewMut3<T> = RawArrayViewMut<T, Ix3>;
 use std::ptr::NonNull;
 
 /// One field of a stencil's signature.
@@ -303,56 +306,22 @@ impl View3 {
         Ok(Some(base))
     }
 
-    /// The view of the array at `array_ptr` for reading.
-    ///
-    /// # Safety
-    /// The array at `array_ptr` must be the one this view was checked for, or one with the same
-    /// dtype, shape and strides, alive and not written through another path for `'a`.
-    pub unsafe fn view<'a, T: Element>(&self, array_ptr: usize) -> Result<ArrayView3<'a, T>> {
+    /// The view of the array at `array_ptr` as a raw view (checked address, axes inverted).
+    fn raw<T: Element>(&self, array_ptr: usize, mutable: bool) -> Result<RawArrayViewMut3<T>> {
         let shape = Ix3(self.shape[0], self.shape[1], self.shape[2]);
-        let Some(base) = self.base::<T>(array_ptr, false)? else {
-            // SAFETY: an empty view reads nothing; a dangling aligned pointer is what ndarray
+        let Some(base) = self.base::<T>(array_ptr, mutable)? else {
+            // SAFETY: an empty view touches nothing; a dangling aligned pointer is what ndarray
             // uses for empty arrays itself.
-            return Ok(unsafe { ArrayView3::from_shape_ptr(shape, NonNull::dangling().as_ptr()) });
-        };
-        let strides = Ix3(self.strides[0], self.strides[1], self.strides[2]);
-        // SAFETY: `new` checked (through `ArrayInfo::view_parts`) that these non-negative
-        // element strides from the lowest address reach only bytes of the view; the address is
-        // aligned (checked above); liveness and aliasing are the caller's contract.
-        let mut v = unsafe {
-            ArrayView3::from_shape_ptr(
-                shape.strides(strides),
-                std::ptr::with_exposed_provenance::<T>(base),
-            )
-        };
-        for (a, &inv) in self.inverted.iter().enumerate() {
-            if inv {
-                v.invert_axis(Axis(a));
-            }
-        }
-        Ok(v)
-    }
-
-    /// The view of the array at `array_ptr` for writing.
-    ///
-    /// # Safety
-    /// As for [`View3::view`], and nothing else may read or write the view's bytes for `'a`.
-    pub unsafe fn view_mut<'a, T: Element>(
-        &self,
-        array_ptr: usize,
-    ) -> Result<ArrayViewMut3<'a, T>> {
-        let shape = Ix3(self.shape[0], self.shape[1], self.shape[2]);
-        let Some(base) = self.base::<T>(array_ptr, true)? else {
-            // SAFETY: an empty view writes nothing; see `view`.
             return Ok(unsafe {
-                ArrayViewMut3::from_shape_ptr(shape, NonNull::dangling().as_ptr())
+                RawArrayViewMut3::from_shape_ptr(shape, NonNull::dangling().as_ptr())
             });
         };
         let strides = Ix3(self.strides[0], self.strides[1], self.strides[2]);
-        // SAFETY: as in `view`; `new` also checked that no two indices reach overlapping
-        // bytes, and exclusive access is the caller's contract.
+        // SAFETY: `new` checked (through `ArrayInfo::view_parts`) that these non-negative
+        // element strides from the lowest address reach only bytes of the view, and `base`
+        // that the address is aligned.
         let mut v = unsafe {
-            ArrayViewMut3::from_shape_ptr(
+            RawArrayViewMut3::from_shape_ptr(
                 shape.strides(strides),
                 std::ptr::with_exposed_provenance_mut::<T>(base),
             )
@@ -363,6 +332,32 @@ impl View3 {
             }
         }
         Ok(v)
+    }
+
+    /// The view of the array at `array_ptr` for reading.
+    ///
+    /// # Safety
+    /// The array at `array_ptr` must be the one this view was checked for, or one with the same
+    /// dtype, shape and strides, alive and not written through another path for `'a`.
+    pub unsafe fn view<'a, T: Element>(&self, array_ptr: usize) -> Result<ArrayView3<'a, T>> {
+        let raw = self.raw::<T>(array_ptr, false)?;
+        // SAFETY: the raw view is valid and aligned (see `raw`); liveness and the absence of
+        // writes for 'a are the caller's contract.
+        Ok(unsafe { raw.deref_into_view() })
+    }
+
+    /// The view of the array at `array_ptr` for writing.
+    ///
+    /// # Safety
+    /// As for [`View3::view`], and nothing else may read or write the view's bytes for `'a`.
+    pub unsafe fn view_mut<'a, T: Element>(
+        &self,
+        array_ptr: usize,
+    ) -> Result<ArrayViewMut3<'a, T>> {
+        let raw = self.raw::<T>(array_ptr, true)?;
+        // SAFETY: as in `view`; `new` also checked that no two indices reach overlapping bytes,
+        // and exclusive access for 'a is the caller's contract.
+        Ok(unsafe { raw.deref_into_view_mut() })
     }
 }
 
