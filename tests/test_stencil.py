@@ -342,3 +342,13 @@ def test_laplacian_property(shape, backend, o):
     ref = ref_laplacian(np.asarray(inp)[o[0] - 1 : o[0] + dom[0] + 1, o[1] - 1 : o[1] + dom[1] + 1])
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
     assert_canaries(full)
+
+
+def test_misaligned_array_is_rejected_also_on_a_cache_hit():
+    buf = bytearray(8 * 64 + 1)
+    misaligned = np.frombuffer(buf, dtype=np.float64, offset=1, count=64).reshape(4, 4, 4)
+    a, b = np.ones((4, 4, 4)), np.zeros((4, 4, 4))
+    kernels.copy(a, b)  # same dtype, shape and strides: the key matches
+    with pytest.raises(gb.GridbufValueError, match='field "out".*aligned'):
+        kernels.copy(a, misaligned)
+    assert bytes(buf) == bytes(len(buf))

@@ -296,7 +296,7 @@ impl Stencil {
         origin: Option<&Bound<'py, PyAny>>,
         domain: Option<&Bound<'py, PyAny>>,
         validate: bool,
-    ) -> PyResult<(Vec<Arg<'py>>, Arc<Prepared>, &Signature)> {
+    ) -> PyResult<Prepare<'py, '_>> {
         let n = self.sig.fields.len();
         if args.len() != n {
             return Err(raise(
@@ -342,20 +342,48 @@ impl Stencil {
         };
         let pairs: Vec<(&ArrayInfo, &ArgMeta)> =
             fields.iter().map(|a| (&a.ex.info, &a.meta)).collect();
-        // Repeated calls on the same arrays compare against the last key field by field,
-        // without building a key or hashing it.
-        let last = {
+        let bound = self.binding(
+            py,
+            sig,
+            &fields,
+            &pairs,
+            &origin,
+            domain.as_deref(),
+            validate,
+        )?;
+        let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
+        bound.call.check_overlaps(sig, &ptrs).py(py)?;
+        Ok(Prepare {
+            fields,
+            ptrs,
+            bound,
+            sig,
+        })
+    }
+
+    /// The checked binding of a call: the last call's when the key matches (compared field by
+    /// field, without building a key or hashing it), else the cache's, else a new one.
+    #[allow(clippy::too_many_arguments)]
+    fn binding(
+        &self,
+        py: Python<'_>,
+        sig: &Signature,
+        fields: &[Arg<'_>],
+        pairs: &[(&ArrayInfo, &ArgMeta)],
+        origin: &CallOrigin,
+        domain: Option<&[usize]>,
+        validate: bool,
+    ) -> PyResult<Arc<Prepared>> {
+        {
             let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-            last.as_ref()
-                .filter(|(k, _)| k.matches(&pairs, &origin, domain.as_deref()))
-                .map(|(_, b)| Arc::clone(b))
-        };
-        if let Some(bound) = last {
-            let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
-            bound.call.check_overlaps(sig, &ptrs).py(py)?;
-            return Ok((fields, bound, sig));
+            if let Some((_, b)) = last
+                .as_ref()
+                .filter(|(k, _)| k.matches(pairs, origin, domain))
+            {
+                return Ok(Arc::clone(b));
+            }
         }
-        let key = CallKey::new(&pairs, &origin, domain.as_deref());
+        let key = CallKey::new(pairs, origin, domain);
         let cached = self
             .cache
             .lock()
@@ -365,9 +393,9 @@ impl Stencil {
         let bound = match cached {
             Some(b) => b,
             None => {
-                let call = bind(sig, &pairs, &origin, domain.as_deref(), validate).py(py)?;
+                let call = bind(sig, pairs, origin, domain, validate).py(py)?;
                 let b = Arc::new(match self.body {
-                    Body::Native { .. } => Prepared::native(call, sig, &fields).py(py)?,
+                    Body::Native { .. } => Prepared::native(call, sig, fields).py(py)?,
                     Body::Python { .. } => Prepared { call, views: None },
                 });
                 for w in &b.call.warnings {
@@ -387,9 +415,7 @@ impl Stencil {
             }
         };
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, Arc::clone(&bound)));
-        let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
-        bound.call.check_overlaps(sig, &ptrs).py(py)?;
-        Ok((fields, bound, sig))
+        Ok(bound)
     }
 
     fn scalar_kwargs<'py>(
@@ -433,6 +459,15 @@ impl Stencil {
     }
 }
 
+/// What [`Stencil::prepare`] hands to a call: the extracted fields, their array pointers, the
+/// checked binding and the signature it was checked against.
+struct Prepare<'py, 's> {
+    fields: Vec<Arg<'py>>,
+    ptrs: Vec<usize>,
+    bound: Arc<Prepared>,
+    sig: &'s Signature,
+}
+
 /// A checked binding and, for a native kernel, every field's typed view recipe.
 struct Prepared {
     call: BoundCall,
@@ -460,19 +495,22 @@ impl Prepared {
             } else {
                 View3::new::<f64>(&info, a.ex.info.ptr, out)
             };
-            views.push(view.map_err(|e| {
-                gridbuf::Error::invalid(
-                    format!("field {:?}", f.name),
-                    e.to_string(),
-                    "a view a native kernel can take",
-                )
-            })?);
+            views.push(view.map_err(|e| field_error(&f.name, e))?);
         }
         Ok(Prepared {
             call,
             views: Some(views),
         })
     }
+}
+
+/// A view error of field `name`, naming the field.
+fn field_error(name: &str, e: gridbuf::Error) -> gridbuf::Error {
+    gridbuf::Error::invalid(
+        format!("field {name:?}"),
+        e.to_string(),
+        "a view a native kernel can take",
+    )
 }
 
 /// Runs a native kernel on the arrays at `ptrs`, with the GIL released unless the domain is small.
@@ -530,11 +568,12 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
         // elements for this dtype, shape and strides, which the cache key fixes, and `view*`
         // check the address's alignment; the arrays are kept alive by the caller's frame (their
         // Python objects) for the whole call.
+        let named = |e: gridbuf::Error| field_error(&f.name, e);
         unsafe {
             if f.intent.is_output() {
-                outputs.push(v.view_mut::<T>(ptr)?);
+                outputs.push(v.view_mut::<T>(ptr).map_err(named)?);
             } else {
-                inputs.push(v.view::<T>(ptr)?);
+                inputs.push(v.view::<T>(ptr).map_err(named)?);
             }
         }
     }
@@ -626,13 +665,15 @@ impl Stencil {
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<()> {
         let scalars = self.scalar_kwargs(py, kwargs)?;
-        let (fields, bound, sig) = self.prepare(py, args, origin, domain, validate_args)?;
+        let Prepare {
+            fields,
+            ptrs,
+            bound,
+            sig,
+        } = self.prepare(py, args, origin, domain, validate_args)?;
         let cbs = Callbacks::collect(&fields)?;
         Callbacks::around(cbs.as_ref(), sig, || match &self.body {
-            Body::Native { kernel, .. } => {
-                let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
-                run_native(py, *kernel, sig, &ptrs, &bound)
-            }
+            Body::Native { kernel, .. } => run_native(py, *kernel, sig, &ptrs, &bound),
             Body::Python { func, descrs } => {
                 let np_views = numpy_views(py, &fields, &bound.call, descrs)?;
                 func.bind(py)
@@ -666,7 +707,12 @@ impl Stencil {
     ) -> PyResult<BoundStencil> {
         let this = slf.get();
         let scalars = this.scalar_kwargs(py, kwargs)?;
-        let (fields, bound, sig) = this.prepare(py, args, origin, domain, validate_args)?;
+        let Prepare {
+            fields,
+            ptrs,
+            bound,
+            sig,
+        } = this.prepare(py, args, origin, domain, validate_args)?;
         let np_views = match &this.body {
             Body::Python { descrs, .. } => {
                 Some(PyTuple::new(py, numpy_views(py, &fields, &bound.call, descrs)?)?.unbind())
@@ -679,7 +725,7 @@ impl Stencil {
             sig: sig.clone(),
             keepalive: PyList::new(py, fields.iter().map(|a| a.ex.keepalive.clone()))?.unbind(),
             objects: args.clone().unbind(),
-            ptrs: fields.iter().map(|a| a.ex.info.ptr).collect(),
+            ptrs,
             prepared: bound,
             np_views,
             scalars: scalars.map(Bound::unbind),
