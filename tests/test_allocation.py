@@ -113,6 +113,9 @@ def test_explicit_none_keywords_mean_the_defaults():
     kw = dict(backend=None, aligned_index=None, dimensions=None, layout=None, alignment=None, halo=None)
     assert gb.plan((3, 4), None, **kw).strides == gb.plan((3, 4)).strides
     assert gb.zeros((3, 4), None, **kw).strides == (32, 8)
+    # An alias given as None is not given: the other name may be used alongside it.
+    assert gb.plan((3, 4), backend=None, defaults="F").strides == (8, 24)
+    assert gb.plan((3, 4), dims=None, dimensions="JI", backend="gt:cpu_ifirst").strides == (32, 8)
 
 
 @given(alloc_cases())
@@ -431,6 +434,9 @@ def test_register_preset_and_allocate(unique_name):
     assert gb.preset(unique_name) == q != p
     assert q.base_layout == "F" and q.device == "gpu"
     assert gb.plan((2, 3), backend=unique_name).layout == (1, 0)
+    # The same request as before the replacement is planned afresh, not served from the cache.
+    again = gb.plan((5, 6, 7), np.float32, backend=unique_name, aligned_index=(1, 1, 1))
+    assert (again.device, again.layout, again.row_alignment) == ("gpu", (2, 1, 0), 8)
 
 
 def test_register_index_order_preset(unique_name):

@@ -2,7 +2,7 @@
 
 use crate::convert::{self, type_error, value_error};
 use crate::errors::{raise, Class, IntoPyResult};
-use gridbuf::{AlignedBuffer, Init, Plan, PlanRequest};
+use gridbuf::{AlignedBuffer, AxisVec, Init, Plan, PlanRequest};
 use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -10,6 +10,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use std::mem::MaybeUninit;
 use std::os::raw::c_void;
+use std::sync::Arc;
 
 /// The allocation keywords shared by every function, after aliases are resolved.
 #[derive(Default)]
@@ -27,59 +28,55 @@ struct Keywords<'py> {
 }
 
 impl<'py> Keywords<'py> {
-    /// Reads `backend`/`defaults`, `aligned_index`, `dimensions`/`dims`, `layout`, `alignment`
-    /// and `halo` from a kwargs dict; anything else is a `GridbufTypeError`.
-    fn parse(kwargs: Option<&Bound<'py, PyDict>>) -> PyResult<Self> {
-        let mut kw = Keywords {
-            backend_name: "backend",
-            dims_name: "dims",
-            ..Keywords::default()
+    /// Resolves the keyword-only arguments of an allocation function: `None` means not given,
+    /// giving both names of an alias pair is an error, and `extra` (the `**kwargs` catch-all)
+    /// must be empty.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        backend: Option<Bound<'py, PyAny>>,
+        defaults: Option<Bound<'py, PyAny>>,
+        aligned_index: Option<Bound<'py, PyAny>>,
+        dimensions: Option<Bound<'py, PyAny>>,
+        dims: Option<Bound<'py, PyAny>>,
+        layout: Option<Bound<'py, PyAny>>,
+        alignment: Option<Bound<'py, PyAny>>,
+        halo: Option<Bound<'py, PyAny>>,
+        extra: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Self> {
+        if let Some((key, _)) = extra.and_then(|d| d.iter().next()) {
+            return Err(type_error(
+                "keyword",
+                &key,
+                "expected backend (or defaults), aligned_index, dimensions (or dims), layout, alignment or halo",
+            ));
+        }
+        let backend_name = if defaults.is_some() {
+            "defaults"
+        } else {
+            "backend"
         };
-        let Some(kwargs) = kwargs else { return Ok(kw) };
-        let (mut defaults, mut dims) = (None, None);
-        for (key, value) in kwargs.iter() {
-            let key_str = key.cast::<PyString>()?;
-            let slot = match key_str.to_str()? {
-                "backend" => &mut kw.backend,
-                "defaults" => &mut defaults,
-                "aligned_index" => &mut kw.aligned_index,
-                "dimensions" => &mut kw.dimensions,
-                "dims" => &mut dims,
-                "layout" => &mut kw.layout,
-                "alignment" => &mut kw.alignment,
-                "halo" => &mut kw.halo,
-                _ => {
-                    return Err(type_error(
-                        "keyword",
-                        &key,
-                        "expected backend (or defaults), aligned_index, dimensions (or dims), layout, alignment or halo",
-                    ))
-                }
-            };
-            *slot = Some(value);
-        }
-        if defaults.is_some() {
-            kw.backend_name = "defaults";
-        }
-        kw.dims_name = if kw.dimensions.is_some() {
+        let dims_name = if dimensions.is_some() {
             "dimensions"
         } else {
             "dims"
         };
-        kw.backend = convert::alias(kw.backend, "backend", defaults, "defaults")?;
-        kw.dimensions = convert::alias(kw.dimensions, "dimensions", dims, "dims")?;
-        kw.aligned_index = kw.aligned_index.filter(|v| !v.is_none());
-        kw.layout = kw.layout.filter(|v| !v.is_none());
-        kw.alignment = kw.alignment.filter(|v| !v.is_none());
-        kw.halo = kw.halo.filter(|v| !v.is_none());
-        Ok(kw)
+        Ok(Keywords {
+            backend: convert::alias(backend, "backend", defaults, "defaults")?,
+            backend_name,
+            dims_name,
+            aligned_index,
+            dimensions: convert::alias(dimensions, "dimensions", dims, "dims")?,
+            layout,
+            alignment,
+            halo,
+        })
     }
 
     /// Builds the core request for `shape` and a scalar base dtype.
     fn request(
         &self,
         py: Python<'py>,
-        shape: Vec<usize>,
+        shape: AxisVec<usize>,
         dtype: &ScalarDtype<'py>,
     ) -> PyResult<PlanRequest> {
         let param = self.backend_name;
@@ -171,7 +168,7 @@ fn scalar_dtype<'py>(
 #[pyclass(frozen, module = "gridbuf", name = "Allocation")]
 pub struct Allocation {
     buffer: AlignedBuffer,
-    plan: Plan,
+    plan: Arc<Plan>,
 }
 
 #[pymethods]
@@ -212,10 +209,10 @@ fn wrap_array<'py>(
     py: Python<'py>,
     base: Bound<'py, PyArrayDescr>,
     buffer: AlignedBuffer,
-    plan: Plan,
+    plan: Arc<Plan>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut dims: Vec<npy_intp> = plan.shape.iter().map(|&n| n as npy_intp).collect();
-    let mut strides: Vec<npy_intp> = plan.strides.iter().map(|&s| s as npy_intp).collect();
+    let mut dims: AxisVec<npy_intp> = plan.shape.iter().map(|&n| n as npy_intp).collect();
+    let mut strides: AxisVec<npy_intp> = plan.strides.iter().map(|&s| s as npy_intp).collect();
     let nd = dims.len() as std::os::raw::c_int;
     let data = buffer.as_ptr().wrapping_add(plan.byte_offset) as *mut c_void;
     let owner = Bound::new(py, Allocation { buffer, plan })?;
@@ -295,7 +292,7 @@ fn numpy_fn<'py>(py: Python<'py>, name: &'static str) -> PyResult<Bound<'py, PyA
 /// Allocates on a GPU through `gridbuf._gpu` (CuPy); a clear error where CuPy or a GPU is missing.
 fn allocate_gpu<'py>(
     py: Python<'py>,
-    plan: Plan,
+    plan: Arc<Plan>,
     dtype: ScalarDtype<'py>,
     fill: &str,
     value: Option<&Bound<'py, PyAny>>,
@@ -310,7 +307,7 @@ fn allocate_gpu<'py>(
 
 fn allocate<'py>(
     py: Python<'py>,
-    plan: Plan,
+    plan: Arc<Plan>,
     dtype: ScalarDtype<'py>,
     fill: Fill<'_, 'py>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -338,11 +335,11 @@ fn plan_for<'py>(
     py: Python<'py>,
     shape: &Bound<'py, PyAny>,
     dtype: &ScalarDtype<'py>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Plan> {
+    kw: &Keywords<'py>,
+) -> PyResult<Arc<Plan>> {
     let shape = convert::usize_seq(shape, "shape")?;
-    let req = Keywords::parse(kwargs)?.request(py, shape, dtype)?;
-    Plan::new(&req).py(py)
+    let req = kw.request(py, shape, dtype)?;
+    Plan::cached(&req).py(py)
 }
 
 /// The "Other Parameters" section shared by every allocation docstring.
@@ -383,25 +380,44 @@ GridbufMemoryError
     };
 }
 
-macro_rules! alloc_fn {
-    ($(#[$doc:meta])* $name:ident, $fill:expr) => {
-        $(#[$doc])*
+/// Defines a `#[pyfunction]` whose signature ends with the allocation keywords. They are
+/// keyword-only parameters, so a call builds no kwargs dict for them; the `**kwargs` catch-all
+/// only turns an unknown keyword into a `GridbufTypeError`. The body sees them as `$kw`.
+macro_rules! allocation_fn {
+    (
+        $(#[$attr:meta])*
+        fn $name:ident<$py:lifetime>($pyarg:ident $(, $arg:ident: $ty:ty)* $(,)?)
+        signature ($($sig:tt)*) -> $ret:ty, |$kw:ident| $body:block
+    ) => {
         #[pyfunction]
-        #[pyo3(signature = (shape, dtype=None, **kwargs))]
-        pub fn $name<'py>(
-            py: Python<'py>,
-            shape: &Bound<'py, PyAny>,
-            dtype: Option<&Bound<'py, PyAny>>,
-            kwargs: Option<&Bound<'py, PyDict>>,
-        ) -> PyResult<Bound<'py, PyAny>> {
-            let dtype = scalar_dtype(py, dtype)?;
-            let plan = plan_for(py, shape, &dtype, kwargs)?;
-            allocate(py, plan, dtype, ($fill)(py))
+        $(#[$attr])*
+        #[pyo3(signature = (
+            $($sig)*, *, backend=None, defaults=None, aligned_index=None, dimensions=None,
+            dims=None, layout=None, alignment=None, halo=None, **kwargs
+        ))]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name<$py>(
+            $pyarg: Python<$py>,
+            $($arg: $ty,)*
+            backend: Option<Bound<$py, PyAny>>,
+            defaults: Option<Bound<$py, PyAny>>,
+            aligned_index: Option<Bound<$py, PyAny>>,
+            dimensions: Option<Bound<$py, PyAny>>,
+            dims: Option<Bound<$py, PyAny>>,
+            layout: Option<Bound<$py, PyAny>>,
+            alignment: Option<Bound<$py, PyAny>>,
+            halo: Option<Bound<$py, PyAny>>,
+            kwargs: Option<&Bound<$py, PyDict>>,
+        ) -> $ret {
+            let $kw = Keywords::new(
+                backend, defaults, aligned_index, dimensions, dims, layout, alignment, halo, kwargs,
+            )?;
+            $body
         }
     };
 }
 
-alloc_fn!(
+allocation_fn!(
     #[doc = concat!("Allocate an array with uninitialised values and performance-optimal strides and alignment.
 
 Parameters
@@ -417,10 +433,14 @@ Returns
 numpy.ndarray
     A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
 ", keywords_doc!())]
-    empty,
-    |_: Python<'_>| Fill::Uninit
+    fn empty<'py>(py, shape: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
+    signature (shape, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
+        let dtype = scalar_dtype(py, dtype)?;
+        let plan = plan_for(py, shape, &dtype, &kw)?;
+        allocate(py, plan, dtype, Fill::Uninit)
+    }
 );
-alloc_fn!(
+allocation_fn!(
     #[doc = concat!("Allocate an array of zeros with performance-optimal strides and alignment.\n\nLarge arrays get zeroed pages from the operating system, so nothing is written.
 
 Parameters
@@ -436,13 +456,18 @@ Returns
 numpy.ndarray
     A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
 ", keywords_doc!())]
-    zeros,
-    |_: Python<'_>| Fill::Zeros
+    fn zeros<'py>(py, shape: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
+    signature (shape, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
+        let dtype = scalar_dtype(py, dtype)?;
+        let plan = plan_for(py, shape, &dtype, &kw)?;
+        allocate(py, plan, dtype, Fill::Zeros)
+    }
 );
 
 static ONE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-#[doc = concat!("Allocate an array of ones with performance-optimal strides and alignment.
+allocation_fn!(
+    #[doc = concat!("Allocate an array of ones with performance-optimal strides and alignment.
 
 Parameters
 ----------
@@ -457,24 +482,20 @@ Returns
 numpy.ndarray
     A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
 ", keywords_doc!())]
-#[pyfunction]
-#[pyo3(signature = (shape, dtype=None, **kwargs))]
-pub fn ones<'py>(
-    py: Python<'py>,
-    shape: &Bound<'py, PyAny>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let dtype = scalar_dtype(py, dtype)?;
-    let plan = plan_for(py, shape, &dtype, kwargs)?;
-    let one = ONE
-        .get_or_init(py, || 1i64.into_pyobject(py).unwrap().into_any().unbind())
-        .bind(py)
-        .clone();
-    allocate(py, plan, dtype, Fill::Value(&one))
-}
+    fn ones<'py>(py, shape: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
+    signature (shape, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
+        let dtype = scalar_dtype(py, dtype)?;
+        let plan = plan_for(py, shape, &dtype, &kw)?;
+        let one = ONE
+            .get_or_init(py, || 1i64.into_pyobject(py).unwrap().into_any().unbind())
+            .bind(py)
+            .clone();
+        allocate(py, plan, dtype, Fill::Value(&one))
+    }
+);
 
-#[doc = concat!("Allocate an array filled with ``fill_value`` with performance-optimal strides and alignment.
+allocation_fn!(
+    #[doc = concat!("Allocate an array filled with ``fill_value`` with performance-optimal strides and alignment.
 
 Parameters
 ----------
@@ -490,21 +511,16 @@ Returns
 numpy.ndarray
     A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
 ", keywords_doc!())]
-#[pyfunction]
-#[pyo3(signature = (shape, fill_value, dtype=None, **kwargs))]
-pub fn full<'py>(
-    py: Python<'py>,
-    shape: &Bound<'py, PyAny>,
-    fill_value: &Bound<'py, PyAny>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let dtype = scalar_dtype(py, dtype)?;
-    let plan = plan_for(py, shape, &dtype, kwargs)?;
-    allocate(py, plan, dtype, Fill::Value(fill_value))
-}
+    fn full<'py>(py, shape: &Bound<'py, PyAny>, fill_value: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
+    signature (shape, fill_value, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
+        let dtype = scalar_dtype(py, dtype)?;
+        let plan = plan_for(py, shape, &dtype, &kw)?;
+        allocate(py, plan, dtype, Fill::Value(fill_value))
+    }
+);
 
-#[doc = concat!("Allocate an array with performance-optimal strides and alignment and copy ``data`` into it.\n\nThe copy runs in cache-sized tiles on all cores, also when the layouts differ.
+allocation_fn!(
+    #[doc = concat!("Allocate an array with performance-optimal strides and alignment and copy ``data`` into it.\n\nThe copy runs in cache-sized tiles on all cores, also when the layouts differ.
 
 Parameters
 ----------
@@ -518,83 +534,79 @@ Returns
 numpy.ndarray
     A writeable array whose ``.base`` is the :class:`gridbuf.Allocation` owning its memory.
 ", keywords_doc!())]
-#[pyfunction]
-#[pyo3(signature = (data, dtype=None, **kwargs))]
-pub fn from_array<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let asarray = numpy_fn(py, "asarray")?;
-    let source = asarray.call1((data,)).map_err(|e| {
-        let msg = format!("expected an array-like that numpy.asarray accepts ({e})");
-        if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
-            value_error("data", data, &msg)
-        } else {
-            type_error("data", data, &msg)
-        }
-    })?;
-    let mut source = source.cast_into::<PyUntypedArray>()?;
-    let dtype = match dtype.filter(|d| !d.is_none()) {
-        Some(d) => scalar_dtype(py, Some(d))?,
-        None => scalar_dtype(py, Some(source.dtype().as_any()))?,
-    };
-    if !source.dtype().is_equiv_to(&dtype.base) {
-        let cast = asarray.call1((&source, &dtype.base)).map_err(|e| {
-            value_error(
-                "data",
-                data,
-                &format!("cannot convert it to dtype {} ({e})", dtype.base),
-            )
+    fn from_array<'py>(py, data: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
+    signature (data, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
+        let asarray = numpy_fn(py, "asarray")?;
+        let source = asarray.call1((data,)).map_err(|e| {
+            let msg = format!("expected an array-like that numpy.asarray accepts ({e})");
+            if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
+                value_error("data", data, &msg)
+            } else {
+                type_error("data", data, &msg)
+            }
         })?;
-        source = cast.cast_into::<PyUntypedArray>()?;
-    }
-    let full_shape = source.shape().to_vec();
-    let n_sub = dtype.subarray_shape.len();
-    if n_sub > full_shape.len()
-        || full_shape[full_shape.len() - n_sub..] != dtype.subarray_shape[..]
-    {
-        return Err(value_error(
-            "data",
-            source.as_any(),
-            &format!(
-                "its shape {full_shape:?} must end with the subarray shape {:?} of the dtype",
-                dtype.subarray_shape
-            ),
-        ));
-    }
-    let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
-    let plan = plan_for(py, shape.as_any(), &dtype, kwargs)?;
-    if plan.device == gridbuf::Device::Gpu {
-        return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()));
-    }
-    let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
-    let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
-    let src_strides = source.strides().to_vec();
-    let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
-    let dst_ptr = buffer.as_mut_ptr().wrapping_add(plan.byte_offset) as usize;
-    let itemsize = plan.itemsize;
-    py.detach(|| {
-        // SAFETY: `source` (kept alive by this frame) is a NumPy array of `full_shape` and
-        // `src_strides`, so every indexed element is readable; the destination is the fresh
-        // buffer laid out by `plan` for the same shape, whose distinct indices map to distinct
-        // elements inside it, and nothing else can see it yet.
-        unsafe {
-            gridbuf::copy::copy_strided(
-                itemsize,
-                &full_shape,
-                src_ptr as *const u8,
-                &src_strides,
-                dst_ptr as *mut u8,
-                &dst_strides,
-            )
+        let mut source = source.cast_into::<PyUntypedArray>()?;
+        let dtype = match dtype.filter(|d| !d.is_none()) {
+            Some(d) => scalar_dtype(py, Some(d))?,
+            None => scalar_dtype(py, Some(source.dtype().as_any()))?,
+        };
+        if !source.dtype().is_equiv_to(&dtype.base) {
+            let cast = asarray.call1((&source, &dtype.base)).map_err(|e| {
+                value_error(
+                    "data",
+                    data,
+                    &format!("cannot convert it to dtype {} ({e})", dtype.base),
+                )
+            })?;
+            source = cast.cast_into::<PyUntypedArray>()?;
         }
-    });
-    wrap_array(py, dtype.base, buffer, plan)
-}
+        let full_shape = source.shape().to_vec();
+        let n_sub = dtype.subarray_shape.len();
+        if n_sub > full_shape.len()
+            || full_shape[full_shape.len() - n_sub..] != dtype.subarray_shape[..]
+        {
+            return Err(value_error(
+                "data",
+                source.as_any(),
+                &format!(
+                    "its shape {full_shape:?} must end with the subarray shape {:?} of the dtype",
+                    dtype.subarray_shape
+                ),
+            ));
+        }
+        let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
+        let plan = plan_for(py, shape.as_any(), &dtype, &kw)?;
+        if plan.device == gridbuf::Device::Gpu {
+            return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()));
+        }
+        let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
+        let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
+        let src_strides = source.strides().to_vec();
+        let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
+        let dst_ptr = buffer.as_mut_ptr().wrapping_add(plan.byte_offset) as usize;
+        let itemsize = plan.itemsize;
+        py.detach(|| {
+            // SAFETY: `source` (kept alive by this frame) is a NumPy array of `full_shape` and
+            // `src_strides`, so every indexed element is readable; the destination is the fresh
+            // buffer laid out by `plan` for the same shape, whose distinct indices map to distinct
+            // elements inside it, and nothing else can see it yet.
+            unsafe {
+                gridbuf::copy::copy_strided(
+                    itemsize,
+                    &full_shape,
+                    src_ptr as *const u8,
+                    &src_strides,
+                    dst_ptr as *mut u8,
+                    &dst_strides,
+                )
+            }
+        });
+        wrap_array(py, dtype.base, buffer, plan)
+    }
+);
 
-#[doc = concat!("Compute the layout of an allocation without allocating (works for GPU presets anywhere).
+allocation_fn!(
+    #[doc = concat!("Compute the layout of an allocation without allocating (works for GPU presets anywhere).
 
 Parameters
 ----------
@@ -610,26 +622,22 @@ Plan
     Shape, padded shape, byte strides, layout, dims, halo, aligned index, alignment,
     row alignment, byte offset of element 0 and size in bytes.
 ", keywords_doc!())]
-#[pyfunction]
-#[pyo3(name = "plan", signature = (shape, dtype=None, **kwargs))]
-pub fn plan_fn<'py>(
-    py: Python<'py>,
-    shape: &Bound<'py, PyAny>,
-    dtype: Option<&Bound<'py, PyAny>>,
-    kwargs: Option<&Bound<'py, PyDict>>,
-) -> PyResult<PyPlan> {
-    let dtype = scalar_dtype(py, dtype)?;
-    let plan = plan_for(py, shape, &dtype, kwargs)?;
-    Ok(PyPlan {
-        plan,
-        dtype: Some(dtype.base.unbind()),
-    })
-}
+    #[pyo3(name = "plan")]
+    fn plan_fn<'py>(py, shape: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
+    signature (shape, dtype=None) -> PyResult<PyPlan>, |kw| {
+        let dtype = scalar_dtype(py, dtype)?;
+        let plan = plan_for(py, shape, &dtype, &kw)?;
+        Ok(PyPlan {
+            plan,
+            dtype: Some(dtype.base.unbind()),
+        })
+    }
+);
 
 /// The result of [`plan_fn`]: shape, padded shape, byte strides, layout, alignment and offset.
 #[pyclass(frozen, module = "gridbuf", name = "Plan")]
 pub struct PyPlan {
-    plan: Plan,
+    plan: Arc<Plan>,
     dtype: Option<Py<PyArrayDescr>>,
 }
 
@@ -715,7 +723,7 @@ impl PyPlan {
     /// Name of the preset the plan follows.
     #[getter]
     fn backend(&self) -> &str {
-        &self.plan.preset
+        &self.plan.preset.name
     }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let p = &self.plan;

@@ -2,7 +2,7 @@
 //! parameter and the value.
 
 use crate::errors::{raise, Class};
-use gridbuf::Dim;
+use gridbuf::{AxisVec, Dim};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
 
@@ -108,9 +108,9 @@ pub fn non_negative(
 }
 
 /// A sequence of non-negative ints, such as a shape or an index.
-pub fn usize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<usize>> {
+pub fn usize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<usize>> {
     const EXPECTED: &str = "expected a sequence of non-negative ints";
-    let mut out = Vec::with_capacity(4);
+    let mut out = AxisVec::new();
     for_each_item(obj, param, EXPECTED, |item| {
         out.push(non_negative(&item, param, obj, EXPECTED)?);
         Ok(())
@@ -119,9 +119,9 @@ pub fn usize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<usize>> {
 }
 
 /// A halo: per axis an int or a (lower, upper) pair of non-negative ints.
-pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
+pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<AxisVec<(usize, usize)>> {
     const EXPECTED: &str = "expected one non-negative int or (lower, upper) pair per axis";
-    let mut out = Vec::with_capacity(4);
+    let mut out = AxisVec::new();
     for_each_item(obj, "halo", EXPECTED, |item| {
         if int_arg(&item)?.is_some() {
             let w = non_negative(&item, "halo", obj, EXPECTED)?;
@@ -151,7 +151,7 @@ pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
 
 /// Dims: a string with one character per axis, or a sequence of names (strings, or objects
 /// with `__gt_axis_name__`).
-pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<Dim>> {
+pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<Dim>> {
     const EXPECTED: &str =
         "expected a string such as \"IJK\" or a sequence of names \"I\", \"J\", \"K\", \"0\", ...";
     let py = obj.py();
@@ -163,9 +163,11 @@ pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<Vec<Dim>> {
         )
     };
     if let Ok(s) = obj.cast::<PyString>() {
-        return gridbuf::dims::parse_dims_str(s.to_str()?).map_err(invalid);
+        return gridbuf::dims::parse_dims_str(s.to_str()?)
+            .map(AxisVec::from_vec)
+            .map_err(invalid);
     }
-    let mut out = Vec::with_capacity(4);
+    let mut out = AxisVec::new();
     let axis_name = pyo3::intern!(py, "__gt_axis_name__");
     for_each_item(obj, param, EXPECTED, |item| {
         let name = match item.getattr_opt(axis_name)? {

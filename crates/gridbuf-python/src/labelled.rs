@@ -14,7 +14,7 @@ use gridbuf::dims::default_dims;
 use gridbuf::labelled::{
     self, Alignment, AxisRef, FieldInfo, IndexItem, Indexed, Operand, OutputParams,
 };
-use gridbuf::Dim;
+use gridbuf::{AxisVec, Dim};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyEllipsis, PyInt, PySlice, PyString, PyTuple};
 
@@ -37,12 +37,12 @@ fn dims_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>> {
                 .map(|s| Dim::parse(s.to_str().unwrap_or("")))
             {
                 Some(Ok(d)) => out.push(d),
-                _ => return convert::dims(obj, "dims"),
+                _ => return convert::dims(obj, "dims").map(AxisVec::into_vec),
             }
         }
         return Ok(out);
     }
-    convert::dims(obj, "dims")
+    convert::dims(obj, "dims").map(AxisVec::into_vec)
 }
 
 /// A halo given as a tuple of (lower, upper) pairs (the fast, common case) or anything
@@ -57,13 +57,13 @@ fn halo_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
             return Ok(v);
         }
     }
-    convert::halo(obj)
+    convert::halo(obj).map(AxisVec::into_vec)
 }
 
 fn describe_field(t: &Bound<'_, PyTuple>) -> PyResult<Described> {
     let py = t.py();
     let dims = dims_arg(&t.get_item(0)?)?;
-    let shape = convert::usize_seq(&t.get_item(1)?, "shape")?;
+    let shape = convert::usize_seq(&t.get_item(1)?, "shape")?.into_vec();
     let halo = halo_arg(&t.get_item(2)?)?;
     let layout = t.get_item(3)?;
     let strides = t.get_item(4)?;
@@ -74,7 +74,7 @@ fn describe_field(t: &Bound<'_, PyTuple>) -> PyResult<Described> {
     let aligned_index = if aligned_index.is_none() {
         info.aligned_index.clone()
     } else {
-        convert::usize_seq(&aligned_index, "aligned_index")?
+        convert::usize_seq(&aligned_index, "aligned_index")?.into_vec()
     };
     if layout.is_none() {
         let strides: Vec<isize> = strides.extract()?;
@@ -85,7 +85,7 @@ fn describe_field(t: &Bound<'_, PyTuple>) -> PyResult<Described> {
             .with_storage(layout, base, alignment, aligned_index)
             .py(py)?;
     } else {
-        let layout = convert::usize_seq(&layout, "layout")?;
+        let layout = convert::usize_seq(&layout, "layout")?.into_vec();
         let base = gridbuf::preset::lookup(&backend, "backend")
             .py(py)?
             .base_layout;
@@ -111,7 +111,7 @@ fn operand(obj: &Bound<'_, PyAny>) -> PyResult<(Operand, Option<String>)> {
         if shape.is_empty() {
             Operand::Scalar
         } else {
-            Operand::Array(shape)
+            Operand::Array(shape.into_vec())
         },
         None,
     ))
@@ -201,7 +201,7 @@ fn empty_kwargs<'py>(
     if backend != "C" {
         kw.set_item("backend", backend)?;
     }
-    if p.dims != default_dims(p.dims.len()) {
+    if p.dims[..] != default_dims(p.dims.len())[..] {
         if p.dims.iter().all(|d| d.to_string().len() == 1) {
             kw.set_item(
                 "dims",
@@ -211,7 +211,7 @@ fn empty_kwargs<'py>(
             kw.set_item("dims", dims_tuple(py, &p.dims)?)?;
         }
     }
-    if p.layout != preset.layout_map(&p.dims) {
+    if p.layout[..] != preset.layout_map(&p.dims)[..] {
         kw.set_item("layout", PyTuple::new(py, &p.layout)?)?;
     }
     if p.alignment != preset.alignment {

@@ -87,7 +87,7 @@ fn parse_dims_list(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>>
 }
 
 fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    crate::convert::usize_seq(obj, "origin")
+    crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
 }
 
 /// Reads dims, origin and data-interface halo; plain NumPy arrays declare none of them.
@@ -193,7 +193,7 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
                     "expected field names (str) as the keys of an origin dict",
                 )
             })?;
-            let v = crate::convert::usize_seq(&v, "origin")?;
+            let v = usize_list(&v)?;
             if k.to_str()? == "_all_" {
                 default = Some(v);
             } else {
@@ -203,9 +203,7 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
         fields.sort();
         return Ok(CallOrigin::PerField { default, fields });
     }
-    Ok(CallOrigin::All(crate::convert::usize_seq(
-        origin, "origin",
-    )?))
+    Ok(CallOrigin::All(usize_list(origin)?))
 }
 
 /// Data-interface callbacks of the fields (acquire, touch, release), when any field has them.

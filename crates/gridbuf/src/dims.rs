@@ -1,5 +1,6 @@
 //! Semantic dimensions: the Cartesian axes `I`, `J`, `K` and numbered data dimensions.
 
+use crate::axes::AxisVec;
 use crate::error::{Error, Result};
 use std::fmt;
 
@@ -67,7 +68,7 @@ pub fn parse_dims_str(dims: &str) -> Result<Vec<Dim>> {
 }
 
 /// The default dims for `ndim` axes: `"IJK"[:ndim]`, then data dimensions `"0"`, `"1"`, ...
-pub fn default_dims(ndim: usize) -> Vec<Dim> {
+pub fn default_dims(ndim: usize) -> AxisVec<Dim> {
     const CARTESIAN: [Dim; 3] = [Dim::I, Dim::J, Dim::K];
     (0..ndim)
         .map(|axis| match CARTESIAN.get(axis) {
@@ -105,7 +106,7 @@ pub fn validate_dims(dims: &[Dim], ndim: usize) -> Result<()> {
 }
 
 /// Appends `count` data dimensions numbered after the largest one `dims` already has.
-pub fn append_data_dims(dims: &mut Vec<Dim>, count: usize) {
+pub fn append_data_dims(dims: &mut AxisVec<Dim>, count: usize) {
     let next = dims
         .iter()
         .filter_map(|d| match d {
@@ -139,16 +140,16 @@ mod tests {
         assert!(Dim::parse("").is_err());
         assert!(Dim::parse("-1").is_err());
         assert_eq!(
-            parse_dims_str("KJ0").unwrap(),
+            parse_dims_str("KJ0").unwrap().to_vec(),
             vec![Dim::K, Dim::J, Dim::Data(0)]
         );
     }
 
     #[test]
     fn defaults_follow_gt4py() {
-        assert_eq!(default_dims(2), vec![Dim::I, Dim::J]);
+        assert_eq!(default_dims(2).to_vec(), vec![Dim::I, Dim::J]);
         assert_eq!(
-            default_dims(5),
+            default_dims(5).to_vec(),
             vec![Dim::I, Dim::J, Dim::K, Dim::Data(0), Dim::Data(1)]
         );
     }
@@ -162,8 +163,11 @@ mod tests {
 
     #[test]
     fn appended_data_dims_do_not_collide() {
-        let mut dims = vec![Dim::I, Dim::Data(0)];
+        let mut dims: AxisVec<Dim> = smallvec::smallvec![Dim::I, Dim::Data(0)];
         append_data_dims(&mut dims, 2);
-        assert_eq!(dims, vec![Dim::I, Dim::Data(0), Dim::Data(1), Dim::Data(2)]);
+        assert_eq!(
+            dims.to_vec(),
+            vec![Dim::I, Dim::Data(0), Dim::Data(1), Dim::Data(2)]
+        );
     }
 }

@@ -370,7 +370,7 @@ fn base_from_layout(layout: &[usize]) -> BaseLayout {
 /// of `source` places every dim, then the dims `source` has take the ranks the base gave them,
 /// reassigned in the order of `source`'s own layout. So `source`'s dims keep their relative
 /// order exactly, and a result with the same dims gets the same stride order.
-pub fn inherit_layout(source: &FieldInfo, dims: &[Dim]) -> Vec<usize> {
+pub fn inherit_layout(source: &FieldInfo, dims: &[Dim]) -> crate::AxisVec<usize> {
     let mut layout = source.base.layout_map(dims);
     let mut slots: Vec<usize> = Vec::with_capacity(source.ndim());
     let mut own: Vec<(usize, usize)> = Vec::with_capacity(source.ndim());
@@ -731,7 +731,7 @@ pub fn output_params(
     Ok(Some(OutputParams {
         dims: dims.to_vec(),
         shape: shape.to_vec(),
-        layout,
+        layout: layout.to_vec(),
         alignment,
         aligned_index,
         halo,
@@ -1428,7 +1428,7 @@ mod tests {
         let k = field("K", &[6])
             .with_storage(vec![0], BaseLayout::Semantic([2, 1, 0]), 1, vec![0])
             .unwrap();
-        assert_eq!(inherit_layout(&k, &d("IJK")), vec![2, 1, 0]);
+        assert_eq!(inherit_layout(&k, &d("IJK"))[..], [2, 1, 0]);
         // An explicit layout keeps its own order for its dims.
         let ik = field("IK", &[4, 6])
             .with_storage(vec![1, 0], BaseLayout::C, 1, vec![0, 0])
@@ -1440,7 +1440,7 @@ mod tests {
         // Fortran-ordered strides give a Fortran base.
         let fo = field("IJ", &[4, 5]).with_strides(&[8, 32]).unwrap();
         assert_eq!(fo.base, BaseLayout::F);
-        assert_eq!(inherit_layout(&fo, &d("IJK")), vec![2, 1, 0]);
+        assert_eq!(inherit_layout(&fo, &d("IJK"))[..], [2, 1, 0]);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! `layout[i] = j` means axis `i` is axis `j` of a C-ordered buffer, so the axis with the highest
 //! `j` has unit stride and the axis with `j = 0` the largest stride.
 
+use crate::axes::AxisVec;
 use crate::dims::Dim;
 use crate::error::{Error, Result};
 
@@ -31,7 +32,7 @@ impl BaseLayout {
     }
 
     /// The layout map this base layout gives to arrays with the given dims.
-    pub fn layout_map(&self, dims: &[Dim]) -> Vec<usize> {
+    pub fn layout_map(&self, dims: &[Dim]) -> AxisVec<usize> {
         let ndim = dims.len();
         match self {
             BaseLayout::C => (0..ndim).collect(),
@@ -45,7 +46,7 @@ impl BaseLayout {
 /// the Cartesian dims keep the relative order of `base`, data dims go outermost in the order
 /// they appear. Unlike GT4Py's maker, it reads which axis holds which dim, so dims given in
 /// another order (such as `"KJI"`) still get the stride ranks their names ask for.
-fn semantic_layout_map(dims: &[Dim], base: &[u8; 3]) -> Vec<usize> {
+fn semantic_layout_map(dims: &[Dim], base: &[u8; 3]) -> AxisVec<usize> {
     let n_data = dims
         .iter()
         .filter(|d| d.cartesian_index().is_none())
@@ -53,7 +54,7 @@ fn semantic_layout_map(dims: &[Dim], base: &[u8; 3]) -> Vec<usize> {
     // Sort key per axis: data dims first (outermost) in appearance order, then Cartesian
     // dims by their base rank.
     let mut data_seen = 0usize;
-    let keys: Vec<usize> = dims
+    let keys: AxisVec<usize> = dims
         .iter()
         .map(|d| match d.cartesian_index() {
             Some(c) => n_data + usize::from(base[c]),
@@ -63,9 +64,9 @@ fn semantic_layout_map(dims: &[Dim], base: &[u8; 3]) -> Vec<usize> {
             }
         })
         .collect();
-    let mut order: Vec<usize> = (0..dims.len()).collect();
+    let mut order: AxisVec<usize> = (0..dims.len()).collect();
     order.sort_by_key(|&axis| keys[axis]);
-    let mut layout = vec![0; dims.len()];
+    let mut layout: AxisVec<usize> = smallvec::smallvec![0; dims.len()];
     for (rank, axis) in order.into_iter().enumerate() {
         layout[axis] = rank;
     }
@@ -78,7 +79,7 @@ pub fn validate_layout(layout: &[usize], ndim: usize) -> Result<()> {
     if layout.len() != ndim {
         return Err(Error::invalid("layout", layout, expected()));
     }
-    let mut seen = vec![false; ndim];
+    let mut seen: AxisVec<bool> = smallvec::smallvec![false; ndim];
     for &j in layout {
         if j >= ndim || std::mem::replace(&mut seen[j], true) {
             return Err(Error::invalid("layout", layout, expected()));
@@ -88,8 +89,8 @@ pub fn validate_layout(layout: &[usize], ndim: usize) -> Result<()> {
 }
 
 /// The axes ordered from the largest stride to the unit stride: the inverse permutation.
-pub fn axes_by_rank(layout: &[usize]) -> Vec<usize> {
-    let mut axes = vec![0; layout.len()];
+pub fn axes_by_rank(layout: &[usize]) -> AxisVec<usize> {
+    let mut axes: AxisVec<usize> = smallvec::smallvec![0; layout.len()];
     for (axis, &rank) in layout.iter().enumerate() {
         axes[rank] = axis;
     }
@@ -105,11 +106,11 @@ mod tests {
     fn data_dims_go_outermost_as_in_gt4py() {
         let dims = parse_dims_str("IJK01").unwrap();
         assert_eq!(
-            BaseLayout::Semantic([0, 1, 2]).layout_map(&dims),
+            BaseLayout::Semantic([0, 1, 2]).layout_map(&dims).to_vec(),
             vec![2, 3, 4, 0, 1]
         );
         assert_eq!(
-            BaseLayout::Semantic([2, 1, 0]).layout_map(&dims),
+            BaseLayout::Semantic([2, 1, 0]).layout_map(&dims).to_vec(),
             vec![4, 3, 2, 0, 1]
         );
     }
@@ -118,11 +119,11 @@ mod tests {
     fn missing_cartesian_dims_keep_relative_order() {
         let dims = parse_dims_str("IK").unwrap();
         assert_eq!(
-            BaseLayout::Semantic([1, 2, 0]).layout_map(&dims),
+            BaseLayout::Semantic([1, 2, 0]).layout_map(&dims).to_vec(),
             vec![1, 0]
         );
         assert_eq!(
-            BaseLayout::Semantic([2, 1, 0]).layout_map(&dims),
+            BaseLayout::Semantic([2, 1, 0]).layout_map(&dims).to_vec(),
             vec![1, 0]
         );
     }
@@ -132,7 +133,7 @@ mod tests {
         // K has unit stride under base (0, 1, 2) wherever K sits.
         let dims = parse_dims_str("KJI").unwrap();
         assert_eq!(
-            BaseLayout::Semantic([0, 1, 2]).layout_map(&dims),
+            BaseLayout::Semantic([0, 1, 2]).layout_map(&dims).to_vec(),
             vec![2, 1, 0]
         );
     }
@@ -140,8 +141,8 @@ mod tests {
     #[test]
     fn index_orders() {
         let dims = default_dims(4);
-        assert_eq!(BaseLayout::C.layout_map(&dims), vec![0, 1, 2, 3]);
-        assert_eq!(BaseLayout::F.layout_map(&dims), vec![3, 2, 1, 0]);
+        assert_eq!(BaseLayout::C.layout_map(&dims).to_vec(), vec![0, 1, 2, 3]);
+        assert_eq!(BaseLayout::F.layout_map(&dims).to_vec(), vec![3, 2, 1, 0]);
     }
 
     #[test]
@@ -151,6 +152,6 @@ mod tests {
         assert!(validate_layout(&[0, 1, 3], 3).is_err());
         assert!(validate_layout(&[0, 1], 3).is_err());
         assert!(BaseLayout::semantic([0, 0, 1]).is_err());
-        assert_eq!(axes_by_rank(&[2, 0, 1]), vec![1, 2, 0]);
+        assert_eq!(axes_by_rank(&[2, 0, 1]).to_vec(), vec![1, 2, 0]);
     }
 }

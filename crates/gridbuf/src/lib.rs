@@ -6,14 +6,15 @@
 //!
 //! ```
 //! use gridbuf::{preset, Plan, PlanRequest};
-//! let mut req = PlanRequest::new(vec![10, 11, 12], 8, preset::lookup("gt:cpu_ifirst", "backend")?);
-//! req.aligned_index = Some(vec![1, 1, 0]);
+//! let mut req = PlanRequest::new([10, 11, 12][..].into(), 8, preset::lookup("gt:cpu_ifirst", "backend")?);
+//! req.aligned_index = Some([1, 1, 0][..].into());
 //! let plan = Plan::new(&req)?;
-//! assert_eq!(plan.strides, vec![8, 80, 880]);
+//! assert_eq!(plan.strides[..], [8, 80, 880]);
 //! # Ok::<(), gridbuf::Error>(())
 //! ```
 
 pub mod array_info;
+pub mod axes;
 pub mod binding;
 pub mod buffer;
 pub mod copy;
@@ -27,6 +28,7 @@ pub mod layout;
 pub mod plan;
 pub mod preset;
 
+pub use axes::AxisVec;
 pub use buffer::{AlignedBuffer, Init};
 pub use dims::Dim;
 pub use error::{Error, Result};

@@ -2,20 +2,25 @@
 //! shape, byte strides and byte offset of an aligned array. Pure and checked: it allocates
 //! nothing, so GPU presets can be planned on machines without a GPU.
 
+use crate::axes::AxisVec;
 use crate::dims::{append_data_dims, default_dims, format_dims, validate_dims, Dim};
 use crate::error::{Error, Result};
 use crate::layout::{axes_by_rank, validate_layout};
 use crate::preset::{check_alignment, Device, Preset};
-use std::sync::Arc;
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Every CPU allocation puts its aligned element on at least a cache line.
 pub const MIN_ALIGNMENT: usize = 64;
 
+/// Most plans [`Plan::cached`] keeps.
+pub const PLAN_CACHE_CAPACITY: usize = 256;
+
 /// What the caller asks for; `None` fields take the preset's or the documented default.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PlanRequest {
     /// Shape of the array as given by the caller (halo included).
-    pub shape: Vec<usize>,
+    pub shape: AxisVec<usize>,
     /// Size in bytes of one element of the scalar base type.
     pub itemsize: usize,
     /// Extra trailing axes from a subarray dtype such as `("f8", (2, 3))`.
@@ -23,20 +28,20 @@ pub struct PlanRequest {
     /// The preset that gives device, layout and alignment defaults.
     pub preset: Arc<Preset>,
     /// Dims of the caller's axes; default `"IJK"[:ndim]` then data dims.
-    pub dims: Option<Vec<Dim>>,
+    pub dims: Option<AxisVec<Dim>>,
     /// Layout map over the caller's axes; overrides the preset's.
-    pub layout: Option<Vec<usize>>,
+    pub layout: Option<AxisVec<usize>>,
     /// Row alignment in bytes; overrides the preset's.
     pub alignment: Option<usize>,
     /// Index of the element to align; default the lower halo.
-    pub aligned_index: Option<Vec<usize>>,
+    pub aligned_index: Option<AxisVec<usize>>,
     /// Per axis (lower, upper) halo widths included in the shape; default none.
-    pub halo: Option<Vec<(usize, usize)>>,
+    pub halo: Option<AxisVec<(usize, usize)>>,
 }
 
 impl PlanRequest {
     /// A request for `shape` with every keyword left to its default.
-    pub fn new(shape: Vec<usize>, itemsize: usize, preset: Arc<Preset>) -> Self {
+    pub fn new(shape: AxisVec<usize>, itemsize: usize, preset: Arc<Preset>) -> Self {
         PlanRequest {
             shape,
             itemsize,
@@ -55,19 +60,19 @@ impl PlanRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// Shape of the array (subarray axes appended).
-    pub shape: Vec<usize>,
+    pub shape: AxisVec<usize>,
     /// Shape of the memory block, with the unit-stride axis padded.
-    pub padded_shape: Vec<usize>,
+    pub padded_shape: AxisVec<usize>,
     /// Byte strides per axis.
-    pub strides: Vec<usize>,
+    pub strides: AxisVec<usize>,
     /// Layout map per axis (see [`crate::layout`]).
-    pub layout: Vec<usize>,
+    pub layout: AxisVec<usize>,
     /// Dims per axis.
-    pub dims: Vec<Dim>,
+    pub dims: AxisVec<Dim>,
     /// Halo per axis as (lower, upper).
-    pub halo: Vec<(usize, usize)>,
+    pub halo: AxisVec<(usize, usize)>,
     /// The index of the aligned element.
-    pub aligned_index: Vec<usize>,
+    pub aligned_index: AxisVec<usize>,
     /// Size in bytes of one element.
     pub itemsize: usize,
     /// Bytes the rows along the unit-stride axis are padded to (1: no padding).
@@ -80,8 +85,8 @@ pub struct Plan {
     pub nbytes: usize,
     /// Where the array lives.
     pub device: Device,
-    /// Name of the preset the plan came from.
-    pub preset: String,
+    /// The preset the plan came from.
+    pub preset: Arc<Preset>,
 }
 
 fn check_len<T: std::fmt::Debug>(param: &str, value: &[T], ndim: usize) -> Result<()> {
@@ -143,7 +148,7 @@ impl Plan {
                 }
                 h.clone()
             }
-            None => vec![(0, 0); user_ndim],
+            None => smallvec::smallvec![(0, 0); user_ndim],
         };
         let mut aligned_index = match &req.aligned_index {
             Some(ai) => {
@@ -170,9 +175,9 @@ impl Plan {
                 l.iter()
                     .map(|&j| j + n_sub)
                     .chain(0..n_sub)
-                    .collect::<Vec<_>>()
+                    .collect::<AxisVec<_>>()
             }
-            None => Vec::new(),
+            None => AxisVec::new(),
         };
         let mut shape = req.shape.clone();
         shape.extend_from_slice(&req.subarray_shape);
@@ -208,7 +213,7 @@ impl Plan {
                 .checked_mul(items_per_row_block)
                 .ok_or_else(|| Error::overflow("shape", &req.shape, "the padded extent"))?;
         }
-        let mut strides = vec![0usize; ndim];
+        let mut strides: AxisVec<usize> = smallvec::smallvec![0; ndim];
         let mut acc = itemsize;
         for &axis in order.iter().rev() {
             strides[axis] = acc;
@@ -247,8 +252,30 @@ impl Plan {
             byte_offset,
             nbytes,
             device: req.preset.device,
-            preset: req.preset.name.clone(),
+            preset: Arc::clone(&req.preset),
         })
+    }
+
+    /// The plan for `req`, shared with earlier requests equal to it.
+    ///
+    /// A model allocates many fields of a few kinds (one shape, dtype and preset for dozens of
+    /// fields), so planning each kind once saves most of the work of a small allocation. The
+    /// whole request is the key (the preset compared by value, so a preset registered again
+    /// with other values gets new plans); the cache holds at most [`PLAN_CACHE_CAPACITY`]
+    /// plans and starts afresh when full. Errors are not cached.
+    pub fn cached(req: &PlanRequest) -> Result<Arc<Plan>> {
+        static CACHE: Mutex<Option<FxHashMap<PlanRequest, Arc<Plan>>>> = Mutex::new(None);
+        let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+        let cache = guard.get_or_insert_with(FxHashMap::default);
+        if let Some(plan) = cache.get(req) {
+            return Ok(Arc::clone(plan));
+        }
+        let plan = Arc::new(Plan::new(req)?);
+        if cache.len() >= PLAN_CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(req.clone(), Arc::clone(&plan));
+        Ok(plan)
     }
 
     /// Number of axes.
@@ -287,31 +314,34 @@ mod tests {
     use crate::preset::lookup;
 
     fn plan(shape: &[usize], itemsize: usize, preset: &str) -> PlanRequest {
-        PlanRequest::new(shape.to_vec(), itemsize, lookup(preset, "backend").unwrap())
+        PlanRequest::new(shape.into(), itemsize, lookup(preset, "backend").unwrap())
     }
 
     #[test]
     fn strides_match_gt4py_for_cpu_presets() {
         let p = Plan::new(&plan(&[10, 11, 12], 8, "gt:cpu_ifirst")).unwrap();
-        assert_eq!(p.strides, vec![8, 80, 880]);
+        assert_eq!(p.strides.to_vec(), vec![8, 80, 880]);
         let p = Plan::new(&plan(&[2, 3, 4], 8, "gt:cpu_kfirst")).unwrap();
-        assert_eq!(p.strides, vec![96, 32, 8]);
+        assert_eq!(p.strides.to_vec(), vec![96, 32, 8]);
         let mut req = plan(&[2, 3, 4, 5], 8, "gt:cpu_kfirst");
-        req.dims = Some(crate::dims::parse_dims_str("IJK0").unwrap());
-        assert_eq!(Plan::new(&req).unwrap().strides, vec![96, 32, 8, 192]);
+        req.dims = Some(crate::dims::parse_dims_str("IJK0").unwrap().into());
+        assert_eq!(
+            Plan::new(&req).unwrap().strides.to_vec(),
+            vec![96, 32, 8, 192]
+        );
     }
 
     #[test]
     fn gpu_rows_are_padded() {
         let p = Plan::new(&plan(&[10, 11, 12], 8, "gt:gpu")).unwrap();
-        assert_eq!(p.padded_shape, vec![16, 11, 12]);
-        assert_eq!(p.strides, vec![8, 128, 128 * 11]);
+        assert_eq!(p.padded_shape.to_vec(), vec![16, 11, 12]);
+        assert_eq!(p.strides.to_vec(), vec![8, 128, 128 * 11]);
     }
 
     #[test]
     fn aligned_index_is_aligned() {
         let mut req = plan(&[10, 11, 12], 8, "gt:cpu_ifirst");
-        req.aligned_index = Some(vec![1, 1, 0]);
+        req.aligned_index = Some(smallvec::smallvec![1, 1, 0]);
         let p = Plan::new(&req).unwrap();
         assert_eq!(
             (p.byte_offset + p.element_offset(&[1, 1, 0]).unwrap()) % 64,
@@ -324,18 +354,53 @@ mod tests {
         let mut req = plan(&[4, 5], 8, "gt:cpu_ifirst");
         req.subarray_shape = vec![2, 3];
         let p = Plan::new(&req).unwrap();
-        assert_eq!(p.shape, vec![4, 5, 2, 3]);
-        assert_eq!(p.layout, vec![3, 2, 0, 1]);
-        assert_eq!(p.dims, vec![Dim::I, Dim::J, Dim::Data(0), Dim::Data(1)]);
+        assert_eq!(p.shape.to_vec(), vec![4, 5, 2, 3]);
+        assert_eq!(p.layout.to_vec(), vec![3, 2, 0, 1]);
+        assert_eq!(
+            p.dims.to_vec(),
+            vec![Dim::I, Dim::J, Dim::Data(0), Dim::Data(1)]
+        );
     }
 
     #[test]
     fn halo_defaults_aligned_index_and_is_checked() {
         let mut req = plan(&[10, 10, 5], 8, "numpy");
-        req.halo = Some(vec![(3, 3), (2, 2), (0, 0)]);
-        assert_eq!(Plan::new(&req).unwrap().aligned_index, vec![3, 2, 0]);
-        req.halo = Some(vec![(6, 6), (0, 0), (0, 0)]);
+        req.halo = Some(smallvec::smallvec![(3, 3), (2, 2), (0, 0)]);
+        assert_eq!(
+            Plan::new(&req).unwrap().aligned_index.to_vec(),
+            vec![3, 2, 0]
+        );
+        req.halo = Some(smallvec::smallvec![(6, 6), (0, 0), (0, 0)]);
         assert!(Plan::new(&req).is_err());
+    }
+
+    #[test]
+    fn cached_plans_are_shared_per_request() {
+        let req = plan(&[7, 9, 11], 8, "gt:cpu_kfirst");
+        let a = Plan::cached(&req).unwrap();
+        let b = Plan::cached(&req.clone()).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(*a, Plan::new(&req).unwrap());
+        let mut other = req.clone();
+        other.aligned_index = Some(smallvec::smallvec![1, 1, 0]);
+        let c = Plan::cached(&other).unwrap();
+        assert_eq!(*c, Plan::new(&other).unwrap());
+        assert!(!Arc::ptr_eq(&a, &c));
+        // The same preset values under another identity still give equal plans; other
+        // values (a preset registered again) give their own.
+        let mut changed = (*req.preset).clone();
+        changed.alignment = 128;
+        let mut req2 = req.clone();
+        req2.preset = Arc::new(changed);
+        let d = Plan::cached(&req2).unwrap();
+        assert_eq!(d.row_alignment, 128);
+        assert_eq!(a.row_alignment, req.preset.alignment);
+        assert_ne!(req.preset.alignment, 128);
+        // Errors are returned every time, never cached.
+        let mut bad = req.clone();
+        bad.alignment = Some(3);
+        assert!(Plan::cached(&bad).is_err());
+        assert!(Plan::cached(&bad).is_err());
     }
 
     #[test]

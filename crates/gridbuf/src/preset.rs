@@ -40,7 +40,7 @@ impl Device {
 }
 
 /// A named set of allocation defaults.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Preset {
     /// The name under which the preset is registered.
     pub name: String,
@@ -70,7 +70,7 @@ impl Preset {
     }
 
     /// The layout map this preset gives to arrays with the given dims.
-    pub fn layout_map(&self, dims: &[Dim]) -> Vec<usize> {
+    pub fn layout_map(&self, dims: &[Dim]) -> crate::AxisVec<usize> {
         self.base_layout.layout_map(dims)
     }
 }

@@ -27,9 +27,12 @@ fn request() -> impl Strategy<Value = PlanRequest> {
         })
         .prop_map(|(shape, itemsize, name, layout, alignment, ai)| {
             let aligned_index = shape.iter().zip(&ai).map(|(&n, &i)| i % (n + 1)).collect();
-            let mut req =
-                PlanRequest::new(shape, itemsize, preset::lookup(name, "backend").unwrap());
-            req.layout = layout;
+            let mut req = PlanRequest::new(
+                shape.into(),
+                itemsize,
+                preset::lookup(name, "backend").unwrap(),
+            );
+            req.layout = layout.map(Into::into);
             req.alignment = alignment;
             req.aligned_index = Some(aligned_index);
             req
