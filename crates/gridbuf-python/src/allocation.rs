@@ -580,12 +580,20 @@ numpy.ndarray
             return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()));
         }
         let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
+        // SAFETY: `source` is a live NumPy array; reading its data pointer field is sound.
         let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
         let src_strides = source.strides().to_vec();
         let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
-        let dst_ptr = buffer.as_mut_ptr().wrapping_add(plan.byte_offset) as usize;
         let itemsize = plan.itemsize;
+        let layout_change =
+            gridbuf::copy::changes_layout(itemsize, &full_shape, &src_strides, &dst_strides);
         py.detach(|| {
+            if layout_change {
+                // The copy writes all over the destination at once: fault its pages in first,
+                // on all cores (see `AlignedBuffer::populate`).
+                buffer.populate();
+            }
+            let dst_ptr = buffer.as_mut_ptr().wrapping_add(plan.byte_offset);
             // SAFETY: `source` (kept alive by this frame) is a NumPy array of `full_shape` and
             // `src_strides`, so every indexed element is readable; the destination is the fresh
             // buffer laid out by `plan` for the same shape, whose distinct indices map to distinct
@@ -596,7 +604,7 @@ numpy.ndarray
                     &full_shape,
                     src_ptr as *const u8,
                     &src_strides,
-                    dst_ptr as *mut u8,
+                    dst_ptr,
                     &dst_strides,
                 )
             }

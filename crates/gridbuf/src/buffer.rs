@@ -1,6 +1,7 @@
 //! Aligned host memory that owns itself.
 
 use crate::error::{Error, Result};
+use rayon::prelude::*;
 use std::alloc::{self, Layout};
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
@@ -104,7 +105,46 @@ impl AlignedBuffer {
         // it; `MaybeUninit<u8>` is valid for any byte, initialised or not.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().cast(), self.len) }
     }
+
+    /// Faults in every page of a large buffer now, from all cores at once, each core on whole
+    /// huge pages of its own.
+    ///
+    /// A fresh block's pages are zeroed by the kernel on first touch, one core at a time per
+    /// page. A copy that writes everywhere at once (a layout change writes one line in every
+    /// plane per strip) makes that zeroing serial and lets two cores fault the same huge page;
+    /// populating first spreads it evenly. Blocks below [`HUGE_PAGE_MIN_BYTES`] are left alone.
+    /// The contents stay unspecified (the touched bytes become zero).
+    pub fn populate(&mut self) {
+        if self.len < HUGE_PAGE_MIN_BYTES {
+            return;
+        }
+        const PAGE: usize = 4096;
+        let start = self.as_mut_ptr() as usize;
+        let end = start + self.len;
+        // Chunks on absolute huge-page boundaries, so no page is touched from two cores.
+        let first = start.next_multiple_of(HUGE_PAGE_BYTES);
+        let chunks = (end.saturating_sub(first)).div_ceil(HUGE_PAGE_BYTES) + 1;
+        (0..chunks).into_par_iter().for_each(|c| {
+            let lo = if c == 0 {
+                start
+            } else {
+                first + (c - 1) * HUGE_PAGE_BYTES
+            };
+            let hi = (first + c * HUGE_PAGE_BYTES).min(end);
+            let mut addr = lo;
+            while addr < hi {
+                // SAFETY: `addr` lies in `[start, start + len)`, bytes this buffer owns and that
+                // nothing else can access while `self` is borrowed mutably; any byte value is
+                // valid for the (uninitialised) contents.
+                unsafe { (addr as *mut u8).write_volatile(0) };
+                addr = (addr / PAGE + 1) * PAGE;
+            }
+        });
+    }
 }
+
+/// Size of a transparent huge page on x86-64 and aarch64 with 4 KiB base pages.
+const HUGE_PAGE_BYTES: usize = 2 << 20;
 
 /// Blocks at least this large are backed by transparent huge pages where the kernel offers them
 /// on request (the threshold NumPy uses too): first touch then faults once per 2 MiB instead of
@@ -142,6 +182,29 @@ impl Drop for AlignedBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn populate_touches_one_byte_per_page_inside_the_buffer() {
+        for (len, alignment) in [(5 << 20, 64), ((9 << 20) + 12345, 8), (1000, 64)] {
+            let mut b = AlignedBuffer::new(len, alignment, Init::Uninit).unwrap();
+            b.as_uninit_mut().fill(MaybeUninit::new(0xab));
+            b.populate();
+            let start = b.as_ptr() as usize;
+            let bytes = b.as_uninit_mut();
+            // SAFETY: every byte was written by the fill above (or zeroed by populate).
+            let zeroed: Vec<usize> = (0..len)
+                .filter(|&i| unsafe { bytes[i].assume_init() } == 0)
+                .map(|i| start + i)
+                .collect();
+            if len < HUGE_PAGE_MIN_BYTES {
+                assert!(zeroed.is_empty());
+                continue;
+            }
+            let pages = (start + len).div_ceil(4096) - start / 4096;
+            assert_eq!(zeroed.len(), pages);
+            assert!(zeroed.iter().all(|&addr| addr == start || addr % 4096 == 0));
+        }
+    }
 
     #[test]
     fn aligned_and_zeroed() {

@@ -5,6 +5,7 @@
 //! The copy instead works in small square blocks of the plane spanned by the two unit-stride
 //! axes, so both sides touch whole cache lines, and spreads rows or block strips over all cores.
 
+use crate::kernels::exec::{fence, STREAM_MIN_BYTES};
 use rayon::prelude::*;
 
 /// Bytes of one cache line: a block of the copy spans one line per row on both sides.
@@ -35,37 +36,93 @@ pub unsafe fn copy_strided(
     if itemsize == 0 || shape.contains(&0) {
         return;
     }
-    // Drop unit axes and order the rest from the largest to the smallest destination stride.
-    let mut axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
-    axes.sort_by_key(|&a| std::cmp::Reverse(dst_strides[a].unsigned_abs()));
-    let (mut ext, mut ss, mut ds) = (Vec::new(), Vec::new(), Vec::<isize>::new());
-    for &a in &axes {
-        // Merge an axis into the previous (outer) one when both sides nest it densely.
-        if let (Some(&e), Some(&s), Some(&d)) = (ext.last(), ss.last(), ds.last()) {
-            if e > 0
-                && s == src_strides[a] * shape[a] as isize
-                && d == dst_strides[a] * shape[a] as isize
-            {
-                let n = ext.len() - 1;
-                ext[n] *= shape[a];
-                ss[n] = src_strides[a];
-                ds[n] = dst_strides[a];
-                continue;
-            }
-        }
-        ext.push(shape[a]);
-        ss.push(src_strides[a]);
-        ds.push(dst_strides[a]);
+    Job::new(itemsize, shape, src, src_strides, dst, dst_strides).run();
+}
+
+/// Whether a copy between these layouts changes the unit-stride axis, so that it works in
+/// strips that write a line in every plane of the destination at once (see
+/// [`crate::AlignedBuffer::populate`] for what that means for a fresh destination).
+pub fn changes_layout(
+    itemsize: usize,
+    shape: &[usize],
+    src_strides: &[isize],
+    dst_strides: &[isize],
+) -> bool {
+    if itemsize == 0 || shape.contains(&0) {
+        return false;
     }
-    let job = Job {
+    let job = Job::new(
         itemsize,
-        ext,
-        ss,
-        ds,
-        src: src as usize,
-        dst: dst as usize,
-    };
-    job.run();
+        shape,
+        std::ptr::null(),
+        src_strides,
+        std::ptr::null_mut(),
+        dst_strides,
+    );
+    matches!(job.mode(), Some(Mode::Blocks { .. }))
+}
+
+impl Job {
+    /// Orders the axes by destination stride and merges the ones both sides nest densely.
+    fn new(
+        itemsize: usize,
+        shape: &[usize],
+        src: *const u8,
+        src_strides: &[isize],
+        dst: *mut u8,
+        dst_strides: &[isize],
+    ) -> Job {
+        assert!(shape.len() == src_strides.len() && shape.len() == dst_strides.len());
+        // Drop unit axes and order the rest from the largest to the smallest destination stride.
+        let mut axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
+        axes.sort_by_key(|&a| std::cmp::Reverse(dst_strides[a].unsigned_abs()));
+        let (mut ext, mut ss, mut ds) = (Vec::new(), Vec::new(), Vec::<isize>::new());
+        for &a in &axes {
+            // Merge an axis into the previous (outer) one when both sides nest it densely.
+            if let (Some(&e), Some(&s), Some(&d)) = (ext.last(), ss.last(), ds.last()) {
+                if e > 0
+                    && s == src_strides[a] * shape[a] as isize
+                    && d == dst_strides[a] * shape[a] as isize
+                {
+                    let n = ext.len() - 1;
+                    ext[n] *= shape[a];
+                    ss[n] = src_strides[a];
+                    ds[n] = dst_strides[a];
+                    continue;
+                }
+            }
+            ext.push(shape[a]);
+            ss.push(src_strides[a]);
+            ds.push(dst_strides[a]);
+        }
+        let bytes = ext.iter().product::<usize>().saturating_mul(itemsize);
+        Job {
+            itemsize,
+            ext,
+            ss,
+            ds,
+            src: src as usize,
+            dst: dst as usize,
+            stream: bytes >= STREAM_MIN_BYTES,
+        }
+    }
+
+    /// How the innermost work is cut; `None` for a 0-d copy.
+    fn mode(&self) -> Option<Mode> {
+        let n = self.ext.len();
+        let a = n.checked_sub(1)?; // destination's innermost axis
+        let b = (0..n)
+            .min_by_key(|&ax| self.ss[ax].unsigned_abs())
+            .unwrap_or(a);
+        let block = LINE / self.itemsize;
+        Some(
+            if b != a && block >= 2 && self.ss[a].unsigned_abs() > 2 * self.itemsize {
+                Mode::Blocks { a, b, block }
+            } else {
+                Mode::Rows { a }
+            },
+        )
+    }
 }
 
 /// A copy with its axes ordered by destination stride (innermost last) and dense axes merged.
@@ -77,6 +134,8 @@ struct Job {
     ds: Vec<isize>,
     src: usize,
     dst: usize,
+    /// Whether whole destination lines are written with non-temporal stores (large copies).
+    stream: bool,
 }
 
 /// How the innermost work is cut.
@@ -93,7 +152,7 @@ enum Mode {
 impl Job {
     fn run(&self) {
         let n = self.ext.len();
-        if n == 0 {
+        let Some(mode) = self.mode() else {
             // SAFETY: a 0-d copy of one element, valid by the caller's contract.
             unsafe {
                 copy_elements(
@@ -106,16 +165,6 @@ impl Job {
                 )
             };
             return;
-        }
-        let a = n - 1; // destination's innermost axis
-        let b = (0..n)
-            .min_by_key(|&ax| self.ss[ax].unsigned_abs())
-            .unwrap_or(a);
-        let block = LINE / self.itemsize;
-        let mode = if b != a && block >= 2 && self.ss[a].unsigned_abs() > 2 * self.itemsize {
-            Mode::Blocks { a, b, block }
-        } else {
-            Mode::Rows { a }
         };
         // Outer axes: everything but `a` (and `b` for blocks), in destination order; the chunks
         // along `a` (rows) or the strips of `block` indices along `b` (blocks) are the innermost.
@@ -182,9 +231,16 @@ impl Job {
                     dsa: self.ds[a],
                     dsb: self.ds[b],
                 };
-                // SAFETY: the strip's elements are in bounds by the caller's contract.
+                let stream = self.stream && tile.whole_lines(d, size);
+                // SAFETY: the strip's elements are in bounds by the caller's contract; the
+                // streaming variants only run on whole aligned destination lines, and the fence
+                // below orders their stores before the task completes.
                 unsafe {
                     match size {
+                        #[cfg(target_arch = "x86_64")]
+                        4 if stream => tile.copy_streaming::<i32>(s, d),
+                        #[cfg(target_arch = "x86_64")]
+                        8 if stream => tile.copy_streaming::<i64>(s, d),
                         1 => tile.copy::<u8>(s, d),
                         2 => tile.copy::<u16>(s, d),
                         4 => tile.copy::<u32>(s, d),
@@ -204,6 +260,9 @@ impl Job {
                         }
                     }
                 }
+                if stream {
+                    fence();
+                }
             }
         }
     }
@@ -221,6 +280,43 @@ struct Tile {
 }
 
 impl Tile {
+    /// Whether every destination row of the strip is one whole, aligned cache line of
+    /// `size`-byte elements, so that it can be written with non-temporal stores: a large
+    /// destination is then not read into the cache before being overwritten.
+    fn whole_lines(&self, dst: *mut u8, size: usize) -> bool {
+        cfg!(target_arch = "x86_64")
+            && matches!(size, 4 | 8)
+            && self.dsa == size as isize
+            && self.na * size == LINE
+            && (dst as usize) % LINE == 0
+            && self.dsb % LINE as isize == 0
+    }
+
+    /// [`Tile::copy`] with non-temporal stores, for strips whose [`Tile::whole_lines`] holds.
+    ///
+    /// # Safety
+    /// As for [`Tile::copy`]; the destination address must be aligned to `T`. The stores are
+    /// weakly ordered: call [`fence`] before the memory is handed to another thread.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn copy_streaming<T: StreamStore>(&self, src: *const u8, dst: *mut u8) {
+        // One whole line per `b` index: a fixed count the compiler unrolls.
+        let per_line = LINE / std::mem::size_of::<T>();
+        debug_assert_eq!(self.na, per_line);
+        for ib in 0..self.nb as isize {
+            let s = src.wrapping_offset(ib * self.ssb);
+            let d = dst.wrapping_offset(ib * self.dsb) as *mut T;
+            for ia in 0..per_line {
+                // SAFETY: in bounds by the caller's contract; the destination is aligned (it
+                // starts a cache line and steps by the element size), the source may not be.
+                unsafe {
+                    let v =
+                        (s.wrapping_offset(ia as isize * self.ssa) as *const T).read_unaligned();
+                    T::store(d.add(ia), v);
+                }
+            }
+        }
+    }
+
     /// # Safety
     /// Every element of the strip must be valid as in [`copy_strided`].
     unsafe fn copy<T: Copy>(&self, src: *const u8, dst: *mut u8) {
@@ -236,6 +332,30 @@ impl Tile {
                 }
             }
         }
+    }
+}
+
+/// An element that x86-64 can store with a non-temporal (streaming) store.
+#[cfg(target_arch = "x86_64")]
+trait StreamStore: Copy {
+    /// # Safety
+    /// `dst` must be valid for writing and aligned; see [`Tile::copy_streaming`].
+    unsafe fn store(dst: *mut Self, v: Self);
+}
+
+#[cfg(target_arch = "x86_64")]
+impl StreamStore for i32 {
+    unsafe fn store(dst: *mut i32, v: i32) {
+        // SAFETY: forwarded from the caller; SSE2 is part of x86-64.
+        unsafe { std::arch::x86_64::_mm_stream_si32(dst, v) }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl StreamStore for i64 {
+    unsafe fn store(dst: *mut i64, v: i64) {
+        // SAFETY: forwarded from the caller; SSE2 is part of x86-64.
+        unsafe { std::arch::x86_64::_mm_stream_si64(dst, v) }
     }
 }
 
@@ -332,6 +452,18 @@ mod tests {
     }
 
     #[test]
+    fn layout_changes_are_detected() {
+        let c = [160, 40, 8];
+        assert!(changes_layout(8, &[4, 5, 5], &c, &[8, 32, 160]));
+        assert!(!changes_layout(8, &[4, 5, 5], &c, &c));
+        // Padded rows keep the unit-stride axis: no layout change.
+        assert!(!changes_layout(8, &[4, 5, 5], &c, &[8 * 36, 8 * 6, 8]));
+        assert!(!changes_layout(8, &[], &[], &[]));
+        assert!(!changes_layout(0, &[3, 3], &[24, 8], &[8, 24]));
+        assert!(!changes_layout(8, &[0, 3], &[24, 8], &[8, 0]));
+    }
+
+    #[test]
     fn copies_across_layouts() {
         check(&[], &[]);
         check(&[5], &[1]);
@@ -340,5 +472,38 @@ mod tests {
         check(&[256, 256, 4], &[1, 256, 256 * 256]); // large enough to go parallel
         check(&[3, 40, 50], &[40 * 52, 52, 1]); // padded rows
         check(&[4, 0, 3], &[1, 4, 4]);
+        // At least STREAM_MIN_BYTES: whole destination lines are streamed.
+        check(&[256, 256, 40], &[1, 256, 256 * 256]);
+        // Large, but rows of 250 elements: lines are not all aligned, both paths mix.
+        check(&[250, 256, 40], &[1, 250, 250 * 256]);
+    }
+
+    #[test]
+    fn large_four_byte_copies_stream_correctly() {
+        let shape = [512usize, 128, 72];
+        let n: usize = shape.iter().product();
+        assert!(n * 4 >= STREAM_MIN_BYTES);
+        let src: Vec<u32> = (0..n as u32).collect();
+        let mut dst = vec![u32::MAX; n];
+        let c = [(128 * 72 * 4) as isize, 72 * 4, 4];
+        let f = [4, 512 * 4, (512 * 128 * 4) as isize];
+        unsafe {
+            copy_strided(
+                4,
+                &shape,
+                src.as_ptr().cast(),
+                &c,
+                dst.as_mut_ptr().cast(),
+                &f,
+            )
+        };
+        for i in (0..512).step_by(7) {
+            for j in (0..128).step_by(5) {
+                for k in 0..72 {
+                    assert_eq!(dst[i + 512 * (j + 128 * k)], src[(i * 128 + j) * 72 + k]);
+                }
+            }
+        }
+        assert!(dst.iter().all(|&v| v != u32::MAX));
     }
 }

@@ -47,7 +47,7 @@
 //! ```
 
 mod copy;
-mod exec;
+pub(crate) mod exec;
 mod hdiff;
 mod laplacian;
 mod noop;
