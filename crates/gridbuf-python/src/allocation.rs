@@ -13,7 +13,6 @@ use std::os::raw::c_void;
 use std::sync::Arc;
 
 /// The allocation keywords shared by every function, after aliases are resolved.
-#[derive(Default)]
 struct Keywords<'py> {
     backend: Option<Bound<'py, PyAny>>,
     /// Which of the aliases was used, for messages: "backend" or "defaults".
