@@ -560,6 +560,10 @@ def test_from_array_is_a_copy():
         ((120, 90, 40), None, (1, -1, 2), "dace:cpu", None),
         ((8, 520, 130), (0, 2, 1), (1, 2, -1), "gt:cpu_kfirst", 4096),
         ((600, 600), (1, 0), (-1, 1), "numpy", 32),
+        # 16 MiB and more: streamed destination lines and a populated fresh buffer, for float64
+        # and float32; 301 rows leave some destination lines unaligned.
+        ((304, 256, 64), None, (1, 1, 1), "F", None),
+        ((301, 260, 64), None, (1, 1, 1), "gt:cpu_ifirst", None),
     ],
 )
 def test_from_array_large_layout_changes(src_shape, transpose, step, backend, alignment):
