@@ -583,11 +583,9 @@ numpy.ndarray
         let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
         let src_strides = source.strides().to_vec();
         let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
-        let itemsize = plan.itemsize;
-        let layout_change =
-            gridbuf::copy::changes_layout(itemsize, &full_shape, &src_strides, &dst_strides);
+        let copy = gridbuf::copy::CopyPlan::new(plan.itemsize, &full_shape, &src_strides, &dst_strides);
         py.detach(|| {
-            if layout_change {
+            if copy.changes_layout() {
                 // The copy writes all over the destination at once: fault its pages in first,
                 // on all cores (see `AlignedBuffer::populate`).
                 buffer.populate();
@@ -597,16 +595,7 @@ numpy.ndarray
             // `src_strides`, so every indexed element is readable; the destination is the fresh
             // buffer laid out by `plan` for the same shape, whose distinct indices map to distinct
             // elements inside it, and nothing else can see it yet.
-            unsafe {
-                gridbuf::copy::copy_strided(
-                    itemsize,
-                    &full_shape,
-                    src_ptr as *const u8,
-                    &src_strides,
-                    dst_ptr,
-                    &dst_strides,
-                )
-            }
+            unsafe { copy.run(src_ptr as *const u8, dst_ptr) }
         });
         wrap_array(py, dtype.base, buffer, plan)
     }

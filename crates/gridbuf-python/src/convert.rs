@@ -183,7 +183,8 @@ pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<Dim>> {
     Ok(out)
 }
 
-/// Picks the one of two aliased keywords that was given; giving both is an error.
+/// Picks the one of two aliased keywords that was given; giving both is an error. A keyword
+/// passed as `None` arrives here as not given (PyO3 maps `None` to `Option::None`).
 pub fn alias<'py>(
     a: Option<Bound<'py, PyAny>>,
     a_name: &str,
@@ -196,6 +197,6 @@ pub fn alias<'py>(
             &a,
             &format!("{b_name}= is an alias of {a_name}=; give only one of them"),
         )),
-        (a, b) => Ok(a.or(b).filter(|v| !v.is_none())),
+        (a, b) => Ok(a.or(b)),
     }
 }

@@ -97,11 +97,7 @@ fn arg_meta<'py>(
     ex: &Extracted<'py>,
 ) -> PyResult<ArgMeta> {
     if is_exact_ndarray(py, obj) {
-        return Ok(ArgMeta {
-            dims: None,
-            origin: None,
-            halo_lower: None,
-        });
+        return Ok(ArgMeta::default());
     }
     let (get_dims, get_origin) = METADATA.get_or_try_init(py, || -> PyResult<_> {
         let m = py.import("gridbuf._metadata")?;
@@ -822,11 +818,7 @@ impl BoundStencil {
         for o in objs.iter() {
             args.push(Arg {
                 ex: extract(&o)?,
-                meta: ArgMeta {
-                    dims: None,
-                    origin: None,
-                    halo_lower: None,
-                },
+                meta: ArgMeta::default(),
             });
         }
         let cbs = Callbacks::collect(&args)?;

@@ -124,8 +124,8 @@ impl Signature {
     }
 }
 
-/// What one argument says about itself besides its memory.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// What one argument says about itself besides its memory; the default declares nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ArgMeta {
     /// Dims in the array's index order, if it declares them (else the kernel's order is assumed).
     pub dims: Option<Vec<Dim>>,
@@ -731,11 +731,7 @@ mod tests {
     #[test]
     fn largest_domain_and_views() {
         let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
-        let m = ArgMeta {
-            dims: None,
-            origin: None,
-            halo_lower: None,
-        };
+        let m = ArgMeta::default();
         let call = bind(
             &sig2(1),
             &[(&a, &m), (&b, &m)],
@@ -781,11 +777,7 @@ mod tests {
     #[test]
     fn checks_name_the_field_and_axis() {
         let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
-        let m = ArgMeta {
-            dims: None,
-            origin: None,
-            halo_lower: None,
-        };
+        let m = ArgMeta::default();
         let err = bind(
             &sig2(1),
             &[(&a, &m), (&b, &m)],
@@ -831,11 +823,7 @@ mod tests {
     #[test]
     fn overlap_is_detected() {
         let a = arr(&[10, 10, 5]);
-        let m = ArgMeta {
-            dims: None,
-            origin: None,
-            halo_lower: None,
-        };
+        let m = ArgMeta::default();
         let sig = sig2(1);
         let call = bind(
             &sig,
@@ -852,11 +840,7 @@ mod tests {
     #[test]
     fn key_matches_exactly_the_key_it_equals() {
         let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
-        let m = ArgMeta {
-            dims: None,
-            origin: None,
-            halo_lower: None,
-        };
+        let m = ArgMeta::default();
         let origin = CallOrigin::All(vec![1, 1, 0]);
         let key = CallKey::new(&[(&a, &m), (&b, &m)], &origin, None);
         assert!(key.matches(&[(&a, &m), (&b, &m)], &origin, None));

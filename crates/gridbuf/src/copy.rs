@@ -32,46 +32,20 @@ pub unsafe fn copy_strided(
     dst: *mut u8,
     dst_strides: &[isize],
 ) {
-    assert!(shape.len() == src_strides.len() && shape.len() == dst_strides.len());
-    if itemsize == 0 || shape.contains(&0) {
-        return;
-    }
-    Job::new(itemsize, shape, src, src_strides, dst, dst_strides).run();
+    // SAFETY: forwarded from the caller.
+    unsafe { CopyPlan::new(itemsize, shape, src_strides, dst_strides).run(src, dst) }
 }
 
-/// Whether a copy between these layouts changes the unit-stride axis, so that it works in
-/// strips that write a line in every plane of the destination at once (see
-/// [`crate::AlignedBuffer::populate`] for what that means for a fresh destination).
-pub fn changes_layout(
-    itemsize: usize,
-    shape: &[usize],
-    src_strides: &[isize],
-    dst_strides: &[isize],
-) -> bool {
-    if itemsize == 0 || shape.contains(&0) {
-        return false;
-    }
-    let job = Job::new(
-        itemsize,
-        shape,
-        std::ptr::null(),
-        src_strides,
-        std::ptr::null_mut(),
-        dst_strides,
-    );
-    matches!(job.mode(), Some(Mode::Blocks { .. }))
-}
-
-impl Job {
-    /// Orders the axes by destination stride and merges the ones both sides nest densely.
-    fn new(
+impl CopyPlan {
+    /// Plans a copy of a `shape`-shaped array of `itemsize`-byte elements between two byte
+    /// stride sets: orders the axes by destination stride and merges the ones both sides nest
+    /// densely.
+    pub fn new(
         itemsize: usize,
         shape: &[usize],
-        src: *const u8,
         src_strides: &[isize],
-        dst: *mut u8,
         dst_strides: &[isize],
-    ) -> Job {
+    ) -> CopyPlan {
         assert!(shape.len() == src_strides.len() && shape.len() == dst_strides.len());
         // Drop unit axes and order the rest from the largest to the smallest destination stride.
         let mut axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
@@ -95,20 +69,33 @@ impl Job {
             ss.push(src_strides[a]);
             ds.push(dst_strides[a]);
         }
-        let bytes = ext.iter().product::<usize>().saturating_mul(itemsize);
-        Job {
+        // Zero for an empty copy (a zero extent or zero-size elements).
+        let bytes = if shape.contains(&0) {
+            0
+        } else {
+            ext.iter().product::<usize>().saturating_mul(itemsize)
+        };
+        CopyPlan {
             itemsize,
             ext,
             ss,
             ds,
-            src: src as usize,
-            dst: dst as usize,
-            stream: bytes >= STREAM_MIN_BYTES,
+            bytes,
         }
     }
 
-    /// How the innermost work is cut; `None` for a 0-d copy.
+    /// Whether the copy changes the unit-stride axis, so that it works in strips that write a
+    /// line in every plane of the destination at once (see [`crate::AlignedBuffer::populate`]
+    /// for what that means for a fresh destination).
+    pub fn changes_layout(&self) -> bool {
+        matches!(self.mode(), Some(Mode::Blocks { .. }))
+    }
+
+    /// How the innermost work is cut; `None` for a 0-d or empty copy.
     fn mode(&self) -> Option<Mode> {
+        if self.bytes == 0 {
+            return None;
+        }
         let n = self.ext.len();
         let a = n.checked_sub(1)?; // destination's innermost axis
         let b = (0..n)
@@ -125,17 +112,15 @@ impl Job {
     }
 }
 
-/// A copy with its axes ordered by destination stride (innermost last) and dense axes merged.
-/// Addresses are kept as integers so the job can be shared between threads.
-struct Job {
+/// A strided copy planned once, without addresses: its axes ordered by destination stride
+/// (innermost last), dense axes merged, and how the work is cut.
+pub struct CopyPlan {
     itemsize: usize,
     ext: Vec<usize>,
     ss: Vec<isize>,
     ds: Vec<isize>,
-    src: usize,
-    dst: usize,
-    /// Whether whole destination lines are written with non-temporal stores (large copies).
-    stream: bool,
+    /// Bytes copied; large copies write whole destination lines with non-temporal stores.
+    bytes: usize,
 }
 
 /// How the innermost work is cut.
@@ -149,23 +134,22 @@ enum Mode {
     Blocks { a: usize, b: usize, block: usize },
 }
 
-impl Job {
-    fn run(&self) {
+impl CopyPlan {
+    /// Runs the copy from `src` to `dst`.
+    ///
+    /// # Safety
+    /// As for [`copy_strided`], with the shape and strides the plan was made for.
+    pub unsafe fn run(&self, src: *const u8, dst: *mut u8) {
         let n = self.ext.len();
         let Some(mode) = self.mode() else {
-            // SAFETY: a 0-d copy of one element, valid by the caller's contract.
-            unsafe {
-                copy_elements(
-                    self.itemsize,
-                    1,
-                    self.src as *const u8,
-                    0,
-                    self.dst as *mut u8,
-                    0,
-                )
-            };
+            if self.bytes > 0 {
+                // SAFETY: a 0-d copy of one element, valid by the caller's contract.
+                unsafe { copy_elements(self.itemsize, 1, src, 0, dst, 0) };
+            }
             return;
         };
+        // Addresses as integers, so the work items can be shared between threads.
+        let (src, dst) = (src as usize, dst as usize);
         // Outer axes: everything but `a` (and `b` for blocks), in destination order; the chunks
         // along `a` (rows) or the strips of `block` indices along `b` (blocks) are the innermost.
         let outer: Vec<usize> = match mode {
@@ -178,9 +162,8 @@ impl Job {
             Mode::Blocks { a, block, .. } => self.ext[a].div_ceil(block),
         };
         let items = outer_count * pieces;
-        let total_bytes = self.ext.iter().product::<usize>() * self.itemsize;
-        let work = |w: usize| self.work_item(w, &outer, pieces, mode);
-        if total_bytes >= PARALLEL_MIN_BYTES && items > 1 {
+        let work = |w: usize| self.work_item(src, dst, w, &outer, pieces, mode);
+        if self.bytes >= PARALLEL_MIN_BYTES && items > 1 {
             let min_len = (items / (rayon::current_num_threads() * 8)).max(1);
             (0..items)
                 .into_par_iter()
@@ -191,7 +174,15 @@ impl Job {
         }
     }
 
-    fn work_item(&self, w: usize, outer: &[usize], pieces: usize, mode: Mode) {
+    fn work_item(
+        &self,
+        src: usize,
+        dst: usize,
+        w: usize,
+        outer: &[usize],
+        pieces: usize,
+        mode: Mode,
+    ) {
         let (mut rest, piece) = (w / pieces, w % pieces);
         let (mut so, mut d_o) = (0isize, 0isize);
         for &ax in outer.iter().rev() {
@@ -200,8 +191,8 @@ impl Job {
             so += i * self.ss[ax];
             d_o += i * self.ds[ax];
         }
-        let src = (self.src as *const u8).wrapping_offset(so);
-        let dst = (self.dst as *mut u8).wrapping_offset(d_o);
+        let src = (src as *const u8).wrapping_offset(so);
+        let dst = (dst as *mut u8).wrapping_offset(d_o);
         let size = self.itemsize;
         match mode {
             Mode::Rows { a } => {
@@ -231,7 +222,7 @@ impl Job {
                     dsa: self.ds[a],
                     dsb: self.ds[b],
                 };
-                let stream = self.stream && tile.whole_lines(d, size);
+                let stream = self.bytes >= STREAM_MIN_BYTES && tile.whole_lines(d, size);
                 // SAFETY: the strip's elements are in bounds by the caller's contract; the
                 // streaming variants only run on whole aligned destination lines, and the fence
                 // below orders their stores before the task completes.
@@ -454,13 +445,13 @@ mod tests {
     #[test]
     fn layout_changes_are_detected() {
         let c = [160, 40, 8];
-        assert!(changes_layout(8, &[4, 5, 5], &c, &[8, 32, 160]));
-        assert!(!changes_layout(8, &[4, 5, 5], &c, &c));
+        assert!(CopyPlan::new(8, &[4, 5, 5], &c, &[8, 32, 160]).changes_layout());
+        assert!(!CopyPlan::new(8, &[4, 5, 5], &c, &c).changes_layout());
         // Padded rows keep the unit-stride axis: no layout change.
-        assert!(!changes_layout(8, &[4, 5, 5], &c, &[8 * 36, 8 * 6, 8]));
-        assert!(!changes_layout(8, &[], &[], &[]));
-        assert!(!changes_layout(0, &[3, 3], &[24, 8], &[8, 24]));
-        assert!(!changes_layout(8, &[0, 3], &[24, 8], &[8, 0]));
+        assert!(!CopyPlan::new(8, &[4, 5, 5], &c, &[8 * 36, 8 * 6, 8]).changes_layout());
+        assert!(!CopyPlan::new(8, &[], &[], &[]).changes_layout());
+        assert!(!CopyPlan::new(0, &[3, 3], &[24, 8], &[8, 24]).changes_layout());
+        assert!(!CopyPlan::new(8, &[0, 3], &[24, 8], &[8, 0]).changes_layout());
     }
 
     #[test]
