@@ -64,6 +64,10 @@ def test_error_class_hierarchy():
         assert issubclass(cls, gb.GridbufError)
         assert issubclass(cls, builtin)
     assert issubclass(gb.UnknownPresetError, gb.GridbufValueError)
+    # gt4py.storage raises RuntimeError for an unknown backend; handlers written for it keep working.
+    assert issubclass(gb.UnknownPresetError, RuntimeError)
+    with pytest.raises(RuntimeError, match="backend"):
+        gb.zeros((3, 4), backend="non_existing_backend")
     # except ValueError keeps working for code written against NumPy or GT4Py.
     with pytest.raises(ValueError):
         gb.zeros((3, -1))

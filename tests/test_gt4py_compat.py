@@ -133,3 +133,42 @@ def test_gt4py_rejects_what_gridbuf_allows():
     with pytest.raises(ValueError):
         _gt(gt_storage.zeros, (3, 0), np.float64, backend="numpy")
     assert gb.zeros((3, 0), backend="numpy").shape == (3, 0)
+
+
+#: Bad calls of the allocation functions, written once for both libraries (``m`` is the module).
+BAD_CALLS = {
+    "unknown backend (zeros)": lambda m: m.zeros((3, 4), np.float64, backend="non_existing_backend"),
+    "unknown backend (empty)": lambda m: m.empty((3, 4), np.float64, backend="non_existing_backend"),
+    "unknown backend (ones)": lambda m: m.ones((3, 4), np.float64, backend="non_existing_backend"),
+    "unknown backend (full)": lambda m: m.full((3, 4), 1.0, np.float64, backend="non_existing_backend"),
+    "unknown backend (from_array)": lambda m: m.from_array(np.zeros((3, 4)), np.float64, backend="nope"),
+    "negative extent": lambda m: m.zeros((3, -1), np.float64, backend="numpy"),
+    "aligned_index too long": lambda m: m.zeros((3, 4), np.float64, backend="numpy", aligned_index=(1, 1, 1)),
+    "negative aligned_index": lambda m: m.zeros((3, 4), np.float64, backend="numpy", aligned_index=(-1, 0)),
+    "too many dimensions": lambda m: m.zeros((3, 4), np.float64, backend="numpy", dimensions=("I", "J", "K")),
+    "unknown dimension": lambda m: m.zeros((3, 4), np.float64, backend="numpy", dimensions=("I", "X")),
+    "float extent": lambda m: m.zeros((3, 4.5), np.float64, backend="numpy"),
+    "bad dtype": lambda m: m.zeros((3, 4), "notadtype", backend="numpy"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_errors_are_instances_of_what_gt4py_raises(case):
+    """Code that catches GT4Py's exception keeps catching gridbuf's: for each bad call, the class
+    the installed GT4Py raises is a base of the class gridbuf raises, and gridbuf's is a GridbufError."""
+    call = BAD_CALLS[case]
+    with pytest.raises(Exception) as gt_info:
+        _gt(call, gt_storage)
+    with pytest.raises(gb.GridbufError) as gb_info:
+        call(gb)
+    assert isinstance(gb_info.value, gt_info.type), (case, gt_info.type, type(gb_info.value))
+
+
+def test_unknown_backend_matches_gt4py_test():
+    # The check GT4Py's own storage tests make, and the one gridbuf adds: it is still a ValueError.
+    with pytest.raises(RuntimeError, match="backend"):
+        gb.zeros((3, 4), np.float64, backend="non_existing_backend")
+    with pytest.raises(gb.UnknownPresetError) as info:
+        gb.zeros((3, 4), np.float64, backend="non_existing_backend")
+    assert isinstance(info.value, ValueError)
+    assert "non_existing_backend" in str(info.value)

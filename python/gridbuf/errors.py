@@ -37,8 +37,12 @@ class GridbufMemoryError(GridbufError, MemoryError):
     """The memory for an allocation could not be obtained."""
 
 
-class UnknownPresetError(GridbufValueError):
-    """A preset (backend) name that is not registered; the message lists the valid names."""
+class UnknownPresetError(GridbufValueError, RuntimeError):
+    """A preset (backend) name that is not registered; the message lists the valid names.
+
+    Also a :class:`RuntimeError`, the class ``gt4py.storage`` raises for an unknown backend, so
+    handlers written for GT4Py keep working after the switch.
+    """
 
 
 class GridbufDeviceError(GridbufError, RuntimeError):

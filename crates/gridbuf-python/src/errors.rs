@@ -20,7 +20,7 @@ pub enum Class {
     Overflow,
     /// `GridbufMemoryError` (also a `MemoryError`)
     Memory,
-    /// `UnknownPresetError` (a `GridbufValueError`)
+    /// `UnknownPresetError` (a `GridbufValueError` and a `RuntimeError`, as GT4Py raises)
     UnknownPreset,
     /// `GridbufDeviceError` (also a `RuntimeError`)
     Device,
