@@ -535,41 +535,7 @@ pub fn c_strides(shape: &[usize], itemsize: usize) -> Result<Vec<isize>> {
     Ok(strides)
 }
 
-/// An [`Error::InvalidValue`] whose value is already formatted for the message (not quoted).
-pub(crate) fn invalid_raw(
-    param: impl Into<String>,
-    value: impl Into<String>,
-    expected: impl Into<String>,
-) -> Error {
-    Error::InvalidValue {
-        param: param.into(),
-        value: value.into(),
-        expected: expected.into(),
-    }
-}
-
-/// An [`Error::Overflow`] whose value is already formatted for the message (not quoted).
-pub(crate) fn overflow_raw(
-    param: impl Into<String>,
-    value: impl Into<String>,
-    what: &str,
-) -> Error {
-    Error::Overflow {
-        param: param.into(),
-        value: value.into(),
-        what: what.into(),
-    }
-}
-
-/// Formats a sequence as Python prints a tuple: `(3, 4)`, `(3,)`, `()`.
-pub(crate) fn format_tuple<T: fmt::Display>(values: &[T]) -> String {
-    let items: Vec<String> = values.iter().map(T::to_string).collect();
-    if items.len() == 1 {
-        format!("({},)", items[0])
-    } else {
-        format!("({})", items.join(", "))
-    }
-}
+pub(crate) use crate::error::{format_tuple, invalid_raw, overflow_raw};
 
 /// A description of an N-dimensional array in memory somebody else owns.
 ///

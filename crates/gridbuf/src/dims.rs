@@ -1,7 +1,7 @@
 //! Semantic dimensions: the Cartesian axes `I`, `J`, `K` and numbered data dimensions.
 
 use crate::axes::AxisVec;
-use crate::error::{Error, Result};
+use crate::error::{invalid_raw, Error, Result};
 use std::fmt;
 
 /// One semantic dimension of an array.
@@ -68,6 +68,7 @@ pub fn parse_dims_str(dims: &str) -> Result<Vec<Dim>> {
 }
 
 /// The default dims for `ndim` axes: `"IJK"[:ndim]`, then data dimensions `"0"`, `"1"`, ...
+/// (GT4Py's default).
 pub fn default_dims(ndim: usize) -> AxisVec<Dim> {
     const CARTESIAN: [Dim; 3] = [Dim::I, Dim::J, Dim::K];
     (0..ndim)
@@ -78,43 +79,68 @@ pub fn default_dims(ndim: usize) -> AxisVec<Dim> {
         .collect()
 }
 
-/// Checks that `dims` names `ndim` axes without repeating a name.
-pub fn validate_dims(dims: &[Dim], ndim: usize) -> Result<()> {
-    if dims.len() != ndim {
-        return Err(Error::invalid(
-            "dims",
-            format_dims(dims),
-            format!(
-                "expected one name per axis, {ndim} in all, not {}",
-                dims.len()
-            ),
-        ));
-    }
+/// Checks dims: no name may repeat and, when `ndim` is given, there must be one name per axis.
+///
+/// This is the one dims rule of gridbuf; every caller (allocation, presets, fields, data
+/// interfaces, the binder) goes through it, so the messages agree. `param` names the argument in
+/// the message, such as `dims` or `__gt_dims__`. A repeated name is reported before a wrong count.
+///
+/// ```
+/// use gridbuf::dims::{validate, Dim};
+/// assert!(validate(&[Dim::I, Dim::K], Some(2), "dims").is_ok());
+/// let err = validate(&[Dim::I, Dim::I], None, "dims").unwrap_err();
+/// assert_eq!(err.to_string(), "invalid dims ('I', 'I'): dimension 'I' appears more than once");
+/// ```
+pub fn validate(dims: &[Dim], ndim: Option<usize>, param: &str) -> Result<()> {
     for (pos, dim) in dims.iter().enumerate() {
         if dims[..pos].contains(dim) {
-            return Err(Error::invalid(
-                "dims",
+            return Err(invalid_raw(
+                param,
                 format_dims(dims),
-                format!(
-                    "dimension {dim:?} appears more than once",
-                    dim = dim.to_string()
-                ),
+                format!("dimension '{dim}' appears more than once"),
             ));
         }
     }
-    Ok(())
+    match ndim {
+        Some(n) if n != dims.len() => Err(invalid_raw(
+            param,
+            format_dims(dims),
+            format!(
+                "the array has {n} axes, so it needs one name per axis, {n} in all, not {}",
+                dims.len()
+            ),
+        )),
+        _ => Ok(()),
+    }
 }
 
-/// Appends `count` data dimensions numbered after the largest one `dims` already has.
-pub fn append_data_dims(dims: &mut AxisVec<Dim>, count: usize) {
-    let next = dims
-        .iter()
+/// Checks that `dims` names `ndim` axes without repeating a name: [`validate`] for `dims`.
+pub fn validate_dims(dims: &[Dim], ndim: usize) -> Result<()> {
+    validate(dims, Some(ndim), "dims")
+}
+
+/// The number of the next data dimension: one more than the largest data dimension in `dims`,
+/// or 0 when there is none. New axes (subarray axes, `numpy.newaxis`) are numbered from it so
+/// that they never collide with the dims an array has.
+///
+/// ```
+/// use gridbuf::dims::{next_data_dim, Dim};
+/// assert_eq!(next_data_dim(&[Dim::I, Dim::J]), 0);
+/// assert_eq!(next_data_dim(&[Dim::Data(2), Dim::K, Dim::Data(0)]), 3);
+/// ```
+pub fn next_data_dim(dims: &[Dim]) -> u32 {
+    dims.iter()
         .filter_map(|d| match d {
-            Dim::Data(n) => Some(n + 1),
+            Dim::Data(n) => Some(n.saturating_add(1)),
             _ => None,
         })
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// Appends `count` data dimensions numbered from [`next_data_dim`].
+pub fn append_data_dims(dims: &mut AxisVec<Dim>, count: usize) {
+    let next = next_data_dim(dims);
     dims.extend((0..count as u32).map(|n| Dim::Data(next + n)));
 }
 
@@ -159,6 +185,11 @@ mod tests {
         assert!(validate_dims(&[Dim::I, Dim::I], 2).is_err());
         assert!(validate_dims(&[Dim::I], 2).is_err());
         assert!(validate_dims(&[Dim::K, Dim::I], 2).is_ok());
+        assert_eq!(
+            validate(&[Dim::I], Some(2), "__gt_dims__").unwrap_err().to_string(),
+            "invalid __gt_dims__ ('I',): the array has 2 axes, so it needs one name per axis, 2 in all, not 1"
+        );
+        assert!(validate(&[Dim::I, Dim::J, Dim::Data(0)], None, "dims").is_ok());
     }
 
     #[test]

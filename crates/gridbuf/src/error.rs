@@ -1,4 +1,6 @@
-//! The one error type of the core. The Python bindings map each variant to an exception class.
+//! The one error type of the core and the helpers that compose its messages. The Python bindings
+//! map each variant to an exception class; every message is composed here or by the rule that
+//! fails, never in the bindings.
 
 /// Everything that can go wrong in the gridbuf core.
 ///
@@ -105,5 +107,57 @@ impl Error {
             value: format!("{value:?}"),
             what: what.into(),
         }
+    }
+}
+
+/// An [`Error::InvalidValue`] whose value is already formatted for the message (not quoted).
+pub fn invalid_raw(
+    param: impl Into<String>,
+    value: impl Into<String>,
+    expected: impl Into<String>,
+) -> Error {
+    Error::InvalidValue {
+        param: param.into(),
+        value: value.into(),
+        expected: expected.into(),
+    }
+}
+
+/// An [`Error::Overflow`] whose value is already formatted for the message (not quoted).
+pub fn overflow_raw(param: impl Into<String>, value: impl Into<String>, what: &str) -> Error {
+    Error::Overflow {
+        param: param.into(),
+        value: value.into(),
+        what: what.into(),
+    }
+}
+
+/// Formats a sequence as Python prints a tuple: `(3, 4)`, `(3,)`, `()`.
+pub fn format_tuple<T: std::fmt::Display>(values: &[T]) -> String {
+    let items: Vec<String> = values.iter().map(T::to_string).collect();
+    if items.len() == 1 {
+        format!("({},)", items[0])
+    } else {
+        format!("({})", items.join(", "))
+    }
+}
+
+/// Formats (lower, upper) pairs as Python prints a tuple of tuples: `((1, 1), (0, 2))`.
+pub fn format_pairs(pairs: &[(usize, usize)]) -> String {
+    let items: Vec<String> = pairs.iter().map(|(a, b)| format!("({a}, {b})")).collect();
+    format_tuple(&items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuples_print_as_python() {
+        assert_eq!(format_tuple::<usize>(&[]), "()");
+        assert_eq!(format_tuple(&[3]), "(3,)");
+        assert_eq!(format_tuple(&[3, 4]), "(3, 4)");
+        assert_eq!(format_pairs(&[(1, 2)]), "((1, 2),)");
+        assert_eq!(format_pairs(&[(1, 2), (0, 0)]), "((1, 2), (0, 0))");
     }
 }

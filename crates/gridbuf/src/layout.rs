@@ -88,6 +88,49 @@ pub fn validate_layout(layout: &[usize], ndim: usize) -> Result<()> {
     Ok(())
 }
 
+/// The layout map that byte strides follow: axes ranked from the largest absolute stride
+/// (rank 0) to the smallest, so the axis with the smallest absolute stride gets the highest rank.
+///
+/// Ties (equal absolute strides, such as several axes of length 1 or zero strides of a
+/// broadcast) keep index order: the earlier axis gets the lower rank. Zero strides are the
+/// smallest, so broadcast axes rank innermost. The sign of a stride is ignored.
+///
+/// ```
+/// use gridbuf::layout::from_strides;
+/// assert_eq!(from_strides(&[8, 80, 880])[..], [2, 1, 0]); // Fortran order
+/// assert_eq!(from_strides(&[-96, 32, 8])[..], [0, 1, 2]);
+/// assert_eq!(from_strides(&[0, 8, 8])[..], [2, 0, 1]);
+/// ```
+pub fn from_strides(strides: &[isize]) -> AxisVec<usize> {
+    let mut order: AxisVec<usize> = (0..strides.len()).collect();
+    // A stable sort, so that ties keep index order.
+    order.sort_by_key(|&axis| std::cmp::Reverse(strides[axis].unsigned_abs()));
+    let mut layout: AxisVec<usize> = smallvec::smallvec![0; strides.len()];
+    for (rank, axis) in order.into_iter().enumerate() {
+        layout[axis] = rank;
+    }
+    layout
+}
+
+impl BaseLayout {
+    /// The index-order base layout a layout map follows: [`BaseLayout::F`] when it is exactly
+    /// Fortran order (first axis unit stride) with more than one axis, else [`BaseLayout::C`].
+    /// It places dims an array lacks when a result has more dims than the array.
+    pub fn of_layout_map(layout: &[usize]) -> BaseLayout {
+        let n = layout.len();
+        if n > 1
+            && layout
+                .iter()
+                .enumerate()
+                .all(|(axis, &rank)| rank == n - 1 - axis)
+        {
+            BaseLayout::F
+        } else {
+            BaseLayout::C
+        }
+    }
+}
+
 /// The axes ordered from the largest stride to the unit stride: the inverse permutation.
 pub fn axes_by_rank(layout: &[usize]) -> AxisVec<usize> {
     let mut axes: AxisVec<usize> = smallvec::smallvec![0; layout.len()];
@@ -153,5 +196,13 @@ mod tests {
         assert!(validate_layout(&[0, 1], 3).is_err());
         assert!(BaseLayout::semantic([0, 0, 1]).is_err());
         assert_eq!(axes_by_rank(&[2, 0, 1]).to_vec(), vec![1, 2, 0]);
+    }
+
+    #[test]
+    fn base_of_layout_maps() {
+        assert_eq!(BaseLayout::of_layout_map(&[2, 1, 0]), BaseLayout::F);
+        assert_eq!(BaseLayout::of_layout_map(&[0, 1, 2]), BaseLayout::C);
+        assert_eq!(BaseLayout::of_layout_map(&[0]), BaseLayout::C);
+        assert_eq!(BaseLayout::of_layout_map(&[1, 0, 2]), BaseLayout::C);
     }
 }

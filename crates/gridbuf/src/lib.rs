@@ -21,10 +21,12 @@ pub mod copy;
 pub mod dims;
 pub mod error;
 pub mod fill;
+pub mod halo;
 pub mod interface;
 pub mod kernels;
 pub mod labelled;
 pub mod layout;
+pub mod origin;
 pub mod plan;
 pub mod preset;
 

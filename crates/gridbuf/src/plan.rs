@@ -3,9 +3,11 @@
 //! nothing, so GPU presets can be planned on machines without a GPU.
 
 use crate::axes::AxisVec;
-use crate::dims::{append_data_dims, default_dims, format_dims, validate_dims, Dim};
+use crate::dims::{self, append_data_dims, default_dims, Dim};
 use crate::error::{Error, Result};
+use crate::halo;
 use crate::layout::{axes_by_rank, validate_layout};
+use crate::origin;
 use crate::preset::{check_alignment, Device, Preset};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -89,168 +91,53 @@ pub struct Plan {
     pub preset: Arc<Preset>,
 }
 
-fn check_len<T: std::fmt::Debug>(param: &str, value: &[T], ndim: usize) -> Result<()> {
-    if value.len() == ndim {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            param,
-            value,
-            format!("expected one entry per axis of the shape, {ndim} in all"),
-        ))
-    }
+/// The per-axis metadata of a plan before its memory placement: shape (subarray axes
+/// appended), dims, halo, aligned index and layout map.
+struct Axes {
+    shape: AxisVec<usize>,
+    dims: AxisVec<Dim>,
+    halo: AxisVec<(usize, usize)>,
+    aligned_index: AxisVec<usize>,
+    layout: AxisVec<usize>,
+}
+
+/// Where the axes lie in memory: the padded shape, byte strides and the bytes spanned.
+struct Placement {
+    padded_shape: AxisVec<usize>,
+    strides: AxisVec<usize>,
+    nbytes: usize,
 }
 
 impl Plan {
     /// Resolves a request into a plan, checking every value.
     pub fn new(req: &PlanRequest) -> Result<Plan> {
-        let user_ndim = req.shape.len();
-        if req.itemsize == 0 {
-            return Err(Error::invalid(
-                "dtype",
-                "itemsize 0",
-                "expected a fixed-size numeric or bool dtype",
-            ));
-        }
-        let mut dims = match &req.dims {
-            Some(dims) => {
-                validate_dims(dims, user_ndim).map_err(|_| {
-                    if dims.len() != user_ndim {
-                        Error::invalid(
-                            "dims",
-                            format_dims(dims),
-                            format!("expected one name per axis of the shape {:?}", req.shape),
-                        )
-                    } else {
-                        Error::invalid(
-                            "dims",
-                            format_dims(dims),
-                            "each dimension may appear only once",
-                        )
-                    }
-                })?;
-                dims.clone()
-            }
-            None => default_dims(user_ndim),
-        };
-        let mut halo = match &req.halo {
-            Some(h) => {
-                check_len("halo", h, user_ndim)?;
-                for (axis, (&(lo, hi), &n)) in h.iter().zip(&req.shape).enumerate() {
-                    let fits = lo.checked_add(hi).is_some_and(|w| w <= n);
-                    if !fits {
-                        return Err(Error::invalid(
-                            "halo",
-                            h,
-                            format!("the halo of axis {axis} ({lo} + {hi}) is larger than its extent {n}"),
-                        ));
-                    }
-                }
-                h.clone()
-            }
-            None => smallvec::smallvec![(0, 0); user_ndim],
-        };
-        let mut aligned_index = match &req.aligned_index {
-            Some(ai) => {
-                check_len("aligned_index", ai, user_ndim)?;
-                if let Some(axis) = (0..user_ndim).find(|&a| ai[a] > req.shape[a]) {
-                    return Err(Error::invalid(
-                        "aligned_index",
-                        ai,
-                        format!(
-                            "index {} of axis {axis} is beyond the extent {}",
-                            ai[axis], req.shape[axis]
-                        ),
-                    ));
-                }
-                ai.clone()
-            }
-            None => halo.iter().map(|&(lo, _)| lo).collect(),
-        };
-        let n_sub = req.subarray_shape.len();
-        let mut layout = match &req.layout {
-            Some(l) => {
-                validate_layout(l, user_ndim)?;
-                // Subarray axes are data dims: outermost, in order.
-                l.iter()
-                    .map(|&j| j + n_sub)
-                    .chain(0..n_sub)
-                    .collect::<AxisVec<_>>()
-            }
-            None => AxisVec::new(),
-        };
-        let mut shape = req.shape.clone();
-        shape.extend_from_slice(&req.subarray_shape);
-        append_data_dims(&mut dims, n_sub);
-        halo.extend(std::iter::repeat_n((0, 0), n_sub));
-        aligned_index.extend(std::iter::repeat_n(0, n_sub));
-        if req.layout.is_none() {
-            layout = req.preset.layout_map(&dims);
-        }
-
+        check_itemsize(req.itemsize)?;
+        let axes = resolve_axes(req)?;
         let row_alignment = req.alignment.unwrap_or(req.preset.alignment);
-        check_alignment(row_alignment)?;
-        let itemsize = req.itemsize;
-        let items_per_row_block = if row_alignment % itemsize == 0 {
-            row_alignment / itemsize
-        } else if itemsize % row_alignment == 0 {
-            1
-        } else {
-            return Err(Error::invalid(
-                "alignment",
-                row_alignment,
-                format!("expected a multiple or divisor of the element size {itemsize}"),
-            ));
-        };
-
-        let ndim = shape.len();
-        let order = axes_by_rank(&layout);
-        let mut padded_shape = shape.clone();
-        if let Some(&unit_axis) = order.last() {
-            let n = shape[unit_axis];
-            padded_shape[unit_axis] = n
-                .div_ceil(items_per_row_block)
-                .checked_mul(items_per_row_block)
-                .ok_or_else(|| Error::overflow("shape", &req.shape, "the padded extent"))?;
-        }
-        let mut strides: AxisVec<usize> = smallvec::smallvec![0; ndim];
-        let mut acc = itemsize;
-        for &axis in order.iter().rev() {
-            strides[axis] = acc;
-            acc = acc
-                .checked_mul(padded_shape[axis])
-                .ok_or_else(|| Error::overflow("shape", &req.shape, "the byte size"))?;
-        }
-        let nbytes = acc;
+        let items_per_row_block = items_per_row_block(row_alignment, req.itemsize)?;
+        let placement = place(req, &axes, items_per_row_block)?;
         let alignment = row_alignment.max(MIN_ALIGNMENT);
-        // Address of the aligned element relative to element 0; it fits since every index is
-        // at most its extent (one past the end at worst) and the extents fit in `nbytes`.
-        let aligned_pos = aligned_index
-            .iter()
-            .zip(&strides)
-            .try_fold(0usize, |s, (&i, &st)| s.checked_add(i.checked_mul(st)?))
-            .ok_or_else(|| Error::overflow("aligned_index", &aligned_index, "the byte position"))?;
-        let byte_offset = (alignment - aligned_pos % alignment) % alignment;
-        // The buffer must hold the offset, the data and the slack to find an aligned base.
-        nbytes
-            .checked_add(byte_offset)
-            .and_then(|n| n.checked_add(alignment))
-            .filter(|&n| n <= isize::MAX as usize)
-            .ok_or_else(|| Error::overflow("shape", &req.shape, "the byte size"))?;
-
+        let byte_offset = aligned_offset(req, &axes.aligned_index, &placement, alignment)?;
+        let Axes {
+            shape,
+            dims,
+            halo,
+            aligned_index,
+            layout,
+        } = axes;
         Ok(Plan {
             shape,
-            padded_shape,
-            strides,
+            padded_shape: placement.padded_shape,
+            strides: placement.strides,
             layout,
             dims,
             halo,
             aligned_index,
-            itemsize,
+            itemsize: req.itemsize,
             row_alignment,
             alignment,
             byte_offset,
-            nbytes,
+            nbytes: placement.nbytes,
             device: req.preset.device,
             preset: Arc::clone(&req.preset),
         })
@@ -299,6 +186,25 @@ impl Plan {
         self.byte_offset + self.nbytes
     }
 
+    /// Whether an array with `shape`, byte `strides` and element 0 at `address` is the whole
+    /// array of an allocation made with this plan whose element 0 is at `data_address` (the
+    /// allocation itself or a view of all of it), so that its storage parameters are the plan's.
+    pub fn is_whole(
+        &self,
+        shape: &[usize],
+        strides: &[isize],
+        address: usize,
+        data_address: usize,
+    ) -> bool {
+        address == data_address
+            && shape == &self.shape[..]
+            && strides.len() == self.strides.len()
+            && strides
+                .iter()
+                .zip(&self.strides)
+                .all(|(&a, &b)| isize::try_from(b) == Ok(a))
+    }
+
     /// Byte position of an element relative to element 0, or `None` if out of bounds.
     pub fn element_offset(&self, index: &[usize]) -> Option<usize> {
         if index.len() != self.ndim() || index.iter().zip(&self.shape).any(|(i, n)| i >= n) {
@@ -306,6 +212,140 @@ impl Plan {
         }
         Some(index.iter().zip(&self.strides).map(|(i, s)| i * s).sum())
     }
+}
+
+/// Step 1: elements must have a size.
+fn check_itemsize(itemsize: usize) -> Result<()> {
+    if itemsize == 0 {
+        return Err(Error::invalid(
+            "dtype",
+            "itemsize 0",
+            "expected a fixed-size numeric or bool dtype",
+        ));
+    }
+    Ok(())
+}
+
+/// Step 2: checks the caller's dims, halo, aligned index and layout (or takes their
+/// defaults), then appends the subarray axes as outermost data dims.
+fn resolve_axes(req: &PlanRequest) -> Result<Axes> {
+    let user_ndim = req.shape.len();
+    let mut dims = match &req.dims {
+        Some(dims) => {
+            dims::validate(dims, Some(user_ndim), "dims")?;
+            dims.clone()
+        }
+        None => default_dims(user_ndim),
+    };
+    let mut halo = match &req.halo {
+        Some(h) => {
+            halo::check_fits(&req.shape, h, Some(&dims), "halo")?;
+            h.clone()
+        }
+        None => smallvec::smallvec![(0, 0); user_ndim],
+    };
+    let mut aligned_index = match &req.aligned_index {
+        Some(ai) => {
+            origin::check(ai, &req.shape, "aligned_index")?;
+            ai.clone()
+        }
+        None => halo::lower(&halo),
+    };
+    let n_sub = req.subarray_shape.len();
+    let layout = match &req.layout {
+        Some(l) => {
+            validate_layout(l, user_ndim)?;
+            // Subarray axes are data dims: outermost, in order.
+            Some(
+                l.iter()
+                    .map(|&j| j + n_sub)
+                    .chain(0..n_sub)
+                    .collect::<AxisVec<_>>(),
+            )
+        }
+        None => None,
+    };
+    let mut shape = req.shape.clone();
+    shape.extend_from_slice(&req.subarray_shape);
+    append_data_dims(&mut dims, n_sub);
+    halo.extend(std::iter::repeat_n((0, 0), n_sub));
+    aligned_index.extend(std::iter::repeat_n(0, n_sub));
+    let layout = layout.unwrap_or_else(|| req.preset.layout_map(&dims));
+    Ok(Axes {
+        shape,
+        dims,
+        halo,
+        aligned_index,
+        layout,
+    })
+}
+
+/// Step 3: how many elements the unit-stride rows are padded to a multiple of.
+fn items_per_row_block(row_alignment: usize, itemsize: usize) -> Result<usize> {
+    check_alignment(row_alignment)?;
+    if row_alignment % itemsize == 0 {
+        Ok(row_alignment / itemsize)
+    } else if itemsize % row_alignment == 0 {
+        Ok(1)
+    } else {
+        Err(Error::invalid(
+            "alignment",
+            row_alignment,
+            format!("expected a multiple or divisor of the element size {itemsize}"),
+        ))
+    }
+}
+
+/// Step 4: pads the unit-stride axis and computes the byte strides in layout order.
+fn place(req: &PlanRequest, axes: &Axes, items_per_row_block: usize) -> Result<Placement> {
+    let order = axes_by_rank(&axes.layout);
+    let mut padded_shape = axes.shape.clone();
+    if let Some(&unit_axis) = order.last() {
+        let n = axes.shape[unit_axis];
+        padded_shape[unit_axis] = n
+            .div_ceil(items_per_row_block)
+            .checked_mul(items_per_row_block)
+            .ok_or_else(|| Error::overflow("shape", &req.shape, "the padded extent"))?;
+    }
+    let mut strides: AxisVec<usize> = smallvec::smallvec![0; axes.shape.len()];
+    let mut acc = req.itemsize;
+    for &axis in order.iter().rev() {
+        strides[axis] = acc;
+        acc = acc
+            .checked_mul(padded_shape[axis])
+            .ok_or_else(|| Error::overflow("shape", &req.shape, "the byte size"))?;
+    }
+    Ok(Placement {
+        padded_shape,
+        strides,
+        nbytes: acc,
+    })
+}
+
+/// Step 5: the byte offset of element 0 from an aligned base that puts the aligned element on
+/// `alignment`, checking that offset, data and slack fit the address space.
+fn aligned_offset(
+    req: &PlanRequest,
+    aligned_index: &[usize],
+    placement: &Placement,
+    alignment: usize,
+) -> Result<usize> {
+    // Address of the aligned element relative to element 0; it fits since every index is
+    // at most its extent (one past the end at worst) and the extents fit in `nbytes`.
+    let aligned_pos = aligned_index
+        .iter()
+        .zip(&placement.strides)
+        .try_fold(0usize, |s, (&i, &st)| s.checked_add(i.checked_mul(st)?))
+        .ok_or_else(|| Error::overflow("aligned_index", aligned_index, "the byte position"))?;
+    let byte_offset = (alignment - aligned_pos % alignment) % alignment;
+    // The buffer must hold the offset, the data and the slack to find an aligned base.
+    placement
+        .nbytes
+        .checked_add(byte_offset)
+        .and_then(|n| n.checked_add(alignment))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| Error::overflow("shape", &req.shape, "the byte size"))?;
+    Ok(byte_offset)
 }
 
 #[cfg(test)]
@@ -372,6 +412,16 @@ mod tests {
         );
         req.halo = Some(smallvec::smallvec![(6, 6), (0, 0), (0, 0)]);
         assert!(Plan::new(&req).is_err());
+    }
+
+    #[test]
+    fn whole_allocations() {
+        let p = Plan::new(&plan(&[4, 5], 8, "C")).unwrap();
+        assert!(p.is_whole(&[4, 5], &[40, 8], 64, 64));
+        assert!(!p.is_whole(&[4, 5], &[40, 8], 72, 64));
+        assert!(!p.is_whole(&[4, 4], &[40, 8], 64, 64));
+        assert!(!p.is_whole(&[4, 5], &[40, -8], 64, 64));
+        assert!(!p.is_whole(&[4, 5, 1], &[40, 8, 8], 64, 64));
     }
 
     #[test]
