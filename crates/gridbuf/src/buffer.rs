@@ -1,7 +1,6 @@
 //! Aligned host memory that owns itself.
 
 use crate::error::{Error, Result};
-use rayon::prelude::*;
 use std::alloc::{self, Layout};
 use std::mem::MaybeUninit;
 use std::ptr::NonNull;
@@ -112,7 +111,7 @@ impl AlignedBuffer {
     /// A fresh block's pages are zeroed by the kernel on first touch, one core at a time per
     /// page. A copy that writes everywhere at once (a layout change writes one line in every
     /// plane per strip) makes that zeroing serial and lets two cores fault the same huge page;
-    /// populating first spreads it evenly. Blocks below [`HUGE_PAGE_MIN_BYTES`] are left alone.
+    /// populating first spreads it evenly over the [`crate::threads::configured`] threads. Blocks below [`HUGE_PAGE_MIN_BYTES`] are left alone.
     /// The contents stay unspecified (the touched bytes become zero).
     pub fn populate(&mut self) {
         if self.len < HUGE_PAGE_MIN_BYTES {
@@ -124,7 +123,7 @@ impl AlignedBuffer {
         // Chunks on absolute huge-page boundaries, so no page is touched from two cores.
         let first = start.next_multiple_of(HUGE_PAGE_BYTES);
         let chunks = (end.saturating_sub(first)).div_ceil(HUGE_PAGE_BYTES) + 1;
-        (0..chunks).into_par_iter().for_each(|c| {
+        crate::threads::for_each_index(crate::threads::configured(), chunks, |c| {
             let lo = if c == 0 {
                 start
             } else {

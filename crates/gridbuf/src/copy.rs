@@ -3,9 +3,11 @@
 //! When the source and destination have different unit-stride axes (a layout change such as
 //! C order to Fortran order), a plain loop reads or writes a new cache line for every element.
 //! The copy instead works in small square blocks of the plane spanned by the two unit-stride
-//! axes, so both sides touch whole cache lines, and spreads rows or block strips over all cores.
+//! axes, so both sides touch whole cache lines, and spreads rows or block strips over the
+//! [`crate::threads::configured`] threads.
 
 use crate::kernels::exec::{fence, STREAM_MIN_BYTES};
+use crate::threads;
 use rayon::prelude::*;
 
 /// Bytes of one cache line: a block of the copy spans one line per row on both sides.
@@ -163,14 +165,22 @@ impl CopyPlan {
         };
         let items = outer_count * pieces;
         let work = |w: usize| self.work_item(src, dst, w, &outer, pieces, mode);
-        if self.bytes >= PARALLEL_MIN_BYTES && items > 1 {
-            let min_len = (items / (rayon::current_num_threads() * 8)).max(1);
-            (0..items)
-                .into_par_iter()
-                .with_min_len(min_len)
-                .for_each(work);
+        let pool = if self.bytes >= PARALLEL_MIN_BYTES && items > 1 {
+            threads::pool(threads::configured())
         } else {
-            (0..items).for_each(work);
+            None
+        };
+        match pool {
+            Some(pool) => {
+                let min_len = (items / (pool.current_num_threads() * 8)).max(1);
+                pool.install(|| {
+                    (0..items)
+                        .into_par_iter()
+                        .with_min_len(min_len)
+                        .for_each(work)
+                });
+            }
+            None => (0..items).for_each(work),
         }
     }
 

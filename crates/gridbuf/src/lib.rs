@@ -18,7 +18,9 @@ pub mod axes;
 pub mod binding;
 pub mod buffer;
 pub mod copy;
+pub mod device;
 pub mod dims;
+pub mod dtype;
 pub mod error;
 pub mod fill;
 pub mod halo;
@@ -29,6 +31,7 @@ pub mod layout;
 pub mod origin;
 pub mod plan;
 pub mod preset;
+pub mod threads;
 
 pub use axes::AxisVec;
 pub use buffer::{AlignedBuffer, Init};

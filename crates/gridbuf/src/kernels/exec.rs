@@ -1,21 +1,15 @@
-//! Loop machinery shared by the kernels: thread counts and cached pools, the loop order chosen
+//! Loop machinery shared by the kernels (thread counts and pools live in [`crate::threads`]): the loop order chosen
 //! from strides, splitting an output into disjoint tasks, and a row driver that hands
 //! contiguous slices to a kernel's inner loop.
 
 use super::Float;
-use crate::error::{Error, Result};
 use ndarray::{s, ArrayView1, ArrayView2, ArrayView3, ArrayViewMut1, ArrayViewMut3, Axis};
-use rayon::prelude::*;
-use std::collections::HashMap;
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex, OnceLock};
 
 /// Domains with fewer points than this run on the calling thread: below it, waking a pool
 /// costs more than the second core saves.
 pub const PARALLEL_MIN_POINTS: usize = 32 * 1024;
 
-/// The largest thread count accepted by [`Threads::new`].
-pub const MAX_THREADS: usize = 1024;
+pub use crate::threads::{Threads, MAX_THREADS};
 
 /// Copies of at least this many bytes write with non-temporal (streaming) stores: such an
 /// output does not fit the last-level cache with its input, and streaming saves reading every
@@ -81,63 +75,6 @@ pub(crate) fn fence() {
     };
 }
 
-/// How many threads a kernel call may use; 1 runs on the calling thread.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Threads(NonZeroUsize);
-
-impl Threads {
-    /// One thread: the calling thread does all the work.
-    pub const ONE: Threads = Threads(NonZeroUsize::MIN);
-
-    /// `n` threads, between 1 and [`MAX_THREADS`].
-    pub fn new(n: usize) -> Result<Threads> {
-        match NonZeroUsize::new(n) {
-            Some(nz) if n <= MAX_THREADS => Ok(Threads(nz)),
-            _ => Err(Error::invalid(
-                "threads",
-                n,
-                format!("expected a number of threads between 1 and {MAX_THREADS}"),
-            )),
-        }
-    }
-
-    /// As many threads as the machine offers to this process (at least 1).
-    pub fn available() -> Threads {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Threads(NonZeroUsize::new(n.min(MAX_THREADS)).unwrap_or(NonZeroUsize::MIN))
-    }
-
-    /// The number of threads.
-    pub fn get(self) -> usize {
-        self.0.get()
-    }
-}
-
-impl Default for Threads {
-    fn default() -> Self {
-        Threads::ONE
-    }
-}
-
-/// The cached pool with `n` threads; `None` if the threads cannot be started.
-fn pool(n: usize) -> Option<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let pools = POOLS.get_or_init(Default::default);
-    // A poisoned lock only means another thread panicked while inserting; the map is intact.
-    let mut map = pools.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = map.get(&n) {
-        return Some(p.clone());
-    }
-    let p = rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .thread_name(|i| format!("gridbuf-kernel-{i}"))
-        .build()
-        .ok()?;
-    let p = Arc::new(p);
-    map.insert(n, p.clone());
-    Some(p)
-}
-
 static SIMD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
 
 /// Allows or forbids the AVX2 code paths (for tests: both paths give bitwise equal results).
@@ -195,17 +132,7 @@ pub(crate) fn tasks_wanted(threads: Threads) -> usize {
     threads.get() * 4
 }
 
-/// Runs `f` on every task, on the pool for `threads` (or the calling thread if there is one
-/// task, one thread, or the pool cannot start).
-pub(crate) fn run_tasks<I: Send, F: Fn(I) + Sync>(threads: Threads, tasks: Vec<I>, f: F) {
-    if threads.get() > 1 && tasks.len() > 1 {
-        if let Some(p) = pool(threads.get()) {
-            p.install(|| tasks.into_par_iter().for_each(&f));
-            return;
-        }
-    }
-    tasks.into_iter().for_each(f);
-}
+pub(crate) use crate::threads::run_tasks;
 
 /// Axes of the domain in loop order: `inner` is the output's unit-stride axis.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -540,13 +467,5 @@ mod tests {
         for ((x, y, z), e) in a.indexed_iter() {
             assert_eq!(*e, (100 * x + 10 * y + z) as f64);
         }
-    }
-
-    #[test]
-    fn threads_are_checked() {
-        assert!(Threads::new(0).is_err());
-        assert!(Threads::new(MAX_THREADS + 1).is_err());
-        assert_eq!(Threads::new(3).unwrap().get(), 3);
-        assert!(Threads::available().get() >= 1);
     }
 }
