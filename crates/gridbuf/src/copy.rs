@@ -7,7 +7,7 @@
 //! [`crate::threads::configured`] threads.
 
 use crate::kernels::exec::{fence, STREAM_MIN_BYTES};
-use crate::threads;
+use crate::threads::{self, Threads};
 use rayon::prelude::*;
 
 /// Bytes of one cache line: a block of the copy spans one line per row on both sides.
@@ -137,11 +137,20 @@ enum Mode {
 }
 
 impl CopyPlan {
-    /// Runs the copy from `src` to `dst`.
+    /// Runs the copy from `src` to `dst` on the [`threads::configured`] threads.
     ///
     /// # Safety
     /// As for [`copy_strided`], with the shape and strides the plan was made for.
     pub unsafe fn run(&self, src: *const u8, dst: *mut u8) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.run_with(threads::configured(), src, dst) }
+    }
+
+    /// [`CopyPlan::run`] on `threads` threads.
+    ///
+    /// # Safety
+    /// As for [`copy_strided`], with the shape and strides the plan was made for.
+    pub unsafe fn run_with(&self, threads: Threads, src: *const u8, dst: *mut u8) {
         let n = self.ext.len();
         let Some(mode) = self.mode() else {
             if self.bytes > 0 {
@@ -166,7 +175,7 @@ impl CopyPlan {
         let items = outer_count * pieces;
         let work = |w: usize| self.work_item(src, dst, w, &outer, pieces, mode);
         let pool = if self.bytes >= PARALLEL_MIN_BYTES && items > 1 {
-            threads::pool(threads::configured())
+            threads::pool(threads)
         } else {
             None
         };

@@ -1,16 +1,14 @@
 //! `copy(inp, out)`: out = inp on the domain.
 //!
 //! Rows along the output's unit-stride axis are copied slice by slice. When the input's
-//! unit-stride axis is another one (a layout change), the copy goes through square tiles of the
-//! plane of the two unit-stride axes so that both sides touch whole cache lines.
+//! unit-stride axis is another one (a layout change), the kernel hands the copy to
+//! [`crate::copy::CopyPlan`], the one layout-changing copy of gridbuf.
 
 use super::exec::{self, Order, Threads};
 use super::{impl_kernel, Extent, FieldSpec, Float};
+use crate::copy::CopyPlan;
 use crate::error::Result;
-use ndarray::{s, ArrayView3, ArrayViewMut3, Axis, Zip};
-
-/// Tile edge of a layout-changing copy: 32 x 32 doubles are 8 KiB per side.
-const TILE: usize = 32;
+use ndarray::{ArrayView3, ArrayViewMut3};
 
 static FIELDS: [FieldSpec; 2] = [
     FieldSpec::input("inp", Extent::ZERO),
@@ -42,7 +40,7 @@ impl CopyKernel {
                 let stream = exec::streaming::<T>(out.len());
                 exec::par_rows(out, [inp], threads, stream, &CopyRow)
             }
-            Some(b) => tiled(inp, out, order, b, threads),
+            Some(_) => tiled(inp, out, threads),
         }
         Ok(())
     }
@@ -76,55 +74,21 @@ fn transposing_axis<T>(inp: &ArrayView3<'_, T>, order: Order) -> Option<usize> {
         .min_by_key(|&a| st[a].unsigned_abs())
 }
 
-/// Copies with TILE x TILE tiles of the plane spanned by the output's inner axis and the
-/// input's unit-stride axis `b`, over every index of the third axis.
-fn tiled<T: Float>(
-    inp: ArrayView3<'_, T>,
-    out: ArrayViewMut3<'_, T>,
-    order: Order,
-    b: usize,
-    threads: Threads,
-) {
-    let a = order.inner;
-    let c = 3 - a - b;
+/// A layout-changing copy: a thin wrapper over the one implementation, [`CopyPlan`], which
+/// works in strips of whole destination cache lines.
+fn tiled<T: Float>(inp: ArrayView3<'_, T>, mut out: ArrayViewMut3<'_, T>, threads: Threads) {
     let (i, j, k) = out.dim();
-    let shape = [i, j, k];
-    let work = |origin: [usize; 3], mut part: ArrayViewMut3<'_, T>| {
-        let (pi, pj, pk) = part.dim();
-        let src = exec::window(&inp, origin, [pi, pj, pk]);
-        let pshape = [pi, pj, pk];
-        for z in 0..pshape[c] {
-            let mut oplane = part.index_axis_mut(Axis(c), z);
-            let iplane = src.index_axis(Axis(c), z);
-            let a2 = exec::after_removing(a, c);
-            for a0 in (0..pshape[a]).step_by(TILE) {
-                for b0 in (0..pshape[b]).step_by(TILE) {
-                    let (a1, b1) = ((a0 + TILE).min(pshape[a]), (b0 + TILE).min(pshape[b]));
-                    let (r0, r1) = if a2 == 0 {
-                        (a0..a1, b0..b1)
-                    } else {
-                        (b0..b1, a0..a1)
-                    };
-                    let mut ot = oplane.slice_mut(s![r0.clone(), r1.clone()]);
-                    let it = iplane.slice(s![r0, r1]);
-                    Zip::from(&mut ot).and(&it).for_each(|o, i| *o = *i);
-                }
-            }
-        }
-    };
-    if !exec::parallel(threads, i * j * k) {
-        work([0; 3], out);
-        return;
-    }
-    // Split along the axis that is neither tiled one, then along the input's inner axis.
-    let order_c = Order {
-        outer: c,
-        mid: b,
-        inner: a,
-    };
-    let parts = exec::split(
-        out,
-        exec::outer_chunks(shape, order_c, exec::tasks_wanted(threads)),
+    let inp = exec::window(&inp, [0; 3], [i, j, k]);
+    let size = std::mem::size_of::<T>();
+    let byte_strides = |st: &[isize]| -> [isize; 3] { [0, 1, 2].map(|a| st[a] * size as isize) };
+    let plan = CopyPlan::new(
+        size,
+        &[i, j, k],
+        &byte_strides(inp.strides()),
+        &byte_strides(out.strides()),
     );
-    exec::run_tasks(threads, parts, |(origin, part)| work(origin, part));
+    // SAFETY: both views are valid for every index of the shape `[i, j, k]` (the input window
+    // was cut to it) and their byte strides are the ones the plan was made for; the output is
+    // a mutable view, so nothing else (the input included) aliases its elements during the call.
+    unsafe { plan.run_with(threads, inp.as_ptr().cast(), out.as_mut_ptr().cast()) }
 }
