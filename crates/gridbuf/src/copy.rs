@@ -437,6 +437,8 @@ mod tests {
             + 1;
         let mut dst = vec![u64::MAX; span];
         let ds: Vec<isize> = dst_elem_strides.iter().map(|s| s * 8).collect();
+        // SAFETY: `src` holds the C-ordered source and `dst` spans every destination element
+        // the strides reach (`span` elements); the two vectors are distinct allocations.
         unsafe {
             copy_strided(
                 8,
@@ -497,6 +499,8 @@ mod tests {
         let mut dst = vec![u32::MAX; n];
         let c = [(128 * 72 * 4) as isize, 72 * 4, 4];
         let f = [4, 512 * 4, (512 * 128 * 4) as isize];
+        // SAFETY: `src` and `dst` each hold the `n` elements of the shape in C and Fortran
+        // order; they are distinct allocations.
         unsafe {
             copy_strided(
                 4,

@@ -99,6 +99,7 @@ mod tests {
     fn filled(len: usize, pattern: &[u8]) -> Vec<u8> {
         let mut v = vec![MaybeUninit::new(0xAAu8); len];
         fill_pattern(&mut v, pattern);
+        // SAFETY: every byte was initialised by `MaybeUninit::new` (and maybe overwritten).
         v.into_iter().map(|b| unsafe { b.assume_init() }).collect()
     }
 
@@ -126,6 +127,7 @@ mod tests {
             let mut v = vec![MaybeUninit::new(0xAAu8); len];
             // Start at an odd address so that the cuts are not multiples of the element size.
             fill_pattern_with(two, &mut v[1..], pattern);
+            // SAFETY: every byte was initialised by `MaybeUninit::new` (and maybe overwritten).
             let v: Vec<u8> = v[1..].iter().map(|b| unsafe { b.assume_init() }).collect();
             let p = pattern.len();
             assert!(v.chunks(p).all(|c| c == &pattern[..c.len()]), "len {len}");

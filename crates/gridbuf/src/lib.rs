@@ -13,6 +13,8 @@
 //! # Ok::<(), gridbuf::Error>(())
 //! ```
 
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
+
 pub mod array_info;
 pub mod axes;
 pub mod binding;

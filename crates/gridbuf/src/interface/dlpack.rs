@@ -633,11 +633,8 @@ mod tests {
         assert_eq!(i.ptr, 4096 + 72);
         assert_eq!(i.dtype, DType::INT16);
         // SAFETY: as in `info`.
-        assert!(
-            unsafe { array_info_from_dltensor(&t, true) }
-                .unwrap()
-                .readonly
-        );
+        let parsed = unsafe { array_info_from_dltensor(&t, true) };
+        assert!(parsed.unwrap().readonly);
         // A scalar needs no shape pointer.
         let mut t = tensor(&mut [], None, 64);
         t.shape = std::ptr::null_mut();
