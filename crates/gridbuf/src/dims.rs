@@ -114,6 +114,42 @@ pub fn validate(dims: &[Dim], ndim: Option<usize>, param: &str) -> Result<()> {
     }
 }
 
+/// Parses dimension names (each `"I"`, `"J"`, `"K"` or a decimal string) and checks them with
+/// [`validate`]: the dims path for callers that hold names, such as Python's `__gt_dims__`.
+/// Errors name `param` and the whole list.
+///
+/// ```
+/// use gridbuf::dims::{parse_names, Dim};
+/// assert_eq!(parse_names(&["I", "J", "0"], Some(3), "dims")?[..], [Dim::I, Dim::J, Dim::Data(0)]);
+/// let err = parse_names(&["I", "X"], None, "__gt_dims__").unwrap_err();
+/// assert!(err.to_string().starts_with("invalid __gt_dims__ ('I', 'X'): 'X' is not a dimension name"));
+/// # Ok::<(), gridbuf::Error>(())
+/// ```
+pub fn parse_names<S: AsRef<str>>(
+    names: &[S],
+    ndim: Option<usize>,
+    param: &str,
+) -> Result<AxisVec<Dim>> {
+    let dims = names
+        .iter()
+        .map(|name| {
+            Dim::parse(name.as_ref()).map_err(|_| {
+                let quoted: Vec<String> = names.iter().map(|n| format!("'{}'", n.as_ref())).collect();
+                invalid_raw(
+                    param,
+                    crate::error::format_tuple(&quoted),
+                    format!(
+                        "'{}' is not a dimension name (expected 'I', 'J', 'K' or a decimal string such as '0' that fits in 32 bits)",
+                        name.as_ref()
+                    ),
+                )
+            })
+        })
+        .collect::<Result<AxisVec<Dim>>>()?;
+    validate(&dims, ndim, param)?;
+    Ok(dims)
+}
+
 /// Checks that `dims` names `ndim` axes without repeating a name: [`validate`] for `dims`.
 pub fn validate_dims(dims: &[Dim], ndim: usize) -> Result<()> {
     validate(dims, Some(ndim), "dims")
