@@ -6,7 +6,8 @@
 //! ```text
 //! cargo run --release -p gridbuf --example copy_timing [-- NI NJ NK [REPEATS]]
 //! ```
-//! The shape defaults to 256 x 256 x 80 and REPEATS to 15; the copy uses rayon's default pool.
+//! The shape defaults to 256 x 256 x 80 and REPEATS to 15; the copy runs on gridbuf's pool
+//! (`GRIDBUF_NUM_THREADS` threads, default all cores).
 
 use gridbuf::copy::copy_strided;
 use gridbuf::{AlignedBuffer, Init};
@@ -128,7 +129,7 @@ fn main() {
     println!(
         "{ni} x {nj} x {nk} f64 ({:.1} MB), {} threads, median of {repeats}",
         bytes as f64 / 1e6,
-        rayon::current_num_threads()
+        gridbuf::threads::configured().get()
     );
     println!("| case | ms | GB/s (read + write) |\n|---|---|---|");
     for (name, ms) in rows {
