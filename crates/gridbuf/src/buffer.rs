@@ -111,7 +111,7 @@ impl AlignedBuffer {
     /// A fresh block's pages are zeroed by the kernel on first touch, one core at a time per
     /// page. A copy that writes everywhere at once (a layout change writes one line in every
     /// plane per strip) makes that zeroing serial and lets two cores fault the same huge page;
-    /// populating first spreads it evenly over the [`crate::threads::configured`] threads. Blocks below [`HUGE_PAGE_MIN_BYTES`] are left alone.
+    /// populating first spreads it evenly over the [`crate::threads::configured`] threads. Blocks below 4 MiB (`HUGE_PAGE_MIN_BYTES`) are left alone.
     /// The contents stay unspecified (the touched bytes become zero).
     pub fn populate(&mut self) {
         if self.len < HUGE_PAGE_MIN_BYTES {

@@ -55,7 +55,7 @@ impl ArrayDevice {
     /// Whether host code may dereference the memory: plain, page-locked and managed memory.
     ///
     /// Managed memory must not be touched by the host while a kernel uses it; that is part of
-    /// the caller's promise in [`ArrayInfo::as_array_view`].
+    /// the caller's promise in [`ArrayInfo::as_array_view`](crate::array_info::ArrayInfo::as_array_view).
     pub fn is_host_accessible(self) -> bool {
         matches!(
             self.kind,

@@ -334,7 +334,7 @@ mod sealed {
 }
 
 /// A Rust element type whose layout matches a [`DType`]: `bool`, `i8` to `i64`, `u8` to `u64`,
-/// `f32` and `f64`. Sealed, so that [`ArrayInfo::as_array_view`] can rely on `DTYPE` matching
+/// `f32` and `f64`. Sealed, so that [`ArrayInfo::as_array_view`](crate::array_info::ArrayInfo::as_array_view) can rely on `DTYPE` matching
 /// the type's size and alignment.
 pub trait Element: sealed::Sealed + Copy + Send + Sync + 'static {
     /// The native-order dtype of this type.
