@@ -1,9 +1,10 @@
 //! Property tests of the decomposition and the halo exchange plan, without MPI: every rank of a
-#![allow(clippy::needless_range_loop)]
 //! random process grid is simulated in this process, packs its messages, the buffers are
 //! "delivered" to the peers, unpacked, and every point of every field is compared with what it
 //! must hold (its own value in the interior, its mirror in exchanged halos, the sentinel
 //! elsewhere).
+
+#![allow(clippy::needless_range_loop)]
 
 use gridbuf::decomposition::Decomposition;
 use gridbuf::halo_exchange::{ExchangePlan, FieldLayout};
