@@ -588,8 +588,11 @@ class HaloExchange:
         self.widths: list[list[tuple[int, int]]] = [s[2] for s in specs]
         self.comm = dec.comm.Dup()
         self._active = False
-        self._requests = []
-        self._self_messages = []
+        # Persistent requests: receives (with their message index) and sends, per peer.
+        self._recv_index: list[int] = []
+        self._recvs: list[Any] = []
+        self._sends: list[tuple[int, Any]] = []
+        self._self_messages: list[int] = []
         for i, (peer, ns, nr, sbuf, rbuf) in enumerate(
             zip(plan.peers, plan.send_bytes, plan.recv_bytes, plan.send_buffers, plan.recv_buffers)
         ):
@@ -597,9 +600,11 @@ class HaloExchange:
                 self._self_messages.append(i)
                 continue
             if nr:
-                self._requests.append(self.comm.Recv_init([rbuf, MPI.BYTE], source=peer, tag=7))
+                self._recvs.append(self.comm.Recv_init([rbuf, MPI.BYTE], source=peer, tag=7))
+                self._recv_index.append(i)
             if ns:
-                self._requests.append(self.comm.Send_init([sbuf, MPI.BYTE], dest=peer, tag=7))
+                self._sends.append((i, self.comm.Send_init([sbuf, MPI.BYTE], dest=peer, tag=7)))
+        self._requests = self._recvs + [r for _, r in self._sends]
 
     @property
     def nbytes(self) -> int:
@@ -612,12 +617,19 @@ class HaloExchange:
         return list(self.plan.peers)
 
     def start(self) -> None:
-        """Pack every message and start sending and receiving. Pair with :meth:`wait`."""
+        """Post the receives, pack and send every message (each send starts as soon as its
+        message is packed), and copy the messages a process sends to itself. Pair with
+        :meth:`wait`."""
         if self._active:
             raise GridbufError("HaloExchange.start() called while an exchange is in flight: call wait() first")
-        self.plan.pack()
-        if self._requests:
-            _mpi().Prequest.Startall(self._requests)
+        MPI = _mpi()
+        if self._recvs:
+            MPI.Prequest.Startall(self._recvs)
+        for i, req in self._sends:
+            self.plan.pack(i)
+            req.Start()
+        for i in self._self_messages:
+            self.plan.copy_local(i)
         self._active = True
 
     def progress(self) -> bool:
@@ -630,13 +642,22 @@ class HaloExchange:
         return bool(_mpi().Request.Testall(self._requests))
 
     def wait(self) -> None:
-        """Wait for every message and unpack them into the halos."""
+        """Wait for every message, unpacking each into the halos as it arrives."""
         if not self._active:
             raise GridbufError("HaloExchange.wait() called without start()")
-        if self._requests:
-            _mpi().Request.Waitall(self._requests)
+        MPI = _mpi()
         self._active = False
-        self.plan.unpack()
+        pending = list(range(len(self._recvs)))
+        while pending:
+            k = MPI.Request.Waitany(self._recvs)
+            if k == MPI.UNDEFINED:  # all completed by progress() already
+                break
+            self.plan.unpack(self._recv_index[k])
+            pending.remove(k)
+        for k in pending:
+            self.plan.unpack(self._recv_index[k])
+        if self._sends:
+            MPI.Request.Waitall([r for _, r in self._sends])
 
     def exchange(self) -> None:
         """Refresh every halo: :meth:`start` then :meth:`wait`."""

@@ -211,6 +211,29 @@ impl PyHaloExchangePlan {
         Ok(())
     }
 
+    /// Copies the regions of message `index`, addressed to this process itself (periodic wrap
+    /// onto one process), straight from the interior into the halo, with the GIL released.
+    fn copy_local(&self, py: Python<'_>, index: usize) -> PyResult<()> {
+        let which = self.which(Some(index))?;
+        if self.plan.messages[which[0]].peer != self.plan.rank {
+            return Err(invalid(
+                py,
+                "index",
+                index,
+                "copy_local takes a message to this process itself",
+            ));
+        }
+        let plan = &self.plan;
+        let bases_addr = self.bases.clone();
+        py.detach(|| {
+            let bases: Vec<*mut u8> = bases_addr.iter().map(|&p| p as *mut u8).collect();
+            // SAFETY: the fields are alive (`_keepalive`), writable, disjoint and laid out as
+            // the plan was built from; the message is addressed to this process.
+            unsafe { plan.copy_local(index, &bases) };
+        });
+        Ok(())
+    }
+
     /// Unpacks the receive buffer of message `index` (every message when None) into the
     /// fields' halos, with the GIL released.
     #[pyo3(signature = (index=None))]

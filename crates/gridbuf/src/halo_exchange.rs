@@ -457,6 +457,71 @@ impl ExchangePlan {
     }
 }
 
+impl ExchangePlan {
+    /// For a message to this process itself (periodic wrap onto one process): copies every send
+    /// region straight into the matching receive region, without a buffer.
+    ///
+    /// # Safety
+    /// As [`ExchangePlan::unpack`].
+    ///
+    /// # Panics
+    /// If message `msg` is not addressed to this process or `bases` has the wrong length.
+    pub unsafe fn copy_local(&self, msg: usize, bases: &[*mut u8]) {
+        let m = &self.messages[msg];
+        assert_eq!(
+            m.peer, self.rank,
+            "copy_local needs a message to this process"
+        );
+        assert_eq!(bases.len(), self.nfields, "one base pointer per field");
+        for (s, r) in m.send.iter().zip(&m.recv) {
+            // The two boxes of one pair have the same field, counts and strides, so the same
+            // walk; they differ only in their base (interior vs halo: disjoint since widths do
+            // not exceed the interior).
+            debug_assert_eq!(
+                (s.field, &s.walk_counts, s.run),
+                (r.field, &r.walk_counts, r.run)
+            );
+            let base = bases[s.field];
+            // SAFETY: both boxes lie inside the field (caller's contract) and do not overlap.
+            unsafe { copy_walk(s, base as *const u8, base.offset(r.base - s.base)) };
+        }
+    }
+}
+
+/// Copies the box `r` of the field at `src` to the same walk at `dst` (offsets relative to
+/// element zero of each).
+///
+/// # Safety
+/// Every run of the walk must be valid at both, and the two must not overlap.
+unsafe fn copy_walk(r: &Region, src: *const u8, dst: *mut u8) {
+    if r.nbytes == 0 {
+        return;
+    }
+    let nd = r.walk_counts.len();
+    let run = r.run;
+    let mut idx = vec![0usize; nd];
+    let mut off = r.base;
+    loop {
+        // SAFETY: `off` addresses a run of the box (caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(src.offset(off), dst.offset(off), run) };
+        // Odometer, innermost walk axis first.
+        let mut d = nd;
+        loop {
+            if d == 0 {
+                return;
+            }
+            d -= 1;
+            idx[d] += 1;
+            off += r.walk_strides[d];
+            if idx[d] < r.walk_counts[d] {
+                break;
+            }
+            off -= idx[d] as isize * r.walk_strides[d];
+            idx[d] = 0;
+        }
+    }
+}
+
 fn assign_offsets(regions: &mut [Region]) -> Result<usize> {
     let mut off = 0usize;
     for r in regions {
