@@ -73,3 +73,21 @@ def test_block_decomposition_tiles_and_neighbours_wrap(g: int, p: int, periodic:
     left = dec.shift([0], [-1])
     assert left == (p - 1 if periodic else None)
     assert {tuple(o) for o, _ in dec.neighbours(0, True)} <= {(-1,), (1,)}
+
+
+def test_hdiff_example_is_bit_identical_on_four_ranks() -> None:
+    """examples/hdiff_mpi.py on 4 ranks (odd step count, so the result is in the second field)."""
+    if importlib.util.find_spec("mpi4py") is None or _mpiexec() is None:
+        pytest.skip("mpi4py or mpiexec is not installed (pip install -r requirements-dev.txt)")
+    cmd = [_mpiexec(), "-n", "4", sys.executable, str(HERE.parent / "examples" / "hdiff_mpi.py"), "--steps", "3",
+           "--backend", "gt:cpu_ifirst"]
+    env = dict(os.environ, GRIDBUF_NUM_THREADS="1", RAYON_NUM_THREADS="1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        pytest.fail(f"hdiff_mpi.py did not finish in {TIMEOUT_S} s:\n{out[-4000:]}")
+    assert proc.returncode == 0 and "bit-identical to the single-process run: True" in out, out[-4000:]
