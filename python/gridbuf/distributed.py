@@ -507,6 +507,9 @@ class HaloExchange:
         the neighbour's interior; a side may be 0.
     corners : bool
         Also exchange with diagonal neighbours, so that corner halo points are filled. Default True.
+    threads : bool
+        Pack and unpack messages of a mebibyte or more on gridbuf's thread pool. Default False:
+        MPI jobs usually run one rank per core, where extra threads only compete with the ranks.
 
     Raises
     ------
@@ -528,8 +531,10 @@ class HaloExchange:
         *,
         widths: Any = None,
         corners: bool = True,
+        threads: bool = False,
     ) -> None:
         MPI = _mpi()
+        self.threads = bool(threads)
         if not isinstance(decomposition, Decomposition):
             raise GridbufTypeError(
                 f"invalid type for decomposition ({type(decomposition).__name__}): expected gridbuf.distributed.Decomposition"
@@ -626,7 +631,7 @@ class HaloExchange:
         if self._recvs:
             MPI.Prequest.Startall(self._recvs)
         for i, req in self._sends:
-            self.plan.pack(i)
+            self.plan.pack(i, self.threads)
             req.Start()
         for i in self._self_messages:
             self.plan.copy_local(i)
@@ -652,10 +657,10 @@ class HaloExchange:
             k = MPI.Request.Waitany(self._recvs)
             if k == MPI.UNDEFINED:  # all completed by progress() already
                 break
-            self.plan.unpack(self._recv_index[k])
+            self.plan.unpack(self._recv_index[k], self.threads)
             pending.remove(k)
         for k in pending:
-            self.plan.unpack(self._recv_index[k])
+            self.plan.unpack(self._recv_index[k], self.threads)
         if self._sends:
             MPI.Request.Waitall([r for _, r in self._sends])
 

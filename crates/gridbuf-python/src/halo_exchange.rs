@@ -182,9 +182,10 @@ impl PyHaloExchangePlan {
     }
 
     /// Packs the fields' send regions into the send buffer of message `index` (every message
-    /// when `index` is None), with the GIL released.
-    #[pyo3(signature = (index=None))]
-    fn pack(&self, py: Python<'_>, index: Option<usize>) -> PyResult<()> {
+    /// when `index` is None), with the GIL released; `threads`: split messages of a mebibyte or
+    /// more over the thread pool.
+    #[pyo3(signature = (index=None, threads=false))]
+    fn pack(&self, py: Python<'_>, index: Option<usize>, threads: bool) -> PyResult<()> {
         let which = self.which(index)?;
         let bufs: Vec<(usize, usize)> = which
             .iter()
@@ -204,7 +205,7 @@ impl PyHaloExchangePlan {
                 // fields, kept alive by `_keepalive`, with the layouts the plan was built from.
                 unsafe {
                     let buf = std::slice::from_raw_parts_mut(addr as *mut u8, len);
-                    plan.pack(i, &bases, buf);
+                    plan.pack(i, &bases, buf, threads);
                 }
             }
         });
@@ -235,9 +236,9 @@ impl PyHaloExchangePlan {
     }
 
     /// Unpacks the receive buffer of message `index` (every message when None) into the
-    /// fields' halos, with the GIL released.
-    #[pyo3(signature = (index=None))]
-    fn unpack(&self, py: Python<'_>, index: Option<usize>) -> PyResult<()> {
+    /// fields' halos, with the GIL released (`threads` as in `pack`).
+    #[pyo3(signature = (index=None, threads=false))]
+    fn unpack(&self, py: Python<'_>, index: Option<usize>, threads: bool) -> PyResult<()> {
         let which = self.which(index)?;
         let bufs: Vec<(usize, usize)> = which
             .iter()
@@ -253,7 +254,7 @@ impl PyHaloExchangePlan {
                 // part of any field (the fields were checked to be writable and disjoint).
                 unsafe {
                     let buf = std::slice::from_raw_parts(addr as *const u8, len);
-                    plan.unpack(i, &bases, buf);
+                    plan.unpack(i, &bases, buf, threads);
                 }
             }
         });

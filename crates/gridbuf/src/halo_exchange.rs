@@ -399,7 +399,8 @@ impl ExchangePlan {
         })
     }
 
-    /// Copies the send regions of message `msg` out of the fields into `buf`.
+    /// Copies the send regions of message `msg` out of the fields into `buf`; with `parallel`,
+    /// messages of a mebibyte or more are split over rayon's thread pool.
     ///
     /// # Safety
     /// `bases[f]` must point at element zero of field `f`, live for the call, with the shape,
@@ -407,7 +408,7 @@ impl ExchangePlan {
     ///
     /// # Panics
     /// If `buf.len()` differs from the message's `send_bytes` or `bases` has the wrong length.
-    pub unsafe fn pack(&self, msg: usize, bases: &[*const u8], buf: &mut [u8]) {
+    pub unsafe fn pack(&self, msg: usize, bases: &[*const u8], buf: &mut [u8], parallel: bool) {
         let m = &self.messages[msg];
         assert_eq!(buf.len(), m.send_bytes, "send buffer size");
         assert_eq!(bases.len(), self.nfields, "one base pointer per field");
@@ -421,14 +422,15 @@ impl ExchangePlan {
             // region (built inside the shape) and its bytes inside `buf` (offsets sum to the size).
             unsafe { copy_task(r, t, src as *const u8, dst as *mut u8, true) };
         };
-        if m.send_bytes >= PARALLEL_MIN_BYTES {
+        if parallel && m.send_bytes >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1 {
             tasks.par_iter().for_each(work);
         } else {
             tasks.iter().for_each(work);
         }
     }
 
-    /// Copies message `msg`'s received bytes in `buf` into the fields' halos.
+    /// Copies message `msg`'s received bytes in `buf` into the fields' halos (`parallel` as in
+    /// [`ExchangePlan::pack`]).
     ///
     /// # Safety
     /// As [`ExchangePlan::pack`], with `bases[f]` writable; regions of different fields must not
@@ -436,7 +438,7 @@ impl ExchangePlan {
     ///
     /// # Panics
     /// If `buf.len()` differs from the message's `recv_bytes` or `bases` has the wrong length.
-    pub unsafe fn unpack(&self, msg: usize, bases: &[*mut u8], buf: &[u8]) {
+    pub unsafe fn unpack(&self, msg: usize, bases: &[*mut u8], buf: &[u8], parallel: bool) {
         let m = &self.messages[msg];
         assert_eq!(buf.len(), m.recv_bytes, "receive buffer size");
         assert_eq!(bases.len(), self.nfields, "one base pointer per field");
@@ -449,7 +451,7 @@ impl ExchangePlan {
             // SAFETY: as in `pack`; receive regions of one message are disjoint halo boxes.
             unsafe { copy_task(r, t, dst as *const u8, src as *mut u8, false) };
         };
-        if m.recv_bytes >= PARALLEL_MIN_BYTES {
+        if parallel && m.recv_bytes >= PARALLEL_MIN_BYTES && rayon::current_num_threads() > 1 {
             tasks.par_iter().for_each(work);
         } else {
             tasks.iter().for_each(work);

@@ -304,7 +304,7 @@ proptest! {
             for (m, msg) in plans[r].messages.iter().enumerate() {
                 let mut buf = vec![0u8; msg.send_bytes];
                 // SAFETY: bases point at element zero of live buffers with the plan's layout.
-                unsafe { plans[r].pack(m, &bases, &mut buf) };
+                unsafe { plans[r].pack(m, &bases, &mut buf, m % 2 == 0) };
                 bufs.push(buf);
             }
             sent.push(bufs);
@@ -323,7 +323,7 @@ proptest! {
                     if p == r {
                         plans[r].copy_local(m, &bases)
                     } else {
-                        plans[r].unpack(m, &bases, buf)
+                        plans[r].unpack(m, &bases, buf, m % 2 == 1)
                     }
                 };
             }
@@ -449,8 +449,8 @@ fn large_messages_pack_in_parallel_correctly() {
     let base = mem.as_mut_ptr() as *mut u8;
     // SAFETY: `base` is element zero of `mem`, which has the layout's shape and strides.
     unsafe {
-        plan.pack(0, &[base as *const u8], &mut buf);
-        plan.unpack(0, &[base], &buf);
+        plan.pack(0, &[base as *const u8], &mut buf, true);
+        plan.unpack(0, &[base], &buf, true);
     }
     for k in 0..nk {
         for j in 0..nj {
