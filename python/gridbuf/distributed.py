@@ -58,6 +58,11 @@ class Region(NamedTuple):
         return tuple(slice(o, o + n) for o, n in zip(self.origin, self.domain))
 
 
+def _describe(exc: BaseException) -> str:
+    """The message of an error, with its class unless it is a gridbuf error."""
+    return str(exc) if isinstance(exc, GridbufError) else f"{type(exc).__name__}: {exc}"
+
+
 def _as_dims(value: Any, param: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return tuple(value)
@@ -110,6 +115,27 @@ class Decomposition:
         periodic: bool | Sequence[bool] = False,
     ) -> None:
         MPI = _mpi()
+        error = None
+        try:
+            self._setup(MPI, comm, shape, dims, split, procs, periodic)
+            params = (self.shape, self.dims, self.split, self.procs, self.periodic)
+        except Exception as exc:  # every rank must reach the allgather below
+            error, params = _describe(exc), None
+        # Collective: every rank raises the same error, or none does (nothing is left waiting).
+        everyone = comm.allgather((error, params))
+        for rank, (err, _) in enumerate(everyone):
+            if err is not None:
+                raise GridbufValueError(f"on rank {rank}: {err}")
+        for rank, (_, p) in enumerate(everyone):
+            if p != everyone[0][1]:
+                raise GridbufValueError(
+                    f"invalid decomposition: rank 0 has (shape, dims, split, procs, periodic) = {everyone[0][1]} but "
+                    f"rank {rank} has {p}; every rank passes the same"
+                )
+        self.comm = comm.Dup()
+
+    def _setup(self, MPI: Any, comm: Any, shape: Any, dims: Any, split: Any, procs: Any, periodic: Any) -> None:
+        """Checks the arguments on this rank and sets the attributes (no communication)."""
         shape = tuple(int(n) for n in shape)
         dims = _SPATIAL[: len(shape)] if dims is None else _as_dims(dims, "dims")
         if len(dims) != len(shape) or len(set(dims)) != len(dims) or not set(dims) <= set(_SPATIAL):
@@ -163,7 +189,7 @@ class Decomposition:
         self.coords: tuple[int, ...] = tuple(self._core.coords(self.rank))
         if is_cart and tuple(comm.Get_coords(self.rank)) != self.coords:  # pragma: no cover
             raise GridbufValueError("the Cartesian communicator does not number its ranks in row-major order")
-        self.comm = comm.Dup()
+
 
     # -- blocks --------------------------------------------------------------------------------
     def _split_index(self, dim: str) -> int | None:
@@ -386,10 +412,13 @@ class Decomposition:
         arr = np.asarray(f.array)
         err = None
         if self.rank == root:
-            src = np.asarray(array)
-            want = self._global_shape(f)
-            if src.shape != want:
-                err = f"invalid array shape {src.shape}: expected the global shape {want} of the field's dims {''.join(f.dims)!r}"
+            try:
+                src = np.asarray(array)
+                want = self._global_shape(f)
+                if src.shape != want:
+                    err = f"invalid array shape {src.shape}: expected the global shape {want} of the field's dims {''.join(f.dims)!r}"
+            except Exception as exc:  # the other ranks wait in the bcast below
+                err = _describe(exc)
         err = self.comm.bcast(err, root=root)
         if err is not None:
             raise GridbufValueError(err)
@@ -581,8 +610,8 @@ class HaloExchange:
                 self.corners,
             )
             summary.append(("stagger", tuple(tuple(s) for s in plan.stagger)))
-        except GridbufError as exc:
-            error = str(exc)
+        except Exception as exc:  # every rank must reach the allgather below
+            error = _describe(exc)
         everyone = dec.comm.allgather((error, summary, self.corners))
         message = _collective_error(everyone)
         if message is not None:

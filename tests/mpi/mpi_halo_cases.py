@@ -336,7 +336,10 @@ def test_misuse_is_a_clear_error_and_decomposition_rejects_bad_grids():
         Decomposition(COMM, (8, 8), procs=(SIZE + 1, 1))
     with pytest.raises(GridbufValueError, match="split"):
         Decomposition(COMM, (8, 8), split="IK")
+    # Arguments that differ between ranks: every rank raises, none waits in a collective.
     if SIZE > 1:
+        m = raises_everywhere(lambda: Decomposition(COMM, (8 + (RANK == SIZE - 1), 8)))
+        agree("every rank passes the same" in m, m)
         # More processes than points along I.
         with pytest.raises(GridbufValueError, match="every process owns at least one point"):
             Decomposition(COMM, (1, 8), procs=(SIZE, 1))
