@@ -99,7 +99,7 @@ class Decomposition:
 
     Notes
     -----
-    Blocks sizes differ by at most one point when a global size does not divide evenly: the
+    Block sizes differ by at most one point when a global size does not divide evenly: the
     first ``shape % procs`` blocks get one more. The decomposition keeps a duplicate of ``comm``
     for :meth:`scatter` and :meth:`gather`, so their messages never meet the caller's.
     """
