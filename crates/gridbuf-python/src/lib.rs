@@ -3,6 +3,7 @@
 mod allocation;
 mod convert;
 mod errors;
+mod halo_exchange;
 mod interfaces;
 mod labelled;
 mod presets;
@@ -44,5 +45,7 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interfaces::extract_py, m)?)?;
     m.add_class::<interfaces::PyArrayInfo>()?;
     m.add_class::<interfaces::PyDLPackOwner>()?;
+    m.add_class::<halo_exchange::PyHaloExchangePlan>()?;
+    m.add_class::<halo_exchange::PyBlockDecomposition>()?;
     Ok(())
 }
