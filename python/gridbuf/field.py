@@ -19,67 +19,20 @@ from typing import Any
 import numpy as np
 
 from . import _gridbuf
-from ._metadata import data_interface, get_dims, host_entry, normalize_dims, normalize_origin
+from ._gridbuf import FieldMeta, whole_allocation_plan
+from ._metadata import (
+    data_interface_entry,
+    data_interface_for,
+    default_dims,
+    get_dims,
+    normalize_dims,
+    normalize_halo,
+    normalize_origin,
+)
 from .errors import GridbufDeviceError, GridbufError, GridbufTypeError, GridbufValueError
 
-
-def _default_dims(ndim: int) -> tuple[str, ...]:
-    return tuple("IJK"[:ndim]) if ndim <= 3 else ("I", "J", "K", *(str(d) for d in range(ndim - 3)))
-
-
-def normalize_halo(halo: Any, shape: Sequence[int], dims: Sequence[str] | None = None) -> tuple[tuple[int, int], ...]:
-    """Validate a halo: per axis an int or a (lower, upper) pair, fitting inside the shape.
-
-    Parameters
-    ----------
-    halo : sequence of int or (int, int)
-        The halo per axis.
-    shape : sequence of int
-        The extents it must fit in.
-    dims : sequence of str, optional
-        Dims per axis, named in messages.
-
-    Returns
-    -------
-    tuple of (int, int)
-        (lower, upper) per axis.
-    """
-    expected = "expected one non-negative int or (lower, upper) pair per axis"
-    try:
-        entries = tuple(halo)
-    except TypeError:
-        raise GridbufTypeError(f"invalid type for halo ({halo!r}): {expected}") from None
-    if len(entries) != len(shape):
-        raise GridbufValueError(f"invalid halo {halo!r}: {expected}, {len(shape)} in all")
-    out = []
-    for axis, (h, n) in enumerate(zip(entries, shape)):
-        pair = (h, h) if isinstance(h, (int, np.integer)) else tuple(h) if isinstance(h, Sequence) else None
-        if pair is None or len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
-            raise GridbufTypeError(f"invalid type for halo ({halo!r}): {expected}")
-        lo, hi = int(pair[0]), int(pair[1])
-        if lo < 0 or hi < 0:
-            raise GridbufValueError(f"invalid halo {halo!r}: {expected}")
-        if lo + hi > n:
-            where = f"axis {axis}" if dims is None else f"axis {axis} (dim {dims[axis]!r} of dims {tuple(dims)})"
-            raise GridbufValueError(f"invalid halo {halo!r}: the halo of {where} ({lo} + {hi}) is larger than its extent {n}")
-        out.append((lo, hi))
-    return tuple(out)
-
-
-def _allocation_plan(array: Any) -> Any:
-    """The plan of a whole array gridbuf allocated (or a view of all of it), else None."""
-    owner = getattr(array, "base", None)
-    while isinstance(owner, np.ndarray):
-        owner = owner.base
-    if isinstance(owner, _gridbuf.Allocation) and isinstance(array, np.ndarray):
-        plan = owner.plan
-        if (
-            array.shape == plan.shape
-            and array.strides == plan.strides
-            and array.__array_interface__["data"][0] == owner.data_address
-        ):
-            return plan
-    return None
+#: The whole-allocation check of ``gridbuf._gridbuf`` (kept under its former name).
+_allocation_plan = whole_allocation_plan
 
 
 def _on_gpu(array: Any) -> bool:
@@ -136,7 +89,7 @@ class _Plan:
     """A cached broadcast: which operands to transpose/reshape, and how to allocate and label the
     result (None when writing into ``out=``)."""
 
-    __slots__ = ("fix", "shape", "kwargs", "dims", "halo", "origin", "storage", "desc", "kid", "order")
+    __slots__ = ("fix", "shape", "kwargs", "dims", "halo", "origin", "meta", "storage", "desc", "kid", "order")
 
     def __init__(self, aligned: Any, params: Any) -> None:
         self.fix = tuple((i, p, r) for i, (p, r) in enumerate(aligned) if p is not None or r is not None)
@@ -148,6 +101,7 @@ class _Plan:
         self.shape, self.kwargs, self.dims, self.halo = shape, kwargs, dims, halo
         self.order = _memory_order(layout, shape)
         self.origin = tuple(lo for lo, _ in halo)
+        self.meta = FieldMeta(dims, halo, self.origin)
         self.storage = (backend, layout, alignment, aligned_index)
         self.desc = (dims, shape, halo, layout, None, alignment, aligned_index, backend)
         self.kid = _intern(self.desc)
@@ -161,7 +115,7 @@ class _Plan:
             return array[()]
         f = _object_new(Field)
         f._array = f._nd = array
-        f._dims, f._halo, f._origin = self.dims, self.halo, self.origin
+        f._meta = self.meta
         f._storage, f._desc, f._kid = self.storage, self.desc, self.kid
         return f
 
@@ -436,10 +390,11 @@ def _reduce(f: Field, fn: Any, axis: Any, keepdims: bool, out: Any, kwargs: dict
 
 def _scan(f: Field, fn: Any, axis: Any, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
     """Run a NumPy scan (accumulate, cumsum) along one axis of a Field; dims are kept."""
-    key = ("axis", f._dims, _hashable_axis(axis))
+    dims = f._meta.dims
+    key = ("axis", dims, _hashable_axis(axis))
     pos = _AXIS_PLANS.get(key)
     if pos is None:
-        pos = _remember(_AXIS_PLANS, key, _gridbuf._resolve_axis(f._dims, axis))
+        pos = _remember(_AXIS_PLANS, key, _gridbuf._resolve_axis(dims, axis))
     nd = f._data()
     outs = _normalize_out(out)
     if outs is None:
@@ -450,7 +405,7 @@ def _scan(f: Field, fn: Any, axis: Any, out: Any, kwargs: dict[str, Any], name: 
     (o,) = outs
     target = o
     if isinstance(o, Field):
-        target = o._data().transpose(_gridbuf._match_out(o._describe(), f._dims, f.shape))
+        target = o._data().transpose(_gridbuf._match_out(o._describe(), dims, f.shape))
     try:
         fn(nd, axis=pos, out=target, **kwargs)
     except TypeError as exc:
@@ -553,7 +508,7 @@ def _like(fill: str) -> Any:
         elif fill == "full":
             res[...] = bound["fill_value"]
         f = plan.wrap(res)
-        f._origin = prototype._origin
+        f._meta = FieldMeta(f._meta.dims, f._meta.halo, prototype._meta.origin)
         return f
 
     return impl
@@ -626,6 +581,12 @@ for _fn in _SCAN_SIGNATURES:
     _FUNCTIONS[_fn] = lambda *args, _f=_fn, **kwargs: _array_scan(_f, args, kwargs)
 
 
+def _index_meta(meta: FieldMeta, shape: tuple[int, ...], key: Any) -> FieldMeta | None:
+    """The labels of ``field[key]`` (basic indexing) from the core, or None."""
+    got = _gridbuf._index(meta.dims, shape, meta.halo, meta.origin, key)
+    return None if got is None else FieldMeta(*got)
+
+
 class Field:
     """An array labelled with dims, a halo and an origin; the array is kept, never copied.
 
@@ -666,7 +627,9 @@ class Field:
 
         return FieldAnnotation.from_params(params)
 
-    __slots__ = ("_array", "_dims", "_halo", "_origin", "_nd", "_storage", "_desc", "_kid", "__weakref__")
+    # ``_meta`` holds dims, halo and origin (a FieldMeta the stencil binder reads directly);
+    # ``_nd``, ``_storage``, ``_desc`` and ``_kid`` cache what is derived from the array and them.
+    __slots__ = ("_array", "_meta", "_nd", "_storage", "_desc", "_kid", "__weakref__")
     __hash__ = None  # type: ignore[assignment]  # == compares elements, as for ndarrays
 
     def __init__(self, array: Any, dims: Any = None, origin: Any = None, halo: Any = None) -> None:
@@ -694,23 +657,24 @@ class Field:
             self._nd = array
         if dims is None:
             dims = get_dims(array)
-        self._dims = _default_dims(len(shape)) if dims is None else normalize_dims(dims, len(shape), "dims")
+        dims = default_dims(len(shape)) if dims is None else normalize_dims(dims, len(shape), "dims")
         if halo is None:
-            info = host_entry(data_interface(array))
-            plan = _allocation_plan(array)
+            info = data_interface_entry(array)
+            plan = whole_allocation_plan(array)
             if info is not None and info.get("halo") is not None:
                 halo = info["halo"]
             elif plan is not None:
                 halo = plan.halo
             else:
                 halo = ((0, 0),) * len(shape)
-        self._halo = normalize_halo(halo, shape)
+        halo = normalize_halo(halo, shape)
         if origin is None:
             origin = getattr(array, "__gt_origin__", None)
         if origin is None:
-            self._origin = tuple(lo for lo, _ in self._halo)
+            origin = tuple(lo for lo, _ in halo)
         else:
-            self._origin = normalize_origin(origin, shape, "origin")
+            origin = normalize_origin(origin, shape, "origin")
+        self._meta = FieldMeta(dims, halo, origin)
 
     @classmethod
     def _view(
@@ -719,7 +683,7 @@ class Field:
         """A Field over ``array`` with labels the caller has checked (no validation)."""
         f = _object_new(cls)
         f._array = f._nd = array
-        f._dims, f._halo, f._origin = dims, halo, origin
+        f._meta = FieldMeta(dims, halo, origin)
         f._storage = storage
         f._desc = f._kid = None
         return f
@@ -762,7 +726,8 @@ class Field:
             backend, layout, alignment, aligned_index = self._storage_params()
             nd = self._data()
             strides = None if layout is not None else tuple(int(s) for s in nd.strides)
-            d = self._desc = (self._dims, tuple(nd.shape), self._halo, layout, strides, alignment, aligned_index, backend)
+            meta = self._meta
+            d = self._desc = (meta.dims, tuple(nd.shape), meta.halo, layout, strides, alignment, aligned_index, backend)
         return d
 
     def _key(self) -> int:
@@ -858,7 +823,7 @@ class Field:
     @property
     def dims(self) -> tuple[str, ...]:
         """Dims per axis."""
-        return self._dims
+        return self._meta.dims
 
     @property
     def halo(self) -> tuple[tuple[int, int], ...]:
@@ -868,23 +833,24 @@ class Field:
         at the old lower halo moves to the new one. A halo larger than the shape is a
         :class:`GridbufValueError`.
         """
-        return self._halo
+        return self._meta.halo
 
     @halo.setter
     def halo(self, value: Any) -> None:
-        halo = normalize_halo(value, self.shape, self._dims)
-        if self._origin == tuple(lo for lo, _ in self._halo):
-            self._origin = tuple(lo for lo, _ in halo)
+        halo = normalize_halo(value, self.shape, self._meta.dims)
+        meta = self._meta
+        old_lower = tuple(lo for lo, _ in meta.halo)
+        origin = tuple(lo for lo, _ in halo) if meta.origin == old_lower else meta.origin
         backend, layout, alignment, aligned_index = self._storage_params()
         if aligned_index is None:  # it defaulted to the old lower halo: keep it
-            self._storage = (backend, layout, alignment, tuple(lo for lo, _ in self._halo))
-        self._halo = halo
+            self._storage = (backend, layout, alignment, old_lower)
+        self._meta = FieldMeta(meta.dims, halo, origin)
         self._desc = self._kid = None
 
     @property
     def origin(self) -> tuple[int, ...]:
         """Start of the compute domain."""
-        return self._origin
+        return self._meta.origin
 
     @property
     def alignment(self) -> int:
@@ -898,18 +864,18 @@ class Field:
     def aligned_index(self) -> tuple[int, ...]:
         """Index of the aligned element; the lower halo for arrays gridbuf did not allocate."""
         ai = self._storage_params()[3]
-        return tuple(lo for lo, _ in self._halo) if ai is None else tuple(ai)
+        return tuple(lo for lo, _ in self._meta.halo) if ai is None else tuple(ai)
 
     @property
     def domain_shape(self) -> tuple[int, ...]:
         """Shape without the halo."""
-        return tuple(n - lo - hi for n, (lo, hi) in zip(self.shape, self._halo))
+        return tuple(n - lo - hi for n, (lo, hi) in zip(self.shape, self._meta.halo))
 
     @property
     def domain_view(self) -> Field:
         """A Field over the halo-free part of the array (a view, origin zero, no halo)."""
-        index = tuple(slice(lo, n - hi) for n, (lo, hi) in zip(self.shape, self._halo))
-        return Field(self._array[index], dims=self._dims, origin=(0,) * self.ndim, halo=((0, 0),) * self.ndim)
+        index = tuple(slice(lo, n - hi) for n, (lo, hi) in zip(self.shape, self._meta.halo))
+        return Field(self._array[index], dims=self._meta.dims, origin=(0,) * self.ndim, halo=((0, 0),) * self.ndim)
 
     @property
     def T(self) -> Field:
@@ -917,10 +883,10 @@ class Field:
         return self.transpose()
 
     def __repr__(self) -> str:
-        return f"Field(shape={self.shape}, dtype={self.dtype}, dims={self._dims}, halo={self._halo}, origin={self._origin})"
+        return f"Field(shape={self.shape}, dtype={self.dtype}, dims={self.dims}, halo={self.halo}, origin={self.origin})"
 
     def __len__(self) -> int:
-        if not self._dims:
+        if not self._meta.dims:
             raise TypeError("len() of a 0-d Field")
         return self.shape[0]
 
@@ -947,7 +913,7 @@ class Field:
         """
         if _on_gpu(self._array):
             raise GridbufDeviceError(
-                f"the Field with dims {self._dims} lives on a GPU and has no host buffer; use to_ndarray() for the "
+                f"the Field with dims {self.dims} lives on a GPU and has no host buffer; use to_ndarray() for the "
                 "device array, or copy it to the host explicitly"
             )
         return self._data()
@@ -974,7 +940,7 @@ class Field:
         plan = _same_params(self)
         res = _gridbuf.from_array(self._data(), None, **plan.kwargs)
         f = plan.wrap(res) if plan.dims else Field._view(res, (), (), ())
-        f._origin = self._origin
+        f._meta = FieldMeta(f._meta.dims, f._meta.halo, self._meta.origin)
         return f
 
     def astype(self, dtype: Any, order: Any = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> Field:
@@ -1006,13 +972,13 @@ class Field:
             return self
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise GridbufTypeError(
-                f"invalid dtype {dtype} for astype of the Field with dims {self._dims} and dtype {self.dtype}: "
+                f"invalid dtype {dtype} for astype of the Field with dims {self.dims} and dtype {self.dtype}: "
                 f"casting={casting!r} does not allow it"
             )
         plan = _same_params(self)
         res = _gridbuf.from_array(self._data(), dtype, **plan.kwargs)
         f = plan.wrap(res) if plan.dims else Field._view(res, (), (), ())
-        f._origin = self._origin
+        f._meta = FieldMeta(f._meta.dims, f._meta.halo, self._meta.origin)
         return f
 
     def __copy__(self) -> Field:
@@ -1055,13 +1021,15 @@ class Field:
             if a is None:
                 axes = ()
             elif isinstance(a, str):
-                axes = (a,) if a in self._dims else tuple(a)
+                axes = (a,) if a in self._meta.dims else tuple(a)
             elif isinstance(a, (tuple, list)):
                 axes = tuple(a)
-        key = ("transpose", self._key(), axes)
+        meta = self._meta
+        key = ("transpose", self._key(), meta, axes)
         got = _AXIS_PLANS.get(key)
         if got is None:
-            perm = _gridbuf._transpose_axes(self._dims, axes)
+            dims = meta.dims
+            perm = _gridbuf._transpose_axes(dims, axes)
             backend, layout, alignment, ai = self._storage_params()
             storage = (
                 backend,
@@ -1069,13 +1037,13 @@ class Field:
                 alignment,
                 None if ai is None else tuple(ai[p] for p in perm),
             )
-            halo = tuple(self._halo[p] for p in perm)
-            got = _remember(_AXIS_PLANS, key, (perm, tuple(self._dims[p] for p in perm), halo, storage))
-        perm, dims, halo, storage = got
+            halo, origin = meta.halo, meta.origin
+            permuted = FieldMeta(tuple(dims[p] for p in perm), tuple(halo[p] for p in perm), tuple(origin[p] for p in perm))
+            got = _remember(_AXIS_PLANS, key, (perm, permuted, storage))
+        perm, permuted, storage = got
         f = _object_new(Field)
         f._array = f._nd = self._data().transpose(perm)
-        f._dims, f._halo, f._storage = dims, halo, storage
-        f._origin = tuple([self._origin[p] for p in perm])
+        f._meta, f._storage = permuted, storage
         f._desc = f._kid = None
         return f
 
@@ -1088,13 +1056,17 @@ class Field:
         res = nd[key]
         if isinstance(res, np.generic) or not hasattr(res, "shape"):
             return res
-        plan = self._index_plan(nd, key)
-        if plan is None:
+        meta = self._index_plan(nd, key)
+        if meta is None:
             return res
-        return Field._view(res, plan[0], plan[1], plan[2])
+        f = _object_new(Field)
+        f._array = f._nd = res
+        f._meta = meta
+        f._storage = f._desc = f._kid = None
+        return f
 
     def _index_plan(self, nd: Any, key: Any) -> Any:
-        """The core's (dims, halo, origin) of a basic index, or None. Cached when the key is made
+        """The core's labels (a FieldMeta) of a basic index, or None. Cached when the key is made
         of Python ints, slices, None and Ellipsis only (spelled out as a hashable tuple)."""
         items = key if type(key) is tuple else (key,)
         hashable = []
@@ -1105,12 +1077,13 @@ class Field:
             elif tk is int or k is None or k is Ellipsis:
                 hashable.append(k)
             else:  # NumPy integers, arrays, lists, bools: ask the core each time
-                return _gridbuf._index(self._dims, nd.shape, self._halo, self._origin, key)
-        ckey = ("index", self._key(), self._origin, type(key) is tuple, tuple(hashable))
-        plan = _AXIS_PLANS.get(ckey, False)
-        if plan is False:
-            plan = _remember(_AXIS_PLANS, ckey, _gridbuf._index(self._dims, nd.shape, self._halo, self._origin, key))
-        return plan
+                return _index_meta(self._meta, nd.shape, key)
+        meta = self._meta
+        ckey = ("index", self._key(), meta, type(key) is tuple, tuple(hashable))
+        got = _AXIS_PLANS.get(ckey, False)
+        if got is False:
+            got = _remember(_AXIS_PLANS, ckey, _index_meta(meta, nd.shape, key))
+        return got
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Assignment broadcasts ``value`` by dims into the selected part, like a unary ufunc
@@ -1137,7 +1110,7 @@ class Field:
         if keys[0] is None:
             target[...] = arrays[0]
             return
-        dims, shape = plan[0], tuple(target.shape)
+        dims, shape = plan.dims, tuple(target.shape)
         pkey = ("setitem", keys[0], dims, shape)
         bplan = _PLANS.get(pkey)
         if bplan is None:
@@ -1223,32 +1196,16 @@ class Field:
 
     @property
     def __gt_dims__(self) -> tuple[str, ...]:
-        return self._dims
+        return self._meta.dims
 
     @property
     def __gt_origin__(self) -> tuple[int, ...]:
-        return self._origin
+        return self._meta.origin
 
     @property
     def __gt_data_interface__(self) -> dict[Any, dict[str, Any]]:
-        inner = data_interface(self._array) or {}
-        out: dict[Any, dict[str, Any]] = {}
-        host = getattr(self._array, "__array_interface__", None)
-        if host is None and not hasattr(self._array, "__cuda_array_interface__"):
-            host = np.asarray(self._array).__array_interface__
-        gpu = getattr(self._array, "__cuda_array_interface__", None)
-        for key, iface in ((None, host), ("gpu", gpu)):
-            if iface is None:
-                continue
-            info = dict(iface)
-            callbacks = host_entry(inner) if key is None else inner.get("gpu")
-            for name in ("acquire", "release", "touch"):
-                if callbacks is not None and callbacks.get(name) is not None:
-                    info[name] = callbacks[name]
-            info["dims"] = self._dims
-            info["halo"] = self._halo
-            out[key] = info
-        return out
+        meta = self._meta
+        return data_interface_for(self._array, meta.dims, meta.halo, host_fallback=True)
 
 
 _CALLS: dict[Any, Any] = {}

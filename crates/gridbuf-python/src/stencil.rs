@@ -6,7 +6,8 @@
 //! interface's acquire / touch / release calls.
 
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::{extract, extract_array, field_array, Extracted};
+use crate::interfaces::{extract, extract_array, field_array, is_dataarray, Extracted};
+use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
 use gridbuf::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
     bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature, View3,
@@ -19,7 +20,6 @@ use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -74,96 +74,48 @@ struct Arg<'py> {
     meta: ArgMeta,
 }
 
-static METADATA: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
-
-fn parse_dims_list(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>> {
-    let mut out = Vec::new();
-    for d in obj.try_iter()? {
-        let d = d?;
-        let s = d.cast::<PyString>()?;
-        out.push(Dim::parse(s.to_str()?).py(py)?);
-    }
-    Ok(out)
-}
-
-fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
-}
-
-/// Reads dims, origin and data-interface halo; plain NumPy arrays declare none of them.
-fn arg_meta<'py>(
-    py: Python<'py>,
-    obj: &Bound<'py, PyAny>,
-    ex: &Extracted<'py>,
-) -> PyResult<ArgMeta> {
+/// Reads one field argument: its memory, and the dims, origin and halo it declares. A
+/// `gridbuf.Field` is read from its array and its [`FieldMeta`]; an xarray `DataArray` from its
+/// data and its `.dims`; a plain NumPy array declares nothing; anything else is asked for
+/// `__gt_dims__`, `__gt_origin__` and its data interface. No Python code runs for the first
+/// three (the data interface of anything else may be a Python property).
+fn arg_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Arg<'py>> {
     if is_exact_ndarray(py, obj) {
-        return Ok(ArgMeta::default());
+        return Ok(Arg {
+            ex: extract(obj)?,
+            meta: ArgMeta::default(),
+        });
     }
-    let (get_dims, get_origin) = METADATA.get_or_try_init(py, || -> PyResult<_> {
-        let m = py.import("gridbuf._metadata")?;
-        Ok((
-            m.getattr("get_dims")?.unbind(),
-            m.getattr("get_origin")?.unbind(),
-        ))
-    })?;
-    let dims = get_dims.bind(py).call1((obj,))?;
-    let dims = if dims.is_none() {
-        None
-    } else {
-        Some(parse_dims_list(py, &dims)?)
-    };
-    let origin = get_origin.bind(py).call1((obj,))?;
-    let origin = if origin.is_none() {
-        None
-    } else {
-        Some(usize_list(&origin)?)
-    };
-    let mut halo_lower = None;
-    if let Some(entry) = &ex.data_interface {
-        if let Some(h) = entry.get_item("halo").ok().filter(|h| !h.is_none()) {
-            halo_lower = Some(
-                crate::convert::halo(&h)?
-                    .into_iter()
-                    .map(|(lo, _)| lo)
-                    .collect(),
-            );
-        }
-    }
-    Ok(ArgMeta {
-        dims,
-        origin,
-        halo_lower,
-    })
-}
-
-/// A `gridbuf.Field` argument read straight from its slots: the array it wraps (with that
-/// array's own data interface, for the acquire / touch / release callbacks), and the Field's
-/// dims, origin and halo, which are what its `__gt_dims__`, `__gt_origin__` and
-/// `__gt_data_interface__` report. Skips building those Python properties on every call.
-/// `None` when `obj` is not a Field.
-fn field_arg<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> Option<PyResult<Arg<'py>>> {
-    let inner = match field_array(obj) {
-        Ok(Some(inner)) => inner,
-        Ok(None) => return None,
-        Err(e) => return Some(Err(e)),
-    };
-    Some((|| {
+    if let Some(inner) = field_array(obj)? {
         let ex = extract_array(&inner)?;
-        let dims = parse_dims_list(py, &obj.getattr(intern!(py, "_dims"))?)?;
-        let origin = usize_list(&obj.getattr(intern!(py, "_origin"))?)?;
-        // A Field's halo is normalised on construction: a tuple of (lower, upper) int pairs.
-        let halo_lower = obj
-            .getattr(intern!(py, "_halo"))?
-            .try_iter()?
-            .map(|pair| Ok(pair?.extract::<(usize, usize)>()?.0))
-            .collect::<PyResult<Vec<usize>>>()?;
+        let meta = obj.getattr(intern!(py, "_meta"))?;
+        let meta = meta.cast::<FieldMeta>()?.get().arg_meta().clone();
+        return Ok(Arg { ex, meta });
+    }
+    if is_dataarray(obj)? {
+        let inner = arg_of(py, &obj.getattr(intern!(py, "data"))?)?;
+        let dims = crate::metadata::dataarray_own_dims(obj)?;
+        if let Some(dims) = &dims {
+            crate::metadata::check_dataarray_dims(py, dims, inner.meta.dims.as_deref())?;
+        }
+        let origin = origin_of(obj, Some(&inner.ex.info.shape))?;
         let meta = ArgMeta {
-            dims: Some(dims),
-            origin: Some(origin),
-            halo_lower: Some(halo_lower),
+            dims,
+            origin,
+            halo_lower: inner.meta.halo_lower,
         };
-        Ok(Arg { ex, meta })
-    })())
+        return Ok(Arg { ex: inner.ex, meta });
+    }
+    let ex = extract(obj)?;
+    let meta = ArgMeta {
+        dims: dims_of(obj, Some(ex.info.ndim()))?,
+        origin: origin_of(obj, Some(&ex.info.shape))?,
+        halo_lower: match &ex.data_interface {
+            Some(entry) => entry_halo_lower(entry)?,
+            None => None,
+        },
+    };
+    Ok(Arg { ex, meta })
 }
 
 fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
@@ -172,6 +124,10 @@ fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
         pyo3::ffi::Py_TYPE(obj.as_ptr())
             == npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type)
     }
+}
+
+fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
 }
 
 fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
@@ -202,76 +158,37 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
     Ok(CallOrigin::All(usize_list(origin)?))
 }
 
-/// Data-interface callbacks of the fields (acquire, touch, release), when any field has them.
-struct Callbacks<'py> {
-    per_field: Vec<[Option<Bound<'py, PyAny>>; 3]>,
+/// The data-interface callbacks of the fields (acquire, touch, release), when any field has a
+/// data interface.
+fn hooks<'py>(args: &[Arg<'py>]) -> PyResult<Option<PyHooks<'py>>> {
+    if args.iter().all(|a| a.ex.data_interface.is_none()) {
+        return Ok(None);
+    }
+    let per_field = args
+        .iter()
+        .map(|a| match &a.ex.data_interface {
+            Some(entry) => entry_callbacks(entry),
+            None => Ok([None, None, None]),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Some(PyHooks { per_field }))
 }
 
-impl<'py> Callbacks<'py> {
-    fn collect(args: &[Arg<'py>]) -> PyResult<Option<Callbacks<'py>>> {
-        if args.iter().all(|a| a.ex.data_interface.is_none()) {
-            return Ok(None);
-        }
-        let mut per_field = Vec::with_capacity(args.len());
-        for a in args {
-            let mut cbs: [Option<Bound<'py, PyAny>>; 3] = [None, None, None];
-            if let Some(entry) = &a.ex.data_interface {
-                for (slot, name) in cbs.iter_mut().zip(["acquire", "touch", "release"]) {
-                    if let Ok(f) = entry.get_item(name) {
-                        if !f.is_none() {
-                            if !f.is_callable() {
-                                return Err(crate::convert::type_error(
-                                    name,
-                                    &f,
-                                    "expected a callable or None in the data interface",
-                                ));
-                            }
-                            *slot = Some(f);
-                        }
-                    }
-                }
-            }
-            per_field.push(cbs);
-        }
-        Ok(Some(Callbacks { per_field }))
-    }
-
-    /// acquire all, run, touch outputs (only after success), release all (always).
-    fn around<T>(
-        cbs: Option<&Callbacks<'py>>,
-        sig: &Signature,
-        run: impl FnOnce() -> PyResult<T>,
-    ) -> PyResult<T> {
-        let Some(cbs) = cbs else { return run() };
-        let mut acquired = 0;
-        let mut result = (|| {
-            for c in &cbs.per_field {
-                if let Some(f) = &c[0] {
-                    f.call0()?;
-                }
-                acquired += 1;
-            }
-            let out = run()?;
-            for (c, f) in cbs.per_field.iter().zip(&sig.fields) {
-                if f.intent.is_output() {
-                    if let Some(t) = &c[1] {
-                        t.call0()?;
-                    }
-                }
-            }
-            Ok(out)
-        })();
-        for c in &cbs.per_field[..acquired] {
-            if let Some(r) = &c[2] {
-                if let Err(e) = r.call0() {
-                    if result.is_ok() {
-                        result = Err(e);
-                    }
-                }
-            }
-        }
-        result
-    }
+/// Runs `run` between the callbacks in the core's order (`gridbuf::binding::callbacks`).
+fn around<T>(
+    hooks: Option<PyHooks<'_>>,
+    sig: &Signature,
+    run: impl FnOnce() -> PyResult<T>,
+) -> PyResult<T> {
+    let Some(mut hooks) = hooks else { return run() };
+    let outputs = sig
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.intent.is_output())
+        .map(|(i, _)| i);
+    let n = hooks.per_field.len();
+    gridbuf::binding::callbacks::around(&mut hooks, n, outputs, run)
 }
 
 impl Stencil {
@@ -318,15 +235,7 @@ impl Stencil {
                     format!("field {:?} of stencil {:?}: {e}", f.name, self.name),
                 )
             };
-            let arg = match field_arg(py, &obj) {
-                Some(arg) => arg.map_err(wrap)?,
-                None => {
-                    let ex = extract(&obj).map_err(wrap)?;
-                    let meta = arg_meta(py, &obj, &ex)?;
-                    Arg { ex, meta }
-                }
-            };
-            fields.push(arg);
+            fields.push(arg_of(py, &obj).map_err(wrap)?);
         }
         let sig = self.signature_for(fields.first().map(|a| &a.ex.info));
         let origin = parse_origin(origin)?;
@@ -665,8 +574,7 @@ impl Stencil {
             bound,
             sig,
         } = self.prepare(py, args, origin, domain, validate_args)?;
-        let cbs = Callbacks::collect(&fields)?;
-        Callbacks::around(cbs.as_ref(), sig, || match &self.body {
+        around(hooks(&fields)?, sig, || match &self.body {
             Body::Native { kernel, .. } => run_native(py, *kernel, sig, &ptrs, &bound),
             Body::Python { func, descrs } => {
                 let np_views = numpy_views(py, &fields, &bound.call, descrs)?;
@@ -813,16 +721,13 @@ impl BoundStencil {
         if !self.has_callbacks {
             return run();
         }
-        let objs = self.objects.bind(py);
-        let mut args = Vec::with_capacity(objs.len());
-        for o in objs.iter() {
-            args.push(Arg {
-                ex: extract(&o)?,
-                meta: ArgMeta::default(),
-            });
-        }
-        let cbs = Callbacks::collect(&args)?;
-        Callbacks::around(cbs.as_ref(), &self.sig, run)
+        let args = self
+            .objects
+            .bind(py)
+            .iter()
+            .map(|o| arg_of(py, &o))
+            .collect::<PyResult<Vec<_>>>()?;
+        around(hooks(&args)?, &self.sig, run)
     }
 
     /// The compute domain of the bound call.

@@ -10,6 +10,8 @@
 //! under that key; what does depend on pointers (overlap of outputs with other arguments) is
 //! checked per call by [`BoundCall::check_overlaps`].
 
+pub mod callbacks;
+
 use crate::array_info::{ArrayDevice, ArrayInfo, DType, Element};
 use crate::dims::Dim;
 use crate::error::{Error, Result};

@@ -314,26 +314,7 @@ fn error(param: &str, value: String, expected: String) -> Error {
 }
 
 fn check_halo(halo: &[(usize, usize)], shape: &[usize]) -> Result<()> {
-    if halo.len() != shape.len() {
-        return Err(Error::invalid(
-            "halo",
-            halo,
-            format!(
-                "expected one (lower, upper) pair per axis, {} in all",
-                shape.len()
-            ),
-        ));
-    }
-    for (axis, (&(lo, hi), &n)) in halo.iter().zip(shape).enumerate() {
-        if lo.checked_add(hi).is_none_or(|w| w > n) {
-            return Err(Error::invalid(
-                "halo",
-                halo,
-                format!("the halo of axis {axis} ({lo} + {hi}) is larger than its extent {n}"),
-            ));
-        }
-    }
-    Ok(())
+    crate::metadata::check_halo(halo, shape, None)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ pub mod interface;
 pub mod kernels;
 pub mod labelled;
 pub mod layout;
+pub mod metadata;
 pub mod plan;
 pub mod preset;
 
