@@ -10,10 +10,10 @@ use crate::interfaces::{extract, extract_array, field_array, is_dataarray, Extra
 use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
 use gridbuf::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
-    bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature, View3,
+    bind, parse_intent, ArgMeta, BoundCall, CallCache, CallKey, CallOrigin, FieldParam, Signature,
+    Signatures, View3,
 };
-use gridbuf::dims::Dim;
-use gridbuf::kernels::{Intent, Kernel, Threads};
+use gridbuf::kernels::{Kernel, Threads};
 use gridbuf::Device;
 use ndarray::{ArrayView3, ArrayViewMut3};
 use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
@@ -21,12 +21,7 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// Cached calls per stencil; the cache is cleared when full (calls with this many distinct
-/// layouts are rare, and a miss only costs the checks).
-const CACHE_CAPACITY: usize = 256;
+use std::sync::{Arc, OnceLock};
 
 /// Threads for native kernels: `GRIDBUF_NUM_THREADS` (read once), default all cores.
 fn threads() -> Threads {
@@ -42,11 +37,8 @@ fn threads() -> Threads {
 
 /// What runs behind the binder.
 enum Body {
-    /// A native kernel, with one signature per supported dtype (float64 first).
-    Native {
-        kernel: &'static dyn Kernel,
-        f32_sig: Signature,
-    },
+    /// A native kernel (its signatures per dtype are the stencil's).
+    Native { kernel: &'static dyn Kernel },
     /// A Python callable that receives NumPy views and the scalar keywords.
     Python {
         func: Py<PyAny>,
@@ -58,14 +50,12 @@ enum Body {
 #[pyclass(frozen, module = "gridbuf", name = "Stencil")]
 pub struct Stencil {
     name: String,
-    sig: Signature,
+    /// The signatures per dtype; `sigs.default` names the fields.
+    sigs: Signatures,
     body: Body,
     scalars: Vec<String>,
-    // FxHash: the key is hashed on every call, and SipHash's flood resistance buys nothing for
-    // a per-stencil cache of the caller's own arrays.
-    cache: Mutex<FxHashMap<CallKey, Arc<Prepared>>>,
-    /// The key and binding of the latest call that passed (or was bound without checks).
-    last: Mutex<Option<(CallKey, Arc<Prepared>)>>,
+    /// The checked calls, by call key (the core binder's cache).
+    cache: CallCache<Prepared>,
 }
 
 /// One field argument of a call, extracted.
@@ -192,13 +182,6 @@ fn around<T>(
 }
 
 impl Stencil {
-    fn signature_for(&self, first: Option<&ArrayInfo>) -> &Signature {
-        match (&self.body, first) {
-            (Body::Native { f32_sig, .. }, Some(info)) if info.dtype == DType::FLOAT32 => f32_sig,
-            _ => &self.sig,
-        }
-    }
-
     /// Extracts the fields and scalars of a call and binds it (from the cache when possible).
     fn prepare<'py>(
         &self,
@@ -208,7 +191,7 @@ impl Stencil {
         domain: Option<&Bound<'py, PyAny>>,
         validate: bool,
     ) -> PyResult<Prepare<'py, '_>> {
-        let n = self.sig.fields.len();
+        let n = self.sigs.default.fields.len();
         if args.len() != n {
             return Err(raise(
                 py,
@@ -216,7 +199,8 @@ impl Stencil {
                 format!(
                     "stencil {:?} takes {n} fields ({}) as positional arguments, but {} were given",
                     self.name,
-                    self.sig
+                    self.sigs
+                        .default
                         .fields
                         .iter()
                         .map(|f| f.name.as_str())
@@ -227,7 +211,7 @@ impl Stencil {
             ));
         }
         let mut fields = Vec::with_capacity(n);
-        for (obj, f) in args.iter().zip(&self.sig.fields) {
+        for (obj, f) in args.iter().zip(&self.sigs.default.fields) {
             let wrap = |e: PyErr| {
                 raise(
                     py,
@@ -237,7 +221,7 @@ impl Stencil {
             };
             fields.push(arg_of(py, &obj).map_err(wrap)?);
         }
-        let sig = self.signature_for(fields.first().map(|a| &a.ex.info));
+        let sig = self.sigs.for_first(fields.first().map(|a| a.ex.info.dtype));
         let origin = parse_origin(origin)?;
         let domain = match domain.filter(|d| !d.is_none()) {
             Some(d) => Some(crate::convert::usize_seq(d, "domain")?),
@@ -277,25 +261,10 @@ impl Stencil {
         domain: Option<&[usize]>,
         validate: bool,
     ) -> PyResult<Arc<Prepared>> {
-        {
-            let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, b)) = last
-                .as_ref()
-                .filter(|(k, _)| k.matches(pairs, origin, domain))
-            {
-                return Ok(Arc::clone(b));
-            }
-        }
-        let key = CallKey::new(pairs, origin, domain);
-        let cached = self
-            .cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let bound = match cached {
-            Some(b) => b,
-            None => {
+        let (cached, key) = self.cache.get(pairs, origin, domain);
+        let bound = match (cached, key) {
+            (Some(b), _) => b,
+            (None, key) => {
                 let call = bind(sig, pairs, origin, domain, validate).py(py)?;
                 let b = Arc::new(match self.body {
                     Body::Native { .. } => Prepared::native(call, sig, fields).py(py)?,
@@ -309,15 +278,11 @@ impl Stencil {
                         1,
                     )?;
                 }
-                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-                if cache.len() >= CACHE_CAPACITY {
-                    cache.clear();
-                }
-                cache.insert(key.clone(), Arc::clone(&b));
+                let key = key.unwrap_or_else(|| CallKey::new(pairs, origin, domain));
+                self.cache.insert(key, Arc::clone(&b));
                 b
             }
         };
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, Arc::clone(&bound)));
         Ok(bound)
     }
 
@@ -645,7 +610,7 @@ impl Stencil {
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        for f in &self.sig.fields {
+        for f in &self.sigs.default.fields {
             let d = PyDict::new(py);
             d.set_item("name", &f.name)?;
             d.set_item("dtype", f.dtype.name())?;
@@ -669,14 +634,19 @@ impl Stencil {
     /// Number of cached call layouts.
     #[getter]
     fn cache_size(&self) -> usize {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.cache.len()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Stencil({:?}, fields={:?}, scalars={:?})",
             self.name,
-            self.sig.fields.iter().map(|f| &f.name).collect::<Vec<_>>(),
+            self.sigs
+                .default
+                .fields
+                .iter()
+                .map(|f| &f.name)
+                .collect::<Vec<_>>(),
             self.scalars
         )
     }
@@ -737,36 +707,6 @@ impl BoundStencil {
     }
 }
 
-fn intent_from(s: &str, py: Python<'_>) -> PyResult<Intent> {
-    match s {
-        "in" => Ok(Intent::In),
-        "out" => Ok(Intent::Out),
-        "inout" => Ok(Intent::InOut),
-        _ => Err(raise(
-            py,
-            Class::Value,
-            format!("invalid intent {s:?}: expected \"in\", \"out\" or \"inout\""),
-        )),
-    }
-}
-
-fn native_signature(kernel: &'static dyn Kernel, dtype: DType) -> PyResult<Signature> {
-    let ijk = vec![Dim::I, Dim::J, Dim::K];
-    let fields = kernel
-        .fields()
-        .iter()
-        .map(|f| FieldParam {
-            extent: (0..3)
-                .map(|a| (f.extent.lower[a], f.extent.upper[a]))
-                .collect(),
-            intent: f.intent,
-            ..FieldParam::new(f.name, dtype, ijk.clone())
-        })
-        .collect();
-    Signature::new(fields, Device::Cpu)
-        .map_err(|e| Python::attach(|py| crate::errors::to_py(py, e)))
-}
-
 /// The native kernel registered under `name` as a Stencil (float64 and float32 fields).
 #[pyfunction]
 pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
@@ -783,14 +723,10 @@ pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
     })?;
     Ok(Stencil {
         name: name.to_owned(),
-        sig: native_signature(kernel, DType::FLOAT64)?,
-        body: Body::Native {
-            kernel,
-            f32_sig: native_signature(kernel, DType::FLOAT32)?,
-        },
+        sigs: Signatures::native(kernel).py(py)?,
+        body: Body::Native { kernel },
         scalars: Vec::new(),
-        cache: Mutex::new(FxHashMap::default()),
-        last: Mutex::new(None),
+        cache: CallCache::default(),
     })
 }
 
@@ -844,7 +780,7 @@ pub fn python_stencil(
         let dims =
             gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
         let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
-        let intent = intent_from(get("intent")?.cast::<PyString>()?.to_str()?, py)?;
+        let intent = parse_intent(get("intent")?.cast::<PyString>()?.to_str()?).py(py)?;
         let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());
         let data_shape = opt("data_shape").map(|v| v.extract()).transpose()?;
         let layout = opt("layout").map(|v| v.extract()).transpose()?;
@@ -865,10 +801,9 @@ pub fn python_stencil(
     let sig = Signature::new(params, device).py(py)?;
     Ok(Stencil {
         name: name.to_owned(),
-        sig,
+        sigs: Signatures::single(sig),
         body: Body::Python { func, descrs },
         scalars,
-        cache: Mutex::new(FxHashMap::default()),
-        last: Mutex::new(None),
+        cache: CallCache::default(),
     })
 }

@@ -16,6 +16,7 @@
 pub mod array_info;
 pub mod axes;
 pub mod binding;
+pub mod bounded_cache;
 pub mod buffer;
 pub mod copy;
 pub mod dims;
