@@ -167,3 +167,19 @@ def test_acquired_releases_what_it_acquired_when_an_acquire_fails():
         with gb.acquired([Obj("a"), Obj("b", fail=True), Obj("c")]):
             pass
     assert log == [("acquire", "a"), ("acquire", "b"), ("release", "a")]
+
+
+def test_field_descriptors_and_output_params_have_named_attributes():
+    f = gb.Field.zeros((4, 5, 6), halo=(1, 1, 0), backend="gt:cpu_ifirst")
+    d = f._describe()
+    assert isinstance(d, _gridbuf.FieldDescriptor)
+    assert (d.dims, d.shape, d.halo, d.backend) == (("I", "J", "K"), (4, 5, 6), ((1, 1), (1, 1), (0, 0)), "gt:cpu_ifirst")
+    assert d == _gridbuf.FieldDescriptor(d.dims, d.shape, d.halo, d.layout, d.strides, d.alignment, d.aligned_index, d.backend)
+    assert hash(d) == hash(gb.Field.zeros((4, 5, 6), halo=(1, 1, 0), backend="gt:cpu_ifirst")._describe())
+    axes, params = _gridbuf._reduce(d, "K", False)
+    assert axes == (2,)
+    assert isinstance(params, _gridbuf.OutputParams)
+    assert (params.dims, params.shape, params.halo, params.backend) == (("I", "J"), (4, 5), ((1, 1), (1, 1)), "gt:cpu_ifirst")
+    assert isinstance(params.kwargs, dict) and params.alignment >= 1
+    with pytest.raises(TypeError):
+        _gridbuf._reduce((d.dims, d.shape, d.halo, None, (8, 32, 160), 1, None, "C"), "K", False)

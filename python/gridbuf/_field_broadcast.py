@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _gridbuf
 from ._field_cache import _BROADCASTS, _intern, _remember
-from ._gridbuf import FieldMeta
+from ._gridbuf import FieldDescriptor, FieldMeta
 from .errors import GridbufTypeError, GridbufValueError
 
 _empty = _gridbuf.empty
@@ -38,13 +38,14 @@ class _Broadcast:
         if params is None:
             self.shape = None
             return
-        dims, shape, layout, alignment, aligned_index, halo, backend, kwargs = params
+        dims, shape, layout, halo, backend = params.dims, params.shape, params.layout, params.halo, params.backend
+        alignment, aligned_index, kwargs = params.alignment, params.aligned_index, params.kwargs
         self.shape, self.kwargs, self.dims, self.halo = shape, kwargs, dims, halo
         self.order = _memory_order(layout, shape)
         self.origin = tuple(lo for lo, _ in halo)
         self.meta = FieldMeta(dims, halo, self.origin)
         self.storage = (backend, layout, alignment, aligned_index)
-        self.desc = (dims, shape, halo, layout, None, alignment, aligned_index, backend)
+        self.desc = FieldDescriptor(dims, shape, halo, layout, None, alignment, aligned_index, backend)
         self.kid = _intern(self.desc)
 
     def allocate(self, dtype: Any) -> Any:

@@ -206,31 +206,12 @@ def as_numpy(obj: Any) -> npt.NDArray[Any]: ...
 def _extract(obj: Any) -> tuple[ArrayInfo, Any]: ...  # the binder's extract(), for tests
 
 # -- private helpers of gridbuf.Field (gridbuf::labelled) ---------------------------------------
-# A field descriptor: (dims, shape, halo, layout or None, byte strides or None, alignment,
-# aligned index or None, preset name). An operand: a descriptor, a plain array's shape, or None.
-_FieldDescriptor = tuple[
-    tuple[str, ...],
-    tuple[int, ...],
-    tuple[tuple[int, int], ...],
-    Union[tuple[int, ...], None],
-    Union[tuple[int, ...], None],
-    int,
-    Union[tuple[int, ...], None],
-    str,
-]
+# A field descriptor is a FieldDescriptor, a result's parameters an OutputParams (both below).
+# An operand: a descriptor, a plain array's shape, or None.
+_FieldDescriptor = FieldDescriptor
 _Operand = Union[_FieldDescriptor, tuple[int, ...], None]
 _Alignment = tuple[Union[tuple[int, ...], None], Union[tuple[int, ...], None]]
-# (dims, shape, layout, alignment, aligned_index, halo, backend, keywords for gridbuf.empty)
-_OutputParams = tuple[
-    tuple[str, ...],
-    tuple[int, ...],
-    tuple[int, ...],
-    int,
-    tuple[int, ...],
-    tuple[tuple[int, int], ...],
-    str,
-    dict[str, Any],
-]
+_OutputParams = OutputParams
 _AxisArg = Union[int, str, Sequence[Union[int, str]], None]
 
 def _broadcast(
@@ -286,3 +267,56 @@ def data_interface_for(
 ) -> dict[Any, dict[str, Any]] | None: ...
 def whole_allocation_plan(array: Any) -> Plan | None: ...
 def layout_from_strides(strides: Sequence[int]) -> tuple[int, ...]: ...
+
+class FieldDescriptor:
+    """What the labelled-array functions read of a Field; frozen, hashable."""
+
+    def __init__(
+        self,
+        dims: tuple[str, ...],
+        shape: tuple[int, ...],
+        halo: tuple[tuple[int, int], ...],
+        layout: tuple[int, ...] | None,
+        strides: tuple[int, ...] | None,
+        alignment: int,
+        aligned_index: tuple[int, ...] | None,
+        backend: str,
+    ) -> None: ...
+    @property
+    def dims(self) -> tuple[str, ...]: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]: ...
+    @property
+    def layout(self) -> tuple[int, ...] | None: ...
+    @property
+    def strides(self) -> tuple[int, ...] | None: ...
+    @property
+    def alignment(self) -> int: ...
+    @property
+    def aligned_index(self) -> tuple[int, ...] | None: ...
+    @property
+    def backend(self) -> str: ...
+    def __hash__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+
+class OutputParams:
+    """The parameters of a result (GDP-3's Output Storage Parameters); frozen."""
+
+    @property
+    def dims(self) -> tuple[str, ...]: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def layout(self) -> tuple[int, ...]: ...
+    @property
+    def alignment(self) -> int: ...
+    @property
+    def aligned_index(self) -> tuple[int, ...]: ...
+    @property
+    def halo(self) -> tuple[tuple[int, int], ...]: ...
+    @property
+    def backend(self) -> str: ...
+    @property
+    def kwargs(self) -> dict[str, Any]: ...

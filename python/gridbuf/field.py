@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from . import _gridbuf
-from ._gridbuf import FieldMeta, whole_allocation_plan
+from ._gridbuf import FieldDescriptor, FieldMeta, whole_allocation_plan
 from ._metadata import (
     data_interface_entry,
     data_interface_for,
@@ -182,7 +182,7 @@ class Field:
             self._storage = st
         return st
 
-    def _describe(self) -> tuple[Any, ...]:
+    def _describe(self) -> FieldDescriptor:
         """The core's description: dims, shape, halo, layout, strides, alignment, aligned index
         and preset."""
         d = self._desc
@@ -191,7 +191,7 @@ class Field:
             nd = self._data()
             strides = None if layout is not None else tuple(int(s) for s in nd.strides)
             meta = self._meta
-            d = self._desc = (meta.dims, tuple(nd.shape), meta.halo, layout, strides, alignment, aligned_index, backend)
+            d = self._desc = FieldDescriptor(meta.dims, tuple(nd.shape), meta.halo, layout, strides, alignment, aligned_index, backend)
         return d
 
     def _key(self) -> int:

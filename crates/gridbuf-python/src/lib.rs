@@ -3,6 +3,7 @@
 mod allocation;
 mod convert;
 mod errors;
+mod field_descriptor;
 mod interfaces;
 mod labelled;
 mod metadata;
@@ -45,6 +46,8 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interfaces::extract_py, m)?)?;
     m.add_class::<interfaces::PyArrayInfo>()?;
     m.add_class::<metadata::FieldMeta>()?;
+    m.add_class::<field_descriptor::FieldDescriptor>()?;
+    m.add_class::<field_descriptor::OutputParams>()?;
     m.add_class::<metadata::Acquired>()?;
     m.add_function(wrap_pyfunction!(metadata::normalize_dims, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::default_dims, m)?)?;
