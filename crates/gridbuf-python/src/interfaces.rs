@@ -1033,26 +1033,7 @@ fn check_entry_extras(d: &IfaceDict<'_, '_>, info: &ArrayInfo) -> PyResult<()> {
     let ndim = info.ndim();
     let dims_key = intern!(py, "dims");
     if let Some(dims) = d.get(dims_key)? {
-        let field = d.field(dims_key);
-        let parsed = convert::dims(&dims, &field)?;
-        if parsed.len() != ndim {
-            return Err(value_error(
-                &field,
-                &dims,
-                &format!("expected one name per axis, {ndim} in all"),
-            ));
-        }
-        if let Some(dup) = parsed
-            .iter()
-            .enumerate()
-            .find_map(|(i, dim)| parsed[..i].contains(dim).then_some(dim))
-        {
-            return Err(value_error(
-                &field,
-                &dims,
-                &format!("dimension \"{dup}\" appears more than once"),
-            ));
-        }
+        crate::metadata::dims_from(&dims, Some(ndim), &d.field(dims_key))?;
     }
     let halo_key = intern!(py, "halo");
     if let Some(halo) = d.get(halo_key)? {
@@ -1065,22 +1046,7 @@ fn check_entry_extras(d: &IfaceDict<'_, '_>, info: &ArrayInfo) -> PyResult<()> {
                 value_error(&field, &halo, EXPECTED)
             }
         })?;
-        if pairs.len() != ndim {
-            return Err(value_error(
-                &field,
-                &halo,
-                &format!("{EXPECTED}, {ndim} in all"),
-            ));
-        }
-        for (axis, (&(lo, hi), &n)) in pairs.iter().zip(&info.shape).enumerate() {
-            if lo.checked_add(hi).is_none_or(|w| w > n) {
-                return Err(value_error(
-                    &field,
-                    &halo,
-                    &format!("the halo of axis {axis} ({lo} + {hi}) is larger than its extent {n}"),
-                ));
-            }
-        }
+        gridbuf::metadata::check_halo(&pairs, &info.shape, None, &field).py(py)?;
     }
     for key in [
         intern!(py, "acquire"),

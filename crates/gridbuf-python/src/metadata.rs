@@ -87,7 +87,7 @@ pub(crate) fn dims_from(
     source: &str,
 ) -> PyResult<Vec<Dim>> {
     let names = dim_names(dims, source)?;
-    gridbuf::metadata::check_dims(&names, ndim, source).py(dims.py())
+    gridbuf::metadata::check_dims(&names, ndim, source, Some(&repr(dims))).py(dims.py())
 }
 
 /// Dims as the tuple of names Python sees.
@@ -206,7 +206,7 @@ pub(crate) fn dataarray_own_dims(da: &Bound<'_, PyAny>) -> PyResult<Option<Vec<D
     let names = xarray_dim_names(da)?;
     let ndim: usize = da.getattr(intern!(da.py(), "ndim"))?.extract()?;
     // A DataArray labelled with other names (lat, lon, ...) declares no gt dims.
-    Ok(gridbuf::metadata::check_dims(&names, Some(ndim), "DataArray.dims").ok())
+    Ok(gridbuf::metadata::check_dims(&names, Some(ndim), "DataArray.dims", None).ok())
 }
 
 /// Checks that the dims a DataArray's data declares (if any) are the DataArray's own.
@@ -260,7 +260,7 @@ pub(crate) fn dims_of(obj: &Bound<'_, PyAny>, ndim: Option<usize>) -> PyResult<O
     if module.to_str()?.starts_with("xarray.") && obj.hasattr(intern!(py, "dims"))? {
         let names = xarray_dim_names(obj)?;
         if all_gt_names(&names) {
-            return gridbuf::metadata::check_dims(&names, ndim, "DataArray.dims")
+            return gridbuf::metadata::check_dims(&names, ndim, "DataArray.dims", None)
                 .py(py)
                 .map(Some);
         }
@@ -417,7 +417,7 @@ pub(crate) fn halo_from(
     dims: Option<&[Dim]>,
 ) -> PyResult<Vec<(usize, usize)>> {
     let pairs = crate::convert::halo(halo)?.into_vec();
-    gridbuf::metadata::check_halo(&pairs, shape, dims).py(halo.py())?;
+    gridbuf::metadata::check_halo(&pairs, shape, dims, "halo").py(halo.py())?;
     Ok(pairs)
 }
 

@@ -314,7 +314,7 @@ fn error(param: &str, value: String, expected: String) -> Error {
 }
 
 fn check_halo(halo: &[(usize, usize)], shape: &[usize]) -> Result<()> {
-    crate::metadata::check_halo(halo, shape, None)
+    crate::metadata::check_halo(halo, shape, None, "halo")
 }
 
 // ---------------------------------------------------------------------------------------------

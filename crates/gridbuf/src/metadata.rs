@@ -17,15 +17,17 @@ fn names_tuple<S: AsRef<str>>(names: &[S]) -> String {
 
 /// Checks dims given as names (`"I"`, `"J"`, `"K"` or decimal strings such as `"0"`, each read
 /// by [`Dim::parse`]): every name valid, none repeated and, when `ndim` is given, one name per
-/// axis.
+/// axis. Messages name `source` and show `value` (the dims as the caller received them), or the
+/// names as a tuple.
 pub fn check_dims<S: AsRef<str>>(
     names: &[S],
     ndim: Option<usize>,
     source: &str,
+    value: Option<&str>,
 ) -> Result<Vec<Dim>> {
     let invalid = |expected: String| Error::InvalidValue {
         param: source.into(),
-        value: names_tuple(names),
+        value: value.map_or_else(|| names_tuple(names), str::to_owned),
         expected,
     };
     let dims = names
@@ -39,12 +41,18 @@ pub fn check_dims<S: AsRef<str>>(
             })
         })
         .collect::<Result<Vec<Dim>>>()?;
-    if crate::dims::validate_dims(&dims, dims.len()).is_err() {
-        return Err(invalid("each dimension may appear only once".into()));
+    if let Some(dup) = dims
+        .iter()
+        .enumerate()
+        .find_map(|(i, d)| dims[..i].contains(d).then_some(d))
+    {
+        return Err(invalid(format!(
+            "dimension '{dup}' appears more than once (each dimension may appear only once)"
+        )));
     }
     if let Some(ndim) = ndim.filter(|&n| n != dims.len()) {
         return Err(invalid(format!(
-            "the array has {ndim} axes, so it needs {ndim} names"
+            "expected one name per axis, {ndim} in all (the array has {ndim} axes)"
         )));
     }
     Ok(dims)
@@ -83,11 +91,16 @@ pub fn check_origin(origin: &[i64], shape: Option<&[usize]>, source: &str) -> Re
 }
 
 /// Checks that a halo has one (lower, upper) pair per axis of `shape` and fits inside it;
-/// `dims`, when given, are named in the message.
-pub fn check_halo(halo: &[(usize, usize)], shape: &[usize], dims: Option<&[Dim]>) -> Result<()> {
+/// messages name `param`, and `dims` when given.
+pub fn check_halo(
+    halo: &[(usize, usize)],
+    shape: &[usize],
+    dims: Option<&[Dim]>,
+    param: &str,
+) -> Result<()> {
     if halo.len() != shape.len() {
         return Err(Error::invalid(
-            "halo",
+            param,
             halo,
             format!(
                 "expected one (lower, upper) pair per axis, {} in all",
@@ -107,7 +120,7 @@ pub fn check_halo(halo: &[(usize, usize)], shape: &[usize], dims: Option<&[Dim]>
                 None => format!("axis {axis}"),
             };
             return Err(Error::invalid(
-                "halo",
+                param,
                 halo,
                 format!("the halo of {place} ({lo} + {hi}) is larger than its extent {n}"),
             ));
@@ -132,7 +145,7 @@ mod tests {
     #[test]
     fn dims_are_named_after_their_source() {
         assert_eq!(
-            check_dims(&["K", "J", "0"], Some(3), "dims").unwrap(),
+            check_dims(&["K", "J", "0"], Some(3), "dims", None).unwrap(),
             vec![Dim::K, Dim::J, Dim::Data(0)]
         );
         for (names, ndim) in [
@@ -140,7 +153,7 @@ mod tests {
             (&["I", "x"], None),
             (&["I", "J"], Some(3)),
         ] {
-            let err = check_dims(names, ndim, "__gt_dims__")
+            let err = check_dims(names, ndim, "__gt_dims__", None)
                 .unwrap_err()
                 .to_string();
             assert!(err.starts_with("invalid __gt_dims__"), "{err}");
@@ -162,10 +175,10 @@ mod tests {
 
     #[test]
     fn halo_fits() {
-        assert!(check_halo(&[(1, 1), (0, 2)], &[2, 2], None).is_ok());
-        assert!(check_halo(&[(1, 2)], &[2], None).is_err());
-        assert!(check_halo(&[(1, 1)], &[2, 2], None).is_err());
-        let err = check_halo(&[(0, 0), (2, 1)], &[2, 2], Some(&[Dim::K, Dim::J]))
+        assert!(check_halo(&[(1, 1), (0, 2)], &[2, 2], None, "halo").is_ok());
+        assert!(check_halo(&[(1, 2)], &[2], None, "halo").is_err());
+        assert!(check_halo(&[(1, 1)], &[2, 2], None, "halo").is_err());
+        let err = check_halo(&[(0, 0), (2, 1)], &[2, 2], Some(&[Dim::K, Dim::J]), "halo")
             .unwrap_err()
             .to_string();
         assert!(err.contains("axis 1 (dim 'J' of dims ('K', 'J'))"), "{err}");
