@@ -574,11 +574,11 @@ class Field:
         if keys[0] is None:
             target[...] = arrays[0]
             return
-        dims, shape = labels.dims, tuple(target.shape)
-        pkey = ("setitem", keys[0], dims, shape)
+        shape = tuple(target.shape)
+        pkey = ("setitem", keys[0], labels, shape)  # the labels (a FieldMeta) hash their dims
         assign = _BROADCASTS.get(pkey)
         if assign is None:
-            aligned = _gridbuf._assign(_describe_key(keys[0], value), dims, shape)
+            aligned = _gridbuf._assign(_describe_key(keys[0], value), labels.dims, shape)
             assign = _remember(_BROADCASTS, pkey, _Broadcast((aligned,), None))
         _line_up(assign, arrays)
         target[...] = arrays[0]
