@@ -116,6 +116,21 @@ fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
     }
 }
 
+/// The memory of an argument and the data interface its callbacks come from, without what it
+/// declares: a Field's and a DataArray's are those of the array they hold.
+fn memory_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
+    if is_exact_ndarray(py, obj) {
+        return extract(obj);
+    }
+    if let Some(inner) = field_array(obj)? {
+        return extract_array(&inner);
+    }
+    if is_dataarray(obj)? {
+        return memory_of(py, &obj.getattr(intern!(py, "data"))?);
+    }
+    extract(obj)
+}
+
 fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
     crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
 }
@@ -652,6 +667,30 @@ impl Stencil {
     }
 }
 
+impl BoundStencil {
+    /// Runs `run` between the fields' data-interface callbacks, read again from the arguments
+    /// (kept out of `__call__`, whose common path has none).
+    #[inline(never)]
+    fn run_with_callbacks(
+        &self,
+        py: Python<'_>,
+        run: impl FnOnce() -> PyResult<()>,
+    ) -> PyResult<()> {
+        let args = self
+            .objects
+            .bind(py)
+            .iter()
+            .map(|o| {
+                Ok(Arg {
+                    ex: memory_of(py, &o)?,
+                    meta: ArgMeta::default(),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        around(hooks(&args)?, &self.sig, run)
+    }
+}
+
 /// A stencil bound to specific arrays: reruns with no per-call checks.
 #[pyclass(frozen, module = "gridbuf", name = "BoundStencil")]
 pub struct BoundStencil {
@@ -691,13 +730,7 @@ impl BoundStencil {
         if !self.has_callbacks {
             return run();
         }
-        let args = self
-            .objects
-            .bind(py)
-            .iter()
-            .map(|o| arg_of(py, &o))
-            .collect::<PyResult<Vec<_>>>()?;
-        around(hooks(&args)?, &self.sig, run)
+        self.run_with_callbacks(py, run)
     }
 
     /// The compute domain of the bound call.
