@@ -183,3 +183,15 @@ def test_field_descriptors_and_output_params_have_named_attributes():
     assert isinstance(params.kwargs, dict) and params.alignment >= 1
     with pytest.raises(TypeError):
         _gridbuf._reduce((d.dims, d.shape, d.halo, None, (8, 32, 160), 1, None, "C"), "K", False)
+
+
+def test_field_labels_come_from_the_arguments_then_the_array():
+    a = gb.zeros((6, 5, 4), halo=(1, (0, 2), 0), dims="IJK")
+    meta = _gridbuf.field_labels(a, a.shape)
+    assert (meta.dims, meta.halo, meta.origin) == (("I", "J", "K"), ((1, 1), (0, 2), (0, 0)), (1, 0, 0))
+    assert _gridbuf.field_labels(np.asarray(a)[1:], (5, 5, 4)).halo == ((0, 0),) * 3  # not all of it
+    meta = _gridbuf.field_labels(a, a.shape, dims="KJI", halo=(0, 0, 0), origin=(2, 0, 1))
+    assert (meta.dims, meta.halo, meta.origin) == (("K", "J", "I"), ((0, 0),) * 3, (2, 0, 1))
+    assert _gridbuf.field_labels(np.zeros((2, 3, 4, 5)), (2, 3, 4, 5)).dims == ("I", "J", "K", "0")
+    with pytest.raises(gb.GridbufValueError, match="origin"):
+        _gridbuf.field_labels(a, a.shape, origin=(7, 0, 0))

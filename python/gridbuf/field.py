@@ -18,16 +18,8 @@ from typing import Any
 import numpy as np
 
 from . import _gridbuf
-from ._gridbuf import FieldDescriptor, FieldMeta, whole_allocation_plan
-from ._metadata import (
-    data_interface_entry,
-    data_interface_for,
-    default_dims,
-    get_dims,
-    normalize_dims,
-    normalize_halo,
-    normalize_origin,
-)
+from ._gridbuf import FieldDescriptor, FieldMeta, field_labels, whole_allocation_plan
+from ._metadata import data_interface_for, get_dims, normalize_halo
 from . import _field_broadcast, _field_functions, _field_reductions, _field_ufuncs
 from ._field_broadcast import (
     _Broadcast,
@@ -119,26 +111,8 @@ class Field:
         self._array = array
         if isinstance(array, np.ndarray):
             self._nd = array
-        if dims is None:
-            dims = get_dims(array)
-        dims = default_dims(len(shape)) if dims is None else normalize_dims(dims, len(shape), "dims")
-        if halo is None:
-            info = data_interface_entry(array)
-            alloc = whole_allocation_plan(array)
-            if info is not None and info.get("halo") is not None:
-                halo = info["halo"]
-            elif alloc is not None:
-                halo = alloc.halo
-            else:
-                halo = ((0, 0),) * len(shape)
-        halo = normalize_halo(halo, shape)
-        if origin is None:
-            origin = getattr(array, "__gt_origin__", None)
-        if origin is None:
-            origin = tuple(lo for lo, _ in halo)
-        else:
-            origin = normalize_origin(origin, shape, "origin")
-        self._meta = FieldMeta(dims, halo, origin)
+        # Dims, halo and origin: given, else what the array declares (one binding call).
+        self._meta = field_labels(array, shape, dims, halo, origin)
 
     @classmethod
     def _view(

@@ -60,6 +60,7 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metadata::data_interface_for, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::whole_allocation_plan, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::layout_from_strides, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::field_labels, m)?)?;
     m.add_class::<interfaces::PyDLPackOwner>()?;
     Ok(())
 }

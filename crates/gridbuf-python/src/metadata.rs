@@ -500,6 +500,37 @@ pub struct FieldMeta {
 }
 
 impl FieldMeta {
+    /// The labels from checked parts (one entry per axis in each).
+    pub(crate) fn from_parts(
+        py: Python<'_>,
+        dims: Vec<Dim>,
+        halo: &[(usize, usize)],
+        origin: Vec<usize>,
+    ) -> PyResult<FieldMeta> {
+        let dims_py = dims_tuple(py, &dims)?.unbind();
+        let halo_py = pairs_tuple(py, halo)?.unbind();
+        let origin_py = PyTuple::new(py, &origin)?.unbind();
+        let arg = ArgMeta {
+            dims: Some(dims),
+            origin: Some(origin),
+            halo_lower: Some(halo.iter().map(|&(lo, _)| lo).collect()),
+        };
+        let halo_upper: Vec<usize> = halo.iter().map(|&(_, hi)| hi).collect();
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        arg.hash(&mut h);
+        halo_upper.hash(&mut h);
+        // -1 is CPython's error value for hashes.
+        let hash = (h.finish() as isize).max(0);
+        Ok(FieldMeta {
+            dims: dims_py,
+            halo: halo_py,
+            origin: origin_py,
+            halo_upper,
+            arg,
+            hash,
+        })
+    }
+
     /// What the binder reads: dims, origin and the lower halo, in index order.
     pub(crate) fn arg_meta(&self) -> &ArgMeta {
         &self.arg
@@ -541,28 +572,7 @@ impl FieldMeta {
                 ),
             ));
         }
-        let dims_py = dims_tuple(py, &parsed)?.unbind();
-        let halo_py = pairs_tuple(py, &pairs)?.unbind();
-        let origin_py = PyTuple::new(py, &origin_v)?.unbind();
-        let arg = ArgMeta {
-            dims: Some(parsed),
-            origin: Some(origin_v),
-            halo_lower: Some(pairs.iter().map(|&(lo, _)| lo).collect()),
-        };
-        let halo_upper: Vec<usize> = pairs.iter().map(|&(_, hi)| hi).collect();
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        arg.hash(&mut h);
-        halo_upper.hash(&mut h);
-        // -1 is CPython's error value for hashes.
-        let hash = (h.finish() as isize).max(0);
-        Ok(FieldMeta {
-            dims: dims_py,
-            halo: halo_py,
-            origin: origin_py,
-            halo_upper,
-            arg,
-            hash,
-        })
+        FieldMeta::from_parts(py, parsed, &pairs, origin_v)
     }
 
     /// Dims per axis.
@@ -1009,4 +1019,79 @@ pub fn whole_allocation_plan<'py>(
 #[pyfunction]
 pub fn layout_from_strides(py: Python<'_>, strides: Vec<isize>) -> PyResult<Bound<'_, PyTuple>> {
     PyTuple::new(py, gridbuf::labelled::layout_from_strides(&strides))
+}
+
+/// The labels of a ``Field`` over ``array`` (of ``shape``), each from the argument when given,
+/// else from what the array declares, by the rules of ``gridbuf.Field``:
+///
+/// - dims: the array's own (``__gt_dims__``, data interface, xarray), else ``"IJK"[:ndim]`` then
+///   data dims;
+/// - halo: its data interface's host-memory halo, else the halo it was allocated with by
+///   gridbuf (a whole allocation), else none;
+/// - origin: its ``__gt_origin__``, else the lower halo.
+///
+/// Parameters
+/// ----------
+/// array : array_like
+/// shape : tuple of int
+/// dims, halo, origin : optional
+///
+/// Returns
+/// -------
+/// FieldMeta
+///
+/// Raises
+/// ------
+/// GridbufValueError, GridbufTypeError
+///     Labels that do not fit the array.
+#[pyfunction]
+#[pyo3(signature = (array, shape, dims=None, halo=None, origin=None))]
+pub fn field_labels<'py>(
+    array: &Bound<'py, PyAny>,
+    shape: Vec<usize>,
+    dims: Option<&Bound<'py, PyAny>>,
+    halo: Option<&Bound<'py, PyAny>>,
+    origin: Option<&Bound<'py, PyAny>>,
+) -> PyResult<FieldMeta> {
+    let py = array.py();
+    let ndim = shape.len();
+    let dims = match dims.filter(|d| !d.is_none()) {
+        Some(d) => dims_from(d, Some(ndim), "dims")?,
+        None => match dims_of(array, shape_of(array)?.map(|s| s.len()))? {
+            Some(declared) => {
+                // What the array declares, checked against the Field's own shape.
+                let names: Vec<String> = declared.iter().map(Dim::to_string).collect();
+                gridbuf::metadata::check_dims(&names, Some(ndim), "dims", None).py(py)?
+            }
+            None => gridbuf::dims::default_dims(ndim).into_vec(),
+        },
+    };
+    let halo = match halo.filter(|h| !h.is_none()) {
+        Some(h) => halo_from(h, &shape, None)?,
+        None => {
+            let declared = match data_interface_of(array)? {
+                Some(di) => match host_entry(&di)? {
+                    Some(entry) => entry_get(&entry, intern!(py, "halo"))?,
+                    None => None,
+                },
+                None => None,
+            };
+            match declared {
+                Some(h) => halo_from(&h, &shape, None)?,
+                None => match whole_allocation_plan(array)? {
+                    Some(plan) => halo_from(&plan.getattr(intern!(py, "halo"))?, &shape, None)?,
+                    None => vec![(0, 0); ndim],
+                },
+            }
+        }
+    };
+    let origin = match origin.filter(|o| !o.is_none()) {
+        Some(o) => Some(o.clone()),
+        None => lookup(array, intern!(py, "__gt_origin__"))?,
+    };
+    let origin = match origin {
+        Some(o) => origin_from(&o, Some(&shape), "origin")?,
+        None => halo.iter().map(|&(lo, _)| lo).collect(),
+    };
+    FieldMeta::from_parts(py, dims, &halo, origin)
 }
