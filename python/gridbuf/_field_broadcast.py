@@ -11,9 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _gridbuf
-from ._field_cache import _BROADCASTS, _intern, _remember
+from . import _field_cache
+from ._field_cache import _intern, _remember
 from ._gridbuf import FieldDescriptor, FieldMeta
 from .errors import GridbufTypeError, GridbufValueError
+
+# Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
+# as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
+_BROADCASTS = _field_cache._BROADCASTS
 
 _empty = _gridbuf.empty
 _object_new = object.__new__

@@ -20,10 +20,15 @@ from ._field_broadcast import (
     _normalize_out,
     _plain,
 )
-from ._field_cache import _AXIS_CACHE, _remember
+from . import _field_cache
+from ._field_cache import _remember
 from ._field_reductions import _hashable_axis, _reduce, _same_params, _scan
 from ._gridbuf import FieldMeta
 from .errors import GridbufTypeError
+
+# Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
+# as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
+_AXIS_CACHE = _field_cache._AXIS_CACHE
 
 if TYPE_CHECKING:
     from .field import Field

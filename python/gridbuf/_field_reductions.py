@@ -7,8 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import _gridbuf
 from ._field_broadcast import _Broadcast, _cast_error, _is_cast_error, _normalize_out
-from ._field_cache import _AXIS_CACHE, _remember
+from . import _field_cache
+from ._field_cache import _remember
 from ._field_dtypes import _probe_dtype
+
+# Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
+# as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
+_AXIS_CACHE = _field_cache._AXIS_CACHE
 
 if TYPE_CHECKING:
     from .field import Field

@@ -21,10 +21,15 @@ from ._field_broadcast import (
     _broadcast_of,
     _plain,
 )
-from ._field_cache import _CALLS, _remember
+from . import _field_cache
+from ._field_cache import _remember
 from ._field_dtypes import _resolve_dtypes
 from ._field_reductions import _reduce, _scan
 from .errors import GridbufError, GridbufTypeError
+
+# Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
+# as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
+_CALLS = _field_cache._CALLS
 
 if TYPE_CHECKING:
     from .field import Field

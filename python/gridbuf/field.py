@@ -29,12 +29,18 @@ from ._field_broadcast import (
     _object_new,
     _plain,
 )
-from ._field_cache import _AXIS_CACHE, _BROADCASTS, _intern, _remember
+from . import _field_cache
+from ._field_cache import _intern, _remember
 from ._field_device import _on_gpu
 from ._field_functions import _FUNCTIONS, _fallback
 from ._field_reductions import _same_params
 from ._field_ufuncs import _call, _install_operators
 from .errors import GridbufDeviceError, GridbufTypeError
+
+# Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
+# as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
+_AXIS_CACHE = _field_cache._AXIS_CACHE
+_BROADCASTS = _field_cache._BROADCASTS
 
 
 def _index_meta(meta: FieldMeta, shape: tuple[int, ...], key: Any) -> FieldMeta | None:
