@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from . import _gridbuf
+from ._gridbuf import layout_from_strides, whole_allocation_plan
 from .errors import GridbufTypeError
 
 #: Keywords that, when overridden, invalidate an inherited layout or alignment.
@@ -24,8 +25,8 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
     shape = tuple(a.shape)
     inherited: dict[str, Any] = {}
     owner = getattr(a, "base", None)
-    if isinstance(owner, _gridbuf.Allocation) and _is_whole(a, owner):
-        p = owner.plan
+    p = whole_allocation_plan(a) if isinstance(owner, _gridbuf.Allocation) else None
+    if p is not None:
         inherited = {
             "backend": p.backend,
             "dims": p.dims,
@@ -36,11 +37,7 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
         }
     elif isinstance(a, np.ndarray) and a.ndim > 0:
         # A foreign array: keep its stride order, the rest takes the defaults.
-        order = sorted(range(a.ndim), key=lambda ax: -abs(a.strides[ax]))
-        layout = [0] * a.ndim
-        for rank, ax in enumerate(order):
-            layout[ax] = rank
-        inherited = {"layout": tuple(layout)}
+        inherited = {"layout": layout_from_strides(a.strides)}
     new_shape = overrides.pop("shape", shape)
     if tuple(new_shape) != shape:
         for key in ("dims", "layout", "aligned_index", "halo"):
@@ -57,15 +54,6 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
         inherited.pop("aligned_index", None)
     inherited.update(overrides)
     return new_shape, (a.dtype if dtype is None else dtype), inherited
-
-
-def _is_whole(a: np.ndarray, owner: _gridbuf.Allocation) -> bool:
-    p = owner.plan
-    return (
-        a.shape == p.shape
-        and a.strides == p.strides
-        and a.__array_interface__["data"][0] == owner.data_address
-    )
 
 
 def empty_like(a: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:

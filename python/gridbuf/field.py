@@ -5,625 +5,48 @@ Fields compute (GDP-3): NumPy ufuncs and the common array functions broadcast th
 name, results are allocated by gridbuf with the layout, alignment, aligned index and halo that
 GDP-3's "Output Storage Parameters" give, basic indexing keeps the dims of the axes it keeps,
 and assignment broadcasts by dims. The rules live in the Rust core (``gridbuf::labelled``); this
-module only dispatches, and caches the core's answers per combination of dims, shapes and
-storage parameters so that an operation on small fields costs a few microseconds.
+module holds the Field class; the operations live one concept per module (``_field_broadcast``,
+``_field_ufuncs``, ``_field_reductions``, ``_field_functions``, ``_field_dtypes``, and
+``_field_cache``, which caches the core's answers per combination of dims, shapes and storage
+parameters so that an operation on small fields costs a few microseconds).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from . import _gridbuf
-from ._metadata import data_interface, get_dims, host_entry, normalize_dims, normalize_origin
-from .errors import GridbufDeviceError, GridbufError, GridbufTypeError, GridbufValueError
-
-
-def _default_dims(ndim: int) -> tuple[str, ...]:
-    return tuple("IJK"[:ndim]) if ndim <= 3 else ("I", "J", "K", *(str(d) for d in range(ndim - 3)))
-
-
-def normalize_halo(halo: Any, shape: Sequence[int], dims: Sequence[str] | None = None) -> tuple[tuple[int, int], ...]:
-    """Validate a halo: per axis an int or a (lower, upper) pair, fitting inside the shape.
-
-    Parameters
-    ----------
-    halo : sequence of int or (int, int)
-        The halo per axis.
-    shape : sequence of int
-        The extents it must fit in.
-    dims : sequence of str, optional
-        Dims per axis, named in messages.
-
-    Returns
-    -------
-    tuple of (int, int)
-        (lower, upper) per axis.
-    """
-    expected = "expected one non-negative int or (lower, upper) pair per axis"
-    try:
-        entries = tuple(halo)
-    except TypeError:
-        raise GridbufTypeError(f"invalid type for halo ({halo!r}): {expected}") from None
-    if len(entries) != len(shape):
-        raise GridbufValueError(f"invalid halo {halo!r}: {expected}, {len(shape)} in all")
-    out = []
-    for axis, (h, n) in enumerate(zip(entries, shape)):
-        pair = (h, h) if isinstance(h, (int, np.integer)) else tuple(h) if isinstance(h, Sequence) else None
-        if pair is None or len(pair) != 2 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
-            raise GridbufTypeError(f"invalid type for halo ({halo!r}): {expected}")
-        lo, hi = int(pair[0]), int(pair[1])
-        if lo < 0 or hi < 0:
-            raise GridbufValueError(f"invalid halo {halo!r}: {expected}")
-        if lo + hi > n:
-            where = f"axis {axis}" if dims is None else f"axis {axis} (dim {dims[axis]!r} of dims {tuple(dims)})"
-            raise GridbufValueError(f"invalid halo {halo!r}: the halo of {where} ({lo} + {hi}) is larger than its extent {n}")
-        out.append((lo, hi))
-    return tuple(out)
-
-
-def _allocation_plan(array: Any) -> Any:
-    """The plan of a whole array gridbuf allocated (or a view of all of it), else None."""
-    owner = getattr(array, "base", None)
-    while isinstance(owner, np.ndarray):
-        owner = owner.base
-    if isinstance(owner, _gridbuf.Allocation) and isinstance(array, np.ndarray):
-        plan = owner.plan
-        if (
-            array.shape == plan.shape
-            and array.strides == plan.strides
-            and array.__array_interface__["data"][0] == owner.data_address
-        ):
-            return plan
-    return None
-
-
-def _on_gpu(array: Any) -> bool:
-    """Whether an array's memory is device memory (CUDA array interface, or a DLPack device that
-    is not the CPU)."""
-    if isinstance(array, np.ndarray):
-        return False
-    if hasattr(array, "__cuda_array_interface__"):
-        return True
-    if not hasattr(array, "__array_interface__") and hasattr(array, "__dlpack_device__"):
-        try:
-            return int(array.__dlpack_device__()[0]) != 1  # 1 is kDLCPU
-        except Exception:  # noqa: BLE001 - an object that cannot say lives on the host
-            return False
-    return False
-
-
-# ---------------------------------------------------------------------------------------------
-# Caches. The core's answers depend only on dims, shapes and storage parameters, so each Field
-# gets an id for that combination (its "descriptor") and plans are cached per tuple of ids.
-# Ids are never reused: when a cache is full it is emptied and new ids are drawn.
-# ---------------------------------------------------------------------------------------------
-_CACHE_LIMIT = 4096
-_DESC_IDS: dict[tuple[Any, ...], int] = {}
-_NEXT_ID = itertools.count(1).__next__
-_PLANS: dict[Any, _Plan] = {}
-_AXIS_PLANS: dict[Any, Any] = {}
-_DTYPES: dict[Any, Any] = {}
-
-_empty = _gridbuf.empty
-_object_new = object.__new__
-_WEAK = (int, float, complex)
-
-
-def _intern(desc: tuple[Any, ...]) -> int:
-    kid = _DESC_IDS.get(desc)
-    if kid is None:
-        if len(_DESC_IDS) >= _CACHE_LIMIT:
-            _DESC_IDS.clear()
-            _PLANS.clear()
-            _AXIS_PLANS.clear()
-        kid = _DESC_IDS[desc] = _NEXT_ID()
-    return kid
-
-
-def _remember(cache: dict[Any, Any], key: Any, value: Any) -> Any:
-    if len(cache) >= _CACHE_LIMIT:
-        cache.clear()
-    cache[key] = value
-    return value
-
-
-class _Plan:
-    """A cached broadcast: which operands to transpose/reshape, and how to allocate and label the
-    result (None when writing into ``out=``)."""
-
-    __slots__ = ("fix", "shape", "kwargs", "dims", "halo", "origin", "storage", "desc", "kid", "order")
-
-    def __init__(self, aligned: Any, params: Any) -> None:
-        self.fix = tuple((i, p, r) for i, (p, r) in enumerate(aligned) if p is not None or r is not None)
-        self.order = None
-        if params is None:
-            self.shape = None
-            return
-        dims, shape, layout, alignment, aligned_index, halo, backend, kwargs = params
-        self.shape, self.kwargs, self.dims, self.halo = shape, kwargs, dims, halo
-        self.order = _memory_order(layout, shape)
-        self.origin = tuple(lo for lo, _ in halo)
-        self.storage = (backend, layout, alignment, aligned_index)
-        self.desc = (dims, shape, halo, layout, None, alignment, aligned_index, backend)
-        self.kid = _intern(self.desc)
-
-    def allocate(self, dtype: Any) -> Any:
-        return _empty(self.shape, dtype, **self.kwargs)
-
-    def wrap(self, array: Any) -> Any:
-        """The allocated result as a Field (a NumPy scalar when it has no dims)."""
-        if not self.dims:
-            return array[()]
-        f = _object_new(Field)
-        f._array = f._nd = array
-        f._dims, f._halo, f._origin = self.dims, self.halo, self.origin
-        f._storage, f._desc, f._kid = self.storage, self.desc, self.kid
-        return f
-
-
-#: From this many elements on, a ufunc runs on views whose axes are in the result's memory order.
-_LARGE = 1 << 15
-
-
-def _memory_order(layout: Sequence[int], shape: Sequence[int]) -> tuple[int, ...] | None:
-    """The axes from the largest to the unit stride, for large results not in index order.
-
-    NumPy's iterator follows the operands' strides where they agree and the order of the axes
-    where they do not; viewing every operand in the result's memory order makes it write the
-    result contiguously when operands of other layouts are mixed in (about 3x faster for an
-    I-first result computed from a K-first operand).
-    """
-    order = tuple(sorted(range(len(layout)), key=lambda ax: layout[ax]))
-    if order == tuple(range(len(layout))) or math.prod(shape) < _LARGE:
-        return None
-    return order
-
-
-def _in_order(order: tuple[int, ...], arrays: list[Any], out: Any) -> tuple[list[Any], Any]:
-    """Operands and outputs viewed with their axes in ``order`` (scalars and arrays of fewer axes,
-    which broadcast, are kept)."""
-    n = len(order)
-    arrays = [a.transpose(order) if getattr(a, "ndim", 0) == n else a for a in arrays]
-    if isinstance(out, tuple):
-        return arrays, tuple(o.transpose(order) for o in out)
-    return arrays, out.transpose(order)
-
-
-def _out_order(out_arrays: tuple[Any, ...]) -> tuple[int, ...] | None:
-    """The memory order of a large ``out=`` array not in index order, else None."""
-    o = out_arrays[0]
-    strides = getattr(o, "strides", None)
-    if strides is None or o.size < _LARGE:
-        return None
-    order = tuple(sorted(range(o.ndim), key=lambda ax: -abs(strides[ax])))
-    return None if order == tuple(range(o.ndim)) else order
-
-
-def _operand(x: Any) -> Any:
-    """(key, array, dtype) of a ufunc operand, or NotImplemented for a type that handles ufuncs
-    itself. The key is the Field's descriptor id, a plain array's shape, or None (scalar)."""
-    if isinstance(x, Field):
-        nd = x._nd if x._nd is not None else x._data()
-        return x._key(), nd, nd.dtype
-    if isinstance(x, np.ndarray):
-        return (x.shape or None), x, x.dtype
-    if isinstance(x, np.generic):
-        return None, x, x.dtype
-    if isinstance(x, bool):
-        return None, x, np.dtype(bool)
-    if isinstance(x, _WEAK):
-        return None, x, next(t for t in _WEAK if isinstance(x, t))
-    if hasattr(x, "__cuda_array_interface__"):
-        return (tuple(x.shape) or None), x, np.dtype(x.dtype)
-    if hasattr(type(x), "__array_ufunc__"):
-        return NotImplemented  # it handles ufuncs itself (or opts out with None)
-    a = np.asarray(x)
-    return (a.shape or None), a, a.dtype
-
-
-def _gather(operands: Sequence[Any]) -> Any:
-    """Keys, arrays and dtypes of operands (the fast path of the common types inline)."""
-    keys, arrays, dtypes = [], [], []
-    for x in operands:
-        tx = type(x)
-        if tx is Field:
-            kid = x._kid
-            if kid is None:
-                kid = x._key()
-            nd = x._nd
-            if nd is None:
-                nd = x._data()
-            keys.append(kid)
-            arrays.append(nd)
-            dtypes.append(nd.dtype)
-        elif tx is float or tx is int or tx is complex:
-            keys.append(None)
-            arrays.append(x)
-            dtypes.append(tx)
-        else:
-            got = _operand(x)
-            if got is NotImplemented:
-                return NotImplemented
-            keys.append(got[0])
-            arrays.append(got[1])
-            dtypes.append(got[2])
-    return keys, arrays, dtypes
-
-
-def _describe_key(key: Any, x: Any) -> Any:
-    """The core's operand description: a Field descriptor, a shape, or None."""
-    return x._describe() if type(key) is int else key
-
-
-def _plan(keys: list[Any], operands: Sequence[Any], out_key: Any = None, out: Any = None, masks: int = 0) -> _Plan:
-    """The cached broadcast of operands (the last ``masks`` of them only broadcast, like
-    ``where=``), into ``out`` when given."""
-    pkey = (tuple(keys), out_key, masks)
-    plan = _PLANS.get(pkey)
-    if plan is None:
-        descs = [_describe_key(k, x) for k, x in zip(keys, operands)]
-        out_desc = None if out is None else _describe_key(out_key, out)
-        _, _, aligned, params = _gridbuf._broadcast(descs, out_desc, masks)
-        plan = _remember(_PLANS, pkey, _Plan(aligned, params))
-    return plan
-
-
-def _line_up(plan: _Plan, arrays: list[Any]) -> None:
-    for i, perm, shape in plan.fix:
-        a = arrays[i]
-        if perm is not None:
-            a = a.transpose(perm)
-        if shape is not None:
-            a = a.reshape(shape)
-        arrays[i] = a
-
-
-def _resolve_dtypes(ufunc: Any, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Output dtypes of a ufunc call by NumPy's rules (cached), or None if NumPy cannot say."""
-    extra = (kwargs.get("dtype"), kwargs.get("signature"), kwargs.get("casting")) if kwargs else None
-    key = (ufunc, dtypes, extra)
-    got = _DTYPES.get(key, False)
-    if got is False:
-        signature = None if extra is None else extra[1]
-        if extra is not None and extra[0] is not None and signature is None:
-            signature = (None,) * ufunc.nin + (np.dtype(extra[0]),) * ufunc.nout
-        options: dict[str, Any] = {}
-        if signature is not None:
-            options["signature"] = signature
-        if extra is not None and extra[2] is not None:
-            options["casting"] = extra[2]
-        try:
-            got = ufunc.resolve_dtypes(dtypes + (None,) * ufunc.nout, **options)[ufunc.nin :]
-        except Exception:  # noqa: BLE001 - let the ufunc call raise NumPy's own error
-            got = None
-        _remember(_DTYPES, key, got)
-    return got
-
-
-def _probe_dtype(fn: Any, dtype: np.dtype[Any], dtype_kw: Any) -> np.dtype[Any]:
-    """Result dtype of a reduction or scan ``fn`` on ``dtype`` (cached; NumPy decides)."""
-    key = (fn, dtype, dtype_kw)
-    got = _DTYPES.get(key)
-    if got is None:
-        sample = np.ones((1,), dtype=dtype)
-        extra = {} if dtype_kw is None else {"dtype": dtype_kw}
-        with np.errstate(all="ignore"):
-            got = np.asarray(fn(sample, axis=0, **extra)).dtype
-        _remember(_DTYPES, key, got)
-    return got
-
-
-def _plain(x: Any) -> Any:
-    """Fields (also inside lists and tuples) replaced by their arrays."""
-    tx = type(x)
-    if tx is tuple or tx is list:
-        for v in x:
-            tv = type(v)
-            if tv is not int and tv is not slice and v is not None and v is not Ellipsis and (
-                isinstance(v, (Field, list, tuple))
-            ):
-                return tx(_plain(v) for v in x)
-        return x
-    if isinstance(x, Field):
-        return x._data()
-    return x
-
-
-def _cast_error(exc: TypeError, what: Any, outs: Sequence[Any]) -> Exception:
-    """A gridbuf error for NumPy's refusal to cast a result into ``out=``, naming the dims;
-    ``what`` names the function (a string, or a ufunc or NumPy function)."""
-    ufunc_name = what if isinstance(what, str) else f"numpy.{getattr(what, '__name__', what)}"
-    described = ", ".join(
-        f"a Field with dims {o.dims}, shape {o.shape} and dtype {o.dtype}" if isinstance(o, Field) else f"an array of dtype {o.dtype}"
-        for o in outs
-    )
-    return GridbufTypeError(f"invalid out= for {ufunc_name} ({described}): {exc}")
-
-
-def _is_cast_error(exc: TypeError) -> bool:
-    return "Cannot cast" in str(exc) and "output" in str(exc)
-
-
-def _normalize_out(out: Any) -> tuple[Any, ...] | None:
-    if out is None:
-        return None
-    outs = out if type(out) is tuple else (out,)
-    if all(o is None for o in outs):
-        return None
-    if any(o is None for o in outs):
-        raise GridbufTypeError("invalid out=: give every output of the ufunc or none (gridbuf allocates all of them)")
-    return outs
-
-
-def _out_key(o: Any) -> Any:
-    if isinstance(o, Field):
-        return o._key()
-    if not hasattr(o, "shape"):
-        raise GridbufTypeError(f"invalid type for out ({type(o).__name__}): expected a Field or an array")
-    return tuple(o.shape)
-
-
-def _out_arrays(outs: Sequence[Any]) -> tuple[Any, ...]:
-    first = outs[0]
-    for o in outs[1:]:
-        if isinstance(o, Field) and isinstance(first, Field) and o.dims != first.dims:
-            raise GridbufValueError(f"invalid out=: every output Field needs the same dims, got {first.dims} and {o.dims}")
-    return tuple(o._data() if isinstance(o, Field) else o for o in outs)
-
-
-# ---------------------------------------------------------------------------------------------
-# Axis plans: reductions, transpositions, scans (cached per descriptor and axis argument).
-# ---------------------------------------------------------------------------------------------
-class _AxisPlan(_Plan):
-    """A cached reduction over ``axes`` (a _Plan whose result parameters come from the core)."""
-
-    __slots__ = ("axes",)
-
-    def __init__(self, axes: tuple[int, ...], params: Any) -> None:
-        super().__init__((), params)
-        self.axes = axes
-
-
-def _hashable_axis(axis: Any) -> Any:
-    return tuple(axis) if isinstance(axis, list) else axis
-
-
-def _axis_plan(f: Field, axis: Any, keepdims: bool) -> _AxisPlan:
-    key = ("reduce", f._key(), _hashable_axis(axis), bool(keepdims))
-    plan = _AXIS_PLANS.get(key)
-    if plan is None:
-        axes, params = _gridbuf._reduce(f._describe(), axis, bool(keepdims))
-        plan = _remember(_AXIS_PLANS, key, _AxisPlan(axes, params))
-    return plan
-
-
-def _same_params(f: Field) -> _AxisPlan:
-    """The parameters of ``f`` itself (a reduction over no axes), for copies and ``*_like``."""
-    return _axis_plan(f, (), False)
-
-
-def _reduce(f: Field, fn: Any, axis: Any, keepdims: bool, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
-    """Run a NumPy reduction ``fn`` on a Field, writing into a gridbuf allocation or ``out``."""
-    plan = _axis_plan(f, axis, keepdims)
-    nd = f._data()
-    axes = plan.axes
-    outs = _normalize_out(out)
-    if outs is None:
-        if not plan.dims:
-            return fn(nd, axis=axes, **kwargs)
-        dtype = _probe_dtype(fn, nd.dtype, kwargs.get("dtype"))
-        res = plan.allocate(dtype)
-        fn(nd, axis=axes, out=res, keepdims=keepdims, **kwargs)
-        return plan.wrap(res)
-    (o,) = outs
-    target = o
-    if isinstance(o, Field):
-        perm = _gridbuf._match_out(o._describe(), plan.dims, plan.shape)
-        target = o._data().transpose(perm)
-    try:
-        fn(nd, axis=axes, out=target, keepdims=keepdims, **kwargs)
-    except TypeError as exc:
-        if _is_cast_error(exc):
-            raise _cast_error(exc, name, outs) from exc
-        raise
-    return o
-
-
-def _scan(f: Field, fn: Any, axis: Any, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
-    """Run a NumPy scan (accumulate, cumsum) along one axis of a Field; dims are kept."""
-    key = ("axis", f._dims, _hashable_axis(axis))
-    pos = _AXIS_PLANS.get(key)
-    if pos is None:
-        pos = _remember(_AXIS_PLANS, key, _gridbuf._resolve_axis(f._dims, axis))
-    nd = f._data()
-    outs = _normalize_out(out)
-    if outs is None:
-        plan = _same_params(f)
-        res = plan.allocate(_probe_dtype(fn, nd.dtype, kwargs.get("dtype")))
-        fn(nd, axis=pos, out=res, **kwargs)
-        return plan.wrap(res)
-    (o,) = outs
-    target = o
-    if isinstance(o, Field):
-        target = o._data().transpose(_gridbuf._match_out(o._describe(), f._dims, f.shape))
-    try:
-        fn(nd, axis=pos, out=target, **kwargs)
-    except TypeError as exc:
-        if _is_cast_error(exc):
-            raise _cast_error(exc, name, outs) from exc
-        raise
-    return o
-
-
-# ---------------------------------------------------------------------------------------------
-# Array functions (__array_function__).
-# ---------------------------------------------------------------------------------------------
-_REDUCTION_SIGNATURES: dict[Any, tuple[str, ...]] = {}
-for _fn in (np.sum, np.prod, np.mean, np.nansum, np.nanprod, np.nanmean):
-    _REDUCTION_SIGNATURES[_fn] = ("a", "axis", "dtype", "out", "keepdims")
-for _fn in (np.std, np.var, np.nanstd, np.nanvar):
-    _REDUCTION_SIGNATURES[_fn] = ("a", "axis", "dtype", "out", "ddof", "keepdims")
-for _fn in (np.min, np.max, np.amin, np.amax, np.all, np.any, np.nanmin, np.nanmax):
-    _REDUCTION_SIGNATURES[_fn] = ("a", "axis", "out", "keepdims")
-_SCAN_SIGNATURES = {np.cumsum: ("a", "axis", "dtype", "out"), np.cumprod: ("a", "axis", "dtype", "out")}
-
-
-def _bind(names: tuple[str, ...], args: tuple[Any, ...], kwargs: dict[str, Any], fname: str) -> dict[str, Any]:
-    if len(args) > len(names):
-        raise GridbufTypeError(f"invalid arguments for numpy.{fname}: at most {len(names)} positional arguments ({', '.join(names)})")
-    bound = dict(kwargs)
-    for name, value in zip(names, args):
-        if name in bound:
-            raise GridbufTypeError(f"invalid arguments for numpy.{fname}: {name} given twice")
-        bound[name] = value
-    return bound
-
-
-def _fallback(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Any other NumPy function runs on the Fields' arrays and returns what NumPy returns."""
-    return func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
-
-
-#: NumPy functions that are exactly a ufunc's reduce on arrays (called directly: it is faster).
-_REDUCE_WITH = {
-    np.sum: np.add.reduce,
-    np.prod: np.multiply.reduce,
-    np.min: np.minimum.reduce,
-    np.amin: np.minimum.reduce,
-    np.max: np.maximum.reduce,
-    np.amax: np.maximum.reduce,
-}
-
-
-def _array_reduction(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    bound = _bind(_REDUCTION_SIGNATURES[func], args, kwargs, func.__name__)
-    a = bound.pop("a")
-    if not isinstance(a, Field):
-        return _fallback(func, args, kwargs)
-    axis = bound.pop("axis", None)
-    keepdims = bound.pop("keepdims", False)
-    out = bound.pop("out", None)
-    if bound.get("dtype", 0) is None:
-        del bound["dtype"]
-    fn = _REDUCE_WITH.get(func, func)
-    return _reduce(a, fn, axis, keepdims is True, out, bound, func)
-
-
-def _array_scan(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    bound = _bind(_SCAN_SIGNATURES[func], args, kwargs, func.__name__)
-    a = bound.pop("a")
-    axis = bound.pop("axis", None)
-    if not isinstance(a, Field) or axis is None:
-        return _fallback(func, args, kwargs)
-    return _scan(a, func, axis, bound.pop("out", None), bound, func)
-
-
-def _array_transpose(a: Any, axes: Any = None) -> Any:
-    if not isinstance(a, Field):
-        return _fallback(np.transpose, (a,), {"axes": axes})
-    return a.transpose(axes)
-
-
-def _array_copy(a: Any, order: Any = "K", subok: bool = False) -> Any:
-    if not isinstance(a, Field):
-        return _fallback(np.copy, (a,), {"order": order, "subok": subok})
-    return a.copy()
-
-
-def _like(fill: str) -> Any:
-    numpy_fn = {"empty": np.empty_like, "zeros": np.zeros_like, "ones": np.ones_like, "full": np.full_like}[fill]
-
-    def impl(prototype: Any, *args: Any, **kwargs: Any) -> Any:
-        names = ("fill_value", "dtype", "order", "subok", "shape") if fill == "full" else ("dtype", "order", "subok", "shape")
-        bound = _bind(names, args, kwargs, numpy_fn.__name__)
-        if not isinstance(prototype, Field) or not prototype.dims or bound.get("shape") is not None:
-            return _fallback(numpy_fn, (prototype, *args), kwargs)
-        plan = _same_params(prototype)
-        dtype = prototype.dtype if bound.get("dtype") is None else np.dtype(bound["dtype"])
-        res = plan.allocate(dtype)
-        if fill == "zeros":
-            res[...] = 0
-        elif fill == "ones":
-            res[...] = 1
-        elif fill == "full":
-            res[...] = bound["fill_value"]
-        f = plan.wrap(res)
-        f._origin = prototype._origin
-        return f
-
-    return impl
-
-
-def _array_where(condition: Any, *xy: Any) -> Any:
-    if len(xy) != 2:
-        return _fallback(np.where, (condition, *xy), {})
-    x, y = xy
-    operands = (x, y, condition)  # the condition broadcasts like a where= mask
-    gathered = _gather(operands)
-    if gathered is NotImplemented:
-        return NotImplemented
-    keys, arrays, _ = gathered
-    plan = _plan(keys, operands, masks=1)
-    _line_up(plan, arrays)
-    xa, ya, c = arrays
-    res = plan.allocate(np.result_type(xa, ya))
-    np.copyto(res, ya, casting="unsafe")
-    np.copyto(res, xa, casting="unsafe", where=np.asarray(c).astype(bool, copy=False))
-    return plan.wrap(res)
-
-
-def _array_concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind") -> Any:
-    seq = list(arrays)
-    if axis is None or not any(isinstance(a, Field) for a in seq):
-        return _fallback(np.concatenate, (seq,), {"axis": axis, "out": out, "dtype": dtype, "casting": casting})
-    gathered = _gather(seq)
-    if gathered is NotImplemented:
-        return NotImplemented
-    keys, datas, _ = gathered
-    key = ("concatenate", tuple(keys), _hashable_axis(axis))
-    got = _AXIS_PLANS.get(key)
-    if got is None:
-        pos, aligned, params = _gridbuf._concatenate([_describe_key(k, x) for k, x in zip(keys, seq)], axis)
-        got = _remember(_AXIS_PLANS, key, (pos, _Plan(aligned, params)))
-    pos, plan = got
-    _line_up(plan, datas)
-    outs = _normalize_out(out)
-    if outs is None:
-        res = plan.allocate(np.result_type(*datas) if dtype is None else np.dtype(dtype))
-        np.concatenate(datas, axis=pos, out=res, casting=casting)
-        return plan.wrap(res)
-    (o,) = outs
-    target = o
-    if isinstance(o, Field):
-        target = o._data().transpose(_gridbuf._match_out(o._describe(), plan.dims, plan.shape))
-    try:
-        np.concatenate(datas, axis=pos, out=target, casting=casting)
-    except TypeError as exc:
-        if "Cannot cast" in str(exc):
-            raise _cast_error(exc, "numpy.concatenate", outs) from exc
-        raise
-    return o
-
-
-_FUNCTIONS: dict[Any, Any] = {
-    np.transpose: _array_transpose,
-    np.copy: _array_copy,
-    np.where: _array_where,
-    np.concatenate: _array_concatenate,
-    np.empty_like: _like("empty"),
-    np.zeros_like: _like("zeros"),
-    np.ones_like: _like("ones"),
-    np.full_like: _like("full"),
-}
-for _fn in _REDUCTION_SIGNATURES:
-    _FUNCTIONS[_fn] = lambda *args, _f=_fn, **kwargs: _array_reduction(_f, args, kwargs)
-for _fn in _SCAN_SIGNATURES:
-    _FUNCTIONS[_fn] = lambda *args, _f=_fn, **kwargs: _array_scan(_f, args, kwargs)
+from ._gridbuf import FieldDescriptor, FieldMeta, field_labels, whole_allocation_plan
+from ._metadata import data_interface_for, get_dims, normalize_halo
+from . import _field_broadcast, _field_functions, _field_reductions, _field_ufuncs
+from ._field_broadcast import (
+    _Broadcast,
+    _describe_key,
+    _gather,
+    _line_up,
+    _object_new,
+    _plain,
+)
+from . import _field_cache
+from ._field_cache import _intern, _remember
+from ._field_device import _on_gpu
+from ._field_functions import _FUNCTIONS, _fallback
+from ._field_reductions import _same_params
+from ._field_ufuncs import _call, _install_operators
+from .errors import GridbufDeviceError, GridbufTypeError
+
+# Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
+# as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
+_AXIS_CACHE = _field_cache._AXIS_CACHE
+_BROADCASTS = _field_cache._BROADCASTS
+
+
+def _index_meta(meta: FieldMeta, shape: tuple[int, ...], key: Any) -> FieldMeta | None:
+    """The labels of ``field[key]`` (basic indexing) from the core, or None."""
+    got = _gridbuf._index(meta.dims, shape, meta.halo, meta.origin, key)
+    return None if got is None else FieldMeta(*got)
 
 
 class Field:
@@ -666,7 +89,9 @@ class Field:
 
         return FieldAnnotation.from_params(params)
 
-    __slots__ = ("_array", "_dims", "_halo", "_origin", "_nd", "_storage", "_desc", "_kid", "__weakref__")
+    # ``_meta`` holds dims, halo and origin (a FieldMeta the stencil binder reads directly);
+    # ``_nd``, ``_storage``, ``_desc`` and ``_kid`` cache what is derived from the array and them.
+    __slots__ = ("_array", "_meta", "_nd", "_storage", "_desc", "_kid", "__weakref__")
     __hash__ = None  # type: ignore[assignment]  # == compares elements, as for ndarrays
 
     def __init__(self, array: Any, dims: Any = None, origin: Any = None, halo: Any = None) -> None:
@@ -692,25 +117,8 @@ class Field:
         self._array = array
         if isinstance(array, np.ndarray):
             self._nd = array
-        if dims is None:
-            dims = get_dims(array)
-        self._dims = _default_dims(len(shape)) if dims is None else normalize_dims(dims, len(shape), "dims")
-        if halo is None:
-            info = host_entry(data_interface(array))
-            plan = _allocation_plan(array)
-            if info is not None and info.get("halo") is not None:
-                halo = info["halo"]
-            elif plan is not None:
-                halo = plan.halo
-            else:
-                halo = ((0, 0),) * len(shape)
-        self._halo = normalize_halo(halo, shape)
-        if origin is None:
-            origin = getattr(array, "__gt_origin__", None)
-        if origin is None:
-            self._origin = tuple(lo for lo, _ in self._halo)
-        else:
-            self._origin = normalize_origin(origin, shape, "origin")
+        # Dims, halo and origin: given, else what the array declares (one binding call).
+        self._meta = field_labels(array, shape, dims, halo, origin)
 
     @classmethod
     def _view(
@@ -719,7 +127,7 @@ class Field:
         """A Field over ``array`` with labels the caller has checked (no validation)."""
         f = _object_new(cls)
         f._array = f._nd = array
-        f._dims, f._halo, f._origin = dims, halo, origin
+        f._meta = FieldMeta(dims, halo, origin)
         f._storage = storage
         f._desc = f._kid = None
         return f
@@ -746,15 +154,15 @@ class Field:
         """(backend, layout or None, alignment, aligned index or None), computed once."""
         st = self._storage
         if st is None:
-            plan = _allocation_plan(self._array)
-            if plan is not None:
-                st = (plan.backend, plan.layout, plan.row_alignment, plan.aligned_index)
+            alloc = whole_allocation_plan(self._array)
+            if alloc is not None:
+                st = (alloc.backend, alloc.layout, alloc.row_alignment, alloc.aligned_index)
             else:
                 st = ("gt:gpu" if _on_gpu(self._array) else "C", None, 1, None)
             self._storage = st
         return st
 
-    def _describe(self) -> tuple[Any, ...]:
+    def _describe(self) -> FieldDescriptor:
         """The core's description: dims, shape, halo, layout, strides, alignment, aligned index
         and preset."""
         d = self._desc
@@ -762,7 +170,8 @@ class Field:
             backend, layout, alignment, aligned_index = self._storage_params()
             nd = self._data()
             strides = None if layout is not None else tuple(int(s) for s in nd.strides)
-            d = self._desc = (self._dims, tuple(nd.shape), self._halo, layout, strides, alignment, aligned_index, backend)
+            meta = self._meta
+            d = self._desc = FieldDescriptor(meta.dims, tuple(nd.shape), meta.halo, layout, strides, alignment, aligned_index, backend)
         return d
 
     def _key(self) -> int:
@@ -775,9 +184,9 @@ class Field:
     @classmethod
     def _allocate(cls, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Field:
         array = fn(*args, **kwargs)
-        plan = array.base.plan
-        f = cls(array, dims=plan.dims, halo=plan.halo)
-        f._storage = (plan.backend, plan.layout, plan.row_alignment, plan.aligned_index)
+        alloc = array.base.plan
+        f = cls(array, dims=alloc.dims, halo=alloc.halo)
+        f._storage = (alloc.backend, alloc.layout, alloc.row_alignment, alloc.aligned_index)
         return f
 
     @classmethod
@@ -858,7 +267,7 @@ class Field:
     @property
     def dims(self) -> tuple[str, ...]:
         """Dims per axis."""
-        return self._dims
+        return self._meta.dims
 
     @property
     def halo(self) -> tuple[tuple[int, int], ...]:
@@ -868,23 +277,24 @@ class Field:
         at the old lower halo moves to the new one. A halo larger than the shape is a
         :class:`GridbufValueError`.
         """
-        return self._halo
+        return self._meta.halo
 
     @halo.setter
     def halo(self, value: Any) -> None:
-        halo = normalize_halo(value, self.shape, self._dims)
-        if self._origin == tuple(lo for lo, _ in self._halo):
-            self._origin = tuple(lo for lo, _ in halo)
+        halo = normalize_halo(value, self.shape, self._meta.dims)
+        meta = self._meta
+        old_lower = tuple(lo for lo, _ in meta.halo)
+        origin = tuple(lo for lo, _ in halo) if meta.origin == old_lower else meta.origin
         backend, layout, alignment, aligned_index = self._storage_params()
         if aligned_index is None:  # it defaulted to the old lower halo: keep it
-            self._storage = (backend, layout, alignment, tuple(lo for lo, _ in self._halo))
-        self._halo = halo
+            self._storage = (backend, layout, alignment, old_lower)
+        self._meta = FieldMeta(meta.dims, halo, origin)
         self._desc = self._kid = None
 
     @property
     def origin(self) -> tuple[int, ...]:
         """Start of the compute domain."""
-        return self._origin
+        return self._meta.origin
 
     @property
     def alignment(self) -> int:
@@ -898,18 +308,18 @@ class Field:
     def aligned_index(self) -> tuple[int, ...]:
         """Index of the aligned element; the lower halo for arrays gridbuf did not allocate."""
         ai = self._storage_params()[3]
-        return tuple(lo for lo, _ in self._halo) if ai is None else tuple(ai)
+        return tuple(lo for lo, _ in self._meta.halo) if ai is None else tuple(ai)
 
     @property
     def domain_shape(self) -> tuple[int, ...]:
         """Shape without the halo."""
-        return tuple(n - lo - hi for n, (lo, hi) in zip(self.shape, self._halo))
+        return tuple(n - lo - hi for n, (lo, hi) in zip(self.shape, self._meta.halo))
 
     @property
     def domain_view(self) -> Field:
         """A Field over the halo-free part of the array (a view, origin zero, no halo)."""
-        index = tuple(slice(lo, n - hi) for n, (lo, hi) in zip(self.shape, self._halo))
-        return Field(self._array[index], dims=self._dims, origin=(0,) * self.ndim, halo=((0, 0),) * self.ndim)
+        index = tuple(slice(lo, n - hi) for n, (lo, hi) in zip(self.shape, self._meta.halo))
+        return Field(self._array[index], dims=self._meta.dims, origin=(0,) * self.ndim, halo=((0, 0),) * self.ndim)
 
     @property
     def T(self) -> Field:
@@ -917,10 +327,10 @@ class Field:
         return self.transpose()
 
     def __repr__(self) -> str:
-        return f"Field(shape={self.shape}, dtype={self.dtype}, dims={self._dims}, halo={self._halo}, origin={self._origin})"
+        return f"Field(shape={self.shape}, dtype={self.dtype}, dims={self.dims}, halo={self.halo}, origin={self.origin})"
 
     def __len__(self) -> int:
-        if not self._dims:
+        if not self._meta.dims:
             raise TypeError("len() of a 0-d Field")
         return self.shape[0]
 
@@ -947,7 +357,7 @@ class Field:
         """
         if _on_gpu(self._array):
             raise GridbufDeviceError(
-                f"the Field with dims {self._dims} lives on a GPU and has no host buffer; use to_ndarray() for the "
+                f"the Field with dims {self.dims} lives on a GPU and has no host buffer; use to_ndarray() for the "
                 "device array, or copy it to the host explicitly"
             )
         return self._data()
@@ -971,10 +381,10 @@ class Field:
         Field
             The copy; for an array gridbuf did not allocate, the layout follows its strides.
         """
-        plan = _same_params(self)
-        res = _gridbuf.from_array(self._data(), None, **plan.kwargs)
-        f = plan.wrap(res) if plan.dims else Field._view(res, (), (), ())
-        f._origin = self._origin
+        same = _same_params(self)
+        res = _gridbuf.from_array(self._data(), None, **same.kwargs)
+        f = same.wrap(res) if same.dims else Field._view(res, (), (), ())
+        f._meta = FieldMeta(f._meta.dims, f._meta.halo, self._meta.origin)
         return f
 
     def astype(self, dtype: Any, order: Any = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> Field:
@@ -1006,13 +416,13 @@ class Field:
             return self
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise GridbufTypeError(
-                f"invalid dtype {dtype} for astype of the Field with dims {self._dims} and dtype {self.dtype}: "
+                f"invalid dtype {dtype} for astype of the Field with dims {self.dims} and dtype {self.dtype}: "
                 f"casting={casting!r} does not allow it"
             )
-        plan = _same_params(self)
-        res = _gridbuf.from_array(self._data(), dtype, **plan.kwargs)
-        f = plan.wrap(res) if plan.dims else Field._view(res, (), (), ())
-        f._origin = self._origin
+        same = _same_params(self)
+        res = _gridbuf.from_array(self._data(), dtype, **same.kwargs)
+        f = same.wrap(res) if same.dims else Field._view(res, (), (), ())
+        f._meta = FieldMeta(f._meta.dims, f._meta.halo, self._meta.origin)
         return f
 
     def __copy__(self) -> Field:
@@ -1055,13 +465,15 @@ class Field:
             if a is None:
                 axes = ()
             elif isinstance(a, str):
-                axes = (a,) if a in self._dims else tuple(a)
+                axes = (a,) if a in self._meta.dims else tuple(a)
             elif isinstance(a, (tuple, list)):
                 axes = tuple(a)
-        key = ("transpose", self._key(), axes)
-        got = _AXIS_PLANS.get(key)
+        meta = self._meta
+        key = ("transpose", self._key(), meta, axes)
+        got = _AXIS_CACHE.get(key)
         if got is None:
-            perm = _gridbuf._transpose_axes(self._dims, axes)
+            dims = meta.dims
+            perm = _gridbuf._transpose_axes(dims, axes)
             backend, layout, alignment, ai = self._storage_params()
             storage = (
                 backend,
@@ -1069,13 +481,13 @@ class Field:
                 alignment,
                 None if ai is None else tuple(ai[p] for p in perm),
             )
-            halo = tuple(self._halo[p] for p in perm)
-            got = _remember(_AXIS_PLANS, key, (perm, tuple(self._dims[p] for p in perm), halo, storage))
-        perm, dims, halo, storage = got
+            halo, origin = meta.halo, meta.origin
+            permuted = FieldMeta(tuple(dims[p] for p in perm), tuple(halo[p] for p in perm), tuple(origin[p] for p in perm))
+            got = _remember(_AXIS_CACHE, key, (perm, permuted, storage))
+        perm, permuted, storage = got
         f = _object_new(Field)
         f._array = f._nd = self._data().transpose(perm)
-        f._dims, f._halo, f._storage = dims, halo, storage
-        f._origin = tuple([self._origin[p] for p in perm])
+        f._meta, f._storage = permuted, storage
         f._desc = f._kid = None
         return f
 
@@ -1088,13 +500,17 @@ class Field:
         res = nd[key]
         if isinstance(res, np.generic) or not hasattr(res, "shape"):
             return res
-        plan = self._index_plan(nd, key)
-        if plan is None:
+        meta = self._index_labels(nd, key)
+        if meta is None:
             return res
-        return Field._view(res, plan[0], plan[1], plan[2])
+        f = _object_new(Field)
+        f._array = f._nd = res
+        f._meta = meta
+        f._storage = f._desc = f._kid = None
+        return f
 
-    def _index_plan(self, nd: Any, key: Any) -> Any:
-        """The core's (dims, halo, origin) of a basic index, or None. Cached when the key is made
+    def _index_labels(self, nd: Any, key: Any) -> Any:
+        """The core's labels (a FieldMeta) of a basic index, or None. Cached when the key is made
         of Python ints, slices, None and Ellipsis only (spelled out as a hashable tuple)."""
         items = key if type(key) is tuple else (key,)
         hashable = []
@@ -1105,12 +521,13 @@ class Field:
             elif tk is int or k is None or k is Ellipsis:
                 hashable.append(k)
             else:  # NumPy integers, arrays, lists, bools: ask the core each time
-                return _gridbuf._index(self._dims, nd.shape, self._halo, self._origin, key)
-        ckey = ("index", self._key(), self._origin, type(key) is tuple, tuple(hashable))
-        plan = _AXIS_PLANS.get(ckey, False)
-        if plan is False:
-            plan = _remember(_AXIS_PLANS, ckey, _gridbuf._index(self._dims, nd.shape, self._halo, self._origin, key))
-        return plan
+                return _index_meta(self._meta, nd.shape, key)
+        meta = self._meta
+        ckey = ("index", self._key(), meta, type(key) is tuple, tuple(hashable))
+        got = _AXIS_CACHE.get(ckey, False)
+        if got is False:
+            got = _remember(_AXIS_CACHE, ckey, _index_meta(meta, nd.shape, key))
+        return got
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Assignment broadcasts ``value`` by dims into the selected part, like a unary ufunc
@@ -1125,8 +542,8 @@ class Field:
         if isinstance(target, np.generic) or not hasattr(target, "shape"):
             nd[key] = _plain(value)
             return
-        plan = self._index_plan(nd, key)
-        if plan is None:
+        labels = self._index_labels(nd, key)
+        if labels is None:
             nd[key] = _plain(value)
             return
         gathered = _gather((value,))
@@ -1137,13 +554,13 @@ class Field:
         if keys[0] is None:
             target[...] = arrays[0]
             return
-        dims, shape = plan[0], tuple(target.shape)
-        pkey = ("setitem", keys[0], dims, shape)
-        bplan = _PLANS.get(pkey)
-        if bplan is None:
-            aligned = _gridbuf._assign(_describe_key(keys[0], value), dims, shape)
-            bplan = _remember(_PLANS, pkey, _Plan((aligned,), None))
-        _line_up(bplan, arrays)
+        shape = tuple(target.shape)
+        pkey = ("setitem", keys[0], labels, shape)  # the labels (a FieldMeta) hash their dims
+        assign = _BROADCASTS.get(pkey)
+        if assign is None:
+            aligned = _gridbuf._assign(_describe_key(keys[0], value), labels.dims, shape)
+            assign = _remember(_BROADCASTS, pkey, _Broadcast((aligned,), None))
+        _line_up(assign, arrays)
         target[...] = arrays[0]
 
     # -- NumPy protocols ----------------------------------------------------------------------
@@ -1223,220 +640,21 @@ class Field:
 
     @property
     def __gt_dims__(self) -> tuple[str, ...]:
-        return self._dims
+        return self._meta.dims
 
     @property
     def __gt_origin__(self) -> tuple[int, ...]:
-        return self._origin
+        return self._meta.origin
 
     @property
     def __gt_data_interface__(self) -> dict[Any, dict[str, Any]]:
-        inner = data_interface(self._array) or {}
-        out: dict[Any, dict[str, Any]] = {}
-        host = getattr(self._array, "__array_interface__", None)
-        if host is None and not hasattr(self._array, "__cuda_array_interface__"):
-            host = np.asarray(self._array).__array_interface__
-        gpu = getattr(self._array, "__cuda_array_interface__", None)
-        for key, iface in ((None, host), ("gpu", gpu)):
-            if iface is None:
-                continue
-            info = dict(iface)
-            callbacks = host_entry(inner) if key is None else inner.get("gpu")
-            for name in ("acquire", "release", "touch"):
-                if callbacks is not None and callbacks.get(name) is not None:
-                    info[name] = callbacks[name]
-            info["dims"] = self._dims
-            info["halo"] = self._halo
-            out[key] = info
-        return out
+        meta = self._meta
+        return data_interface_for(self._array, meta.dims, meta.halo, host_fallback=True)
 
 
-_CALLS: dict[Any, Any] = {}
-
-
-def _call(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A ufunc on Fields, arrays and scalars: broadcast by dims, allocate the result with gridbuf
-    (or write into ``out=``). Operators call it directly, NumPy through ``__array_ufunc__``."""
-    if method != "__call__" or ufunc.signature is not None:
-        return _ufunc_method(ufunc, method, inputs, kwargs)
-    if not kwargs:
-        # The common case, one cache lookup for the plan and the output dtypes.
-        gathered = _gather(inputs)
-        if gathered is NotImplemented:
-            return NotImplemented
-        keys, arrays, dtypes = gathered
-        ckey = (ufunc, tuple(keys), tuple(dtypes))
-        hit = _CALLS.get(ckey)
-        if hit is None:
-            hit = _remember(_CALLS, ckey, (_plan(keys, inputs), _resolve_dtypes(ufunc, ckey[2], kwargs)))
-        plan, res_dtypes = hit
-        if plan.fix:
-            _line_up(plan, arrays)
-        if res_dtypes is not None and ufunc.nout == 1:
-            try:
-                res = plan.allocate(res_dtypes[0])
-            except GridbufTypeError:
-                return _ufunc_unresolved(ufunc, plan, arrays, kwargs)
-            if plan.order is None:
-                ufunc(*arrays, out=res)
-            else:
-                ufunc(*_in_order(plan.order, arrays, res)[0], out=res.transpose(plan.order))
-            return plan.wrap(res)
-        return _allocate_results(ufunc, plan, arrays, res_dtypes, kwargs)
-    out = kwargs.pop("out", None)
-    where = kwargs.get("where", True)
-    operands = inputs if where is True else (*inputs, where)
-    gathered = _gather(operands)
-    if gathered is NotImplemented:
-        return NotImplemented
-    keys, arrays, dtypes = gathered
-    outs = None if out is None else _normalize_out(out)
-    masks = 0 if where is True else 1
-    if outs is None:
-        plan = _plan(keys, operands, masks=masks)
-        _line_up(plan, arrays)
-        if where is not True:
-            kwargs["where"] = arrays.pop()
-        res_dtypes = _resolve_dtypes(ufunc, tuple(dtypes[: ufunc.nin]), kwargs)
-        return _allocate_results(ufunc, plan, arrays, res_dtypes, kwargs)
-    target = outs[0]
-    plan = _plan(keys, operands, _out_key(target), target, masks)
-    _line_up(plan, arrays)
-    if where is not True:
-        kwargs["where"] = arrays.pop()
-    out_arrays = _out_arrays(outs)
-    order = _out_order(out_arrays)
-    if order is not None:
-        if where is not True:
-            arrays.append(kwargs["where"])
-        arrays, out_arrays = _in_order(order, arrays, out_arrays)
-        if where is not True:
-            kwargs["where"] = arrays.pop()
-    try:
-        ufunc(*arrays, out=out_arrays, **kwargs)
-    except TypeError as exc:
-        if _is_cast_error(exc):
-            raise _cast_error(exc, ufunc, outs) from exc
-        raise
-    return outs[0] if ufunc.nout == 1 else outs
-
-
-def _allocate_results(ufunc: Any, plan: _Plan, arrays: list[Any], res_dtypes: Any, kwargs: dict[str, Any]) -> Any:
-    if res_dtypes is None:
-        return _ufunc_unresolved(ufunc, plan, arrays, kwargs)
-    try:
-        results = tuple(plan.allocate(dt) for dt in res_dtypes)
-    except GridbufTypeError:
-        return _ufunc_unresolved(ufunc, plan, arrays, kwargs)
-    if plan.order is None:
-        ufunc(*arrays, out=results, **kwargs)
-    else:
-        where = kwargs.get("where", True)
-        if where is not True:
-            arrays.append(where)
-        ordered, outs = _in_order(plan.order, arrays, results)
-        if where is not True:
-            kwargs["where"] = ordered.pop()
-        ufunc(*ordered, out=outs, **kwargs)
-    if ufunc.nout == 1:
-        return plan.wrap(results[0])
-    return tuple(plan.wrap(r) for r in results)
-
-
-def _binary(ufunc: Any) -> tuple[Any, Any, Any]:
-    def forward(self: Field, other: Any) -> Any:
-        return _call(ufunc, "__call__", (self, other), {})
-
-    def reflected(self: Field, other: Any) -> Any:
-        return _call(ufunc, "__call__", (other, self), {})
-
-    def inplace(self: Field, other: Any) -> Any:
-        # ``self op= other``: the general path of _call with out=self, with less to look at.
-        operands = (self, other)
-        gathered = _gather(operands)
-        if gathered is NotImplemented:
-            return NotImplemented
-        keys, arrays, _ = gathered
-        plan = _plan(keys, operands, keys[0], self)
-        if plan.fix:
-            _line_up(plan, arrays)
-        out = arrays[0]
-        order = _out_order((out,))
-        if order is not None:
-            arrays, out = _in_order(order, arrays, out)
-        try:
-            ufunc(*arrays, out=out)
-        except TypeError as exc:
-            if _is_cast_error(exc):
-                raise _cast_error(exc, ufunc, (self,)) from exc
-            raise
-        return self
-
-    return forward, reflected, inplace
-
-
-def _unary(ufunc: Any) -> Any:
-    def op(self: Field) -> Any:
-        return _call(ufunc, "__call__", (self,), {})
-
-    return op
-
-
-def _install_operators(cls: type) -> None:
-    """The operators of ``numpy.lib.mixins.NDArrayOperatorsMixin``, calling :func:`_call`
-    directly (NumPy's dispatch would reach the same code, only later)."""
-    binary = {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "matmul": np.matmul,
-        "truediv": np.true_divide, "floordiv": np.floor_divide, "mod": np.remainder,
-        "divmod": np.divmod, "pow": np.power, "lshift": np.left_shift, "rshift": np.right_shift,
-        "and": np.bitwise_and, "xor": np.bitwise_xor, "or": np.bitwise_or,
-    }  # fmt: skip
-    for name, ufunc in binary.items():
-        forward, reflected, inplace = _binary(ufunc)
-        setattr(cls, f"__{name}__", forward)
-        setattr(cls, f"__r{name}__", reflected)
-        if name != "divmod":
-            setattr(cls, f"__i{name}__", inplace)
-    compare = {"lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal, "gt": np.greater, "ge": np.greater_equal}
-    for name, ufunc in compare.items():
-        setattr(cls, f"__{name}__", _binary(ufunc)[0])
-    for name, ufunc in {"neg": np.negative, "pos": np.positive, "abs": np.absolute, "invert": np.invert}.items():
-        setattr(cls, f"__{name}__", _unary(ufunc))
-
-
+# The operation modules refer to the class (type checks, results); it exists only now.
+for _module in (_field_broadcast, _field_functions, _field_reductions, _field_ufuncs):
+    _module.Field = Field
 _install_operators(Field)
 
-
-def _ufunc_unresolved(ufunc: Any, plan: _Plan, arrays: list[Any], kwargs: dict[str, Any]) -> Any:
-    """A ufunc whose output dtype NumPy cannot name beforehand (or gridbuf cannot allocate):
-    compute with NumPy, then copy into gridbuf allocations where the dtype allows."""
-    results = ufunc(*arrays, **kwargs)
-    single = ufunc.nout == 1
-    wrapped = []
-    for r in (results,) if single else results:
-        try:
-            res = plan.allocate(r.dtype)
-            res[...] = r
-        except GridbufError:
-            res = r
-        wrapped.append(plan.wrap(res))
-    return wrapped[0] if single else tuple(wrapped)
-
-
-def _ufunc_method(ufunc: Any, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``reduce`` and ``accumulate`` of Fields keep dims; ``at``, ``outer``, ``reduceat`` and
-    generalized ufuncs run on the arrays and return what NumPy returns."""
-    if method in ("reduce", "accumulate") and len(inputs) == 1 and isinstance(inputs[0], Field):
-        fn = getattr(ufunc, method)
-        out = kwargs.pop("out", None)
-        axis = kwargs.pop("axis", 0)
-        name = f"numpy.{ufunc.__name__}.{method}"
-        if method == "reduce":
-            keepdims = kwargs.pop("keepdims", False)
-            return _reduce(inputs[0], fn, axis, bool(keepdims), out, kwargs, name)
-        return _scan(inputs[0], fn, axis, out, kwargs, name)
-    outs = _normalize_out(kwargs.get("out"))
-    result = getattr(ufunc, method)(*_plain(inputs), **{k: _plain(v) for k, v in kwargs.items()})
-    if outs is not None:
-        return outs[0] if len(outs) == 1 else outs
-    return result
+__all__ = ["Field", "normalize_halo"]

@@ -170,6 +170,14 @@ pub struct Allocation {
     plan: Arc<Plan>,
 }
 
+impl Allocation {
+    /// Whether an array (shape, byte strides, address of element 0) is all of this allocation.
+    pub(crate) fn is_whole(&self, shape: &[usize], strides: &[isize], address: usize) -> bool {
+        let data_address = self.buffer.as_ptr() as usize + self.plan.byte_offset;
+        self.plan.is_whole(shape, strides, address, data_address)
+    }
+}
+
 #[pymethods]
 impl Allocation {
     /// The plan this memory was allocated for.

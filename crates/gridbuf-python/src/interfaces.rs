@@ -147,7 +147,7 @@ fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracte
 /// Python 3.13 looks up a missing attribute without raising (and catching) an AttributeError;
 /// before 3.13 only the builtin `getattr` with a default does, so it is called instead, which
 /// is several times faster for the interfaces an object does not have.
-fn lookup<'py>(
+pub(crate) fn lookup<'py>(
     obj: &Bound<'py, PyAny>,
     name: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
@@ -540,7 +540,7 @@ pub(crate) fn field_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound
 }
 
 /// Whether `obj` is an xarray `DataArray` (xarray is never imported for this).
-fn is_dataarray(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+pub(crate) fn is_dataarray(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     static DATAARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
     let py = obj.py();
     if let Some(cls) = DATAARRAY.get(py) {
@@ -871,12 +871,18 @@ fn parse_cuda_dict(cai: &Bound<'_, PyAny>) -> PyResult<ArrayInfo> {
 // ---------------------------------------------------------------------------------------------
 
 /// A data interface: the attribute it came from and the mapping.
-struct DataInterface<'py> {
-    attr: &'static str,
-    mapping: Bound<'py, PyAny>,
+pub(crate) struct DataInterface<'py> {
+    /// `__gt_data_interface__` or the older `__gt_interface__`.
+    pub(crate) attr: &'static str,
+    /// The mapping from device key to buffer info.
+    pub(crate) mapping: Bound<'py, PyAny>,
 }
 
-fn data_interface_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<DataInterface<'py>>> {
+/// The data interface of `obj` (`__gt_data_interface__`, else `__gt_interface__`), checked to
+/// be a mapping; `None` when it has neither.
+pub(crate) fn data_interface_of<'py>(
+    obj: &Bound<'py, PyAny>,
+) -> PyResult<Option<DataInterface<'py>>> {
     let py = obj.py();
     for (attr, name) in [
         (
@@ -922,7 +928,8 @@ fn entry_of<'py>(
     Ok(None)
 }
 
-fn host_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+/// The host-memory entry of a data interface (key `None`, else `"cpu"`).
+pub(crate) fn host_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = di.mapping.py();
     entry_of(
         di,
@@ -933,7 +940,8 @@ fn host_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>
     )
 }
 
-fn gpu_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+/// The GPU-memory entry of a data interface (key `"gpu"`, else `"cuda"`).
+pub(crate) fn gpu_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = di.mapping.py();
     entry_of(
         di,
@@ -1025,26 +1033,7 @@ fn check_entry_extras(d: &IfaceDict<'_, '_>, info: &ArrayInfo) -> PyResult<()> {
     let ndim = info.ndim();
     let dims_key = intern!(py, "dims");
     if let Some(dims) = d.get(dims_key)? {
-        let field = d.field(dims_key);
-        let parsed = convert::dims(&dims, &field)?;
-        if parsed.len() != ndim {
-            return Err(value_error(
-                &field,
-                &dims,
-                &format!("expected one name per axis, {ndim} in all"),
-            ));
-        }
-        if let Some(dup) = parsed
-            .iter()
-            .enumerate()
-            .find_map(|(i, dim)| parsed[..i].contains(dim).then_some(dim))
-        {
-            return Err(value_error(
-                &field,
-                &dims,
-                &format!("dimension \"{dup}\" appears more than once"),
-            ));
-        }
+        crate::metadata::dims_from(&dims, Some(ndim), &d.field(dims_key))?;
     }
     let halo_key = intern!(py, "halo");
     if let Some(halo) = d.get(halo_key)? {
@@ -1057,22 +1046,7 @@ fn check_entry_extras(d: &IfaceDict<'_, '_>, info: &ArrayInfo) -> PyResult<()> {
                 value_error(&field, &halo, EXPECTED)
             }
         })?;
-        if pairs.len() != ndim {
-            return Err(value_error(
-                &field,
-                &halo,
-                &format!("{EXPECTED}, {ndim} in all"),
-            ));
-        }
-        for (axis, (&(lo, hi), &n)) in pairs.iter().zip(&info.shape).enumerate() {
-            if lo.checked_add(hi).is_none_or(|w| w > n) {
-                return Err(value_error(
-                    &field,
-                    &halo,
-                    &format!("the halo of axis {axis} ({lo} + {hi}) is larger than its extent {n}"),
-                ));
-            }
-        }
+        gridbuf::halo::check_fits(&info.shape, &pairs, None, &field).py(py)?;
     }
     for key in [
         intern!(py, "acquire"),

@@ -2,108 +2,28 @@
 //! return plain tuples, so that the Python side can cache their answers per combination of
 //! dims, shapes and storage parameters.
 //!
-//! A field descriptor is the tuple `(dims, shape, halo, layout, strides, alignment,
-//! aligned_index, backend)`: `layout` is the allocation's layout map (then `strides` is unused
-//! and the preset `backend` places missing dims) or `None` (then the layout is read from the
-//! byte `strides`); `aligned_index` `None` means the lower halo. An operand is a descriptor, a
-//! tuple of ints (the shape of a plain array) or `None` (a scalar).
+//! A Field is described by a [`FieldDescriptor`] and a result's parameters come back as
+//! [`OutputParams`] (both in `field_descriptor`). An operand is a descriptor, a tuple of ints
+//! (the shape of a plain array) or `None` (a scalar).
 
 use crate::convert;
 use crate::errors::IntoPyResult;
-use gridbuf::dims::default_dims;
-use gridbuf::labelled::{
-    self, Alignment, AxisRef, FieldInfo, IndexItem, Indexed, Operand, OutputParams,
+use crate::field_descriptor::{
+    dims_arg, halo_arg, FieldDescriptor, OutputParams as PyOutputParams,
 };
-use gridbuf::{AxisVec, Dim};
+use gridbuf::dims::default_dims;
+use gridbuf::labelled::{self, Alignment, AxisRef, IndexItem, Indexed, Operand, OutputParams};
+use gridbuf::Dim;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyEllipsis, PyInt, PySlice, PyString, PyTuple};
-
-const DESCRIPTOR_LEN: usize = 8;
-
-/// A field descriptor and the preset name its result would be allocated with.
-struct Described {
-    info: FieldInfo,
-    backend: String,
-}
-
-/// Dims given as a tuple of names (the fast, common case) or anything `convert::dims` takes.
-fn dims_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>> {
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        let mut out = Vec::with_capacity(t.len());
-        for item in t.iter() {
-            match item
-                .cast::<PyString>()
-                .ok()
-                .map(|s| Dim::parse(s.to_str().unwrap_or("")))
-            {
-                Some(Ok(d)) => out.push(d),
-                _ => return convert::dims(obj, "dims").map(AxisVec::into_vec),
-            }
-        }
-        return Ok(out);
-    }
-    convert::dims(obj, "dims").map(AxisVec::into_vec)
-}
-
-/// A halo given as a tuple of (lower, upper) pairs (the fast, common case) or anything
-/// `convert::halo` takes.
-fn halo_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        let fast: Option<Vec<(usize, usize)>> = t
-            .iter()
-            .map(|p| p.extract::<(usize, usize)>().ok())
-            .collect();
-        if let Some(v) = fast {
-            return Ok(v);
-        }
-    }
-    convert::halo(obj).map(AxisVec::into_vec)
-}
-
-fn describe_field(t: &Bound<'_, PyTuple>) -> PyResult<Described> {
-    let py = t.py();
-    let dims = dims_arg(&t.get_item(0)?)?;
-    let shape = convert::usize_seq(&t.get_item(1)?, "shape")?.into_vec();
-    let halo = halo_arg(&t.get_item(2)?)?;
-    let layout = t.get_item(3)?;
-    let strides = t.get_item(4)?;
-    let alignment: usize = t.get_item(5)?.extract()?;
-    let aligned_index = t.get_item(6)?;
-    let backend: String = t.get_item(7)?.extract()?;
-    let mut info = FieldInfo::new(dims, shape).py(py)?.with_halo(halo).py(py)?;
-    let aligned_index = if aligned_index.is_none() {
-        info.aligned_index.clone()
-    } else {
-        convert::usize_seq(&aligned_index, "aligned_index")?.into_vec()
-    };
-    if layout.is_none() {
-        let strides: Vec<isize> = strides.extract()?;
-        info = info.with_strides(&strides).py(py)?;
-        let layout = info.layout.clone();
-        let base = info.base;
-        info = info
-            .with_storage(layout, base, alignment, aligned_index)
-            .py(py)?;
-    } else {
-        let layout = convert::usize_seq(&layout, "layout")?.into_vec();
-        let base = gridbuf::preset::lookup(&backend, "backend")
-            .py(py)?
-            .base_layout;
-        info = info
-            .with_storage(layout, base, alignment, aligned_index)
-            .py(py)?;
-    }
-    Ok(Described { info, backend })
-}
 
 /// An operand: a field descriptor, the shape of a plain array, or `None` for a scalar.
 fn operand(obj: &Bound<'_, PyAny>) -> PyResult<(Operand, Option<String>)> {
     if obj.is_none() {
         return Ok((Operand::Scalar, None));
     }
-    let t = obj.cast::<PyTuple>()?;
-    if t.len() == DESCRIPTOR_LEN && t.get_item(0)?.is_instance_of::<PyTuple>() {
-        let d = describe_field(t)?;
+    if let Ok(d) = obj.cast::<FieldDescriptor>() {
+        let d = d.get().describe(obj.py())?;
         return Ok((Operand::Field(d.info), Some(d.backend)));
     }
     let shape = convert::usize_seq(obj, "shape")?;
@@ -241,30 +161,21 @@ fn empty_kwargs<'py>(
     Ok(kw)
 }
 
-/// `(dims, shape, layout, alignment, aligned_index, halo, backend, empty_kwargs)`.
-fn params_tuple<'py>(
+/// The result parameters `p` under the preset `backend`, with their `gridbuf.empty` keywords.
+fn output_params<'py>(
     py: Python<'py>,
     p: &OutputParams,
     backend: &str,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let items: [Bound<'py, PyAny>; 8] = [
-        dims_tuple(py, &p.dims)?.into_any(),
-        PyTuple::new(py, &p.shape)?.into_any(),
-        PyTuple::new(py, &p.layout)?.into_any(),
-        p.alignment.into_pyobject(py)?.into_any(),
-        PyTuple::new(py, &p.aligned_index)?.into_any(),
-        PyTuple::new(py, p.halo.iter().copied())?.into_any(),
-        PyString::new(py, backend).into_any(),
-        empty_kwargs(py, backend, p)?.into_any(),
-    ];
-    PyTuple::new(py, items)
+) -> PyResult<Bound<'py, PyOutputParams>> {
+    let kwargs = empty_kwargs(py, backend, p)?;
+    Bound::new(py, PyOutputParams::new(py, p, backend, kwargs)?)
 }
 
 /// Broadcast operands by dims name and infer the parameters of the result.
 ///
 /// Returns `(dims, shape, alignments, params)`: the result's dims and shape, per operand a
 /// `(transpose, reshape)` pair (each `None` when not needed), and, when `out` is `None`, the
-/// parameters of the result (see `params_tuple`), else `None`. The last `masks` operands
+/// parameters of the result (an `OutputParams`), else `None`. The last `masks` operands
 /// (`where=`) take part in the broadcast but not in the parameters.
 #[pyfunction]
 #[pyo3(signature = (operands, out=None, masks=0))]
@@ -288,7 +199,7 @@ pub fn _broadcast<'py>(
         match params {
             Some(p) => {
                 let backend = backends[p.source].as_deref().unwrap_or("C");
-                params_tuple(py, &p, backend)?.into_any()
+                output_params(py, &p, backend)?.into_any()
             }
             None => py.None().into_bound(py),
         }
@@ -333,11 +244,11 @@ pub fn _assign<'py>(
 #[pyo3(signature = (field, axis=None, keepdims=false))]
 pub fn _reduce<'py>(
     py: Python<'py>,
-    field: &Bound<'py, PyTuple>,
+    field: &Bound<'py, FieldDescriptor>,
     axis: Option<&Bound<'py, PyAny>>,
     keepdims: bool,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let d = describe_field(field)?;
+    let d = field.get().describe(py)?;
     let axes = match axis {
         Some(a) => axis_refs(a)?,
         None => None,
@@ -347,7 +258,7 @@ pub fn _reduce<'py>(
         py,
         [
             PyTuple::new(py, &r.axes)?.into_any(),
-            params_tuple(py, &r.params, &d.backend)?.into_any(),
+            output_params(py, &r.params, &d.backend)?.into_any(),
         ],
     )
 }
@@ -374,7 +285,7 @@ pub fn _concatenate<'py>(
         [
             c.axis.into_pyobject(py)?.into_any(),
             PyTuple::new(py, aligned)?.into_any(),
-            params_tuple(py, &c.params, backend)?.into_any(),
+            output_params(py, &c.params, backend)?.into_any(),
         ],
     )
 }
@@ -406,11 +317,11 @@ pub fn _resolve_axis(
 #[pyfunction]
 pub fn _match_out<'py>(
     py: Python<'py>,
-    out: &Bound<'py, PyTuple>,
+    out: &Bound<'py, FieldDescriptor>,
     dims: &Bound<'py, PyAny>,
     shape: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
-    let o = describe_field(out)?;
+    let o = out.get().describe(py)?;
     let dims = dims_arg(dims)?;
     let shape = convert::usize_seq(shape, "shape")?;
     PyTuple::new(py, labelled::match_out(&o.info, &dims, &shape).py(py)?)

@@ -3,9 +3,11 @@
 mod allocation;
 mod convert;
 mod errors;
+mod field_descriptor;
 mod halo_exchange;
 mod interfaces;
 mod labelled;
+mod metadata;
 mod presets;
 mod stencil;
 
@@ -44,6 +46,22 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interfaces::as_numpy, m)?)?;
     m.add_function(wrap_pyfunction!(interfaces::extract_py, m)?)?;
     m.add_class::<interfaces::PyArrayInfo>()?;
+    m.add_class::<metadata::FieldMeta>()?;
+    m.add_class::<field_descriptor::FieldDescriptor>()?;
+    m.add_class::<field_descriptor::OutputParams>()?;
+    m.add_class::<metadata::Acquired>()?;
+    m.add_function(wrap_pyfunction!(metadata::normalize_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::default_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::get_dims, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::get_origin, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::normalize_origin, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::normalize_halo, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::data_interface, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::data_interface_entry, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::data_interface_for, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::whole_allocation_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::layout_from_strides, m)?)?;
+    m.add_function(wrap_pyfunction!(metadata::field_labels, m)?)?;
     m.add_class::<interfaces::PyDLPackOwner>()?;
     m.add_class::<halo_exchange::PyHaloExchangePlan>()?;
     m.add_class::<halo_exchange::PyBlockDecomposition>()?;

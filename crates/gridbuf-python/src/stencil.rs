@@ -6,47 +6,27 @@
 //! interface's acquire / touch / release calls.
 
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::{extract, extract_array, field_array, Extracted};
+use crate::interfaces::{extract, extract_array, field_array, is_dataarray, Extracted};
+use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
 use gridbuf::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
-    bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature, View3,
+    bind, parse_intent, ArgMeta, BoundCall, CallCache, CallKey, CallOrigin, FieldParam, Signature,
+    Signatures, View3,
 };
-use gridbuf::dims::Dim;
-use gridbuf::kernels::{Intent, Kernel, Threads};
+use gridbuf::kernels::Kernel;
 use gridbuf::Device;
 use ndarray::{ArrayView3, ArrayViewMut3};
 use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
-use rustc_hash::FxHashMap;
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// Cached calls per stencil; the cache is cleared when full (calls with this many distinct
-/// layouts are rare, and a miss only costs the checks).
-const CACHE_CAPACITY: usize = 256;
-
-/// Threads for native kernels: `GRIDBUF_NUM_THREADS` (read once), default all cores.
-fn threads() -> Threads {
-    static THREADS: OnceLock<Threads> = OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::env::var("GRIDBUF_NUM_THREADS")
-            .ok()
-            .and_then(|v| v.trim().parse::<usize>().ok())
-            .and_then(|n| Threads::new(n).ok())
-            .unwrap_or_else(Threads::available)
-    })
-}
+use std::sync::Arc;
 
 /// What runs behind the binder.
 enum Body {
-    /// A native kernel, with one signature per supported dtype (float64 first).
-    Native {
-        kernel: &'static dyn Kernel,
-        f32_sig: Signature,
-    },
+    /// A native kernel (its signatures per dtype are the stencil's).
+    Native { kernel: &'static dyn Kernel },
     /// A Python callable that receives NumPy views and the scalar keywords.
     Python {
         func: Py<PyAny>,
@@ -58,14 +38,12 @@ enum Body {
 #[pyclass(frozen, module = "gridbuf", name = "Stencil")]
 pub struct Stencil {
     name: String,
-    sig: Signature,
+    /// The signatures per dtype; `sigs.default` names the fields.
+    sigs: Signatures,
     body: Body,
     scalars: Vec<String>,
-    // FxHash: the key is hashed on every call, and SipHash's flood resistance buys nothing for
-    // a per-stencil cache of the caller's own arrays.
-    cache: Mutex<FxHashMap<CallKey, Arc<Prepared>>>,
-    /// The key and binding of the latest call that passed (or was bound without checks).
-    last: Mutex<Option<(CallKey, Arc<Prepared>)>>,
+    /// The checked calls, by call key (the core binder's cache).
+    cache: CallCache<Prepared>,
 }
 
 /// One field argument of a call, extracted.
@@ -74,96 +52,48 @@ struct Arg<'py> {
     meta: ArgMeta,
 }
 
-static METADATA: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
-
-fn parse_dims_list(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Vec<Dim>> {
-    let mut out = Vec::new();
-    for d in obj.try_iter()? {
-        let d = d?;
-        let s = d.cast::<PyString>()?;
-        out.push(Dim::parse(s.to_str()?).py(py)?);
-    }
-    Ok(out)
-}
-
-fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
-}
-
-/// Reads dims, origin and data-interface halo; plain NumPy arrays declare none of them.
-fn arg_meta<'py>(
-    py: Python<'py>,
-    obj: &Bound<'py, PyAny>,
-    ex: &Extracted<'py>,
-) -> PyResult<ArgMeta> {
+/// Reads one field argument: its memory, and the dims, origin and halo it declares. A
+/// `gridbuf.Field` is read from its array and its [`FieldMeta`]; an xarray `DataArray` from its
+/// data and its `.dims`; a plain NumPy array declares nothing; anything else is asked for
+/// `__gt_dims__`, `__gt_origin__` and its data interface. No Python code runs for the first
+/// three (the data interface of anything else may be a Python property).
+fn arg_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Arg<'py>> {
     if is_exact_ndarray(py, obj) {
-        return Ok(ArgMeta::default());
+        return Ok(Arg {
+            ex: extract(obj)?,
+            meta: ArgMeta::default(),
+        });
     }
-    let (get_dims, get_origin) = METADATA.get_or_try_init(py, || -> PyResult<_> {
-        let m = py.import("gridbuf._metadata")?;
-        Ok((
-            m.getattr("get_dims")?.unbind(),
-            m.getattr("get_origin")?.unbind(),
-        ))
-    })?;
-    let dims = get_dims.bind(py).call1((obj,))?;
-    let dims = if dims.is_none() {
-        None
-    } else {
-        Some(parse_dims_list(py, &dims)?)
-    };
-    let origin = get_origin.bind(py).call1((obj,))?;
-    let origin = if origin.is_none() {
-        None
-    } else {
-        Some(usize_list(&origin)?)
-    };
-    let mut halo_lower = None;
-    if let Some(entry) = &ex.data_interface {
-        if let Some(h) = entry.get_item("halo").ok().filter(|h| !h.is_none()) {
-            halo_lower = Some(
-                crate::convert::halo(&h)?
-                    .into_iter()
-                    .map(|(lo, _)| lo)
-                    .collect(),
-            );
-        }
-    }
-    Ok(ArgMeta {
-        dims,
-        origin,
-        halo_lower,
-    })
-}
-
-/// A `gridbuf.Field` argument read straight from its slots: the array it wraps (with that
-/// array's own data interface, for the acquire / touch / release callbacks), and the Field's
-/// dims, origin and halo, which are what its `__gt_dims__`, `__gt_origin__` and
-/// `__gt_data_interface__` report. Skips building those Python properties on every call.
-/// `None` when `obj` is not a Field.
-fn field_arg<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> Option<PyResult<Arg<'py>>> {
-    let inner = match field_array(obj) {
-        Ok(Some(inner)) => inner,
-        Ok(None) => return None,
-        Err(e) => return Some(Err(e)),
-    };
-    Some((|| {
+    if let Some(inner) = field_array(obj)? {
         let ex = extract_array(&inner)?;
-        let dims = parse_dims_list(py, &obj.getattr(intern!(py, "_dims"))?)?;
-        let origin = usize_list(&obj.getattr(intern!(py, "_origin"))?)?;
-        // A Field's halo is normalised on construction: a tuple of (lower, upper) int pairs.
-        let halo_lower = obj
-            .getattr(intern!(py, "_halo"))?
-            .try_iter()?
-            .map(|pair| Ok(pair?.extract::<(usize, usize)>()?.0))
-            .collect::<PyResult<Vec<usize>>>()?;
+        let meta = obj.getattr(intern!(py, "_meta"))?;
+        let meta = meta.cast::<FieldMeta>()?.get().arg_meta().clone();
+        return Ok(Arg { ex, meta });
+    }
+    if is_dataarray(obj)? {
+        let inner = arg_of(py, &obj.getattr(intern!(py, "data"))?)?;
+        let dims = crate::metadata::dataarray_own_dims(obj)?;
+        if let Some(dims) = &dims {
+            crate::metadata::check_dataarray_dims(py, dims, inner.meta.dims.as_deref())?;
+        }
+        let origin = origin_of(obj, Some(&inner.ex.info.shape))?;
         let meta = ArgMeta {
-            dims: Some(dims),
-            origin: Some(origin),
-            halo_lower: Some(halo_lower),
+            dims,
+            origin,
+            halo_lower: inner.meta.halo_lower,
         };
-        Ok(Arg { ex, meta })
-    })())
+        return Ok(Arg { ex: inner.ex, meta });
+    }
+    let ex = extract(obj)?;
+    let meta = ArgMeta {
+        dims: dims_of(obj, Some(ex.info.ndim()))?,
+        origin: origin_of(obj, Some(&ex.info.shape))?,
+        halo_lower: match &ex.data_interface {
+            Some(entry) => entry_halo_lower(entry)?,
+            None => None,
+        },
+    };
+    Ok(Arg { ex, meta })
 }
 
 fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
@@ -172,6 +102,25 @@ fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
         pyo3::ffi::Py_TYPE(obj.as_ptr())
             == npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type)
     }
+}
+
+/// The memory of an argument and the data interface its callbacks come from, without what it
+/// declares: a Field's and a DataArray's are those of the array they hold.
+fn memory_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
+    if is_exact_ndarray(py, obj) {
+        return extract(obj);
+    }
+    if let Some(inner) = field_array(obj)? {
+        return extract_array(&inner);
+    }
+    if is_dataarray(obj)? {
+        return memory_of(py, &obj.getattr(intern!(py, "data"))?);
+    }
+    extract(obj)
+}
+
+fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
+    crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
 }
 
 fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
@@ -202,86 +151,40 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
     Ok(CallOrigin::All(usize_list(origin)?))
 }
 
-/// Data-interface callbacks of the fields (acquire, touch, release), when any field has them.
-struct Callbacks<'py> {
-    per_field: Vec<[Option<Bound<'py, PyAny>>; 3]>,
+/// The data-interface callbacks of the fields (acquire, touch, release), when any field has a
+/// data interface.
+fn hooks<'py>(args: &[Arg<'py>]) -> PyResult<Option<PyHooks<'py>>> {
+    if args.iter().all(|a| a.ex.data_interface.is_none()) {
+        return Ok(None);
+    }
+    let per_field = args
+        .iter()
+        .map(|a| match &a.ex.data_interface {
+            Some(entry) => entry_callbacks(entry),
+            None => Ok([None, None, None]),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(Some(PyHooks { per_field }))
 }
 
-impl<'py> Callbacks<'py> {
-    fn collect(args: &[Arg<'py>]) -> PyResult<Option<Callbacks<'py>>> {
-        if args.iter().all(|a| a.ex.data_interface.is_none()) {
-            return Ok(None);
-        }
-        let mut per_field = Vec::with_capacity(args.len());
-        for a in args {
-            let mut cbs: [Option<Bound<'py, PyAny>>; 3] = [None, None, None];
-            if let Some(entry) = &a.ex.data_interface {
-                for (slot, name) in cbs.iter_mut().zip(["acquire", "touch", "release"]) {
-                    if let Ok(f) = entry.get_item(name) {
-                        if !f.is_none() {
-                            if !f.is_callable() {
-                                return Err(crate::convert::type_error(
-                                    name,
-                                    &f,
-                                    "expected a callable or None in the data interface",
-                                ));
-                            }
-                            *slot = Some(f);
-                        }
-                    }
-                }
-            }
-            per_field.push(cbs);
-        }
-        Ok(Some(Callbacks { per_field }))
-    }
-
-    /// acquire all, run, touch outputs (only after success), release all (always).
-    fn around<T>(
-        cbs: Option<&Callbacks<'py>>,
-        sig: &Signature,
-        run: impl FnOnce() -> PyResult<T>,
-    ) -> PyResult<T> {
-        let Some(cbs) = cbs else { return run() };
-        let mut acquired = 0;
-        let mut result = (|| {
-            for c in &cbs.per_field {
-                if let Some(f) = &c[0] {
-                    f.call0()?;
-                }
-                acquired += 1;
-            }
-            let out = run()?;
-            for (c, f) in cbs.per_field.iter().zip(&sig.fields) {
-                if f.intent.is_output() {
-                    if let Some(t) = &c[1] {
-                        t.call0()?;
-                    }
-                }
-            }
-            Ok(out)
-        })();
-        for c in &cbs.per_field[..acquired] {
-            if let Some(r) = &c[2] {
-                if let Err(e) = r.call0() {
-                    if result.is_ok() {
-                        result = Err(e);
-                    }
-                }
-            }
-        }
-        result
-    }
+/// Runs `run` between the callbacks in the core's order (`gridbuf::binding::callbacks`).
+fn around<T>(
+    hooks: Option<PyHooks<'_>>,
+    sig: &Signature,
+    run: impl FnOnce() -> PyResult<T>,
+) -> PyResult<T> {
+    let Some(mut hooks) = hooks else { return run() };
+    let outputs = sig
+        .fields
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.intent.is_output())
+        .map(|(i, _)| i);
+    let n = hooks.per_field.len();
+    gridbuf::binding::callbacks::around(&mut hooks, n, outputs, run)
 }
 
 impl Stencil {
-    fn signature_for(&self, first: Option<&ArrayInfo>) -> &Signature {
-        match (&self.body, first) {
-            (Body::Native { f32_sig, .. }, Some(info)) if info.dtype == DType::FLOAT32 => f32_sig,
-            _ => &self.sig,
-        }
-    }
-
     /// Extracts the fields and scalars of a call and binds it (from the cache when possible).
     fn prepare<'py>(
         &self,
@@ -291,7 +194,7 @@ impl Stencil {
         domain: Option<&Bound<'py, PyAny>>,
         validate: bool,
     ) -> PyResult<Prepare<'py, '_>> {
-        let n = self.sig.fields.len();
+        let n = self.sigs.default.fields.len();
         if args.len() != n {
             return Err(raise(
                 py,
@@ -299,7 +202,8 @@ impl Stencil {
                 format!(
                     "stencil {:?} takes {n} fields ({}) as positional arguments, but {} were given",
                     self.name,
-                    self.sig
+                    self.sigs
+                        .default
                         .fields
                         .iter()
                         .map(|f| f.name.as_str())
@@ -310,7 +214,7 @@ impl Stencil {
             ));
         }
         let mut fields = Vec::with_capacity(n);
-        for (obj, f) in args.iter().zip(&self.sig.fields) {
+        for (obj, f) in args.iter().zip(&self.sigs.default.fields) {
             let wrap = |e: PyErr| {
                 raise(
                     py,
@@ -318,17 +222,9 @@ impl Stencil {
                     format!("field {:?} of stencil {:?}: {e}", f.name, self.name),
                 )
             };
-            let arg = match field_arg(py, &obj) {
-                Some(arg) => arg.map_err(wrap)?,
-                None => {
-                    let ex = extract(&obj).map_err(wrap)?;
-                    let meta = arg_meta(py, &obj, &ex)?;
-                    Arg { ex, meta }
-                }
-            };
-            fields.push(arg);
+            fields.push(arg_of(py, &obj).map_err(wrap)?);
         }
-        let sig = self.signature_for(fields.first().map(|a| &a.ex.info));
+        let sig = self.sigs.for_first(fields.first().map(|a| a.ex.info.dtype));
         let origin = parse_origin(origin)?;
         let domain = match domain.filter(|d| !d.is_none()) {
             Some(d) => Some(crate::convert::usize_seq(d, "domain")?),
@@ -368,25 +264,10 @@ impl Stencil {
         domain: Option<&[usize]>,
         validate: bool,
     ) -> PyResult<Arc<Prepared>> {
-        {
-            let last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some((_, b)) = last
-                .as_ref()
-                .filter(|(k, _)| k.matches(pairs, origin, domain))
-            {
-                return Ok(Arc::clone(b));
-            }
-        }
-        let key = CallKey::new(pairs, origin, domain);
-        let cached = self
-            .cache
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .cloned();
-        let bound = match cached {
-            Some(b) => b,
-            None => {
+        let (cached, key) = self.cache.get(pairs, origin, domain);
+        let bound = match (cached, key) {
+            (Some(b), _) => b,
+            (None, key) => {
                 let call = bind(sig, pairs, origin, domain, validate).py(py)?;
                 let b = Arc::new(match self.body {
                     Body::Native { .. } => Prepared::native(call, sig, fields).py(py)?,
@@ -400,15 +281,11 @@ impl Stencil {
                         1,
                     )?;
                 }
-                let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-                if cache.len() >= CACHE_CAPACITY {
-                    cache.clear();
-                }
-                cache.insert(key.clone(), Arc::clone(&b));
+                let key = key.unwrap_or_else(|| CallKey::new(pairs, origin, domain));
+                self.cache.insert(key, Arc::clone(&b));
                 b
             }
         };
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some((key, Arc::clone(&bound)));
         Ok(bound)
     }
 
@@ -571,7 +448,13 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
             }
         }
     }
-    gridbuf::kernels::run::<T>(kernel, &inputs, &mut outputs, domain, threads())
+    gridbuf::kernels::run::<T>(
+        kernel,
+        &inputs,
+        &mut outputs,
+        domain,
+        gridbuf::threads::configured(),
+    )
 }
 
 /// NumPy views of the bound fields for a Python kernel; each view's base keeps its source alive.
@@ -665,8 +548,7 @@ impl Stencil {
             bound,
             sig,
         } = self.prepare(py, args, origin, domain, validate_args)?;
-        let cbs = Callbacks::collect(&fields)?;
-        Callbacks::around(cbs.as_ref(), sig, || match &self.body {
+        around(hooks(&fields)?, sig, || match &self.body {
             Body::Native { kernel, .. } => run_native(py, *kernel, sig, &ptrs, &bound),
             Body::Python { func, descrs } => {
                 let np_views = numpy_views(py, &fields, &bound.call, descrs)?;
@@ -737,7 +619,7 @@ impl Stencil {
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        for f in &self.sig.fields {
+        for f in &self.sigs.default.fields {
             let d = PyDict::new(py);
             d.set_item("name", &f.name)?;
             d.set_item("dtype", f.dtype.name())?;
@@ -761,16 +643,45 @@ impl Stencil {
     /// Number of cached call layouts.
     #[getter]
     fn cache_size(&self) -> usize {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.cache.len()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "Stencil({:?}, fields={:?}, scalars={:?})",
             self.name,
-            self.sig.fields.iter().map(|f| &f.name).collect::<Vec<_>>(),
+            self.sigs
+                .default
+                .fields
+                .iter()
+                .map(|f| &f.name)
+                .collect::<Vec<_>>(),
             self.scalars
         )
+    }
+}
+
+impl BoundStencil {
+    /// Runs `run` between the fields' data-interface callbacks, read again from the arguments
+    /// (kept out of `__call__`, whose common path has none).
+    #[inline(never)]
+    fn run_with_callbacks(
+        &self,
+        py: Python<'_>,
+        run: impl FnOnce() -> PyResult<()>,
+    ) -> PyResult<()> {
+        let args = self
+            .objects
+            .bind(py)
+            .iter()
+            .map(|o| {
+                Ok(Arg {
+                    ex: memory_of(py, &o)?,
+                    meta: ArgMeta::default(),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        around(hooks(&args)?, &self.sig, run)
     }
 }
 
@@ -813,16 +724,7 @@ impl BoundStencil {
         if !self.has_callbacks {
             return run();
         }
-        let objs = self.objects.bind(py);
-        let mut args = Vec::with_capacity(objs.len());
-        for o in objs.iter() {
-            args.push(Arg {
-                ex: extract(&o)?,
-                meta: ArgMeta::default(),
-            });
-        }
-        let cbs = Callbacks::collect(&args)?;
-        Callbacks::around(cbs.as_ref(), &self.sig, run)
+        self.run_with_callbacks(py, run)
     }
 
     /// The compute domain of the bound call.
@@ -830,36 +732,6 @@ impl BoundStencil {
     fn domain(&self) -> Vec<usize> {
         self.prepared.call.domain.clone()
     }
-}
-
-fn intent_from(s: &str, py: Python<'_>) -> PyResult<Intent> {
-    match s {
-        "in" => Ok(Intent::In),
-        "out" => Ok(Intent::Out),
-        "inout" => Ok(Intent::InOut),
-        _ => Err(raise(
-            py,
-            Class::Value,
-            format!("invalid intent {s:?}: expected \"in\", \"out\" or \"inout\""),
-        )),
-    }
-}
-
-fn native_signature(kernel: &'static dyn Kernel, dtype: DType) -> PyResult<Signature> {
-    let ijk = vec![Dim::I, Dim::J, Dim::K];
-    let fields = kernel
-        .fields()
-        .iter()
-        .map(|f| FieldParam {
-            extent: (0..3)
-                .map(|a| (f.extent.lower[a], f.extent.upper[a]))
-                .collect(),
-            intent: f.intent,
-            ..FieldParam::new(f.name, dtype, ijk.clone())
-        })
-        .collect();
-    Signature::new(fields, Device::Cpu)
-        .map_err(|e| Python::attach(|py| crate::errors::to_py(py, e)))
 }
 
 /// The native kernel registered under `name` as a Stencil (float64 and float32 fields).
@@ -878,14 +750,10 @@ pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
     })?;
     Ok(Stencil {
         name: name.to_owned(),
-        sig: native_signature(kernel, DType::FLOAT64)?,
-        body: Body::Native {
-            kernel,
-            f32_sig: native_signature(kernel, DType::FLOAT32)?,
-        },
+        sigs: Signatures::native(kernel).py(py)?,
+        body: Body::Native { kernel },
         scalars: Vec::new(),
-        cache: Mutex::new(FxHashMap::default()),
-        last: Mutex::new(None),
+        cache: CallCache::default(),
     })
 }
 
@@ -939,7 +807,7 @@ pub fn python_stencil(
         let dims =
             gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
         let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
-        let intent = intent_from(get("intent")?.cast::<PyString>()?.to_str()?, py)?;
+        let intent = parse_intent(get("intent")?.cast::<PyString>()?.to_str()?).py(py)?;
         let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());
         let data_shape = opt("data_shape").map(|v| v.extract()).transpose()?;
         let layout = opt("layout").map(|v| v.extract()).transpose()?;
@@ -960,10 +828,9 @@ pub fn python_stencil(
     let sig = Signature::new(params, device).py(py)?;
     Ok(Stencil {
         name: name.to_owned(),
-        sig,
+        sigs: Signatures::single(sig),
         body: Body::Python { func, descrs },
         scalars,
-        cache: Mutex::new(FxHashMap::default()),
-        last: Mutex::new(None),
+        cache: CallCache::default(),
     })
 }

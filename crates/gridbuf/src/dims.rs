@@ -130,14 +130,31 @@ pub fn parse_names<S: AsRef<str>>(
     ndim: Option<usize>,
     param: &str,
 ) -> Result<AxisVec<Dim>> {
+    parse_names_as(names, ndim, param, None)
+}
+
+/// [`parse_names`], with the value shown in messages given as the caller received it (for
+/// example the Python repr `'IJX'` of a dims string) instead of the tuple of names.
+pub fn parse_names_as<S: AsRef<str>>(
+    names: &[S],
+    ndim: Option<usize>,
+    param: &str,
+    value: Option<&str>,
+) -> Result<AxisVec<Dim>> {
+    let shown = || match value {
+        Some(v) => v.to_owned(),
+        None => {
+            let quoted: Vec<String> = names.iter().map(|n| format!("'{}'", n.as_ref())).collect();
+            crate::error::format_tuple(&quoted)
+        }
+    };
     let dims = names
         .iter()
         .map(|name| {
             Dim::parse(name.as_ref()).map_err(|_| {
-                let quoted: Vec<String> = names.iter().map(|n| format!("'{}'", n.as_ref())).collect();
                 invalid_raw(
                     param,
-                    crate::error::format_tuple(&quoted),
+                    shown(),
                     format!(
                         "'{}' is not a dimension name (expected 'I', 'J', 'K' or a decimal string such as '0' that fits in 32 bits)",
                         name.as_ref()
@@ -146,7 +163,19 @@ pub fn parse_names<S: AsRef<str>>(
             })
         })
         .collect::<Result<AxisVec<Dim>>>()?;
-    validate(&dims, ndim, param)?;
+    validate(&dims, ndim, param).map_err(|err| match (err, value) {
+        (
+            crate::Error::InvalidValue {
+                param, expected, ..
+            },
+            Some(v),
+        ) => crate::Error::InvalidValue {
+            param,
+            value: v.to_owned(),
+            expected,
+        },
+        (err, _) => err,
+    })?;
     Ok(dims)
 }
 

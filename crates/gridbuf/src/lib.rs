@@ -42,6 +42,7 @@
 pub mod array_info;
 pub mod axes;
 pub mod binding;
+pub mod bounded_cache;
 pub mod buffer;
 pub mod copy;
 pub mod decomposition;

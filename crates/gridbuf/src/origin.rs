@@ -29,6 +29,21 @@ pub fn validate(origin: &[i64], shape: &[usize], param: &str) -> Result<AxisVec<
         .collect()
 }
 
+/// Checks a signed origin whose shape is not known: only that no entry is negative.
+pub fn validate_unbounded(origin: &[i64], param: &str) -> Result<AxisVec<usize>> {
+    origin
+        .iter()
+        .map(|&o| usize::try_from(o))
+        .collect::<std::result::Result<AxisVec<usize>, _>>()
+        .map_err(|_| {
+            invalid_raw(
+                param,
+                format_tuple(origin),
+                "entries must be non-negative".to_owned(),
+            )
+        })
+}
+
 /// Checks an origin (or aligned index) of indices against `shape`: one entry per axis, each at
 /// most the axis extent.
 pub fn check(origin: &[usize], shape: &[usize], param: &str) -> Result<()> {

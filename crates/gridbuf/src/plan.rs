@@ -3,13 +3,13 @@
 //! nothing, so GPU presets can be planned on machines without a GPU.
 
 use crate::axes::AxisVec;
+use crate::bounded_cache::BoundedCache;
 use crate::dims::{self, append_data_dims, default_dims, Dim};
 use crate::error::{Error, Result};
 use crate::halo;
 use crate::layout::{axes_by_rank, validate_layout};
 use crate::origin;
 use crate::preset::{check_alignment, Device, Preset};
-use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Every CPU allocation puts its aligned element on at least a cache line.
@@ -151,16 +151,13 @@ impl Plan {
     /// with other values gets new plans); the cache holds at most [`PLAN_CACHE_CAPACITY`]
     /// plans and starts afresh when full. Errors are not cached.
     pub fn cached(req: &PlanRequest) -> Result<Arc<Plan>> {
-        static CACHE: Mutex<Option<FxHashMap<PlanRequest, Arc<Plan>>>> = Mutex::new(None);
+        static CACHE: Mutex<Option<BoundedCache<PlanRequest, Arc<Plan>>>> = Mutex::new(None);
         let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-        let cache = guard.get_or_insert_with(FxHashMap::default);
+        let cache = guard.get_or_insert_with(|| BoundedCache::new(PLAN_CACHE_CAPACITY));
         if let Some(plan) = cache.get(req) {
             return Ok(Arc::clone(plan));
         }
         let plan = Arc::new(Plan::new(req)?);
-        if cache.len() >= PLAN_CACHE_CAPACITY {
-            cache.clear();
-        }
         cache.insert(req.clone(), Arc::clone(&plan));
         Ok(plan)
     }

@@ -1,0 +1,600 @@
+//! Binding a call: the checks of every field against the signature, the compute domain and
+//! each field's view, in the kernel's dims order.
+
+use super::call::{ArgMeta, CallOrigin};
+use super::signature::{FieldParam, Signature};
+use crate::array_info::ArrayInfo;
+use crate::error::{Error, Result};
+
+/// Converts an origin in array index order to the kernel's order.
+type FromArray<'a> = &'a dyn Fn(&[usize], &str) -> Result<Vec<usize>>;
+
+/// A field's view as the kernel sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundField {
+    /// Byte offset of the view's first element from the array's pointer.
+    pub byte_offset: isize,
+    /// Shape in the kernel's dims order: the domain widened by the extent, full data dims.
+    pub shape: Vec<usize>,
+    /// Byte strides in the kernel's dims order.
+    pub strides: Vec<isize>,
+    /// Lowest and highest byte (exclusive) the view touches, relative to the array's pointer.
+    pub span: (isize, isize),
+    /// The origin used, in the kernel's dims order.
+    pub origin: Vec<usize>,
+}
+
+/// A checked binding of a call: the domain and every field's view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundCall {
+    /// Domain per domain dim (I, J, K order).
+    pub domain: Vec<usize>,
+    /// Per field, in signature order.
+    pub fields: Vec<BoundField>,
+    /// Layout or alignment mismatches that do not make the call wrong, only slower.
+    pub warnings: Vec<String>,
+}
+
+/// A call error: one sentence naming the field (and axis where there is one).
+fn call_error(message: String) -> Error {
+    Error::InvalidValue {
+        param: "stencil call".into(),
+        value: String::new(),
+        expected: message,
+    }
+}
+
+/// Checks and binds a call. With `validate = false` only the checks that keep memory safe run
+/// (bounds, shapes, dims); dtype, device, writeability and layout checks are skipped.
+///
+/// The steps: [`check_call`] (number of fields, the given domain), then per field
+/// [`check_kind`] (dtype, device, writeability), [`kernel_axes`] (which array axis each kernel
+/// dim is), [`check_data_shape`] and the origin; then the domain (given, else
+/// [`largest_domain`]) and per field [`field_view`] (bounds, view, layout warnings).
+pub fn bind(
+    sig: &Signature,
+    args: &[(&ArrayInfo, &ArgMeta)],
+    origin: &CallOrigin,
+    domain: Option<&[usize]>,
+    validate: bool,
+) -> Result<BoundCall> {
+    check_call(sig, args, domain)?;
+    // Per field: the permutation from kernel dims to array axes, and the origin in kernel order.
+    let mut perms = Vec::with_capacity(args.len());
+    let mut origins = Vec::with_capacity(args.len());
+    for (f, (info, meta)) in sig.fields.iter().zip(args) {
+        if validate {
+            check_kind(sig, f, info)?;
+        }
+        let perm = kernel_axes(f, info, meta)?;
+        check_data_shape(f, info, &perm)?;
+        origins.push(resolve_origin(sig, f, info, meta, &perm, origin)?);
+        perms.push(perm);
+    }
+    let domain = match domain {
+        Some(d) => d.to_vec(),
+        None => largest_domain(sig, args, &perms, &origins)?,
+    };
+    let mut fields = Vec::with_capacity(args.len());
+    let mut warnings = Vec::new();
+    for ((f, (info, _)), (perm, o)) in sig.fields.iter().zip(args).zip(perms.iter().zip(origins)) {
+        fields.push(field_view(
+            sig,
+            f,
+            info,
+            perm,
+            o,
+            &domain,
+            validate,
+            &mut warnings,
+        )?);
+    }
+    Ok(BoundCall {
+        domain,
+        fields,
+        warnings,
+    })
+}
+
+/// The number of fields, and the given domain: one positive extent per domain dim.
+fn check_call(
+    sig: &Signature,
+    args: &[(&ArrayInfo, &ArgMeta)],
+    domain: Option<&[usize]>,
+) -> Result<()> {
+    if args.len() != sig.fields.len() {
+        return Err(call_error(format!(
+            "the stencil takes {} fields ({}), but {} were given",
+            sig.fields.len(),
+            sig.fields
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.len()
+        )));
+    }
+    let nd = sig.domain_dims.len();
+    if let Some(d) = domain {
+        if d.len() != nd {
+            return Err(call_error(format!(
+                "domain {d:?} must have one entry per domain dim {}",
+                crate::dims::format_dims(&sig.domain_dims)
+            )));
+        }
+        if let Some(a) = d.iter().position(|&n| n == 0) {
+            return Err(call_error(format!(
+                "domain {d:?} must be positive, but its extent along {} is 0",
+                sig.domain_dims[a]
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The dtype, device and (outputs) writeability of a field.
+fn check_kind(sig: &Signature, f: &FieldParam, info: &ArrayInfo) -> Result<()> {
+    if info.dtype != f.dtype {
+        return Err(call_error(format!(
+            "field {:?} has dtype {}, but the stencil needs {}",
+            f.name, info.dtype, f.dtype
+        )));
+    }
+    if !info.device.accessible_from(sig.device) {
+        return Err(call_error(format!(
+            "field {:?} lives in {} memory, which a {} stencil cannot use",
+            f.name,
+            info.device,
+            sig.device.name()
+        )));
+    }
+    if f.intent.is_output() && info.readonly {
+        return Err(call_error(format!(
+            "field {:?} is written by the stencil (intent {}), but the array is read-only",
+            f.name,
+            f.intent.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Per kernel dim of `f`, the array axis it is: the array's declared dims, else the kernel's
+/// order.
+fn kernel_axes(f: &FieldParam, info: &ArrayInfo, meta: &ArgMeta) -> Result<Vec<usize>> {
+    if info.ndim() != f.dims.len() {
+        return Err(call_error(format!(
+            "field {:?} has {} axes, but the stencil declares the dims {}",
+            f.name,
+            info.ndim(),
+            crate::dims::format_dims(&f.dims)
+        )));
+    }
+    let perm: Vec<usize> = match &meta.dims {
+        None => (0..f.dims.len()).collect(),
+        Some(arr_dims) => {
+            let mut p = Vec::with_capacity(f.dims.len());
+            for d in &f.dims {
+                match arr_dims.iter().position(|a| a == d) {
+                    Some(ax) => p.push(ax),
+                    None => {
+                        return Err(call_error(format!(
+                            "field {:?} has the dims {}, but the stencil declares {}",
+                            f.name,
+                            crate::dims::format_dims(arr_dims),
+                            crate::dims::format_dims(&f.dims)
+                        )))
+                    }
+                }
+            }
+            p
+        }
+    };
+    Ok(perm)
+}
+
+/// The extents of the data dims, when the signature fixes them.
+fn check_data_shape(f: &FieldParam, info: &ArrayInfo, perm: &[usize]) -> Result<()> {
+    // Data-dim extents.
+    if let Some(ds) = &f.data_shape {
+        let mut di = 0;
+        for (a, d) in f.dims.iter().enumerate() {
+            if d.cartesian_index().is_none() {
+                let n = info.shape[perm[a]];
+                if n != ds[di] {
+                    return Err(call_error(format!(
+                        "field {:?} has extent {n} along data dim {d}, but the stencil needs {}",
+                        f.name, ds[di]
+                    )));
+                }
+                di += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The largest domain that fits every field from its origin, with its extent.
+fn largest_domain(
+    sig: &Signature,
+    args: &[(&ArrayInfo, &ArgMeta)],
+    perms: &[Vec<usize>],
+    origins: &[Vec<usize>],
+) -> Result<Vec<usize>> {
+    let nd = sig.domain_dims.len();
+    let mut dom = vec![usize::MAX; nd];
+    for ((f, (info, _)), (perm, o)) in sig.fields.iter().zip(args).zip(perms.iter().zip(origins)) {
+        for (a, d) in f.dims.iter().enumerate() {
+            if let Some(di) = sig.domain_index(*d) {
+                let room = info.shape[perm[a]]
+                    .saturating_sub(o[a])
+                    .saturating_sub(f.extent[a].1);
+                dom[di] = dom[di].min(room);
+            }
+        }
+    }
+    if let Some(di) = dom.iter().position(|&n| n == 0) {
+        return Err(call_error(format!(
+            "no positive domain fits along {}: some field is too small for its origin and extent",
+            sig.domain_dims[di]
+        )));
+    }
+    Ok(dom)
+}
+
+/// The view of one field: its bounds checked along every axis, its offset, shape and strides in
+/// the kernel's order, and (with `validate`) the layout and alignment warnings.
+#[allow(clippy::too_many_arguments)]
+fn field_view(
+    sig: &Signature,
+    f: &FieldParam,
+    info: &ArrayInfo,
+    perm: &[usize],
+    o: Vec<usize>,
+    domain: &[usize],
+    validate: bool,
+    warnings: &mut Vec<String>,
+) -> Result<BoundField> {
+    let mut shape = Vec::with_capacity(f.dims.len());
+    let mut strides = Vec::with_capacity(f.dims.len());
+    let mut offset: isize = 0;
+    for (a, d) in f.dims.iter().enumerate() {
+        let n = info.shape[perm[a]];
+        let stride = info.strides[perm[a]];
+        let (lo, hi) = f.extent[a];
+        let (start, len) = match sig.domain_index(*d) {
+            Some(di) => {
+                if o[a] < lo {
+                    return Err(call_error(format!(
+                        "field {:?} has origin {} along {d}, less than the lower extent {lo} the stencil reads",
+                        f.name, o[a]
+                    )));
+                }
+                let end = o[a].checked_add(domain[di]).and_then(|v| v.checked_add(hi));
+                if end.is_none_or(|e| e > n) {
+                    return Err(call_error(format!(
+                        "field {:?} is too small along {d}: origin {} + domain {} + upper extent {hi} exceeds its extent {n}",
+                        f.name, o[a], domain[di]
+                    )));
+                }
+                (o[a] - lo, domain[di] + lo + hi)
+            }
+            None => (0, n),
+        };
+        offset = (start as isize)
+            .checked_mul(stride)
+            .and_then(|s| offset.checked_add(s))
+            .ok_or_else(|| {
+                Error::overflow(format!("field {:?}", f.name), start, "the view offset")
+            })?;
+        shape.push(len);
+        strides.push(stride);
+    }
+    let view = ArrayInfo {
+        ptr: 0,
+        shape: shape.clone(),
+        strides: strides.clone(),
+        ..(*info).clone()
+    };
+    let span = view.nbytes_span()?;
+    if validate {
+        if let Some(l) = &f.layout {
+            if !follows_layout(&shape, &strides, l) {
+                warnings.push(format!(
+                    "field {:?} does not have the layout {l:?} the stencil prefers; it runs correctly but may be slower",
+                    f.name
+                ));
+            }
+        }
+        if let Some(al) = f.alignment {
+            if (info.ptr as isize)
+                .wrapping_add(offset)
+                .rem_euclid(al as isize)
+                != 0
+            {
+                warnings.push(format!(
+                    "field {:?} is not aligned to {al} bytes at the start of its view; it runs correctly but may be slower",
+                    f.name
+                ));
+            }
+        }
+    }
+    Ok(BoundField {
+        byte_offset: offset,
+        shape,
+        strides,
+        span: (offset + span.low, offset + span.high),
+        origin: o,
+    })
+}
+
+/// Whether strides decrease in the order the layout map gives (axes of extent 1 ignored).
+fn follows_layout(shape: &[usize], strides: &[isize], layout: &[usize]) -> bool {
+    let order = crate::layout::axes_by_rank(layout);
+    let big: Vec<usize> = order.into_iter().filter(|&a| shape[a] > 1).collect();
+    big.windows(2)
+        .all(|w| strides[w[0]].unsigned_abs() >= strides[w[1]].unsigned_abs())
+}
+
+fn resolve_origin(
+    sig: &Signature,
+    f: &FieldParam,
+    info: &ArrayInfo,
+    meta: &ArgMeta,
+    perm: &[usize],
+    origin: &CallOrigin,
+) -> Result<Vec<usize>> {
+    let n = f.dims.len();
+    // Per domain dim -> per field dim (data dims start at 0).
+    let from_domain = |o: &[usize], what: &str| -> Result<Vec<usize>> {
+        if o.len() != sig.domain_dims.len() {
+            return Err(call_error(format!(
+                "{what} {o:?} must have one entry per domain dim {}",
+                crate::dims::format_dims(&sig.domain_dims)
+            )));
+        }
+        Ok(f.dims
+            .iter()
+            .map(|d| sig.domain_index(*d).map_or(0, |di| o[di]))
+            .collect())
+    };
+    let from_array = |o: &[usize], what: &str| -> Result<Vec<usize>> {
+        if o.len() != info.ndim() {
+            return Err(call_error(format!(
+                "{what} {o:?} of field {:?} must have one entry per axis, {} in all",
+                f.name,
+                info.ndim()
+            )));
+        }
+        Ok(perm.iter().map(|&ax| o[ax]).collect())
+    };
+    match origin {
+        CallOrigin::All(o) => from_domain(o, "origin"),
+        CallOrigin::PerField { default, fields } => {
+            if let Some((_, o)) = fields.iter().find(|(name, _)| *name == f.name) {
+                if o.len() == n {
+                    Ok(o.clone())
+                } else {
+                    from_domain(o, &format!("origin of field {:?}", f.name))
+                }
+            } else if let Some(o) = default {
+                from_domain(o, "origin \"_all_\"")
+            } else {
+                declared_origin(meta, &from_array, n)
+            }
+        }
+        CallOrigin::Default => declared_origin(meta, &from_array, n),
+    }
+}
+
+fn declared_origin(meta: &ArgMeta, from_array: FromArray<'_>, n: usize) -> Result<Vec<usize>> {
+    if let Some(o) = &meta.origin {
+        from_array(o, "__gt_origin__")
+    } else if let Some(h) = &meta.halo_lower {
+        from_array(h, "data interface halo")
+    } else {
+        Ok(vec![0; n])
+    }
+}
+
+impl BoundCall {
+    /// Checks that no output's view overlaps the memory of another argument's view, given the
+    /// arrays' pointers (in signature order). Conservative: compares byte ranges.
+    pub fn check_overlaps(&self, sig: &Signature, ptrs: &[usize]) -> Result<()> {
+        let range = |i: usize| {
+            let (lo, hi) = self.fields[i].span;
+            (
+                (ptrs[i] as isize).wrapping_add(lo),
+                (ptrs[i] as isize).wrapping_add(hi),
+            )
+        };
+        for (i, f) in sig.fields.iter().enumerate() {
+            if !f.intent.is_output() || self.fields[i].shape.contains(&0) {
+                continue;
+            }
+            let (a0, a1) = range(i);
+            for (j, g) in sig.fields.iter().enumerate() {
+                if i == j || self.fields[j].shape.contains(&0) {
+                    continue;
+                }
+                let (b0, b1) = range(j);
+                if a0 < b1 && b0 < a1 {
+                    return Err(call_error(format!(
+                        "output field {:?} may overlap the memory of field {:?} (their byte ranges intersect); pass separate arrays, e.g. a copy of one of them",
+                        f.name, g.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::array_info::{c_strides, Interface};
+    use crate::array_info::{ArrayDevice, DType};
+    use crate::binding::call::CallKey;
+    use crate::dims::Dim;
+    use crate::kernels::Intent;
+    use crate::preset::Device;
+
+    fn arr(shape: &[usize]) -> ArrayInfo {
+        ArrayInfo::new(
+            0x10000,
+            shape.to_vec(),
+            c_strides(shape, 8).unwrap(),
+            DType::FLOAT64,
+            ArrayDevice::CPU,
+            Interface::Native,
+        )
+        .unwrap()
+    }
+
+    fn sig2(extent: usize) -> Signature {
+        let ijk = vec![Dim::I, Dim::J, Dim::K];
+        let mut inp = FieldParam::new("inp", DType::FLOAT64, ijk.clone());
+        inp.extent = vec![(extent, extent), (extent, extent), (0, 0)];
+        let mut out = FieldParam::new("out", DType::FLOAT64, ijk);
+        out.intent = Intent::Out;
+        Signature::new(vec![inp, out], Device::Cpu).unwrap()
+    }
+
+    #[test]
+    fn largest_domain_and_views() {
+        let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
+        let m = ArgMeta::default();
+        let call = bind(
+            &sig2(1),
+            &[(&a, &m), (&b, &m)],
+            &CallOrigin::All(vec![1, 1, 0]),
+            None,
+            true,
+        )
+        .unwrap();
+        assert_eq!(call.domain, vec![8, 8, 5]);
+        assert_eq!(call.fields[0].shape, vec![10, 10, 5]);
+        assert_eq!(call.fields[0].byte_offset, 0);
+        assert_eq!(call.fields[1].shape, vec![8, 8, 5]);
+        assert_eq!(call.fields[1].byte_offset, (50 + 5) * 8);
+    }
+
+    #[test]
+    fn permuted_dims_and_declared_origin() {
+        let a = arr(&[5, 10, 10]); // K, J, I
+        let b = arr(&[10, 10, 5]);
+        let ma = ArgMeta {
+            dims: Some(vec![Dim::K, Dim::J, Dim::I]),
+            origin: Some(vec![0, 2, 2]),
+            halo_lower: None,
+        };
+        let mb = ArgMeta {
+            dims: None,
+            origin: Some(vec![2, 2, 0]),
+            halo_lower: None,
+        };
+        let call = bind(
+            &sig2(1),
+            &[(&a, &ma), (&b, &mb)],
+            &CallOrigin::Default,
+            None,
+            true,
+        )
+        .unwrap();
+        assert_eq!(call.fields[0].origin, vec![2, 2, 0]);
+        assert_eq!(call.fields[0].strides, vec![8, 80, 800]);
+        assert_eq!(call.domain, vec![7, 7, 5]);
+    }
+
+    #[test]
+    fn checks_name_the_field_and_axis() {
+        let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
+        let m = ArgMeta::default();
+        let err = bind(
+            &sig2(1),
+            &[(&a, &m), (&b, &m)],
+            &CallOrigin::All(vec![0, 1, 0]),
+            None,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("\"inp\"") && err.contains("along I"), "{err}");
+        let err = bind(
+            &sig2(1),
+            &[(&a, &m), (&b, &m)],
+            &CallOrigin::All(vec![1, 1, 0]),
+            Some(&[9, 8, 5]),
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("too small along I"), "{err}");
+        let mut f32arr = arr(&[10, 10, 5]);
+        f32arr.dtype = DType::FLOAT32;
+        assert!(bind(
+            &sig2(1),
+            &[(&a, &m), (&f32arr, &m)],
+            &CallOrigin::All(vec![1, 1, 0]),
+            None,
+            true
+        )
+        .is_err());
+        let mut ro = arr(&[10, 10, 5]);
+        ro.readonly = true;
+        assert!(bind(
+            &sig2(1),
+            &[(&a, &m), (&ro, &m)],
+            &CallOrigin::All(vec![1, 1, 0]),
+            None,
+            true
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn overlap_is_detected() {
+        let a = arr(&[10, 10, 5]);
+        let m = ArgMeta::default();
+        let sig = sig2(1);
+        let call = bind(
+            &sig,
+            &[(&a, &m), (&a, &m)],
+            &CallOrigin::All(vec![1, 1, 0]),
+            None,
+            true,
+        )
+        .unwrap();
+        assert!(call.check_overlaps(&sig, &[0x10000, 0x10000]).is_err());
+        assert!(call.check_overlaps(&sig, &[0x10000, 0x20000]).is_ok());
+    }
+
+    #[test]
+    fn key_matches_exactly_the_key_it_equals() {
+        let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
+        let m = ArgMeta::default();
+        let origin = CallOrigin::All(vec![1, 1, 0]);
+        let key = CallKey::new(&[(&a, &m), (&b, &m)], &origin, None);
+        assert!(key.matches(&[(&a, &m), (&b, &m)], &origin, None));
+        let mut f32arr = arr(&[10, 10, 5]);
+        f32arr.dtype = DType::FLOAT32;
+        let mut ro = arr(&[10, 10, 5]);
+        ro.readonly = true;
+        let strided = ArrayInfo {
+            strides: vec![800, 80, 16],
+            ..arr(&[10, 10, 5])
+        };
+        let declared = ArgMeta {
+            origin: Some(vec![1, 1, 0]),
+            ..m.clone()
+        };
+        for (x, mx) in [(&f32arr, &m), (&ro, &m), (&strided, &m), (&b, &declared)] {
+            let other = [(&a, &m), (x, mx)];
+            assert!(!key.matches(&other, &origin, None));
+            assert_ne!(key, CallKey::new(&other, &origin, None));
+        }
+        assert!(!key.matches(&[(&a, &m)], &origin, None));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &CallOrigin::Default, None));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &origin, Some(&[8, 8, 5])));
+    }
+}
