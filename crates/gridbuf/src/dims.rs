@@ -89,7 +89,7 @@ pub fn default_dims(ndim: usize) -> AxisVec<Dim> {
 /// use gridbuf::dims::{validate, Dim};
 /// assert!(validate(&[Dim::I, Dim::K], Some(2), "dims").is_ok());
 /// let err = validate(&[Dim::I, Dim::I], None, "dims").unwrap_err();
-/// assert_eq!(err.to_string(), "invalid dims ('I', 'I'): dimension 'I' appears more than once");
+/// assert_eq!(err.to_string(), "invalid dims ('I', 'I'): dimension 'I' appears more than once (each dimension may appear only once)");
 /// ```
 pub fn validate(dims: &[Dim], ndim: Option<usize>, param: &str) -> Result<()> {
     for (pos, dim) in dims.iter().enumerate() {
@@ -97,7 +97,7 @@ pub fn validate(dims: &[Dim], ndim: Option<usize>, param: &str) -> Result<()> {
             return Err(invalid_raw(
                 param,
                 format_dims(dims),
-                format!("dimension '{dim}' appears more than once"),
+                format!("dimension '{dim}' appears more than once (each dimension may appear only once)"),
             ));
         }
     }
