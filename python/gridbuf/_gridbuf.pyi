@@ -1,6 +1,6 @@
 """Type stubs of the compiled part of gridbuf."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
@@ -10,6 +10,31 @@ _Shape = Sequence[int]
 _Dims = Union[str, Sequence[Any]]
 _Halo = Sequence[Union[int, tuple[int, int]]]
 _BaseLayout = Union[tuple[int, int, int], Literal["C", "F"]]
+
+# -- exception classes (re-exported by gridbuf.errors, where they are documented) -------------
+
+class GridbufError(Exception):
+    """Base class of every error gridbuf raises."""
+
+class GridbufValueError(GridbufError, ValueError):
+    """A parameter has an allowed type but a value that is not valid."""
+
+class GridbufTypeError(GridbufError, TypeError):
+    """A parameter has a type gridbuf cannot use."""
+
+class GridbufOverflowError(GridbufError, OverflowError):
+    """A size, stride or offset does not fit the address space."""
+
+class GridbufMemoryError(GridbufError, MemoryError):
+    """The memory for an allocation could not be obtained."""
+
+class UnknownPresetError(GridbufValueError, RuntimeError):
+    """A preset (backend) name that is not registered; the message lists the valid names."""
+
+class GridbufDeviceError(GridbufError, RuntimeError):
+    """A device (GPU) or its array library (CuPy) is needed but not available."""
+
+# -- allocation ---------------------------------------------------------------------------------
 
 class Allocation:
     """The memory behind an array gridbuf allocated; it is the array's ``.base``."""
@@ -245,3 +270,52 @@ def _match_out(out: _FieldDescriptor, dims: Sequence[str], shape: Sequence[int])
 def _index(
     dims: Sequence[str], shape: Sequence[int], halo: Sequence[tuple[int, int]], origin: Sequence[int], key: Any
 ) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[int, ...]] | None: ...
+
+# -- stencils (gridbuf::binding) ----------------------------------------------------------------
+# A field as Stencil.fields lists it: name, dtype name, dims, extent per dim, intent.
+_FieldSummary = dict[str, Any]
+
+class Stencil:
+    """A stencil: a signature, a kernel and the cache of checked calls."""
+
+    def __call__(
+        self,
+        *args: Any,
+        origin: Any = None,
+        domain: Sequence[int] | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None: ...
+    def bind(
+        self,
+        *args: Any,
+        origin: Any = None,
+        domain: Sequence[int] | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> BoundStencil: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def fields(self) -> list[_FieldSummary]: ...
+    @property
+    def scalars(self) -> list[str]: ...
+    @property
+    def cache_size(self) -> int: ...
+
+class BoundStencil:
+    """A stencil call checked once, to be run again on the same arrays."""
+
+    def __call__(self) -> None: ...
+    @property
+    def domain(self) -> list[int]: ...
+
+def native_stencil(name: str) -> Stencil: ...
+def native_kernel_names() -> list[str]: ...
+def python_stencil(
+    name: str,
+    func: Callable[..., Any],
+    fields: list[dict[str, Any]],
+    scalars: Sequence[str],
+    device: str = "cpu",
+) -> Stencil: ...

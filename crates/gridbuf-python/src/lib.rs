@@ -1,10 +1,18 @@
 //! Python bindings of gridbuf: thin wrappers over the core crate, with error mapping.
 
 mod allocation;
+mod array_info;
+mod array_interface;
+mod buffer_protocol;
 mod convert;
+mod cuda_array_interface;
+mod data_interface;
+mod dlpack;
 mod errors;
-mod interfaces;
+mod extract;
+mod interface_dict;
 mod labelled;
+mod numpy_interop;
 mod presets;
 mod stencil;
 
@@ -13,6 +21,7 @@ use pyo3::prelude::*;
 /// The compiled part of the `gridbuf` package.
 #[pymodule]
 fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
     m.add_function(wrap_pyfunction!(allocation::empty, m)?)?;
     m.add_function(wrap_pyfunction!(allocation::zeros, m)?)?;
     m.add_function(wrap_pyfunction!(allocation::ones, m)?)?;
@@ -39,10 +48,10 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<allocation::Allocation>()?;
     m.add_class::<allocation::PyPlan>()?;
     m.add_class::<presets::PyPreset>()?;
-    m.add_function(wrap_pyfunction!(interfaces::array_info, m)?)?;
-    m.add_function(wrap_pyfunction!(interfaces::as_numpy, m)?)?;
-    m.add_function(wrap_pyfunction!(interfaces::extract_py, m)?)?;
-    m.add_class::<interfaces::PyArrayInfo>()?;
-    m.add_class::<interfaces::PyDLPackOwner>()?;
+    m.add_function(wrap_pyfunction!(array_info::array_info, m)?)?;
+    m.add_function(wrap_pyfunction!(array_info::as_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(array_info::extract_py, m)?)?;
+    m.add_class::<array_info::PyArrayInfo>()?;
+    m.add_class::<dlpack::PyDLPackOwner>()?;
     Ok(())
 }

@@ -5,8 +5,9 @@
 //! never a hash alone), checks pointer overlaps, then runs the kernel between the data
 //! interface's acquire / touch / release calls.
 
+use crate::data_interface::field_array;
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::{extract, extract_array, field_array, Extracted};
+use crate::extract::{extract, extract_array, Extracted};
 use gridbuf::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
     bind, ArgMeta, BoundCall, CallKey, CallOrigin, FieldParam, Signature, View3,
