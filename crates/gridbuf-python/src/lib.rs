@@ -1,5 +1,7 @@
 //! Python bindings of gridbuf: thin wrappers over the core crate, with error mapping.
 
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
+
 mod allocation;
 mod array_info;
 mod array_interface;
