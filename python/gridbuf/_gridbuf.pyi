@@ -1,10 +1,52 @@
 """Type stubs of the compiled part of gridbuf."""
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, final
 
 import numpy as np
 import numpy.typing as npt
+
+# PyO3 lists every name the module adds, in the order lib.rs adds them.
+__all__ = [
+    "GridbufError",
+    "GridbufValueError",
+    "GridbufTypeError",
+    "GridbufOverflowError",
+    "GridbufMemoryError",
+    "UnknownPresetError",
+    "GridbufDeviceError",
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "from_array",
+    "plan",
+    "presets",
+    "preset",
+    "register_preset",
+    "layout_map",
+    "_broadcast",
+    "_assign",
+    "_reduce",
+    "_concatenate",
+    "_transpose_axes",
+    "_resolve_axis",
+    "_match_out",
+    "_index",
+    "native_stencil",
+    "native_kernel_names",
+    "python_stencil",
+    "Stencil",
+    "BoundStencil",
+    "Allocation",
+    "Plan",
+    "Preset",
+    "array_info",
+    "as_numpy",
+    "_extract",
+    "ArrayInfo",
+    "DLPackOwner",
+]
 
 _Shape = Sequence[int]
 _Dims = Union[str, Sequence[Any]]
@@ -36,6 +78,7 @@ class GridbufDeviceError(GridbufError, RuntimeError):
 
 # -- allocation ---------------------------------------------------------------------------------
 
+@final
 class Allocation:
     """The memory behind an array gridbuf allocated; it is the array's ``.base``."""
 
@@ -46,6 +89,7 @@ class Allocation:
     @property
     def nbytes(self) -> int: ...
 
+@final
 class Plan:
     """Padded shape, byte strides, layout, alignment and offset of an allocation."""
 
@@ -80,6 +124,7 @@ class Plan:
     @property
     def backend(self) -> str: ...
 
+@final
 class Preset:
     """A named set of allocation defaults: device, base layout and alignment."""
 
@@ -184,6 +229,7 @@ def register_preset(
 ) -> Preset: ...
 def layout_map(dimensions: _Dims, base_layout: _BaseLayout) -> tuple[int, ...]: ...
 
+@final
 class ArrayInfo:
     """What gridbuf knows about an array's memory; keeps the memory's owner alive."""
 
@@ -216,6 +262,7 @@ class ArrayInfo:
     @property
     def owner(self) -> Any: ...
 
+@final
 class DLPackOwner:
     """Owns a DLPack tensor taken from a producer; the base of arrays made from it."""
 
@@ -275,6 +322,7 @@ def _index(
 # A field as Stencil.fields lists it: name, dtype name, dims, extent per dim, intent.
 _FieldSummary = dict[str, Any]
 
+@final
 class Stencil:
     """A stencil: a signature, a kernel and the cache of checked calls."""
 
@@ -303,6 +351,7 @@ class Stencil:
     @property
     def cache_size(self) -> int: ...
 
+@final
 class BoundStencil:
     """A stencil call checked once, to be run again on the same arrays."""
 
