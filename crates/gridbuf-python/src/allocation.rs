@@ -214,14 +214,16 @@ fn wrap_array<'py>(
     plan: Arc<Plan>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let data = buffer.as_ptr().wrapping_add(plan.byte_offset) as *mut c_void;
+    let dtype = base.clone().unbind();
     let owner = Bound::new(
         py,
         Allocation {
             buffer,
-            plan: plan.clone(),
-            dtype: base.clone().unbind(),
+            plan,
+            dtype,
         },
     )?;
+    let plan = &owner.get().plan;
     // SAFETY: the plan's shape and strides address only elements inside the allocation (it
     // checked the arithmetic), which holds `base` elements, is writeable, and lives as long as
     // its owner, the `Allocation`.
@@ -233,7 +235,7 @@ fn wrap_array<'py>(
             plan.strides.iter().map(|&s| s as isize),
             data,
             true,
-            owner.into_any(),
+            owner.clone().into_any(),
         )
     }
 }

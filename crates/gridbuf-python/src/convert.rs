@@ -1,7 +1,8 @@
 //! Extraction of allocation arguments from Python objects, with gridbuf errors that name the
 //! parameter and the value.
 
-use crate::errors::to_py;
+use crate::errors::{raise, to_py, Class};
+use gridbuf::error::{InvalidTypeMessage, InvalidValueMessage};
 use gridbuf::{AxisVec, Dim, Error};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
@@ -15,12 +16,14 @@ pub fn repr(obj: &Bound<'_, PyAny>) -> String {
 
 /// Raises a `GridbufTypeError` for `param`.
 pub fn type_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    to_py(obj.py(), Error::type_shown(param, repr(obj), expected))
+    let message = InvalidTypeMessage::new(param, &repr(obj), expected).to_string();
+    raise(obj.py(), Class::Type, message)
 }
 
 /// Raises a `GridbufValueError` for `param`.
 pub fn value_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    to_py(obj.py(), Error::value_shown(param, repr(obj), expected))
+    let message = InvalidValueMessage::new(param, &repr(obj), expected).to_string();
+    raise(obj.py(), Class::Value, message)
 }
 
 /// Calls `f` on every item of a tuple, a list or another sequence (not a string).

@@ -1,4 +1,16 @@
 //! Python bindings of gridbuf: thin wrappers over the core crate, with error mapping.
+//!
+//! Each module wraps one concept of the core and is named after it:
+//!
+//! - [`errors`]: the exception classes (declared once, built at import) and core errors to them;
+//! - [`convert`]: allocation arguments (shapes, halos, dims) read from Python objects;
+//! - [`numpy_interop`]: NumPy arrays from raw parts, dtypes both ways, releasing the GIL;
+//! - [`allocation`], [`presets`], [`labelled`], [`stencil`]: the Python API of `plan`,
+//!   `preset`, `labelled` and `binding`;
+//! - reading arrays (`array_info` in the core): [`extract`] (the order of the interfaces),
+//!   [`interface_dict`], [`array_interface`], [`cuda_array_interface`], [`data_interface`],
+//!   [`buffer_protocol`], [`dlpack`], and [`array_info`] (the `ArrayInfo` class, `array_info`,
+//!   `as_numpy`).
 
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 

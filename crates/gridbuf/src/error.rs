@@ -9,7 +9,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// A parameter has the right type but a value that is not allowed.
-    #[error("invalid {param}{}: {expected}", shown(value))]
+    #[error("{}", InvalidValueMessage::new(param, value, expected))]
     InvalidValue {
         /// Name of the parameter or field.
         param: String,
@@ -20,7 +20,7 @@ pub enum Error {
         expected: String,
     },
     /// A parameter has a type that cannot be used.
-    #[error("invalid type for {param} ({value}): {expected}")]
+    #[error("{}", InvalidTypeMessage::new(param, value, expected))]
     InvalidType {
         /// Name of the parameter or field.
         param: String,
@@ -75,7 +75,7 @@ pub enum Error {
     },
     /// A value that cannot be represented in the type it is converted to (such as `300` as an
     /// `int8`): worded like [`Error::InvalidValue`], raised as an overflow.
-    #[error("invalid {param}{}: {expected}", shown(value))]
+    #[error("{}", InvalidValueMessage::new(param, value, expected))]
     OutOfRange {
         /// Name of the parameter.
         param: String,
@@ -110,12 +110,70 @@ pub enum Error {
     },
 }
 
-/// ` {value}` for a non-empty value, nothing for an empty one.
-fn shown(value: &str) -> String {
-    if value.is_empty() {
-        String::new()
-    } else {
-        format!(" {value}")
+/// The message of [`Error::InvalidValue`] (and [`Error::OutOfRange`]) from borrowed parts:
+/// `invalid {param} {value}: {expected}`, or `invalid {param}: {expected}` for an empty value.
+/// A binding that raises such an error at once formats this, without building the [`Error`].
+#[derive(Copy, Clone, Debug)]
+pub struct InvalidValueMessage<'a> {
+    param: &'a str,
+    value: &'a str,
+    expected: &'a str,
+}
+
+impl<'a> InvalidValueMessage<'a> {
+    /// The message for `param`, its value as shown, and what would be valid.
+    pub fn new(param: &'a str, value: &'a str, expected: &'a str) -> Self {
+        InvalidValueMessage {
+            param,
+            value,
+            expected,
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidValueMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let InvalidValueMessage {
+            param,
+            value,
+            expected,
+        } = self;
+        if value.is_empty() {
+            write!(f, "invalid {param}: {expected}")
+        } else {
+            write!(f, "invalid {param} {value}: {expected}")
+        }
+    }
+}
+
+/// The message of [`Error::InvalidType`] from borrowed parts:
+/// `invalid type for {param} ({value}): {expected}`.
+#[derive(Copy, Clone, Debug)]
+pub struct InvalidTypeMessage<'a> {
+    param: &'a str,
+    value: &'a str,
+    expected: &'a str,
+}
+
+impl<'a> InvalidTypeMessage<'a> {
+    /// The message for `param`, its value (or type) as shown, and what would be valid.
+    pub fn new(param: &'a str, value: &'a str, expected: &'a str) -> Self {
+        InvalidTypeMessage {
+            param,
+            value,
+            expected,
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidTypeMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let InvalidTypeMessage {
+            param,
+            value,
+            expected,
+        } = self;
+        write!(f, "invalid type for {param} ({value}): {expected}")
     }
 }
 
