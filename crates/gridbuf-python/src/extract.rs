@@ -30,7 +30,7 @@ use crate::data_interface::{
 use crate::dlpack::extract_dlpack;
 use crate::errors::{to_py, IntoPyResult};
 use crate::interface_dict::IfaceDict;
-use crate::numpy_interop::{array_info_of_ndarray, is_exact_ndarray, is_ndarray, ndarray_type};
+use crate::numpy_interop::{array_info_of_ndarray, as_exact_ndarray, as_ndarray, ndarray_type};
 use gridbuf::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
 use gridbuf::Error;
 use pyo3::ffi;
@@ -59,6 +59,7 @@ pub struct Extracted<'py> {
 /// Reads the array `obj` describes, by the rules of this module. A `gridbuf.Field` and an
 /// xarray `DataArray` are read through their `__gt_data_interface__`, so that `data_interface`
 /// carries their dims and halo; see [`extract_array`] for the faster way that skips it.
+#[inline]
 pub fn extract<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
     extract_impl(obj, false)
 }
@@ -67,15 +68,16 @@ pub fn extract<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
 /// holds, without building its `__gt_data_interface__` (a Python property): the memory is the
 /// same, and `data_interface` is then that of the inner array. Their dims and origin remain
 /// readable from `__gt_dims__` and `__gt_origin__` of the object itself.
+#[inline]
 pub fn extract_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
     extract_impl(obj, true)
 }
 
 fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracted<'py>> {
     let py = obj.py();
-    if is_exact_ndarray(obj) {
+    if let Some(array) = as_exact_ndarray(obj) {
         return Ok(Extracted {
-            info: array_info_of_ndarray(obj)?,
+            info: array_info_of_ndarray(array)?,
             keepalive: obj.clone(),
             data_interface: None,
             whole_ndarray: true,
@@ -112,7 +114,7 @@ fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracte
             }
         };
     }
-    if is_ndarray(obj) {
+    if let Some(array) = as_ndarray(obj) {
         if is_masked(obj)? {
             return Err(type_error(
                 "array",
@@ -125,7 +127,7 @@ fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracte
         // says the same) and adds no data interface is read from the struct as well.
         if !overrides_array_interface(obj)? && data_interface_of(obj)?.is_none() {
             return Ok(Extracted {
-                info: array_info_of_ndarray(obj)?,
+                info: array_info_of_ndarray(array)?,
                 keepalive: obj.clone(),
                 data_interface: None,
                 whole_ndarray: false,
@@ -140,6 +142,7 @@ fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracte
 /// Python 3.13 looks up a missing attribute without raising (and catching) an AttributeError;
 /// before 3.13 only the builtin `getattr` with a default does, so it is called instead, which
 /// is several times faster for the interfaces an object does not have.
+#[inline]
 pub(crate) fn lookup<'py>(
     obj: &Bound<'py, PyAny>,
     name: &Bound<'py, PyString>,

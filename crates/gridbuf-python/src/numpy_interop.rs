@@ -19,15 +19,30 @@ use std::ffi::{c_char, c_int, c_void};
 pub(crate) const NPY_MAXDIMS: usize = 64;
 
 /// Whether `obj` is exactly a `numpy.ndarray` (not a subclass).
+#[inline]
 pub(crate) fn is_exact_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     // SAFETY: `obj` is a live object; the check only compares its type pointer with NumPy's.
     unsafe { npyffi::PyArray_CheckExact(obj.py(), obj.as_ptr()) != 0 }
 }
 
-/// Whether `obj` is a `numpy.ndarray` or an instance of a subclass.
-pub(crate) fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
+/// `obj` as a NumPy array where it is exactly a `numpy.ndarray` (not a subclass).
+#[inline]
+pub(crate) fn as_exact_ndarray<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
+) -> Option<&'a Bound<'py, PyUntypedArray>> {
+    // SAFETY: the object was just checked to be a `numpy.ndarray`.
+    is_exact_ndarray(obj).then(|| unsafe { obj.cast_unchecked::<PyUntypedArray>() })
+}
+
+/// `obj` as a NumPy array where it is a `numpy.ndarray` or an instance of a subclass.
+#[inline]
+pub(crate) fn as_ndarray<'a, 'py>(
+    obj: &'a Bound<'py, PyAny>,
+) -> Option<&'a Bound<'py, PyUntypedArray>> {
     // SAFETY: `obj` is a live object; the check only reads its type.
-    unsafe { npyffi::PyArray_Check(obj.py(), obj.as_ptr()) != 0 }
+    let is_array = unsafe { npyffi::PyArray_Check(obj.py(), obj.as_ptr()) != 0 };
+    // SAFETY: the object was just checked to be a `numpy.ndarray` or a subclass instance.
+    is_array.then(|| unsafe { obj.cast_unchecked::<PyUntypedArray>() })
 }
 
 /// The type `numpy.ndarray`.
@@ -50,20 +65,18 @@ pub(crate) fn numpy_attr<'py>(py: Python<'py>, name: &'static str) -> PyResult<B
 }
 
 /// The address of element 0 of a NumPy array.
+#[inline]
 pub(crate) fn data_ptr(array: &Bound<'_, PyUntypedArray>) -> *mut u8 {
     // SAFETY: `array` is a live NumPy array; reading its data pointer field is sound.
     unsafe { (*array.as_array_ptr()).fields.data.cast() }
 }
 
 /// Describes a `numpy.ndarray` (or an instance of a subclass) from its C struct.
-///
-/// The caller must have checked that `obj` is an ndarray ([`is_ndarray`]); anything else is
-/// refused with a `TypeError`.
-pub(crate) fn array_info_of_ndarray(obj: &Bound<'_, PyAny>) -> PyResult<ArrayInfo> {
-    let py = obj.py();
-    let array = obj.cast::<PyUntypedArray>()?;
+#[inline]
+pub(crate) fn array_info_of_ndarray(array: &Bound<'_, PyUntypedArray>) -> PyResult<ArrayInfo> {
+    let py = array.py();
     let arr = array.as_array_ptr();
-    // SAFETY: `array` is a live PyArrayObject (kept alive by `obj` for this call) whose
+    // SAFETY: `array` is a live PyArrayObject (kept alive by the caller for this call) whose
     // `dimensions` and `strides` point to `nd` values each (or may be NULL when `nd` is 0).
     let (data, shape, strides, descr, flags) = unsafe {
         let f = &(*arr).fields;
@@ -78,7 +91,7 @@ pub(crate) fn array_info_of_ndarray(obj: &Bound<'_, PyAny>) -> PyResult<ArrayInf
         };
         (f.data.expose_provenance(), shape, strides, f.descr, f.flags)
     };
-    // SAFETY: the dtype of a live array is a valid descriptor, borrowed while `obj` lives.
+    // SAFETY: the dtype of a live array is a valid descriptor, borrowed while `array` lives.
     let descr = unsafe { Borrowed::from_ptr(py, descr.cast()).cast_unchecked::<PyArrayDescr>() };
     Ok(ArrayInfo {
         ptr: data,
@@ -94,6 +107,7 @@ pub(crate) fn array_info_of_ndarray(obj: &Bound<'_, PyAny>) -> PyResult<ArrayInf
 }
 
 /// The core dtype of a NumPy dtype; bool, integer, float and complex types only.
+#[inline]
 pub(crate) fn dtype_of_descr(descr: &Bound<'_, PyArrayDescr>) -> PyResult<DType> {
     let kind = match descr.kind() {
         b'b' => Some(DTypeKind::Bool),
