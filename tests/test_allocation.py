@@ -646,6 +646,20 @@ def test_allocation_object():
     assert "Plan(" in repr(q) and "strides=" in repr(q)
 
 
+def test_allocation_and_plan_reprs_are_readable():
+    alloc = gb.zeros((10, 11, 12), backend="gt:cpu_ifirst").base
+    assert repr(alloc) == (
+        f"Allocation(shape=(10, 11, 12), dtype=float64, backend='gt:cpu_ifirst', "
+        f"nbytes={alloc.nbytes}, alignment={alloc.plan.alignment})"
+    )
+    assert repr(gb.zeros((2,), np.int16).base).startswith("Allocation(shape=(2,), dtype=int16, backend='C',")
+    q = gb.plan((4, 6), np.float32, backend="F")
+    assert repr(q).endswith(", backend='F')")
+    # No Rust Debug text (`Preset { name: ... }`) in either.
+    for r in (repr(alloc), repr(q)):
+        assert "{" not in r and "Preset" not in r
+
+
 # ============================================================================================
 # The *_like functions.
 # ============================================================================================

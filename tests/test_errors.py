@@ -75,6 +75,38 @@ def test_error_class_hierarchy():
         gb.zeros((3.0,))
 
 
+def test_error_classes_are_declared_once_in_the_compiled_module():
+    from gridbuf import _gridbuf
+
+    for name in errors.__all__:
+        cls = getattr(errors, name)
+        # One class per name: gridbuf.errors, gridbuf and the compiled module hold the same one,
+        # which is also the class the Rust code raises.
+        assert cls is getattr(gb, name) is getattr(_gridbuf, name)
+        assert cls.__module__ == "gridbuf.errors" and cls.__qualname__ == name
+        assert cls.__doc__
+    with pytest.raises(gb.UnknownPresetError) as excinfo:
+        gb.zeros((3,), backend="non_existing_backend")
+    assert type(excinfo.value) is errors.UnknownPresetError
+    assert issubclass(gb.GridbufDeviceError, RuntimeError)
+
+
+@pytest.mark.parametrize("name", errors.__all__)
+def test_errors_pickle(name):
+    import pickle
+
+    cls = getattr(errors, name)
+    e = pickle.loads(pickle.dumps(cls("a message")))
+    assert type(e) is cls and str(e) == "a message"
+
+
+def test_stencil_call_message_has_no_empty_value():
+    with pytest.raises(ValueError) as excinfo:
+        gb.kernels.copy(np.zeros((3, 3, 3)), np.zeros((3, 3, 3)), domain=(5, 5, 5))
+    check(excinfo, gb.GridbufValueError, ValueError, "invalid stencil call: field \"inp\"")
+    assert " :" not in str(excinfo.value)
+
+
 # --------------------------------------------------------------------------------------------
 # Shape
 # --------------------------------------------------------------------------------------------

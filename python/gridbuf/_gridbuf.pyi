@@ -1,16 +1,102 @@
 """Type stubs of the compiled part of gridbuf."""
 
-from collections.abc import Sequence
-from typing import Any, Literal, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Union, final
 
 import numpy as np
 import numpy.typing as npt
+
+# PyO3 lists every name the module adds, in the order lib.rs adds them.
+__all__ = [
+    "GridbufError",
+    "GridbufValueError",
+    "GridbufTypeError",
+    "GridbufOverflowError",
+    "GridbufMemoryError",
+    "UnknownPresetError",
+    "GridbufDeviceError",
+    "empty",
+    "zeros",
+    "ones",
+    "full",
+    "from_array",
+    "plan",
+    "presets",
+    "preset",
+    "register_preset",
+    "layout_map",
+    "_broadcast",
+    "_assign",
+    "_reduce",
+    "_concatenate",
+    "_transpose_axes",
+    "_resolve_axis",
+    "_match_out",
+    "_index",
+    "native_stencil",
+    "native_kernel_names",
+    "python_stencil",
+    "Stencil",
+    "BoundStencil",
+    "Allocation",
+    "Plan",
+    "Preset",
+    "array_info",
+    "as_numpy",
+    "_extract",
+    "ArrayInfo",
+    "DLPackOwner",
+    "Acquired",
+    "BlockDecomposition",
+    "FieldDescriptor",
+    "FieldMeta",
+    "HaloExchangePlan",
+    "OutputParams",
+    "data_interface",
+    "data_interface_entry",
+    "data_interface_for",
+    "default_dims",
+    "field_labels",
+    "get_dims",
+    "get_origin",
+    "layout_from_strides",
+    "normalize_dims",
+    "normalize_halo",
+    "normalize_origin",
+    "whole_allocation_plan",
+]
 
 _Shape = Sequence[int]
 _Dims = Union[str, Sequence[Any]]
 _Halo = Sequence[Union[int, tuple[int, int]]]
 _BaseLayout = Union[tuple[int, int, int], Literal["C", "F"]]
 
+# -- exception classes (re-exported by gridbuf.errors, where they are documented) -------------
+
+class GridbufError(Exception):
+    """Base class of every error gridbuf raises."""
+
+class GridbufValueError(GridbufError, ValueError):
+    """A parameter has an allowed type but a value that is not valid."""
+
+class GridbufTypeError(GridbufError, TypeError):
+    """A parameter has a type gridbuf cannot use."""
+
+class GridbufOverflowError(GridbufError, OverflowError):
+    """A size, stride or offset does not fit the address space."""
+
+class GridbufMemoryError(GridbufError, MemoryError):
+    """The memory for an allocation could not be obtained."""
+
+class UnknownPresetError(GridbufValueError, RuntimeError):
+    """A preset (backend) name that is not registered; the message lists the valid names."""
+
+class GridbufDeviceError(GridbufError, RuntimeError):
+    """A device (GPU) or its array library (CuPy) is needed but not available."""
+
+# -- allocation ---------------------------------------------------------------------------------
+
+@final
 class Allocation:
     """The memory behind an array gridbuf allocated; it is the array's ``.base``."""
 
@@ -21,6 +107,7 @@ class Allocation:
     @property
     def nbytes(self) -> int: ...
 
+@final
 class Plan:
     """Padded shape, byte strides, layout, alignment and offset of an allocation."""
 
@@ -55,6 +142,7 @@ class Plan:
     @property
     def backend(self) -> str: ...
 
+@final
 class Preset:
     """A named set of allocation defaults: device, base layout and alignment."""
 
@@ -159,6 +247,7 @@ def register_preset(
 ) -> Preset: ...
 def layout_map(dimensions: _Dims, base_layout: _BaseLayout) -> tuple[int, ...]: ...
 
+@final
 class ArrayInfo:
     """What gridbuf knows about an array's memory; keeps the memory's owner alive."""
 
@@ -191,6 +280,7 @@ class ArrayInfo:
     @property
     def owner(self) -> Any: ...
 
+@final
 class DLPackOwner:
     """Owns a DLPack tensor taken from a producer; the base of arrays made from it."""
 
@@ -227,15 +317,67 @@ def _index(
     dims: Sequence[str], shape: Sequence[int], halo: Sequence[tuple[int, int]], origin: Sequence[int], key: Any
 ) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[int, ...]] | None: ...
 
+# -- stencils (gridbuf::binding) ----------------------------------------------------------------
+# A field as Stencil.fields lists it: name, dtype name, dims, extent per dim, intent.
+_FieldSummary = dict[str, Any]
+
+@final
+class Stencil:
+    """A stencil: a signature, a kernel and the cache of checked calls."""
+
+    def __call__(
+        self,
+        *args: Any,
+        origin: Any = None,
+        domain: Sequence[int] | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> None: ...
+    def bind(
+        self,
+        *args: Any,
+        origin: Any = None,
+        domain: Sequence[int] | None = None,
+        validate_args: bool = True,
+        **kwargs: Any,
+    ) -> BoundStencil: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def fields(self) -> list[_FieldSummary]: ...
+    @property
+    def scalars(self) -> list[str]: ...
+    @property
+    def cache_size(self) -> int: ...
+
+@final
+class BoundStencil:
+    """A stencil call checked once, to be run again on the same arrays."""
+
+    def __call__(self) -> None: ...
+    @property
+    def domain(self) -> list[int]: ...
+
+def native_stencil(name: str) -> Stencil: ...
+def native_kernel_names() -> list[str]: ...
+def python_stencil(
+    name: str,
+    func: Callable[..., Any],
+    fields: list[dict[str, Any]],
+    scalars: Sequence[str],
+    device: str = "cpu",
+) -> Stencil: ...
+
 # -- distributed fields (gridbuf.distributed) ----------------------------------------------------
 _Pair = tuple[int, int]
 
+@final
 class BlockDecomposition:
     """Block arithmetic of a decomposition: blocks, owners, process coordinates, neighbours."""
 
-    def __init__(
-        self, names: Sequence[str], global_shape: Sequence[int], procs: Sequence[int], periodic: Sequence[bool]
-    ) -> None: ...
+    def __new__(
+        cls, names: Sequence[str], global_shape: Sequence[int], procs: Sequence[int], periodic: Sequence[bool]
+    ) -> BlockDecomposition: ...
     @property
     def size(self) -> int: ...
     def block(self, dim: int, coord: int) -> tuple[int, int]: ...
@@ -244,11 +386,12 @@ class BlockDecomposition:
     def shift(self, coords: Sequence[int], offset: Sequence[int]) -> int | None: ...
     def neighbours(self, rank: int, corners: bool) -> list[tuple[list[int], int]]: ...
 
+@final
 class HaloExchangePlan:
     """The halo exchange of a list of fields on one process: message sizes, buffers, packing."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         fields: Sequence[Any],
         specs: Sequence[tuple[Sequence[int | None], Sequence[_Pair], Sequence[_Pair]]],
         names: Sequence[str],
@@ -257,7 +400,7 @@ class HaloExchangePlan:
         periodic: Sequence[bool],
         rank: int,
         corners: bool,
-    ) -> None: ...
+    ) -> HaloExchangePlan: ...
     @property
     def peers(self) -> list[int]: ...
     @property
@@ -280,10 +423,12 @@ class HaloExchangePlan:
 # The single metadata path (crates/gridbuf-python/src/metadata.rs): dims, origin, halo and the
 # data interface, read in one place; the labels of a Field.
 # ---------------------------------------------------------------------------------------------
+@final
 class FieldMeta:
     """The labels of a ``gridbuf.Field`` (dims, halo, origin); frozen, hashable."""
 
-    def __init__(self, dims: Sequence[str], halo: Sequence[tuple[int, int]], origin: Sequence[int]) -> None: ...
+    def __new__(
+        cls, dims: Sequence[str], halo: Sequence[tuple[int, int]], origin: Sequence[int]) -> FieldMeta: ...
     @property
     def dims(self) -> tuple[str, ...]: ...
     @property
@@ -293,13 +438,15 @@ class FieldMeta:
     @property
     def halo_lower(self) -> list[int]: ...
     def __hash__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __reduce__(self) -> tuple[Any, tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[int, ...]]]: ...
 
+@final
 class Acquired:
     """Context manager: the data-interface callbacks of fields around a block."""
 
-    def __init__(self, fields: Any, outputs: Any, device: str = "cpu") -> None: ...
+    def __new__(
+        cls, fields: Any, outputs: Any, device: str = "cpu") -> Acquired: ...
     def __enter__(self) -> None: ...
     def __exit__(self, exc_type: Any = None, _exc: Any = None, _tb: Any = None) -> bool: ...
 
@@ -315,13 +462,17 @@ def data_interface_for(
     array: Any, dims: tuple[str, ...], halo: Any = None, strict: bool = False, host_fallback: bool = False
 ) -> dict[Any, dict[str, Any]] | None: ...
 def whole_allocation_plan(array: Any) -> Plan | None: ...
+def field_labels(
+    array: Any, shape: Sequence[int], dims: Any = None, halo: Any = None, origin: Any = None
+) -> FieldMeta: ...
 def layout_from_strides(strides: Sequence[int]) -> tuple[int, ...]: ...
 
+@final
 class FieldDescriptor:
     """What the labelled-array functions read of a Field; frozen, hashable."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         dims: tuple[str, ...],
         shape: tuple[int, ...],
         halo: tuple[tuple[int, int], ...],
@@ -330,7 +481,7 @@ class FieldDescriptor:
         alignment: int,
         aligned_index: tuple[int, ...] | None,
         backend: str,
-    ) -> None: ...
+    ) -> FieldDescriptor: ...
     @property
     def dims(self) -> tuple[str, ...]: ...
     @property
@@ -348,8 +499,9 @@ class FieldDescriptor:
     @property
     def backend(self) -> str: ...
     def __hash__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
+@final
 class OutputParams:
     """The parameters of a result (GDP-3's Output Storage Parameters); frozen."""
 

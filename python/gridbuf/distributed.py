@@ -235,7 +235,9 @@ class Decomposition:
         """Rank of the process that owns global ``index`` (one entry per dim)."""
         index = self._check_index(index, "index")
         coords = [self._core.owner(s, index[self.dims.index(d)]) for s, d in enumerate(self.split)]
-        return self._core.shift(coords, [0] * len(coords))
+        rank = self._core.shift(coords, [0] * len(coords))
+        assert rank is not None  # a zero shift never leaves the grid
+        return rank
 
     def _check_index(self, index: Sequence[int], param: str) -> tuple[int, ...]:
         index = tuple(int(i) for i in index)
@@ -483,7 +485,8 @@ class Decomposition:
 def _widths_for(f: Field, spec: Any, split: tuple[str, ...], k: int) -> list[tuple[int, int]]:
     """Exchange widths of field ``k`` per split dim from a user spec."""
     halo = dict(zip(f.dims, f.halo))
-    out = []
+    out: list[tuple[int, int]] = []
+    w: Any
     for d in split:
         if d not in halo:
             out.append((0, 0))
@@ -617,7 +620,7 @@ class HaloExchange:
         if message is not None:
             raise GridbufValueError(message)
         assert plan is not None
-        self.fields: list[Field] = fields
+        self.fields: list[Field] = list(fields)
         self.plan = plan
         self.widths: list[list[tuple[int, int]]] = [s[2] for s in specs]
         self.comm = dec.comm.Dup()

@@ -1,9 +1,9 @@
 //! The allocation functions: `empty`, `zeros`, `ones`, `full`, `from_array` and `plan`.
 
-use crate::convert::{self, type_error, value_error};
-use crate::errors::{raise, Class, IntoPyResult};
-use gridbuf::{AlignedBuffer, AxisVec, Init, Plan, PlanRequest};
-use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
+use crate::convert::{self, type_error};
+use crate::errors::{to_py, IntoPyResult};
+use crate::numpy_interop::{array_from_raw_parts, data_ptr, detach_if, numpy_attr};
+use gridbuf::{AlignedBuffer, AxisVec, Error, Init, Plan, PlanRequest};
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -131,10 +131,9 @@ fn scalar_dtype<'py>(
         Some(d) => match d.cast::<PyArrayDescr>() {
             Ok(descr) => descr.clone(),
             Err(_) => PyArrayDescr::new(py, d).map_err(|e| {
-                type_error(
-                    "dtype",
-                    d,
-                    &format!("expected a NumPy dtype or something numpy.dtype accepts ({e})"),
+                to_py(
+                    py,
+                    Error::dtype_not_understood(convert::repr(d), &e.to_string()),
                 )
             })?,
         },
@@ -168,6 +167,8 @@ fn scalar_dtype<'py>(
 pub struct Allocation {
     buffer: AlignedBuffer,
     plan: Arc<Plan>,
+    /// The scalar dtype of the elements, for the repr.
+    dtype: Py<PyArrayDescr>,
 }
 
 impl Allocation {
@@ -201,13 +202,15 @@ impl Allocation {
         self.buffer.len()
     }
 
-    fn __repr__(&self) -> String {
-        format!(
-            "Allocation(nbytes={}, alignment={}, backend={:?})",
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "Allocation(shape={}, dtype={}, backend={}, nbytes={}, alignment={})",
+            tuple(py, &self.plan.shape)?,
+            self.dtype.bind(py),
+            PyString::new(py, &self.plan.preset.name).repr()?,
             self.buffer.len(),
             self.plan.alignment,
-            self.plan.preset
-        )
+        ))
     }
 }
 
@@ -218,33 +221,30 @@ fn wrap_array<'py>(
     buffer: AlignedBuffer,
     plan: Arc<Plan>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mut dims: AxisVec<npy_intp> = plan.shape.iter().map(|&n| n as npy_intp).collect();
-    let mut strides: AxisVec<npy_intp> = plan.strides.iter().map(|&s| s as npy_intp).collect();
-    let nd = dims.len() as std::os::raw::c_int;
     let data = buffer.as_ptr().wrapping_add(plan.byte_offset) as *mut c_void;
-    let owner = Bound::new(py, Allocation { buffer, plan })?;
-    // SAFETY: `dims` and `strides` describe `nd` axes whose elements all lie inside the
-    // allocation (the plan checked the arithmetic); NumPy copies both arrays. The descriptor
-    // reference is stolen by NewFromDescr, and the owner reference by SetBaseObject (also on
-    // failure), which makes the owner outlive the array.
+    let dtype = base.clone().unbind();
+    let owner = Bound::new(
+        py,
+        Allocation {
+            buffer,
+            plan,
+            dtype,
+        },
+    )?;
+    let plan = &owner.get().plan;
+    // SAFETY: the plan's shape and strides address only elements inside the allocation (it
+    // checked the arithmetic), which holds `base` elements, is writeable, and lives as long as
+    // its owner, the `Allocation`.
     unsafe {
-        let subtype = npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type);
-        let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
+        array_from_raw_parts(
             py,
-            subtype,
-            base.into_dtype_ptr(),
-            nd,
-            dims.as_mut_ptr(),
-            strides.as_mut_ptr(),
+            base,
+            plan.shape.iter().copied(),
+            plan.strides.iter().map(|&s| s as isize),
             data,
-            NPY_ARRAY_WRITEABLE,
-            std::ptr::null_mut(),
-        );
-        let array = Bound::from_owned_ptr_or_err(py, ptr)?;
-        if PY_ARRAY_API.PyArray_SetBaseObject(py, ptr.cast(), owner.into_ptr()) < 0 {
-            return Err(PyErr::fetch(py));
-        }
-        Ok(array)
+            true,
+            owner.clone().into_any(),
+        )
     }
 }
 
@@ -261,21 +261,12 @@ fn element_bytes<'py>(
     value: &Bound<'py, PyAny>,
     base: &Bound<'py, PyArrayDescr>,
 ) -> PyResult<Vec<u8>> {
-    let scalar = numpy_fn(py, "array")?.call1((value, base)).map_err(|e| {
-        let class = if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
-            Class::Overflow
-        } else {
-            Class::Value
-        };
-        raise(
-            py,
-            class,
-            format!(
-                "invalid fill_value {}: cannot convert it to dtype {} ({e})",
-                value.repr().map(|r| r.to_string()).unwrap_or_default(),
-                base
-            ),
-        )
+    let scalar = numpy_attr(py, "array")?.call1((value, base)).map_err(|e| {
+        let overflow = e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py);
+        let shown = value.repr().map(|r| r.to_string()).unwrap_or_default();
+        let err =
+            Error::fill_value_unconvertible(shown, &base.to_string(), &e.to_string(), overflow);
+        to_py(py, err)
     })?;
     let scalar = scalar.cast_into::<PyUntypedArray>()?;
     if scalar.ndim() != 0 {
@@ -283,17 +274,8 @@ fn element_bytes<'py>(
     }
     let n = base.itemsize();
     // SAFETY: a fresh 0-d array of dtype `base` holds exactly `itemsize` bytes at `data`.
-    let bytes =
-        unsafe { std::slice::from_raw_parts((*scalar.as_array_ptr()).fields.data as *const u8, n) };
+    let bytes = unsafe { std::slice::from_raw_parts(data_ptr(&scalar).cast_const(), n) };
     Ok(bytes.to_vec())
-}
-
-fn numpy_fn<'py>(py: Python<'py>, name: &'static str) -> PyResult<Bound<'py, PyAny>> {
-    static NUMPY: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-    NUMPY
-        .get_or_try_init(py, || py.import("numpy").map(Bound::unbind))?
-        .bind(py)
-        .getattr(name)
 }
 
 /// Allocates on a GPU through `gridbuf._gpu` (CuPy); a clear error where CuPy or a GPU is missing.
@@ -333,7 +315,7 @@ fn allocate<'py>(
     if let Fill::Value(value) = fill {
         let pattern = element_bytes(py, value, &dtype.base)?;
         let data: &mut [MaybeUninit<u8>] = &mut buffer.as_uninit_mut()[plan.byte_offset..];
-        py.detach(|| gridbuf::fill::fill_pattern(data, &pattern));
+        detach_if(py, true, || gridbuf::fill::fill_pattern(data, &pattern));
     }
     wrap_array(py, dtype.base, buffer, plan)
 }
@@ -543,14 +525,10 @@ numpy.ndarray
 ", keywords_doc!())]
     fn from_array<'py>(py, data: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
     signature (data, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
-        let asarray = numpy_fn(py, "asarray")?;
+        let asarray = numpy_attr(py, "asarray")?;
         let source = asarray.call1((data,)).map_err(|e| {
-            let msg = format!("expected an array-like that numpy.asarray accepts ({e})");
-            if e.is_instance_of::<pyo3::exceptions::PyValueError>(py) {
-                value_error("data", data, &msg)
-            } else {
-                type_error("data", data, &msg)
-            }
+            let bad_type = !e.is_instance_of::<pyo3::exceptions::PyValueError>(py);
+            to_py(py, Error::not_array_like(convert::repr(data), &e.to_string(), bad_type))
         })?;
         let mut source = source.cast_into::<PyUntypedArray>()?;
         let dtype = match dtype.filter(|d| !d.is_none()) {
@@ -559,11 +537,8 @@ numpy.ndarray
         };
         if !source.dtype().is_equiv_to(&dtype.base) {
             let cast = asarray.call1((&source, &dtype.base)).map_err(|e| {
-                value_error(
-                    "data",
-                    data,
-                    &format!("cannot convert it to dtype {} ({e})", dtype.base),
-                )
+                let err = Error::data_unconvertible(convert::repr(data), &dtype.base.to_string(), &e.to_string());
+                to_py(py, err)
             })?;
             source = cast.cast_into::<PyUntypedArray>()?;
         }
@@ -572,14 +547,8 @@ numpy.ndarray
         if n_sub > full_shape.len()
             || full_shape[full_shape.len() - n_sub..] != dtype.subarray_shape[..]
         {
-            return Err(value_error(
-                "data",
-                source.as_any(),
-                &format!(
-                    "its shape {full_shape:?} must end with the subarray shape {:?} of the dtype",
-                    dtype.subarray_shape
-                ),
-            ));
+            let err = Error::subarray_shape_mismatch(convert::repr(source.as_any()), &full_shape, &dtype.subarray_shape);
+            return Err(to_py(py, err));
         }
         let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
         let plan = plan_for(py, shape.as_any(), &dtype, &kw)?;
@@ -587,12 +556,11 @@ numpy.ndarray
             return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()));
         }
         let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
-        // SAFETY: `source` is a live NumPy array; reading its data pointer field is sound.
-        let src_ptr = unsafe { (*source.as_array_ptr()).fields.data } as usize;
+        let src_ptr = data_ptr(&source) as usize;
         let src_strides = source.strides().to_vec();
         let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
         let copy = gridbuf::copy::CopyPlan::new(plan.itemsize, &full_shape, &src_strides, &dst_strides);
-        py.detach(|| {
+        detach_if(py, true, || {
             if copy.changes_layout() {
                 // The copy writes all over the destination at once: fault its pages in first,
                 // on all cores (see `AlignedBuffer::populate`).
@@ -732,9 +700,10 @@ impl PyPlan {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let p = &self.plan;
         Ok(format!(
-            "Plan(shape={}, padded_shape={}, strides={}, layout={}, dims={}, alignment={}, row_alignment={}, aligned_index={}, byte_offset={}, nbytes={}, backend={:?})",
+            "Plan(shape={}, padded_shape={}, strides={}, layout={}, dims={}, alignment={}, row_alignment={}, aligned_index={}, byte_offset={}, nbytes={}, backend={})",
             tuple(py, &p.shape)?, tuple(py, &p.padded_shape)?, tuple(py, &p.strides)?, tuple(py, &p.layout)?,
-            self.dims(py)?, p.alignment, p.row_alignment, tuple(py, &p.aligned_index)?, p.byte_offset, p.nbytes, p.preset
+            self.dims(py)?, p.alignment, p.row_alignment, tuple(py, &p.aligned_index)?, p.byte_offset, p.nbytes,
+            PyString::new(py, &p.preset.name).repr()?
         ))
     }
 }

@@ -1,12 +1,14 @@
 //! Extraction of allocation arguments from Python objects, with gridbuf errors that name the
 //! parameter and the value.
 
-use crate::errors::{raise, Class};
-use gridbuf::{AxisVec, Dim};
+use crate::errors::{raise, to_py, Class};
+use gridbuf::error::{InvalidTypeMessage, InvalidValueMessage};
+use gridbuf::{AxisVec, Dim, Error};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
 
-fn repr(obj: &Bound<'_, PyAny>) -> String {
+/// `repr(obj)`, the way messages show a value.
+pub fn repr(obj: &Bound<'_, PyAny>) -> String {
     obj.repr()
         .map(|r| r.to_string())
         .unwrap_or_else(|_| "<unprintable>".into())
@@ -14,20 +16,14 @@ fn repr(obj: &Bound<'_, PyAny>) -> String {
 
 /// Raises a `GridbufTypeError` for `param`.
 pub fn type_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    raise(
-        obj.py(),
-        Class::Type,
-        format!("invalid type for {param} ({}): {expected}", repr(obj)),
-    )
+    let message = InvalidTypeMessage::new(param, &repr(obj), expected).to_string();
+    raise(obj.py(), Class::Type, message)
 }
 
 /// Raises a `GridbufValueError` for `param`.
 pub fn value_error(param: &str, obj: &Bound<'_, PyAny>, expected: &str) -> PyErr {
-    raise(
-        obj.py(),
-        Class::Value,
-        format!("invalid {param} {}: {expected}", repr(obj)),
-    )
+    let message = InvalidValueMessage::new(param, &repr(obj), expected).to_string();
+    raise(obj.py(), Class::Value, message)
 }
 
 /// Calls `f` on every item of a tuple, a list or another sequence (not a string).
@@ -91,13 +87,9 @@ pub fn non_negative(
             usize::try_from(v).map_err(|_| value_error(param, whole, expected))
         }
         Some(IntArg::Huge { negative: true }) => Err(value_error(param, whole, expected)),
-        Some(IntArg::Huge { negative: false }) if param == "shape" => Err(raise(
+        Some(IntArg::Huge { negative: false }) if param == "shape" => Err(to_py(
             whole.py(),
-            Class::Overflow,
-            format!(
-                "shape {} is too large: the byte size overflows the address space",
-                repr(whole)
-            ),
+            Error::overflow_shown(param, repr(whole), "the byte size"),
         )),
         Some(IntArg::Huge { negative: false }) => Err(value_error(
             param,
@@ -192,10 +184,9 @@ pub fn alias<'py>(
     b_name: &str,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     match (a, b) {
-        (Some(a), Some(_)) => Err(value_error(
-            b_name,
-            &a,
-            &format!("{b_name}= is an alias of {a_name}=; give only one of them"),
+        (Some(a), Some(_)) => Err(to_py(
+            a.py(),
+            Error::alias_conflict(a_name, b_name, repr(&a)),
         )),
         (a, b) => Ok(a.or(b)),
     }

@@ -3,7 +3,7 @@
 //! (`gridbuf.distributed`) hands the buffers to mpi4py.
 
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::extract_array;
+use crate::extract::extract_array;
 use gridbuf::array_info::DeviceKind;
 use gridbuf::decomposition::Decomposition;
 use gridbuf::halo_exchange::{ExchangePlan, FieldLayout};

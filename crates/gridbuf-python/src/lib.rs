@@ -1,13 +1,35 @@
 //! Python bindings of gridbuf: thin wrappers over the core crate, with error mapping.
+//!
+//! Each module wraps one concept of the core and is named after it:
+//!
+//! - [`errors`]: the exception classes (declared once, built at import) and core errors to them;
+//! - [`convert`]: allocation arguments (shapes, halos, dims) read from Python objects;
+//! - [`numpy_interop`]: NumPy arrays from raw parts, dtypes both ways, releasing the GIL;
+//! - [`allocation`], [`presets`], [`labelled`], [`stencil`]: the Python API of `plan`,
+//!   `preset`, `labelled` and `binding`;
+//! - reading arrays (`array_info` in the core): [`extract`] (the order of the interfaces),
+//!   [`interface_dict`], [`array_interface`], [`cuda_array_interface`], [`data_interface`],
+//!   [`buffer_protocol`], [`dlpack`], and [`array_info`] (the `ArrayInfo` class, `array_info`,
+//!   `as_numpy`).
+
+#![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
 mod allocation;
+mod array_info;
+mod array_interface;
+mod buffer_protocol;
 mod convert;
+mod cuda_array_interface;
+mod data_interface;
+mod dlpack;
 mod errors;
+mod extract;
 mod field_descriptor;
 mod halo_exchange;
-mod interfaces;
+mod interface_dict;
 mod labelled;
 mod metadata;
+mod numpy_interop;
 mod presets;
 mod stencil;
 
@@ -16,6 +38,7 @@ use pyo3::prelude::*;
 /// The compiled part of the `gridbuf` package.
 #[pymodule]
 fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
     m.add_function(wrap_pyfunction!(allocation::empty, m)?)?;
     m.add_function(wrap_pyfunction!(allocation::zeros, m)?)?;
     m.add_function(wrap_pyfunction!(allocation::ones, m)?)?;
@@ -42,10 +65,11 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<allocation::Allocation>()?;
     m.add_class::<allocation::PyPlan>()?;
     m.add_class::<presets::PyPreset>()?;
-    m.add_function(wrap_pyfunction!(interfaces::array_info, m)?)?;
-    m.add_function(wrap_pyfunction!(interfaces::as_numpy, m)?)?;
-    m.add_function(wrap_pyfunction!(interfaces::extract_py, m)?)?;
-    m.add_class::<interfaces::PyArrayInfo>()?;
+    m.add_function(wrap_pyfunction!(array_info::array_info, m)?)?;
+    m.add_function(wrap_pyfunction!(array_info::as_numpy, m)?)?;
+    m.add_function(wrap_pyfunction!(array_info::extract_py, m)?)?;
+    m.add_class::<array_info::PyArrayInfo>()?;
+    m.add_class::<dlpack::PyDLPackOwner>()?;
     m.add_class::<metadata::FieldMeta>()?;
     m.add_class::<field_descriptor::FieldDescriptor>()?;
     m.add_class::<field_descriptor::OutputParams>()?;
@@ -62,7 +86,6 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metadata::whole_allocation_plan, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::layout_from_strides, m)?)?;
     m.add_function(wrap_pyfunction!(metadata::field_labels, m)?)?;
-    m.add_class::<interfaces::PyDLPackOwner>()?;
     m.add_class::<halo_exchange::PyHaloExchangePlan>()?;
     m.add_class::<halo_exchange::PyBlockDecomposition>()?;
     Ok(())

@@ -5,8 +5,9 @@
 //! names and ints they take. `gridbuf._metadata` and `gridbuf.Field` call these functions, and
 //! the stencil binder reads the same values without going through Python code.
 
+use crate::data_interface::{data_interface_of, gpu_entry, host_entry, is_dataarray};
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::{data_interface_of, gpu_entry, host_entry, is_dataarray, lookup};
+use crate::extract::lookup;
 use gridbuf::binding::ArgMeta;
 use gridbuf::dims::Dim;
 use pyo3::exceptions::PyKeyError;
@@ -1005,7 +1006,7 @@ pub fn whole_allocation_plan<'py>(
     let Ok(allocation) = owner.cast::<crate::allocation::Allocation>() else {
         return Ok(None);
     };
-    let info = crate::interfaces::extract_array(array)?.info;
+    let info = crate::extract::extract_array(array)?.info;
     let whole = allocation
         .borrow()
         .is_whole(&info.shape, &info.strides, info.ptr);

@@ -5,8 +5,9 @@
 //! never a hash alone), checks pointer overlaps, then runs the kernel between the data
 //! interface's acquire / touch / release calls.
 
+use crate::data_interface::{field_array, is_dataarray};
 use crate::errors::{raise, Class, IntoPyResult};
-use crate::interfaces::{extract, extract_array, field_array, is_dataarray, Extracted};
+use crate::extract::{extract, extract_array, Extracted};
 use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
 use gridbuf::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
@@ -433,13 +434,13 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
     let mut inputs: Vec<ArrayView3<'_, T>> = Vec::with_capacity(views.len() - n_out);
     let mut outputs: Vec<ArrayViewMut3<'_, T>> = Vec::with_capacity(n_out);
     for ((v, f), &ptr) in views.iter().zip(&sig.fields).zip(ptrs) {
+        let named = |e: gridbuf::Error| field_error(&f.name, e);
         // SAFETY: the binder checked that every view lies inside its array (origin, domain and
         // extent against the shape on every axis) and that no output overlaps another argument;
         // `View3::new` checked dtype, stride multiples and (outputs) writeability and distinct
         // elements for this dtype, shape and strides, which the cache key fixes, and `view*`
         // check the address's alignment; the arrays are kept alive by the caller's frame (their
         // Python objects) for the whole call.
-        let named = |e: gridbuf::Error| field_error(&f.name, e);
         unsafe {
             if f.intent.is_output() {
                 outputs.push(v.view_mut::<T>(ptr).map_err(named)?);

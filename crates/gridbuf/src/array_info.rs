@@ -56,7 +56,8 @@ impl ByteSpan {
 
 /// Byte strides of a C-ordered (row-major) array, checked for overflow.
 pub fn c_strides(shape: &[usize], itemsize: usize) -> Result<Vec<isize>> {
-    let overflow = || overflow_raw("shape", format_tuple(shape), "the C-order strides");
+    let overflow =
+        || crate::Error::overflow_shown("shape", format_tuple(shape), "the C-order strides");
     let mut strides = vec![0isize; shape.len()];
     let mut acc = isize::try_from(itemsize).map_err(|_| overflow())?;
     for (stride, &extent) in strides.iter_mut().zip(shape).rev() {
@@ -67,7 +68,7 @@ pub fn c_strides(shape: &[usize], itemsize: usize) -> Result<Vec<isize>> {
     Ok(strides)
 }
 
-pub(crate) use crate::error::{format_tuple, invalid_raw, overflow_raw};
+pub(crate) use crate::error::format_tuple;
 
 /// A description of an N-dimensional array in memory somebody else owns.
 ///
@@ -138,7 +139,7 @@ impl ArrayInfo {
         self.size()?;
         self.byte_bounds()?;
         if self.ptr == 0 && self.size()? > 0 {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 self.interface.field("data"),
                 "a null pointer",
                 format!(
@@ -158,7 +159,7 @@ impl ArrayInfo {
     /// Number of elements, checked to fit an `isize`.
     pub fn size(&self) -> Result<usize> {
         let overflow = || {
-            overflow_raw(
+            crate::Error::overflow_shown(
                 self.interface.field("shape"),
                 format_tuple(&self.shape),
                 "the number of elements",
@@ -184,7 +185,7 @@ impl ArrayInfo {
             .checked_mul(self.dtype.itemsize())
             .filter(|&n| isize::try_from(n).is_ok())
             .ok_or_else(|| {
-                overflow_raw(
+                crate::Error::overflow_shown(
                     self.interface.field("shape"),
                     format_tuple(&self.shape),
                     "the number of bytes",
@@ -197,7 +198,7 @@ impl ArrayInfo {
     /// Fails when the strides do not match the shape or the span does not fit an `isize`.
     pub fn nbytes_span(&self) -> Result<ByteSpan> {
         if self.strides.len() != self.shape.len() {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 self.interface.field("strides"),
                 format_tuple(&self.strides),
                 format!(
@@ -211,7 +212,7 @@ impl ArrayInfo {
             return Ok(ByteSpan { low: 0, high: 0 });
         }
         let overflow = || {
-            overflow_raw(
+            crate::Error::overflow_shown(
                 self.interface.field("strides"),
                 format_tuple(&self.strides),
                 format!(
@@ -243,7 +244,7 @@ impl ArrayInfo {
     pub fn byte_bounds(&self) -> Result<(usize, usize)> {
         let span = self.nbytes_span()?;
         let overflow = || {
-            overflow_raw(
+            crate::Error::overflow_shown(
                 self.interface.field("data"),
                 format!("{:#x}", self.ptr),
                 "the address of the last byte",
@@ -424,7 +425,7 @@ impl ArrayInfo {
     pub(crate) fn view_parts<T: Element>(&self, mutable: bool) -> Result<ViewParts> {
         let source = self.interface.name();
         if !self.device.is_host_accessible() {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 "device",
                 format!("{} from {source}", self.device),
                 "expected host-accessible memory (cpu, cuda_host, cuda_managed or rocm_host) \
@@ -432,14 +433,14 @@ impl ArrayInfo {
             ));
         }
         if mutable && self.readonly {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 "readonly",
                 format!("true from {source}"),
                 "expected a writable array for a mutable view",
             ));
         }
         if self.dtype != T::DTYPE {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 "dtype",
                 format!("{} from {source}", self.dtype),
                 format!("expected {}, the element type of the view", T::DTYPE),
@@ -456,7 +457,7 @@ impl ArrayInfo {
         }
         let itemsize = std::mem::size_of::<T>();
         if self.ptr % std::mem::align_of::<T>() != 0 {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 "data pointer",
                 format!("{:#x} from {source}", self.ptr),
                 format!(
@@ -474,7 +475,7 @@ impl ArrayInfo {
                 continue;
             }
             if stride.unsigned_abs() % itemsize != 0 {
-                return Err(invalid_raw(
+                return Err(crate::Error::value_shown(
                     "strides",
                     format!("{} from {source}", format_tuple(&self.strides)),
                     format!(
@@ -488,7 +489,7 @@ impl ArrayInfo {
             }
         }
         if mutable && self.may_self_overlap(itemsize) {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 "strides",
                 format!("{} from {source}", format_tuple(&self.strides)),
                 format!(

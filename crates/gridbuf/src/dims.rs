@@ -1,7 +1,7 @@
 //! Semantic dimensions: the Cartesian axes `I`, `J`, `K` and numbered data dimensions.
 
 use crate::axes::AxisVec;
-use crate::error::{invalid_raw, Error, Result};
+use crate::error::{Error, Result};
 use std::fmt;
 
 /// One semantic dimension of an array.
@@ -94,7 +94,7 @@ pub fn default_dims(ndim: usize) -> AxisVec<Dim> {
 pub fn validate(dims: &[Dim], ndim: Option<usize>, param: &str) -> Result<()> {
     for (pos, dim) in dims.iter().enumerate() {
         if dims[..pos].contains(dim) {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 param,
                 format_dims(dims),
                 format!("dimension '{dim}' appears more than once (each dimension may appear only once)"),
@@ -102,7 +102,7 @@ pub fn validate(dims: &[Dim], ndim: Option<usize>, param: &str) -> Result<()> {
         }
     }
     match ndim {
-        Some(n) if n != dims.len() => Err(invalid_raw(
+        Some(n) if n != dims.len() => Err(crate::Error::value_shown(
             param,
             format_dims(dims),
             format!(
@@ -152,7 +152,7 @@ pub fn parse_names_as<S: AsRef<str>>(
         .iter()
         .map(|name| {
             Dim::parse(name.as_ref()).map_err(|_| {
-                invalid_raw(
+                crate::Error::value_shown(
                     param,
                     shown(),
                     format!(

@@ -1,6 +1,5 @@
-//! The one error type of the core and the helpers that compose its messages. The Python bindings
-//! map each variant to an exception class; every message is composed here or by the rule that
-//! fails, never in the bindings.
+//! The one error type of the core, with every message gridbuf shows. The Python bindings only
+//! convert: [`Error::class`] says which exception class to raise, and `Display` is the message.
 
 /// Everything that can go wrong in the gridbuf core.
 ///
@@ -10,17 +9,18 @@
 #[non_exhaustive]
 pub enum Error {
     /// A parameter has the right type but a value that is not allowed.
-    #[error("invalid {param} {value}: {expected}")]
+    #[error("{}", InvalidValueMessage::new(param, value, expected))]
     InvalidValue {
         /// Name of the parameter or field.
         param: String,
-        /// The offending value, formatted for the message.
+        /// The offending value, formatted for the message; empty where the message names no
+        /// value (then it reads `invalid {param}: {expected}`).
         value: String,
         /// What would have been valid.
         expected: String,
     },
     /// A parameter has a type that cannot be used.
-    #[error("invalid type for {param} ({value}): {expected}")]
+    #[error("{}", InvalidTypeMessage::new(param, value, expected))]
     InvalidType {
         /// Name of the parameter or field.
         param: String,
@@ -73,6 +73,33 @@ pub enum Error {
         /// The interface whose `data` is `None`, such as `__array_interface__`.
         interface: String,
     },
+    /// A value that cannot be represented in the type it is converted to (such as `300` as an
+    /// `int8`): worded like [`Error::InvalidValue`], raised as an overflow.
+    #[error("{}", InvalidValueMessage::new(param, value, expected))]
+    OutOfRange {
+        /// Name of the parameter.
+        param: String,
+        /// The offending value, formatted for the message.
+        value: String,
+        /// What would have been valid.
+        expected: String,
+    },
+    /// Memory on a device the operation cannot use, or a device (or its array library) that is
+    /// needed but not available.
+    #[error("{message}")]
+    Device {
+        /// The whole sentence, composed by the constructors of this module.
+        message: String,
+    },
+    /// A `data` key that is None for device memory, which no buffer protocol exposes.
+    #[error(
+        "{field} is None: device memory has no buffer protocol to read it through; expected a \
+         (pointer, read_only) tuple"
+    )]
+    NoBufferProtocol {
+        /// The key, such as `__gt_data_interface__['data']`.
+        field: String,
+    },
     /// The allocator could not provide the memory.
     #[error("cannot allocate {bytes} bytes aligned to {alignment} bytes: out of memory")]
     OutOfMemory {
@@ -83,10 +110,114 @@ pub enum Error {
     },
 }
 
+/// The message of [`Error::InvalidValue`] (and [`Error::OutOfRange`]) from borrowed parts:
+/// `invalid {param} {value}: {expected}`, or `invalid {param}: {expected}` for an empty value.
+/// A binding that raises such an error at once formats this, without building the [`Error`].
+#[derive(Copy, Clone, Debug)]
+pub struct InvalidValueMessage<'a> {
+    param: &'a str,
+    value: &'a str,
+    expected: &'a str,
+}
+
+impl<'a> InvalidValueMessage<'a> {
+    /// The message for `param`, its value as shown, and what would be valid.
+    pub fn new(param: &'a str, value: &'a str, expected: &'a str) -> Self {
+        InvalidValueMessage {
+            param,
+            value,
+            expected,
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidValueMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let InvalidValueMessage {
+            param,
+            value,
+            expected,
+        } = self;
+        if value.is_empty() {
+            write!(f, "invalid {param}: {expected}")
+        } else {
+            write!(f, "invalid {param} {value}: {expected}")
+        }
+    }
+}
+
+/// The message of [`Error::InvalidType`] from borrowed parts:
+/// `invalid type for {param} ({value}): {expected}`.
+#[derive(Copy, Clone, Debug)]
+pub struct InvalidTypeMessage<'a> {
+    param: &'a str,
+    value: &'a str,
+    expected: &'a str,
+}
+
+impl<'a> InvalidTypeMessage<'a> {
+    /// The message for `param`, its value (or type) as shown, and what would be valid.
+    pub fn new(param: &'a str, value: &'a str, expected: &'a str) -> Self {
+        InvalidTypeMessage {
+            param,
+            value,
+            expected,
+        }
+    }
+}
+
+impl std::fmt::Display for InvalidTypeMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let InvalidTypeMessage {
+            param,
+            value,
+            expected,
+        } = self;
+        write!(f, "invalid type for {param} ({value}): {expected}")
+    }
+}
+
+/// The category of an [`Error`], which picks the exception class a binding raises. Every
+/// category but `Base` is also one of the language's built-in error kinds (a `ValueError`, ...).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// No more specific category (`GridbufError`).
+    Base,
+    /// A value that is not valid (`GridbufValueError`, a `ValueError`).
+    Value,
+    /// A type that cannot be used (`GridbufTypeError`, a `TypeError`).
+    Type,
+    /// A size that does not fit, or a value out of a type's range (`GridbufOverflowError`, an
+    /// `OverflowError`).
+    Overflow,
+    /// Memory that could not be obtained (`GridbufMemoryError`, a `MemoryError`).
+    Memory,
+    /// A preset name that is not registered (`UnknownPresetError`, a `GridbufValueError` and a
+    /// `RuntimeError`, as GT4Py raises).
+    UnknownPreset,
+    /// A device that is missing or cannot be used (`GridbufDeviceError`, a `RuntimeError`).
+    Device,
+}
+
 /// Result type of the gridbuf core.
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// The category of this error, which picks the exception class.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::InvalidValue { .. }
+            | Error::PresetExists { .. }
+            | Error::MissingKey { .. }
+            | Error::NoBufferProtocol { .. } => ErrorClass::Value,
+            Error::InvalidType { .. } | Error::BufferProtocolRequired { .. } => ErrorClass::Type,
+            Error::UnknownPreset { .. } => ErrorClass::UnknownPreset,
+            Error::Overflow { .. } | Error::OutOfRange { .. } => ErrorClass::Overflow,
+            Error::OutOfMemory { .. } => ErrorClass::Memory,
+            Error::Device { .. } => ErrorClass::Device,
+        }
+    }
+
     /// Shorthand for [`Error::InvalidValue`].
     pub fn invalid(
         param: impl Into<String>,
@@ -110,28 +241,6 @@ impl Error {
     }
 }
 
-/// An [`Error::InvalidValue`] whose value is already formatted for the message (not quoted).
-pub fn invalid_raw(
-    param: impl Into<String>,
-    value: impl Into<String>,
-    expected: impl Into<String>,
-) -> Error {
-    Error::InvalidValue {
-        param: param.into(),
-        value: value.into(),
-        expected: expected.into(),
-    }
-}
-
-/// An [`Error::Overflow`] whose value is already formatted for the message (not quoted).
-pub fn overflow_raw(param: impl Into<String>, value: impl Into<String>, what: &str) -> Error {
-    Error::Overflow {
-        param: param.into(),
-        value: value.into(),
-        what: what.into(),
-    }
-}
-
 /// Formats a sequence as Python prints a tuple: `(3, 4)`, `(3,)`, `()`.
 pub fn format_tuple<T: std::fmt::Display>(values: &[T]) -> String {
     let items: Vec<String> = values.iter().map(T::to_string).collect();
@@ -146,6 +255,246 @@ pub fn format_tuple<T: std::fmt::Display>(values: &[T]) -> String {
 pub fn format_pairs(pairs: &[(usize, usize)]) -> String {
     let items: Vec<String> = pairs.iter().map(|(a, b)| format!("({a}, {b})")).collect();
     format_tuple(&items)
+}
+
+/// The messages of the Python binding. Values arrive already shown (a Python `repr`), and
+/// reasons are the text of the Python exception that caused the error.
+impl Error {
+    /// [`Error::InvalidValue`] with a value already formatted for the message.
+    pub fn value_shown(
+        param: impl Into<String>,
+        shown: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::InvalidValue {
+            param: param.into(),
+            value: shown.into(),
+            expected: expected.into(),
+        }
+    }
+
+    /// [`Error::InvalidType`] with a value already formatted for the message.
+    pub fn type_shown(
+        param: impl Into<String>,
+        shown: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Error::InvalidType {
+            param: param.into(),
+            value: shown.into(),
+            expected: expected.into(),
+        }
+    }
+
+    /// [`Error::Overflow`] with a value already formatted for the message.
+    pub fn overflow_shown(
+        param: impl Into<String>,
+        shown: impl Into<String>,
+        what: impl Into<String>,
+    ) -> Self {
+        Error::Overflow {
+            param: param.into(),
+            value: shown.into(),
+            what: what.into(),
+        }
+    }
+
+    /// Both names of an aliased keyword were given.
+    pub fn alias_conflict(name: &str, alias: &str, shown: impl Into<String>) -> Self {
+        Error::value_shown(
+            alias,
+            shown,
+            format!("{alias}= is an alias of {name}=; give only one of them"),
+        )
+    }
+
+    /// A `dtype` argument that NumPy does not understand.
+    pub fn dtype_not_understood(shown: impl Into<String>, reason: &str) -> Self {
+        Error::type_shown(
+            "dtype",
+            shown,
+            format!("expected a NumPy dtype or something numpy.dtype accepts ({reason})"),
+        )
+    }
+
+    /// A dtype gridbuf cannot describe: not bool, integer, float or complex.
+    pub fn unsupported_dtype(shown: impl Into<String>) -> Self {
+        Error::value_shown(
+            "dtype",
+            shown,
+            "expected a bool, integer, float or complex dtype",
+        )
+    }
+
+    /// A `fill_value` NumPy cannot convert to the dtype; `overflow` where the value is out of
+    /// the dtype's range.
+    pub fn fill_value_unconvertible(
+        shown: impl Into<String>,
+        dtype: &str,
+        reason: &str,
+        overflow: bool,
+    ) -> Self {
+        let param = "fill_value".to_owned();
+        let value = shown.into();
+        let expected = format!("cannot convert it to dtype {dtype} ({reason})");
+        if overflow {
+            Error::OutOfRange {
+                param,
+                value,
+                expected,
+            }
+        } else {
+            Error::InvalidValue {
+                param,
+                value,
+                expected,
+            }
+        }
+    }
+
+    /// `from_array` data that `numpy.asarray` refuses; `bad_type` where it refused the type
+    /// rather than a value.
+    pub fn not_array_like(shown: impl Into<String>, reason: &str, bad_type: bool) -> Self {
+        let expected = format!("expected an array-like that numpy.asarray accepts ({reason})");
+        if bad_type {
+            Error::type_shown("data", shown, expected)
+        } else {
+            Error::value_shown("data", shown, expected)
+        }
+    }
+
+    /// `from_array` data that NumPy cannot convert to the requested dtype.
+    pub fn data_unconvertible(shown: impl Into<String>, dtype: &str, reason: &str) -> Self {
+        Error::value_shown(
+            "data",
+            shown,
+            format!("cannot convert it to dtype {dtype} ({reason})"),
+        )
+    }
+
+    /// `from_array` data whose shape does not end with the subarray shape of the dtype.
+    pub fn subarray_shape_mismatch(
+        shown: impl Into<String>,
+        shape: &[usize],
+        subarray_shape: &[usize],
+    ) -> Self {
+        Error::value_shown(
+            "data",
+            shown,
+            format!(
+                "its shape {shape:?} must end with the subarray shape {subarray_shape:?} of the \
+                 dtype"
+            ),
+        )
+    }
+
+    /// An object that exposes none of the array interfaces gridbuf reads; `has_array` where it
+    /// has only `__array__`.
+    pub fn no_array_interface(type_name: &str, has_array: bool) -> Self {
+        let mut expected = String::from(
+            "expected an array exposing __gt_data_interface__, __array_interface__, \
+             __cuda_array_interface__, __dlpack__ or the buffer protocol",
+        );
+        if has_array {
+            expected.push_str(
+                "; it has only __array__, which may copy, so pass numpy.asarray(obj) to copy it \
+                 explicitly",
+            );
+        }
+        Error::type_shown("array", type_name, expected)
+    }
+
+    /// Memory on `device`, described by `interface`, that the host cannot read.
+    pub fn not_host_accessible(device: impl std::fmt::Display, interface: &str) -> Self {
+        Error::Device {
+            message: format!(
+                "cannot view {device} memory from {interface} as a NumPy array: the array lives \
+                 on a GPU only, so use gridbuf.as_cupy, or copy it to the host first"
+            ),
+        }
+    }
+
+    /// An array with more axes than NumPy allows (`max`).
+    pub fn too_many_axes(ndim: usize, interface: &str, max: usize) -> Self {
+        Error::value_shown(
+            "shape",
+            format!("with {ndim} axes from {interface}"),
+            format!("a NumPy array has at most {max}"),
+        )
+    }
+
+    /// A `data` key that is None for device memory, which has no buffer protocol.
+    pub fn device_data_none(field: &str) -> Self {
+        Error::NoBufferProtocol {
+            field: field.to_owned(),
+        }
+    }
+
+    /// A `data` value without the buffer protocol: `data_none` where `data` is None and the
+    /// object itself has no buffer protocol either.
+    pub fn data_without_buffer(field: &str, data_none: bool, expected: &str) -> Self {
+        let why = if data_none {
+            "None, and the object has no buffer protocol to read the memory through"
+        } else {
+            "an object without the buffer protocol"
+        };
+        Error::type_shown(field, why, expected)
+    }
+
+    /// A `data` buffer that is not contiguous.
+    pub fn noncontiguous_buffer(field: &str, shown: impl Into<String>, reason: &str) -> Self {
+        Error::value_shown(
+            field,
+            shown,
+            format!("expected a contiguous buffer ({reason})"),
+        )
+    }
+
+    /// A `__dlpack_device__()` device type gridbuf does not read (`name` is DLPack's name).
+    pub fn dlpack_device_type(device_type: i32, name: &str) -> Self {
+        Error::value_shown(
+            "__dlpack_device__() device type",
+            format!("{device_type} ({name})"),
+            "gridbuf reads kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3), kDLROCM (10), kDLROCMHost \
+             (11) and kDLCUDAManaged (13)",
+        )
+    }
+
+    /// A DLPack tensor on another device than `__dlpack_device__()` said.
+    pub fn dlpack_device_mismatch(
+        tensor_device: impl std::fmt::Display,
+        said: impl std::fmt::Display,
+    ) -> Self {
+        Error::value_shown(
+            "__dlpack__ DLTensor.device",
+            tensor_device.to_string(),
+            format!("expected {said}, the device __dlpack_device__() gives"),
+        )
+    }
+
+    /// A DLPack capsule that was consumed already.
+    pub fn dlpack_capsule_consumed() -> Self {
+        Error::value_shown(
+            "__dlpack__() capsule",
+            "",
+            "it was already consumed (its name starts with \"used_\"); expected a fresh capsule \
+             from every __dlpack__() call",
+        )
+    }
+
+    /// A capsule that is not a DLPack tensor (`shown` is its quoted name, or "without a name").
+    pub fn dlpack_capsule_name(shown: impl Into<String>) -> Self {
+        Error::value_shown(
+            "__dlpack__() capsule",
+            shown,
+            "expected a capsule named \"dltensor_versioned\" or \"dltensor\"",
+        )
+    }
+
+    /// A DLPack capsule holding a null pointer.
+    pub fn dlpack_null_capsule() -> Self {
+        Error::value_shown("__dlpack__() capsule", "", "it holds a null pointer")
+    }
 }
 
 #[cfg(test)]

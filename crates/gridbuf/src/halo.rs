@@ -11,7 +11,7 @@
 
 use crate::axes::AxisVec;
 use crate::dims::{format_dims, Dim};
-use crate::error::{format_pairs, format_tuple, invalid_raw, Result};
+use crate::error::{format_pairs, format_tuple, Result};
 use std::fmt;
 
 /// What every halo entry must be, for messages.
@@ -48,7 +48,9 @@ pub fn normalize(
     param: &str,
 ) -> Result<AxisVec<(usize, usize)>> {
     let value = || format_tuple(entries);
-    let to_width = |w: i64| usize::try_from(w).map_err(|_| invalid_raw(param, value(), EXPECTED));
+    let to_width = |w: i64| {
+        usize::try_from(w).map_err(|_| crate::Error::value_shown(param, value(), EXPECTED))
+    };
     let pairs = entries
         .iter()
         .map(|&e| match e {
@@ -92,7 +94,7 @@ fn check_fits_as(
     value: &dyn Fn() -> String,
 ) -> Result<()> {
     if halo.len() != shape.len() {
-        return Err(invalid_raw(
+        return Err(crate::Error::value_shown(
             param,
             value(),
             format!("{EXPECTED}, {} in all", shape.len()),
@@ -106,7 +108,7 @@ fn check_fits_as(
                 }
                 _ => format!("axis {axis}"),
             };
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 param,
                 value(),
                 format!("the halo of {place} ({lo} + {hi}) is larger than its extent {n}"),

@@ -10,7 +10,7 @@
 //! ```
 
 use crate::axes::AxisVec;
-use crate::error::{format_tuple, invalid_raw, Result};
+use crate::error::{format_tuple, Result};
 use std::fmt::Display;
 
 /// Checks a signed origin against `shape` and returns it as indices: one entry per axis, each
@@ -36,7 +36,7 @@ pub fn validate_unbounded(origin: &[i64], param: &str) -> Result<AxisVec<usize>>
         .map(|&o| usize::try_from(o))
         .collect::<std::result::Result<AxisVec<usize>, _>>()
         .map_err(|_| {
-            invalid_raw(
+            crate::Error::value_shown(
                 param,
                 format_tuple(origin),
                 "entries must be non-negative".to_owned(),
@@ -58,7 +58,7 @@ fn check_len<T: Display>(origin: &[T], shape: &[usize], param: &str) -> Result<(
     if origin.len() == shape.len() {
         return Ok(());
     }
-    Err(invalid_raw(
+    Err(crate::Error::value_shown(
         param,
         format_tuple(origin),
         format!(
@@ -75,7 +75,7 @@ fn out_of_range<T: Display>(
     n: usize,
     param: &str,
 ) -> crate::Error {
-    invalid_raw(
+    crate::Error::value_shown(
         param,
         format_tuple(origin),
         format!("entry {value} of axis {axis} must lie between 0 and the extent {n}"),

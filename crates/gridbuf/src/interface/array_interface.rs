@@ -20,7 +20,7 @@
 //! ```
 
 use super::fields::{missing, parse_layout, parse_pointer};
-use crate::array_info::{format_tuple, invalid_raw, overflow_raw};
+use crate::array_info::format_tuple;
 use crate::array_info::{ArrayDevice, ArrayInfo, Interface};
 use crate::error::{Error, Result};
 
@@ -144,7 +144,11 @@ impl ArrayInterfaceDict {
                     ))
                 }
                 _ => usize::try_from(o).map_err(|_| {
-                    overflow_raw(interface.field("offset"), o.to_string(), "the offset")
+                    crate::Error::overflow_shown(
+                        interface.field("offset"),
+                        o.to_string(),
+                        "the offset",
+                    )
                 })?,
             },
         };
@@ -154,14 +158,14 @@ impl ArrayInterfaceDict {
             }
             DataField::Buffer { ptr, len, readonly } => {
                 if offset > len {
-                    return Err(invalid_raw(
+                    return Err(crate::Error::value_shown(
                         interface.field("offset"),
                         offset.to_string(),
                         format!("expected at most the buffer's length, {len} bytes"),
                     ));
                 }
                 let start = ptr.checked_add(offset).ok_or_else(|| {
-                    overflow_raw(
+                    crate::Error::overflow_shown(
                         interface.field("offset"),
                         offset.to_string(),
                         "the buffer's address plus the offset",
@@ -212,7 +216,7 @@ impl ArrayInterfaceDict {
 pub(crate) fn export_layout(info: &ArrayInfo) -> Result<(Vec<i64>, Option<Vec<i64>>)> {
     let to_i64 = |v: usize| {
         i64::try_from(v).map_err(|_| {
-            overflow_raw(
+            crate::Error::overflow_shown(
                 info.interface.field("shape"),
                 format_tuple(&info.shape),
                 "an extent as a 64-bit integer",
@@ -238,7 +242,7 @@ fn check_inside_buffer(info: &ArrayInfo, buf: usize, len: usize, offset: usize) 
     }
     let (low, high) = info.byte_bounds()?;
     let end = buf.checked_add(len).ok_or_else(|| {
-        overflow_raw(
+        crate::Error::overflow_shown(
             info.interface.field("data"),
             format!("a buffer of {len} bytes at {buf:#x}"),
             "the buffer's end address",
@@ -246,7 +250,7 @@ fn check_inside_buffer(info: &ArrayInfo, buf: usize, len: usize, offset: usize) 
     })?;
     if low < buf || high > end {
         let rel = |a: usize| a as i128 - buf as i128;
-        return Err(invalid_raw(
+        return Err(crate::Error::value_shown(
             info.interface.field("data"),
             format!("a buffer of {len} bytes"),
             format!(

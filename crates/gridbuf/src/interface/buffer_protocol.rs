@@ -18,7 +18,7 @@
 //! # Ok::<(), gridbuf::Error>(())
 //! ```
 
-use crate::array_info::{c_strides, format_tuple, invalid_raw};
+use crate::array_info::{c_strides, format_tuple};
 use crate::array_info::{ArrayDevice, ArrayInfo, DType, Interface};
 use crate::error::{Error, Result};
 
@@ -59,7 +59,7 @@ impl BufferView {
             ));
         }
         if self.has_suboffsets {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 iface.field("suboffsets"),
                 "non-NULL",
                 "indirect (PIL-style) buffers are not supported; expected NULL",
@@ -80,7 +80,7 @@ impl BufferView {
                 .iter()
                 .map(|&n| {
                     usize::try_from(n).map_err(|_| {
-                        invalid_raw(
+                        crate::Error::value_shown(
                             iface.field("shape"),
                             format_tuple(shape),
                             "extents must be non-negative",
@@ -93,7 +93,7 @@ impl BufferView {
             None => c_strides(&shape, dtype.itemsize())?,
             Some(strides) => {
                 if strides.len() != shape.len() {
-                    return Err(invalid_raw(
+                    return Err(crate::Error::value_shown(
                         iface.field("strides"),
                         format_tuple(strides),
                         format!(
@@ -110,7 +110,7 @@ impl BufferView {
         info.readonly = self.readonly;
         let nbytes = info.nbytes()?;
         if nbytes != self.len {
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 iface.field("len"),
                 self.len.to_string(),
                 format!(

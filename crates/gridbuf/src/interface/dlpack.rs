@@ -14,8 +14,7 @@
 //! the producer's deleter exactly once.
 
 use crate::array_info::{
-    c_strides, format_tuple, invalid_raw, overflow_raw, ArrayDevice, ArrayInfo, DType, DTypeKind,
-    DeviceKind, Interface,
+    c_strides, format_tuple, ArrayDevice, ArrayInfo, DType, DTypeKind, DeviceKind, Interface,
 };
 use crate::error::{Error, Result};
 use std::ffi::c_void;
@@ -219,7 +218,7 @@ impl DLDevice {
             device_type::ROCM => DeviceKind::Rocm,
             device_type::ROCM_HOST => DeviceKind::RocmHost,
             code => {
-                return Err(invalid_raw(
+                return Err(crate::Error::value_shown(
                     Interface::DLPack.field("device.device_type"),
                     format!("{code} ({})", device_type_name(code)),
                     "expected kDLCPU (1), kDLCUDA (2), kDLCUDAHost (3), kDLROCM (10), \
@@ -260,7 +259,7 @@ impl DLDataType {
                     7..=17 => "an 8-, 6- or 4-bit float",
                     _ => "an unknown type code",
                 };
-                return Err(invalid_raw(
+                return Err(crate::Error::value_shown(
                     field("dtype.code"),
                     format!("{code}, {what},"),
                     "expected a bool (6), int (0), uint (1), float (2) or complex (5) type",
@@ -330,7 +329,7 @@ pub unsafe fn array_info_from_dltensor(t: *const DLTensor, readonly: bool) -> Re
     let iface = Interface::DLPack;
     // SAFETY: the caller guarantees `t` is NULL or valid for reads; `as_ref` checks NULL.
     let Some(t) = (unsafe { t.as_ref() }) else {
-        return Err(invalid_raw(
+        return Err(crate::Error::value_shown(
             "__dlpack__ DLTensor",
             "a null pointer",
             "expected a tensor; a capsule that was consumed already holds none",
@@ -355,7 +354,7 @@ pub unsafe fn array_info_from_dltensor(t: *const DLTensor, readonly: bool) -> Re
         .iter()
         .map(|&n| {
             usize::try_from(n).map_err(|_| {
-                invalid_raw(
+                crate::Error::value_shown(
                     iface.field("shape"),
                     format_tuple(raw_shape),
                     "extents must be non-negative",
@@ -375,7 +374,7 @@ pub unsafe fn array_info_from_dltensor(t: *const DLTensor, readonly: bool) -> Re
                     .ok()
                     .and_then(|s| s.checked_mul(itemsize as isize))
                     .ok_or_else(|| {
-                        overflow_raw(
+                        crate::Error::overflow_shown(
                             iface.field("strides"),
                             format_tuple(raw),
                             "a stride in bytes",
@@ -388,7 +387,7 @@ pub unsafe fn array_info_from_dltensor(t: *const DLTensor, readonly: bool) -> Re
         .ok()
         .and_then(|offset| t.data.expose_provenance().checked_add(offset))
         .ok_or_else(|| {
-            overflow_raw(
+            crate::Error::overflow_shown(
                 iface.field("byte_offset"),
                 t.byte_offset.to_string(),
                 "the data pointer plus the byte offset",
@@ -409,7 +408,7 @@ unsafe fn read_i64s<'a>(ptr: *const i64, n: usize, key: &str) -> Result<&'a [i64
         return Ok(&[]);
     }
     if ptr.is_null() || !ptr.is_aligned() {
-        return Err(invalid_raw(
+        return Err(crate::Error::value_shown(
             Interface::DLPack.field(key),
             format!("{ptr:p}"),
             "expected a non-NULL, 8-byte aligned pointer to one value per axis",
@@ -514,7 +513,7 @@ impl DLPackOwner {
                 // SAFETY: as above; the version is read before anything layout-dependent.
                 let managed = unsafe { p.as_ref() };
                 if managed.version.major != DLPACK_VERSION.major {
-                    return Err(invalid_raw(
+                    return Err(crate::Error::value_shown(
                         "__dlpack__ version",
                         format!("{}.{}", managed.version.major, managed.version.minor),
                         "expected a DLPack 1.x tensor",
@@ -535,7 +534,7 @@ impl DLPackOwner {
 }
 
 fn null_managed() -> Error {
-    invalid_raw(
+    crate::Error::value_shown(
         "__dlpack__ capsule",
         "a null pointer",
         "expected a managed tensor; a capsule that was consumed already holds none",

@@ -1,6 +1,6 @@
 //! Validation shared by the dict-shaped interfaces: shape, typestr and descr, strides, mask.
 
-use crate::array_info::{c_strides, format_tuple, invalid_raw, overflow_raw, parse_typestr};
+use crate::array_info::{c_strides, format_tuple, parse_typestr};
 use crate::array_info::{DType, Interface};
 use crate::error::{Error, Result};
 
@@ -32,7 +32,7 @@ pub(crate) fn parse_layout(
     let shape = parse_shape(interface, shape)?;
     let dtype = parse_dtype(interface, typestr, descr)?;
     if has_mask {
-        return Err(invalid_raw(
+        return Err(crate::Error::value_shown(
             interface.field("mask"),
             "an array",
             "masked arrays are not supported; expected no mask (None)",
@@ -40,7 +40,7 @@ pub(crate) fn parse_layout(
     }
     let strides = match strides {
         None => c_strides(&shape, dtype.itemsize()).map_err(|_| {
-            overflow_raw(
+            crate::Error::overflow_shown(
                 interface.field("shape"),
                 format_tuple(&shape),
                 "the C-order strides",
@@ -68,14 +68,18 @@ pub(crate) fn parse_shape(interface: Interface, shape: Option<&[i64]>) -> Result
         .iter()
         .map(|&n| {
             if n < 0 {
-                return Err(invalid_raw(
+                return Err(crate::Error::value_shown(
                     interface.field("shape"),
                     format_tuple(shape),
                     "extents must be non-negative",
                 ));
             }
             usize::try_from(n).map_err(|_| {
-                overflow_raw(interface.field("shape"), format_tuple(shape), "an extent")
+                crate::Error::overflow_shown(
+                    interface.field("shape"),
+                    format_tuple(shape),
+                    "an extent",
+                )
             })
         })
         .collect()
@@ -107,7 +111,7 @@ pub(crate) fn parse_dtype(
                 .iter()
                 .map(|(name, t)| format!("({name:?}, {t:?})"))
                 .collect();
-            return Err(invalid_raw(
+            return Err(crate::Error::value_shown(
                 interface.field("descr"),
                 format!("[{}]", items.join(", ")),
                 format!(
@@ -127,7 +131,7 @@ pub(crate) fn parse_strides(
     shape: &[usize],
 ) -> Result<Vec<isize>> {
     if strides.len() != shape.len() {
-        return Err(invalid_raw(
+        return Err(crate::Error::value_shown(
             interface.field("strides"),
             format_tuple(strides),
             format!(
@@ -141,7 +145,7 @@ pub(crate) fn parse_strides(
         .iter()
         .map(|&s| {
             isize::try_from(s).map_err(|_| {
-                overflow_raw(
+                crate::Error::overflow_shown(
                     interface.field("strides"),
                     format_tuple(strides),
                     "a stride",
@@ -153,6 +157,7 @@ pub(crate) fn parse_strides(
 
 /// Converts a pointer given as a Python int.
 pub(crate) fn parse_pointer(interface: Interface, ptr: u64) -> Result<usize> {
-    usize::try_from(ptr)
-        .map_err(|_| overflow_raw(interface.field("data"), format!("{ptr:#x}"), "the pointer"))
+    usize::try_from(ptr).map_err(|_| {
+        crate::Error::overflow_shown(interface.field("data"), format!("{ptr:#x}"), "the pointer")
+    })
 }
