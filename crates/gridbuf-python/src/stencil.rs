@@ -17,8 +17,7 @@ use gridbuf::binding::{
 use gridbuf::kernels::Kernel;
 use gridbuf::Device;
 use ndarray::{ArrayView3, ArrayViewMut3};
-use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, PY_ARRAY_API};
-use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use numpy::PyArrayDescr;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
@@ -59,7 +58,7 @@ struct Arg<'py> {
 /// `__gt_dims__`, `__gt_origin__` and its data interface. No Python code runs for the first
 /// three (the data interface of anything else may be a Python property).
 fn arg_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Arg<'py>> {
-    if is_exact_ndarray(py, obj) {
+    if crate::numpy_interop::is_exact_ndarray(obj) {
         return Ok(Arg {
             ex: extract(obj)?,
             meta: ArgMeta::default(),
@@ -97,18 +96,10 @@ fn arg_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Arg<'py>> {
     Ok(Arg { ex, meta })
 }
 
-fn is_exact_ndarray(py: Python<'_>, obj: &Bound<'_, PyAny>) -> bool {
-    // SAFETY: reading the type object NumPy exports; comparing pointers only.
-    unsafe {
-        pyo3::ffi::Py_TYPE(obj.as_ptr())
-            == npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type)
-    }
-}
-
 /// The memory of an argument and the data interface its callbacks come from, without what it
 /// declares: a Field's and a DataArray's are those of the array they hold.
 fn memory_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
-    if is_exact_ndarray(py, obj) {
+    if crate::numpy_interop::is_exact_ndarray(obj) {
         return extract(obj);
     }
     if let Some(inner) = field_array(obj)? {
@@ -416,11 +407,8 @@ fn run_native(
     // Small domains run on this thread in microseconds: releasing and re-taking the GIL would
     // cost a good part of that, and no other thread could use the pause.
     let points = domain3.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
-    let result = match points {
-        Some(p) if p < gridbuf::kernels::PARALLEL_MIN_POINTS => run(),
-        _ => py.detach(run),
-    };
-    result.py(py)
+    let small = points.is_some_and(|p| p < gridbuf::kernels::PARALLEL_MIN_POINTS);
+    crate::numpy_interop::detach_if(py, !small, run).py(py)
 }
 
 fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
@@ -467,38 +455,21 @@ fn numpy_views<'py>(
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let mut out = Vec::with_capacity(fields.len());
     for ((a, v), d) in fields.iter().zip(&call.fields).zip(descrs) {
-        let mut dims: Vec<npy_intp> = v.shape.iter().map(|&n| n as npy_intp).collect();
-        let mut strides: Vec<npy_intp> = v.strides.iter().map(|&s| s as npy_intp).collect();
         let data = (a.ex.info.ptr as isize).wrapping_add(v.byte_offset) as usize;
-        let flags = if a.ex.info.readonly {
-            0
-        } else {
-            NPY_ARRAY_WRITEABLE
-        };
         // SAFETY: shape and strides describe a view the binder checked to lie inside the source
-        // array; the descriptor reference is stolen by NewFromDescr, the keepalive reference by
-        // SetBaseObject, which makes the source outlive the view.
-        unsafe {
-            let subtype = npyffi::get_type_object(py, npyffi::NpyTypes::PyArray_Type);
-            let ptr = PY_ARRAY_API.PyArray_NewFromDescr(
+        // array, which is writeable unless read-only; the keepalive owns that memory.
+        let arr = unsafe {
+            crate::numpy_interop::array_from_raw_parts(
                 py,
-                subtype,
-                d.bind(py).clone().into_dtype_ptr(),
-                dims.len() as std::os::raw::c_int,
-                dims.as_mut_ptr(),
-                strides.as_mut_ptr(),
+                d.bind(py).clone(),
+                v.shape.iter().copied(),
+                v.strides.iter().copied(),
                 data as *mut std::os::raw::c_void,
-                flags,
-                std::ptr::null_mut(),
-            );
-            let arr = Bound::from_owned_ptr_or_err(py, ptr)?;
-            if PY_ARRAY_API.PyArray_SetBaseObject(py, ptr.cast(), a.ex.keepalive.clone().into_ptr())
-                < 0
-            {
-                return Err(PyErr::fetch(py));
-            }
-            out.push(arr);
-        }
+                !a.ex.info.readonly,
+                a.ex.keepalive.clone(),
+            )?
+        };
+        out.push(arr);
     }
     Ok(out)
 }
@@ -789,22 +760,7 @@ pub fn python_stencil(
         };
         let fname: String = get("name")?.extract()?;
         let descr = PyArrayDescr::new(py, get("dtype")?)?;
-        let typestr = format!(
-            "{}{}{}",
-            match descr.byteorder() {
-                b'>' => '>',
-                b'|' => '|',
-                _ =>
-                    if cfg!(target_endian = "little") {
-                        '<'
-                    } else {
-                        '>'
-                    },
-            },
-            descr.kind() as char,
-            descr.itemsize()
-        );
-        let dtype = DType::from_typestr(&typestr, gridbuf::array_info::Interface::Native).py(py)?;
+        let dtype = crate::numpy_interop::dtype_of_descr(&descr)?;
         let dims =
             gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
         let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
