@@ -1,7 +1,7 @@
 //! What an array says about itself besides its memory, read in one place: its dims
 //! (`__gt_dims__`, the data interface's `"dims"`, an xarray `DataArray`'s `.dims`), its origin
 //! (`__gt_origin__`), its halo, and the metadata a `gridbuf.Field` carries ([`FieldMeta`]).
-//! The rules are the core's (`gridbuf::metadata`); this module converts Python values to the
+//! The rules are the core's (`gridbuf::dims`, `origin`, `halo`, `Plan::is_whole`); this module converts Python values to the
 //! names and ints they take. `gridbuf._metadata` and `gridbuf.Field` call these functions, and
 //! the stencil binder reads the same values without going through Python code.
 
