@@ -7,6 +7,7 @@ mod interfaces;
 mod labelled;
 mod presets;
 mod stencil;
+mod sync_state;
 
 use pyo3::prelude::*;
 
@@ -44,5 +45,6 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(interfaces::extract_py, m)?)?;
     m.add_class::<interfaces::PyArrayInfo>()?;
     m.add_class::<interfaces::PyDLPackOwner>()?;
+    m.add_class::<sync_state::PySyncState>()?;
     Ok(())
 }

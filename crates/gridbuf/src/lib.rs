@@ -27,6 +27,7 @@ pub mod labelled;
 pub mod layout;
 pub mod plan;
 pub mod preset;
+pub mod sync_state;
 
 pub use axes::AxisVec;
 pub use buffer::{AlignedBuffer, Init};
