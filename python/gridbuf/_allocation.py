@@ -21,11 +21,20 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
             a = np.asarray(a)
         except Exception as exc:  # noqa: BLE001 - any failure means "not array-like"
             raise GridbufTypeError(f"invalid type for a ({type(a).__name__}): expected an array-like ({exc})") from None
+    if type(a).__module__.startswith("xarray.") and _on_device(getattr(a, "data", None)):
+        a = a.data  # a DataArray holding a device array: that array's parameters
     shape = tuple(a.shape)
     inherited: dict[str, Any] = {}
     owner = getattr(a, "base", None)
-    if isinstance(owner, _gridbuf.Allocation) and _is_whole(a, owner):
-        p = owner.plan
+    device_plan = None
+    if _on_device(a):
+        from ._gpu import device_plan as _device_plan
+
+        device_plan = _device_plan(a)
+        if device_plan is None:  # a foreign device array: stay on the device, keep its stride order
+            inherited = {"backend": "gt:gpu", "layout": _stride_order(a)}
+    if device_plan is not None or isinstance(owner, _gridbuf.Allocation) and _is_whole(a, owner):
+        p = owner.plan if device_plan is None else device_plan
         inherited = {
             "backend": p.backend,
             "dims": p.dims,
@@ -36,11 +45,7 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
         }
     elif isinstance(a, np.ndarray) and a.ndim > 0:
         # A foreign array: keep its stride order, the rest takes the defaults.
-        order = sorted(range(a.ndim), key=lambda ax: -abs(a.strides[ax]))
-        layout = [0] * a.ndim
-        for rank, ax in enumerate(order):
-            layout[ax] = rank
-        inherited = {"layout": tuple(layout)}
+        inherited = {"layout": _stride_order(a)}
     new_shape = overrides.pop("shape", shape)
     if tuple(new_shape) != shape:
         for key in ("dims", "layout", "aligned_index", "halo"):
@@ -59,6 +64,24 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
     return new_shape, (a.dtype if dtype is None else dtype), inherited
 
 
+def _stride_order(a: Any) -> tuple[int, ...]:
+    order = sorted(range(a.ndim), key=lambda ax: -abs(a.strides[ax]))
+    layout = [0] * a.ndim
+    for rank, ax in enumerate(order):
+        layout[ax] = rank
+    return tuple(layout)
+
+
+def _on_device(a: Any) -> bool:
+    """Whether ``a`` is a device array (its type has the CUDA array interface, not NumPy's)."""
+    return (
+        a is not None
+        and not isinstance(a, np.ndarray)
+        and getattr(type(a), "__cuda_array_interface__", None) is not None
+        and getattr(type(a), "__array_interface__", None) is None
+    )
+
+
 def _is_whole(a: np.ndarray, owner: _gridbuf.Allocation) -> bool:
     p = owner.plan
     return (
@@ -74,8 +97,10 @@ def empty_like(a: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:
     Parameters
     ----------
     a : array_like
-        Template. For an array gridbuf allocated, its layout, alignment, aligned index, dims,
-        halo and preset are reused; for another array its shape, dtype and stride order.
+        Template. For an array gridbuf allocated (also a CuPy array of a GPU preset), its
+        layout, alignment, aligned index, dims, halo and preset are reused; for another array
+        its shape, dtype and stride order, and a device array (CuPy, or a DataArray holding
+        one) gives a device array (preset ``"gt:gpu"``).
     dtype : dtype_like, optional
         Overrides the dtype of ``a``.
     **overrides
