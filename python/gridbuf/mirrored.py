@@ -211,6 +211,10 @@ class MirroredField:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         side = "device" if _is_device_value(value) and self.device_kind == "gpu" else "host"
+        if side == "device":
+            from ._gpu import check_same_device
+
+            check_same_device([self._device, value], "assigning to a mirrored field")
         if isinstance(value, MirroredField):
             value = value.host(write=False) if side == "host" else value.device(write=False)
         with self.access(side, write=True) as a:
