@@ -1,6 +1,6 @@
 """Type stubs of the compiled part of gridbuf."""
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, Union
 
 import numpy as np
@@ -80,6 +80,7 @@ def empty(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def zeros(
     shape: _Shape,
@@ -93,6 +94,7 @@ def zeros(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def ones(
     shape: _Shape,
@@ -106,6 +108,7 @@ def ones(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def full(
     shape: _Shape,
@@ -120,6 +123,7 @@ def full(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def from_array(
     data: npt.ArrayLike,
@@ -133,6 +137,7 @@ def from_array(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def plan(
     shape: _Shape,
@@ -146,6 +151,7 @@ def plan(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> Plan: ...
 def presets() -> dict[str, Preset]: ...
 def preset(name: str) -> Preset: ...
@@ -245,3 +251,30 @@ def _match_out(out: _FieldDescriptor, dims: Sequence[str], shape: Sequence[int])
 def _index(
     dims: Sequence[str], shape: Sequence[int], halo: Sequence[tuple[int, int]], origin: Sequence[int], key: Any
 ) -> tuple[tuple[str, ...], tuple[tuple[int, int], ...], tuple[int, ...]] | None: ...
+
+# -- mirrored fields: the shared sync state (crates/gridbuf-python/src/sync_state.rs) ----------
+
+class SyncState:
+    SYNC_CLEAN: str
+    SYNC_HOST_DIRTY: str
+    SYNC_DEVICE_DIRTY: str
+    def __init__(self, state: str | None = None) -> None: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def host_open(self) -> int: ...
+    @property
+    def device_open(self) -> int: ...
+    @property
+    def host_to_device(self) -> int: ...
+    @property
+    def device_to_host(self) -> int: ...
+    @property
+    def transfers(self) -> int: ...
+    def is_current(self, side: str) -> bool: ...
+    def acquire(self, side: str, copy: Callable[[str, str], Any]) -> str | None: ...
+    def touch(self, side: str) -> None: ...
+    def release(self, side: str) -> None: ...
+    def mark_modified(self, side: str) -> None: ...
+    def sync(self, copy: Callable[[str, str], Any]) -> str | None: ...
+    def set_state(self, state: str) -> None: ...
