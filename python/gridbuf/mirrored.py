@@ -121,7 +121,10 @@ class _Pair:
         """Copy the whole buffer from side ``src`` to side ``dst`` (called by the sync state)."""
         h, d = self._host_span, self._device_span
         if self.kind == "host":
-            np.copyto(d, h) if dst == "device" else np.copyto(h, d)
+            if dst == "device":
+                np.copyto(d, h)
+            else:
+                np.copyto(h, d)
         elif dst == "device":
             d.set(h)
         else:
