@@ -245,14 +245,38 @@ def test_kernel_through_field_wrappers_shares_the_state():
     assert np.array_equal(out.device(write=False), inp.host(write=False))
 
 
-def test_dataarray_wrapping_a_mirrored_field_shares_the_state():
+def test_dataarray_keeps_the_mirrored_field_and_its_state():
     xr = pytest.importorskip("xarray")
     m = _mf()
+    out = mirrored.zeros(SHAPE, device="host", backend="gt:cpu_ifirst")
     m.sync()
-    da = xr.DataArray(m, dims=("I", "J", "K"))
-    # xarray copies nothing here; it took the host side through __array__ (pessimistic).
-    assert np.shares_memory(np.asarray(da.data), m._pair.host)
+    da, do = xr.DataArray(m, dims=("I", "J", "K")), xr.DataArray(out, dims=("I", "J", "K"))
+    assert da.data is m and m.sync_state.state == "clean"  # a duck array: kept, not converted
+    assert set(da.__gt_data_interface__) == {"cpu", "gpu", "cuda"} and da.__gt_dims__ == ("I", "J", "K")
+    view = da.transpose("K", "J", "I")[1:]
+    assert isinstance(view.data, gb.MirroredField) and view.data.sync_state is m.sync_state
+    gb.kernels.copy(da, do)  # through the DataArrays' data interface: out's host side touched
+    assert out.sync_state.state == "host_dirty" and out.sync_state.host_open == 0
+    assert np.array_equal(out.device(write=False), m.host(write=False))
+    assert out.sync_state.host_to_device == 1
+
+
+def test_numpy_protocols_compute_on_the_host_and_mark_only_writes():
+    m = _mf()
+    m.sync()
+    r = m + 1  # a ufunc reading m: a NumPy result, m not marked
+    assert isinstance(r, np.ndarray) and m.sync_state.state == "clean"
+    assert np.array_equal(r, m.host(write=False) + 1)
+    with m.access("device") as d:
+        d[...] = 3.0
+    m *= 2  # in place: syncs the host first (one copy), writes it, stays a MirroredField
+    assert isinstance(m, gb.MirroredField) and m.sync_state.state == "host_dirty"
+    assert m.sync_state.device_to_host == 1
+    assert np.all(m.device(write=False) == 6.0)
+    assert float(np.sum(m)) == 6.0 * np.prod(SHAPE)  # __array_function__: pessimistic
     assert m.sync_state.state == "host_dirty"
+    t = m.T
+    assert t.shape == SHAPE[::-1] and t.sync_state is m.sync_state
 
 
 def test_kernel_error_leaves_no_access_open():

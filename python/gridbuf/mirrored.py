@@ -140,7 +140,7 @@ def _cupy(what: str) -> Any:
     return cupy_module(what)
 
 
-class MirroredField:
+class MirroredField(np.lib.mixins.NDArrayOperatorsMixin):
     """A host buffer and a device buffer of the same plan with a shared :class:`SyncState`.
 
     Create one with :func:`zeros`, :func:`empty`, :func:`ones`, :func:`full`, :func:`from_array`
@@ -149,6 +149,11 @@ class MirroredField:
 
     Notes
     -----
+    A mirrored field is a NumPy duck array (``__array_ufunc__``, ``__array_function__``,
+    operators): NumPy functions compute on the host side and return NumPy arrays; ufunc inputs
+    are read without marking, ``out=`` arguments and any argument of other NumPy functions are
+    marked modified. xarray therefore keeps it as a DataArray's data, sharing the sync state.
+
     The state covers the whole buffers: touching a view marks the whole field modified on that
     side, and a sync copies the whole buffers (one contiguous copy, padding included).
     """
@@ -222,6 +227,36 @@ class MirroredField:
             value = value.host(write=False) if side == "host" else value.device(write=False)
         with self.access(side, write=True) as a:
             a[index] = value
+
+    def transpose(self, *axes: Any) -> MirroredField:
+        """A view with permuted axes, sharing the buffers and the sync state."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = () if axes[0] is None else tuple(axes[0])
+        perm = axes or None
+        return MirroredField(self._pair, self._host.transpose(perm), self._device.transpose(perm))
+
+    @property
+    def T(self) -> MirroredField:  # noqa: N802 - NumPy's name
+        return self.transpose()
+
+    # -- NumPy protocols (NEP 13 / NEP 18): computed on the host side --------------------------
+    # They make a mirrored field a duck array, so that xarray keeps it (and its sync state) as a
+    # DataArray's data instead of converting it to a NumPy array.
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        inputs = tuple(_on_host(x, write=False) for x in inputs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(_on_host(x, write=True) for x in out)
+        result = getattr(ufunc, method)(*inputs, **kwargs)
+        if out is not None and any(isinstance(x, MirroredField) for x in out):
+            return out[0] if len(out) == 1 else out  # in-place: the mirrored fields themselves
+        return result
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        # The function may write to any argument, so every mirrored argument is marked modified.
+        args = tuple(_on_host(x, write=True) for x in args)
+        kwargs = {k: _on_host(v, write=True) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
 
     # -- explicit access -----------------------------------------------------------------------
     @contextmanager
@@ -340,6 +375,16 @@ class MirroredField:
         if dims is not None and pair.plan is not None and self._host.shape == tuple(pair.plan.shape):
             host["dims"] = dev["dims"] = tuple(dims)
         return {"cpu": host, "gpu": dev, "cuda": dev}
+
+
+def _on_host(x: Any, *, write: bool) -> Any:
+    """The host array of a mirrored field (made current, marked modified when ``write``);
+    sequences are mapped item by item, anything else is returned as it is."""
+    if isinstance(x, MirroredField):
+        return x.host(write=write)
+    if isinstance(x, (tuple, list)):
+        return type(x)(_on_host(v, write=write) for v in x)
+    return x
 
 
 def _is_device_value(value: Any) -> bool:
