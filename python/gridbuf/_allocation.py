@@ -26,15 +26,17 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
     shape = tuple(a.shape)
     inherited: dict[str, Any] = {}
     owner = getattr(a, "base", None)
-    device_plan = None
+    template_plan: Any = None
     if _on_device(a):
         from ._gpu import device_plan as _device_plan
 
-        device_plan = _device_plan(a)
-        if device_plan is None:  # a foreign device array: stay on the device, keep its stride order
+        template_plan = _device_plan(a)
+        if template_plan is None:  # a foreign device array: stay on the device, keep its stride order
             inherited = {"backend": "gt:gpu", "layout": _stride_order(a)}
-    if device_plan is not None or isinstance(owner, _gridbuf.Allocation) and _is_whole(a, owner):
-        p = owner.plan if device_plan is None else device_plan
+    if template_plan is None and isinstance(owner, _gridbuf.Allocation) and _is_whole(a, owner):
+        template_plan = owner.plan  # a whole host allocation: its plan, the same way
+    if template_plan is not None:
+        p = template_plan
         inherited = {
             "backend": p.backend,
             "dims": p.dims,

@@ -1,7 +1,7 @@
 """Type stubs of the compiled part of gridbuf."""
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, final
 
 import numpy as np
 import numpy.typing as npt
@@ -254,11 +254,12 @@ def _index(
 
 # -- mirrored fields: the shared sync state (crates/gridbuf-python/src/sync_state.rs) ----------
 
+@final
 class SyncState:
     SYNC_CLEAN: str
     SYNC_HOST_DIRTY: str
     SYNC_DEVICE_DIRTY: str
-    def __init__(self, state: str | None = None) -> None: ...
+    def __new__(cls, state: str | None = None) -> SyncState: ...
     @property
     def state(self) -> str: ...
     @property
