@@ -16,6 +16,7 @@ from ._gridbuf import (
     DLPackOwner,
     Plan,
     Preset,
+    SyncState,
     array_info,
     as_numpy,
     empty,
@@ -34,6 +35,8 @@ from ._interop import as_cupy
 from ._metadata import get_dims, get_origin
 from .field import Field
 from . import kernels
+from . import mirrored
+from .mirrored import MirroredField, as_mirrored
 from .stencil import Alignment, DefaultParameters, Extent, LayoutMap, stencil
 from .errors import (
     GridbufDeviceError,
@@ -55,6 +58,10 @@ __all__ = [
     "DefaultParameters",
     "Extent",
     "LayoutMap",
+    "MirroredField",
+    "SyncState",
+    "as_mirrored",
+    "mirrored",
     "kernels",
     "stencil",
     "ArrayInfo",

@@ -22,11 +22,22 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
             a = np.asarray(a)
         except Exception as exc:  # noqa: BLE001 - any failure means "not array-like"
             raise GridbufTypeError(f"invalid type for a ({type(a).__name__}): expected an array-like ({exc})") from None
+    if type(a).__module__.startswith("xarray.") and _on_device(getattr(a, "data", None)):
+        a = a.data  # a DataArray holding a device array: that array's parameters
     shape = tuple(a.shape)
     inherited: dict[str, Any] = {}
     owner = getattr(a, "base", None)
-    p = whole_allocation_plan(a) if isinstance(owner, _gridbuf.Allocation) else None
-    if p is not None:
+    template_plan: Any = None
+    if _on_device(a):
+        from ._gpu import device_plan as _device_plan
+
+        template_plan = _device_plan(a)
+        if template_plan is None:  # a foreign device array: stay on the device, keep its stride order
+            inherited = {"backend": "gt:gpu", "layout": layout_from_strides(a.strides)}
+    if template_plan is None and isinstance(owner, _gridbuf.Allocation):
+        template_plan = whole_allocation_plan(a)  # a whole host allocation: its plan, the same way
+    if template_plan is not None:
+        p = template_plan
         inherited = {
             "backend": p.backend,
             "dims": p.dims,
@@ -56,14 +67,26 @@ def _like_keywords(a: Any, dtype: Any, overrides: dict[str, Any]) -> tuple[Any, 
     return new_shape, (a.dtype if dtype is None else dtype), inherited
 
 
+def _on_device(a: Any) -> bool:
+    """Whether ``a`` is a device array (its type has the CUDA array interface, not NumPy's)."""
+    return (
+        a is not None
+        and not isinstance(a, np.ndarray)
+        and getattr(type(a), "__cuda_array_interface__", None) is not None
+        and getattr(type(a), "__array_interface__", None) is None
+    )
+
+
 def empty_like(a: Any, dtype: Any = None, **overrides: Any) -> np.ndarray:
     """Allocate an uninitialised array with the shape, dtype and parameters of ``a``.
 
     Parameters
     ----------
     a : array_like
-        Template. For an array gridbuf allocated, its layout, alignment, aligned index, dims,
-        halo and preset are reused; for another array its shape, dtype and stride order.
+        Template. For an array gridbuf allocated (also a CuPy array of a GPU preset), its
+        layout, alignment, aligned index, dims, halo and preset are reused; for another array
+        its shape, dtype and stride order, and a device array (CuPy, or a DataArray holding
+        one) gives a device array (preset ``"gt:gpu"``).
     dtype : dtype_like, optional
         Overrides the dtype of ``a``.
     **overrides

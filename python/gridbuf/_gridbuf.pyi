@@ -8,6 +8,7 @@ import numpy.typing as npt
 
 # PyO3 lists every name the module adds, in the order lib.rs adds them.
 __all__ = [
+    "SyncState",
     "GridbufError",
     "GridbufValueError",
     "GridbufTypeError",
@@ -168,6 +169,7 @@ def empty(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def zeros(
     shape: _Shape,
@@ -181,6 +183,7 @@ def zeros(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def ones(
     shape: _Shape,
@@ -194,6 +197,7 @@ def ones(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def full(
     shape: _Shape,
@@ -208,6 +212,7 @@ def full(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def from_array(
     data: npt.ArrayLike,
@@ -221,6 +226,7 @@ def from_array(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> npt.NDArray[Any]: ...
 def plan(
     shape: _Shape,
@@ -234,6 +240,7 @@ def plan(
     layout: Sequence[int] | None = None,
     alignment: int | None = None,
     halo: _Halo | None = None,
+    managed: str | None = None,
 ) -> Plan: ...
 def presets() -> dict[str, Preset]: ...
 def preset(name: str) -> Preset: ...
@@ -521,3 +528,31 @@ class OutputParams:
     def backend(self) -> str: ...
     @property
     def kwargs(self) -> dict[str, Any]: ...
+
+# -- mirrored fields: the shared sync state (crates/gridbuf-python/src/sync_state.rs) ----------
+
+@final
+class SyncState:
+    SYNC_CLEAN: str
+    SYNC_HOST_DIRTY: str
+    SYNC_DEVICE_DIRTY: str
+    def __new__(cls, state: str | None = None) -> SyncState: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def host_open(self) -> int: ...
+    @property
+    def device_open(self) -> int: ...
+    @property
+    def host_to_device(self) -> int: ...
+    @property
+    def device_to_host(self) -> int: ...
+    @property
+    def transfers(self) -> int: ...
+    def is_current(self, side: str) -> bool: ...
+    def acquire(self, side: str, copy: Callable[[str, str], Any]) -> str | None: ...
+    def touch(self, side: str) -> None: ...
+    def release(self, side: str) -> None: ...
+    def mark_modified(self, side: str) -> None: ...
+    def sync(self, copy: Callable[[str, str], Any]) -> str | None: ...
+    def set_state(self, state: str) -> None: ...

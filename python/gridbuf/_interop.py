@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._gpu import cupy_module
+from ._gpu import cupy_module, managed_as_cupy, managed_owner
 from ._gridbuf import DLPackOwner, array_info
 from .errors import GridbufDeviceError, GridbufValueError
 
@@ -39,6 +39,9 @@ def as_cupy(obj: Any) -> Any:
     cp = cupy_module("as_cupy")
     if isinstance(obj, cp.ndarray):
         return obj
+    managed = managed_owner(obj)
+    if managed is not None:  # managed="cuda" memory, a NumPy array on the host
+        return managed_as_cupy(obj, managed)
     info = array_info(obj)
     if info.device not in _CUPY_DEVICES:
         raise GridbufDeviceError(

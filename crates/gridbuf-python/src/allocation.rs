@@ -1,6 +1,6 @@
 //! The allocation functions: `empty`, `zeros`, `ones`, `full`, `from_array` and `plan`.
 
-use crate::convert::{self, type_error};
+use crate::convert::{self, type_error, value_error};
 use crate::errors::{to_py, IntoPyResult};
 use crate::numpy_interop::{array_from_raw_parts, data_ptr, detach_if, numpy_attr};
 use gridbuf::{AlignedBuffer, AxisVec, Error, Init, Plan, PlanRequest};
@@ -24,6 +24,8 @@ struct Keywords<'py> {
     layout: Option<Bound<'py, PyAny>>,
     alignment: Option<Bound<'py, PyAny>>,
     halo: Option<Bound<'py, PyAny>>,
+    /// `managed="cuda"`: CUDA unified memory through `gridbuf._gpu` (None: by the preset's device).
+    managed: Option<Bound<'py, PyAny>>,
 }
 
 impl<'py> Keywords<'py> {
@@ -40,13 +42,14 @@ impl<'py> Keywords<'py> {
         layout: Option<Bound<'py, PyAny>>,
         alignment: Option<Bound<'py, PyAny>>,
         halo: Option<Bound<'py, PyAny>>,
+        managed: Option<Bound<'py, PyAny>>,
         extra: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Self> {
         if let Some((key, _)) = extra.and_then(|d| d.iter().next()) {
             return Err(type_error(
                 "keyword",
                 &key,
-                "expected backend (or defaults), aligned_index, dimensions (or dims), layout, alignment or halo",
+                "expected backend (or defaults), aligned_index, dimensions (or dims), layout, alignment, halo or managed",
             ));
         }
         let backend_name = if defaults.is_some() {
@@ -68,6 +71,7 @@ impl<'py> Keywords<'py> {
             layout,
             alignment,
             halo,
+            managed: managed.filter(|m| !m.is_none()),
         })
     }
 
@@ -285,13 +289,14 @@ fn allocate_gpu<'py>(
     dtype: ScalarDtype<'py>,
     fill: &str,
     value: Option<&Bound<'py, PyAny>>,
+    managed: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let plan = PyPlan {
         plan,
         dtype: Some(dtype.base.clone().unbind()),
     };
     py.import("gridbuf._gpu")?
-        .call_method1("allocate", (plan, dtype.base, fill, value))
+        .call_method1("allocate", (plan, dtype.base, fill, value, managed))
 }
 
 fn allocate<'py>(
@@ -299,12 +304,13 @@ fn allocate<'py>(
     plan: Arc<Plan>,
     dtype: ScalarDtype<'py>,
     fill: Fill<'_, 'py>,
+    managed: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if plan.device == gridbuf::Device::Gpu {
+    if plan.device == gridbuf::Device::Gpu || managed.is_some() {
         return match fill {
-            Fill::Uninit => allocate_gpu(py, plan, dtype, "empty", None),
-            Fill::Zeros => allocate_gpu(py, plan, dtype, "zeros", None),
-            Fill::Value(v) => allocate_gpu(py, plan, dtype, "value", Some(v)),
+            Fill::Uninit => allocate_gpu(py, plan, dtype, "empty", None, managed),
+            Fill::Zeros => allocate_gpu(py, plan, dtype, "zeros", None, managed),
+            Fill::Value(v) => allocate_gpu(py, plan, dtype, "value", Some(v), managed),
         };
     }
     let init = match fill {
@@ -352,6 +358,9 @@ alignment : int, optional
     preset's. The aligned element is always aligned to at least 64 bytes.
 halo : sequence of int or (int, int), optional
     Halo per axis, included in ``shape``.
+managed : {None, \"cuda\"}, optional
+    ``\"cuda\"``: a NumPy array in CUDA unified memory (needs CuPy and a GPU) that
+    :func:`gridbuf.as_cupy` views as a CuPy array without copying. Default: the preset's device.
 
 Raises
 ------
@@ -382,7 +391,7 @@ macro_rules! allocation_fn {
         $(#[$attr])*
         #[pyo3(signature = (
             $($sig)*, *, backend=None, defaults=None, aligned_index=None, dimensions=None,
-            dims=None, layout=None, alignment=None, halo=None, **kwargs
+            dims=None, layout=None, alignment=None, halo=None, managed=None, **kwargs
         ))]
         #[allow(clippy::too_many_arguments)]
         pub fn $name<$py>(
@@ -396,10 +405,12 @@ macro_rules! allocation_fn {
             layout: Option<Bound<$py, PyAny>>,
             alignment: Option<Bound<$py, PyAny>>,
             halo: Option<Bound<$py, PyAny>>,
+            managed: Option<Bound<$py, PyAny>>,
             kwargs: Option<&Bound<$py, PyDict>>,
         ) -> $ret {
             let $kw = Keywords::new(
-                backend, defaults, aligned_index, dimensions, dims, layout, alignment, halo, kwargs,
+                backend, defaults, aligned_index, dimensions, dims, layout, alignment, halo,
+                managed, kwargs,
             )?;
             $body
         }
@@ -426,7 +437,7 @@ numpy.ndarray
     signature (shape, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
         let dtype = scalar_dtype(py, dtype)?;
         let plan = plan_for(py, shape, &dtype, &kw)?;
-        allocate(py, plan, dtype, Fill::Uninit)
+        allocate(py, plan, dtype, Fill::Uninit, kw.managed.as_ref())
     }
 );
 allocation_fn!(
@@ -449,7 +460,7 @@ numpy.ndarray
     signature (shape, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
         let dtype = scalar_dtype(py, dtype)?;
         let plan = plan_for(py, shape, &dtype, &kw)?;
-        allocate(py, plan, dtype, Fill::Zeros)
+        allocate(py, plan, dtype, Fill::Zeros, kw.managed.as_ref())
     }
 );
 
@@ -479,7 +490,7 @@ numpy.ndarray
             .get_or_init(py, || 1i64.into_pyobject(py).unwrap().into_any().unbind())
             .bind(py)
             .clone();
-        allocate(py, plan, dtype, Fill::Value(&one))
+        allocate(py, plan, dtype, Fill::Value(&one), kw.managed.as_ref())
     }
 );
 
@@ -504,7 +515,7 @@ numpy.ndarray
     signature (shape, fill_value, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
         let dtype = scalar_dtype(py, dtype)?;
         let plan = plan_for(py, shape, &dtype, &kw)?;
-        allocate(py, plan, dtype, Fill::Value(fill_value))
+        allocate(py, plan, dtype, Fill::Value(fill_value), kw.managed.as_ref())
     }
 );
 
@@ -525,6 +536,9 @@ numpy.ndarray
 ", keywords_doc!())]
     fn from_array<'py>(py, data: &Bound<'py, PyAny>, dtype: Option<&Bound<'py, PyAny>>)
     signature (data, dtype=None) -> PyResult<Bound<'py, PyAny>>, |kw| {
+        if let Some(array) = from_device_array(py, data, dtype, &kw)? {
+            return Ok(array);
+        }
         let asarray = numpy_attr(py, "asarray")?;
         let source = asarray.call1((data,)).map_err(|e| {
             let bad_type = !e.is_instance_of::<pyo3::exceptions::PyValueError>(py);
@@ -552,8 +566,9 @@ numpy.ndarray
         }
         let shape = PyTuple::new(py, &full_shape[..full_shape.len() - n_sub])?;
         let plan = plan_for(py, shape.as_any(), &dtype, &kw)?;
-        if plan.device == gridbuf::Device::Gpu {
-            return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()));
+        if plan.device == gridbuf::Device::Gpu || kw.managed.is_some() {
+            let managed = kw.managed.as_ref();
+            return allocate_gpu(py, plan, dtype, "copy", Some(source.as_any()), managed);
         }
         let mut buffer = AlignedBuffer::new(plan.buffer_len(), plan.alignment, Init::Uninit).py(py)?;
         let src_ptr = data_ptr(&source) as usize;
@@ -706,4 +721,42 @@ impl PyPlan {
             PyString::new(py, &p.preset.name).repr()?
         ))
     }
+}
+
+/// `from_array` of an array that lives in GPU memory (its type has `__cuda_array_interface__`
+/// and it is no NumPy array): the copy stays on the device (`None` for any other data). A host
+/// preset without `managed` is refused, since the data would have to leave the device.
+fn from_device_array<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    kw: &Keywords<'py>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let ty = data.get_type();
+    if data.cast::<PyUntypedArray>().is_ok()
+        || !ty.hasattr(pyo3::intern!(py, "__cuda_array_interface__"))?
+        || ty.hasattr(pyo3::intern!(py, "__array_interface__"))?
+    {
+        return Ok(None);
+    }
+    let dtype = match dtype.filter(|d| !d.is_none()) {
+        Some(d) => scalar_dtype(py, Some(d))?,
+        None => scalar_dtype(py, Some(&data.getattr("dtype")?))?,
+    };
+    if !dtype.subarray_shape.is_empty() {
+        return Err(value_error(
+            "dtype",
+            dtype.base.as_any(),
+            "subarray dtypes are not supported for device data",
+        ));
+    }
+    let plan = plan_for(py, &data.getattr("shape")?, &dtype, kw)?;
+    if plan.device != gridbuf::Device::Gpu && kw.managed.is_none() {
+        return Err(to_py(
+            py,
+            Error::device_data_for_host_preset(&ty.name()?.to_string(), &plan.preset.name),
+        ));
+    }
+    let managed = kw.managed.as_ref();
+    allocate_gpu(py, plan, dtype, "copy", Some(data), managed).map(Some)
 }

@@ -32,6 +32,7 @@ mod metadata;
 mod numpy_interop;
 mod presets;
 mod stencil;
+mod sync_state;
 
 use pyo3::prelude::*;
 
@@ -88,5 +89,6 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(metadata::field_labels, m)?)?;
     m.add_class::<halo_exchange::PyHaloExchangePlan>()?;
     m.add_class::<halo_exchange::PyBlockDecomposition>()?;
+    m.add_class::<sync_state::PySyncState>()?;
     Ok(())
 }

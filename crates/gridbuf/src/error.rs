@@ -404,6 +404,18 @@ impl Error {
         Error::type_shown("array", type_name, expected)
     }
 
+    /// `from_array` data in GPU memory (of type `type_name`) for a preset that allocates host
+    /// memory.
+    pub fn device_data_for_host_preset(type_name: &str, preset: &str) -> Self {
+        Error::Device {
+            message: format!(
+                "invalid data ({type_name}): it lives in GPU memory, but backend {preset:?} \
+                 allocates host memory; use a GPU preset (such as \"gt:gpu\"), managed=\"cuda\", \
+                 or copy it to the host first (.get())"
+            ),
+        }
+    }
+
     /// Memory on `device`, described by `interface`, that the host cannot read.
     pub fn not_host_accessible(device: impl std::fmt::Display, interface: &str) -> Self {
         Error::Device {

@@ -60,6 +60,7 @@ pub mod layout;
 pub mod origin;
 pub mod plan;
 pub mod preset;
+pub mod sync_state;
 pub mod threads;
 
 pub use array_info::ArrayInfo;
