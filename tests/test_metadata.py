@@ -37,7 +37,9 @@ class FakeGpuArray:
 def test_field_over_an_array_with_a_cuda_entry_keeps_its_callbacks():
     log = []
     f = gb.Field(FakeGpuArray(log), dims="IJ")
-    entry = f.__gt_data_interface__["gpu"]
+    # The array's own data interface is kept entry by entry, under its own keys.
+    assert set(f.__gt_data_interface__) == {"cuda"}
+    entry = f.__gt_data_interface__["cuda"]
     assert entry["dims"] == ("I", "J") and entry["halo"] == ((0, 0), (0, 0))
     for name in ("acquire", "touch", "release"):
         entry[name]()

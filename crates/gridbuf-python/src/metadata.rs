@@ -859,12 +859,12 @@ fn copy_key<'py>(
 /// The data interface of an array labelled with ``dims`` (and ``halo``): what a ``Field`` and
 /// an xarray ``DataArray`` report as their ``__gt_data_interface__``.
 ///
-/// One entry per memory the array exposes: key ``None`` with its ``__array_interface__`` (with
-/// ``host_fallback``, that of ``numpy.asarray(array)`` when it has neither array interface), key
-/// ``"gpu"`` with its ``__cuda_array_interface__``. An array with neither but a data interface
-/// of its own keeps that interface's entries. Each entry takes the ``acquire``, ``touch`` and
-/// ``release`` callbacks of the array's own data interface for that memory (host keys ``None``
-/// and ``"cpu"``, GPU keys ``"gpu"`` and ``"cuda"``), and its ``halo`` unless ``halo`` is given.
+/// An array with a data interface of its own keeps that interface's entries, under their keys
+/// and with their callbacks and ``halo`` (unless ``halo`` is given); its plain array interfaces
+/// are then not read, since reading them may have effects (a mirrored field syncs on every
+/// read). Otherwise one entry per memory the array exposes: key ``None`` with its
+/// ``__array_interface__`` (with ``host_fallback``, that of ``numpy.asarray(array)`` when it has
+/// neither array interface), key ``"gpu"`` with its ``__cuda_array_interface__``.
 ///
 /// Parameters
 /// ----------
@@ -896,9 +896,14 @@ pub fn data_interface_for<'py>(
 ) -> PyResult<Option<Bound<'py, PyDict>>> {
     let py = array.py();
     let inner = data_interface_of(array)?;
-    let mut host = lookup(array, intern!(py, "__array_interface__"))?;
-    let gpu = lookup(array, intern!(py, "__cuda_array_interface__"))?;
-    if host.is_none() && gpu.is_none() && host_fallback {
+    let (mut host, gpu) = match inner {
+        Some(_) => (None, None),
+        None => (
+            lookup(array, intern!(py, "__array_interface__"))?,
+            lookup(array, intern!(py, "__cuda_array_interface__"))?,
+        ),
+    };
+    if inner.is_none() && host.is_none() && gpu.is_none() && host_fallback {
         let asarray = py.import("numpy")?.getattr("asarray")?;
         host = Some(asarray.call1((array,))?.getattr("__array_interface__")?);
     }
@@ -944,8 +949,7 @@ pub fn data_interface_for<'py>(
         Ok(())
     };
     let out = PyDict::new(py);
-    if host.is_none() && gpu.is_none() {
-        let Some(di) = inner else { return Ok(None) };
+    if let Some(di) = inner {
         for item in di.mapping.call_method0(intern!(py, "items"))?.try_iter()? {
             let (key, entry): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
             let copy = PyDict::new(py);
@@ -955,22 +959,17 @@ pub fn data_interface_for<'py>(
         }
         return Ok(Some(out));
     }
-    for (key, iface, is_gpu) in [
-        (py.None().into_bound(py), host, false),
-        (intern!(py, "gpu").clone().into_any(), gpu, true),
+    for (key, iface) in [
+        (py.None().into_bound(py), host),
+        (intern!(py, "gpu").clone().into_any(), gpu),
     ] {
         let Some(iface) = iface else { continue };
         let entry = PyDict::new(py);
         entry.call_method1(intern!(py, "update"), (&iface,))?;
-        let own = match &inner {
-            Some(di) if is_gpu => gpu_entry(di)?,
-            Some(di) => host_entry(di)?,
-            None => None,
-        };
-        label(&entry, own.as_ref(), &key)?;
+        label(&entry, None, &key)?;
         out.set_item(key, entry)?;
     }
-    Ok(Some(out))
+    Ok((!out.is_empty()).then_some(out))
 }
 
 // ---------------------------------------------------------------------------------------------
