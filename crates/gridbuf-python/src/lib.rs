@@ -3,6 +3,7 @@
 mod allocation;
 mod convert;
 mod errors;
+mod gtscript;
 mod interfaces;
 mod labelled;
 mod presets;
@@ -35,6 +36,8 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stencil::native_kernel_names, m)?)?;
     m.add_function(wrap_pyfunction!(stencil::python_stencil, m)?)?;
     m.add_class::<stencil::Stencil>()?;
+    m.add_function(wrap_pyfunction!(gtscript::gtscript_compile, m)?)?;
+    m.add_class::<gtscript::GtProgram>()?;
     m.add_class::<stencil::BoundStencil>()?;
     m.add_class::<allocation::Allocation>()?;
     m.add_class::<allocation::PyPlan>()?;

@@ -21,6 +21,7 @@ pub mod copy;
 pub mod dims;
 pub mod error;
 pub mod fill;
+pub mod gtscript;
 pub mod interface;
 pub mod kernels;
 pub mod labelled;
