@@ -152,7 +152,7 @@ impl GtProgram {
             let raw = arr.as_array_ptr();
             // SAFETY: `arr` is a live NumPy array (checked by the cast); reading two fields of
             // its object struct.
-            let (addr, flags) = unsafe { ((*raw).data as usize, (*raw).flags) };
+            let (addr, flags) = unsafe { ((*raw).fields.data as usize, (*raw).fields.flags) };
             let written = plan.field_written[i];
             if written && flags & NPY_ARRAY_WRITEABLE == 0 {
                 return Err(raise(
