@@ -675,6 +675,16 @@ pub unsafe fn run<T: Num>(
         ));
     }
     let nk = domain[2];
+    if nk < plan.min_k && !domain.contains(&0) {
+        return Err(Error::invalid(
+            "domain",
+            domain,
+            format!(
+                "a K domain of at least {} levels: the intervals of stencil {:?} need them",
+                plan.min_k, plan.program.name
+            ),
+        ));
+    }
     let ranges: Vec<(usize, usize)> = plan
         .sections
         .iter()

@@ -140,6 +140,31 @@ pub struct Plan {
     pub max_regs: usize,
     /// Index of the first written field (its layout picks the loop order); None if none.
     pub first_output: Option<usize>,
+    /// The fewest K levels a call may have (as GT4Py computes it from the intervals).
+    pub min_k: usize,
+}
+
+/// The fewest levels for which every interval fits, as GT4Py's `compute_min_k_size`.
+fn min_k_size(p: &Program) -> usize {
+    let (mut from_start, mut from_end, mut biggest) = (0i64, 0i64, 0i64);
+    for s in &p.sections {
+        match (s.start.from_end, s.end.from_end) {
+            (false, true) => {
+                if s.start.offset != 0 || s.end.offset != 0 {
+                    biggest = biggest.max(s.start.offset - s.end.offset + 1);
+                }
+            }
+            (false, false) => {
+                from_start = from_start.max(s.end.offset);
+                biggest = biggest.max(s.end.offset);
+            }
+            _ => {
+                from_end = from_end.max(-s.start.offset);
+                biggest = biggest.max(-s.start.offset);
+            }
+        }
+    }
+    (from_start + from_end).max(biggest).max(0) as usize
 }
 
 fn quantity(p: &Program, a: Access) -> usize {
@@ -494,6 +519,7 @@ pub fn plan(program: Program) -> Result<Plan> {
     }
     let first_output = field_written.iter().position(|&w| w);
     Ok(Plan {
+        min_k: min_k_size(&program),
         kinds,
         field_extent,
         field_written,
