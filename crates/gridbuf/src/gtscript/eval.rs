@@ -12,7 +12,7 @@
 //! block copies what it wrote back to memory.
 
 use super::ir::{BinOp, IterOrder, UnOp};
-use super::plan::{k_bounds_error, Instr, Kind, Op, Plan, Reach, SectionPlan, Src};
+use super::plan::{k_bounds_error, Kind, Op, Plan, Reach, SectionPlan, Src, StmtPlan};
 use crate::error::{Error, Result};
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
@@ -148,6 +148,8 @@ struct Mem {
     origin: [i64; 3],
     axes: [bool; 3],
     writable: bool,
+    /// Stores use non-temporal (streaming) stores: a large output nothing reads back.
+    stream: bool,
 }
 
 impl Mem {
@@ -266,6 +268,8 @@ fn transfer<T: Num>(mem: &Mem, geo: &Geo, buf: &mut [T], lo: [i64; 3], hi: [i64;
                             *r = *ptr.wrapping_offset(t as isize * si);
                         }
                     }
+                } else if si == 1 && mem.stream {
+                    T::stream(std::slice::from_raw_parts_mut(ptr, len), row);
                 } else if si == 1 {
                     std::ptr::copy_nonoverlapping(row.as_ptr(), ptr, len);
                 } else {
@@ -385,6 +389,16 @@ fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T
                     *d = if *m != T::ZERO { *x } else { *y };
                 }
             }
+            (Arg::S(m), Arg::V(x), Arg::S(y)) => {
+                for ((d, m), y) in d.iter_mut().zip(m).zip(y) {
+                    *d = if *m != T::ZERO { x } else { *y };
+                }
+            }
+            (Arg::S(m), Arg::S(x), Arg::V(y)) => {
+                for ((d, m), x) in d.iter_mut().zip(m).zip(x) {
+                    *d = if *m != T::ZERO { *x } else { y };
+                }
+            }
             _ => {
                 for (i, d) in d.iter_mut().enumerate() {
                     *d = if at(a, i) != T::ZERO { at(b, i) } else { at(c, i) };
@@ -394,49 +408,205 @@ fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T
     }
 }
 
-/// Runs one statement's tape over the flat range `[start, end)` of the block.
+/// The memory of `mem` along the inner axis from point `p` (domain coordinates), `n` points,
+/// checked against the view; `None` if it is not inside.
+#[inline(always)]
+fn mem_row<T>(mem: &Mem, p: [i64; 3], inner: usize, n: usize) -> Option<*mut T> {
+    let mut off = 0isize;
+    for a in 0..3 {
+        if !mem.axes[a] {
+            continue;
+        }
+        let i0 = p[a] + mem.origin[a];
+        let last = if a == inner { i0 + n as i64 - 1 } else { i0 };
+        if i0 < 0 || last >= mem.shape[a] as i64 {
+            return None;
+        }
+        off += i0 as isize * mem.strides[a];
+    }
+    Some(std::ptr::with_exposed_provenance_mut::<T>(mem.addr).wrapping_offset(off))
+}
+
+fn row_error(what: &str) -> Error {
+    Error::invalid(
+        "gtscript block",
+        what,
+        "a row inside the checked view (internal planning error)",
+    )
+}
+
+/// Where the strip's operands live: the block, and the fields read straight from memory.
+struct Strip<'a, T> {
+    bufs: &'a [Vec<T>],
+    direct: &'a [Option<Mem>],
+    geo: &'a Geo,
+    scalars: &'a [T],
+    /// Flat index of the strip's first point.
+    f0: usize,
+    /// Domain coordinates of the strip's first point.
+    p: [i64; 3],
+    n: usize,
+}
+
+impl<'a, T: Num> Strip<'a, T> {
+    #[inline(always)]
+    fn operand<'r>(&self, src: Src, regs: &'r [Vec<T>]) -> Result<Arg<'r, T>>
+    where
+        'a: 'r,
+    {
+        let n = self.n;
+        Ok(match src {
+            Src::Reg(r) => Arg::S(&regs[r as usize][..n]),
+            Src::Q(q, off) => {
+                if let Some(mem) = &self.direct[q as usize] {
+                    let p = [
+                        self.p[0] + off[0] as i64,
+                        self.p[1] + off[1] as i64,
+                        self.p[2] + off[2] as i64,
+                    ];
+                    let ptr = mem_row::<T>(mem, p, self.geo.order[2], n)
+                        .ok_or_else(|| row_error("read"))?;
+                    // SAFETY: `mem_row` checked that the `n` points from `ptr` along the
+                    // inner axis (unit stride, see `direct`) lie inside the field's view, which
+                    // the caller of `run` vouched for; nothing writes this field while the
+                    // section runs (a field the section writes is never read directly).
+                    return Ok(Arg::S(unsafe { std::slice::from_raw_parts(ptr, n) }));
+                }
+                let s = self.f0 as isize + self.geo.shift(off);
+                let buf = &self.bufs[q as usize];
+                if s < 0 || s as usize + n > buf.len() {
+                    return Err(row_error("block read"));
+                }
+                Arg::S(&buf[s as usize..s as usize + n])
+            }
+            Src::Scalar(i) => Arg::V(self.scalars[i as usize]),
+            Src::Const(v) => Arg::V(T::from_f64(v)),
+        })
+    }
+}
+
+/// Runs one statement's tape over its region, row by row along the inner axis, in strips of at
+/// most [`STRIP`] points.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn run_stmt<T: Num>(
-    tape: &[Instr],
-    target: usize,
+    st: &StmtPlan,
     geo: &Geo,
     bufs: &mut [Vec<T>],
-    regs: &mut [T],
+    regs: &mut [Vec<T>],
+    direct: &[Option<Mem>],
     scalars: &[T],
-    start: usize,
-    end: usize,
+    rlo: [i64; 3],
+    rhi: [i64; 3],
 ) -> Result<()> {
-    let mut a0 = start;
-    while a0 < end {
-        let n = (end - a0).min(STRIP);
-        for (k, ins) in tape.iter().enumerate() {
-            let (lo, hi) = regs.split_at_mut(k * STRIP);
-            let d = &mut hi[..n];
-            let mut args = [Arg::V(T::ZERO); 3];
-            for (slot, src) in args.iter_mut().zip(&ins.args) {
-                *slot = match *src {
-                    Src::Reg(r) => Arg::S(&lo[r as usize * STRIP..r as usize * STRIP + n]),
-                    Src::Q(q, off) => {
-                        let s = a0 as isize + geo.shift(off);
-                        let buf = &bufs[q as usize];
-                        if s < 0 || s as usize + n > buf.len() {
-                            return Err(Error::invalid(
-                                "gtscript block",
-                                off,
-                                "a read inside the block (internal planning error)",
-                            ));
-                        }
-                        Arg::S(&buf[s as usize..s as usize + n])
-                    }
-                    Src::Scalar(i) => Arg::V(scalars[i as usize]),
-                    Src::Const(v) => Arg::V(T::from_f64(v)),
+    let target = st.target as usize;
+    let [o, m, i] = geo.order;
+    let (body, last) = match st.tape.split_last() {
+        Some((last, body)) if st.direct => (body, Some(last)),
+        _ => (&st.tape[..], None),
+    };
+    let result_reg = st.tape.last().map_or(0, |x| x.dst as usize);
+    let scratch = regs.len() - 1;
+    let row_len = (rhi[i] - rlo[i]) as usize;
+    for po in rlo[o]..rhi[o] {
+        for pm in rlo[m]..rhi[m] {
+            let mut c = 0;
+            while c < row_len {
+                let n = (row_len - c).min(STRIP);
+                let mut p = [0i64; 3];
+                p[o] = po;
+                p[m] = pm;
+                p[i] = rlo[i] + c as i64;
+                let f0 = geo.flat(p);
+                if f0 < 0 || f0 as usize + n > geo.len {
+                    return Err(row_error("statement"));
+                }
+                let strip = Strip {
+                    bufs: &*bufs,
+                    direct,
+                    geo,
+                    scalars,
+                    f0: f0 as usize,
+                    p,
+                    n,
                 };
+                for ins in body {
+                    let mut d = std::mem::take(&mut regs[ins.dst as usize]);
+                    let a = [
+                        strip.operand(ins.args[0], regs)?,
+                        strip.operand(ins.args[1], regs)?,
+                        strip.operand(ins.args[2], regs)?,
+                    ];
+                    apply(ins.op, &mut d[..n], a[0], a[1], a[2]);
+                    regs[ins.dst as usize] = d;
+                }
+                let f0 = f0 as usize;
+                if let Some(mem) = &direct[target] {
+                    let ptr = mem_row::<T>(mem, p, i, n)
+                        .filter(|_| mem.writable)
+                        .ok_or_else(|| row_error("store"))?;
+                    // SAFETY: `mem_row` checked that the `n` points from `ptr` lie inside the
+                    // writable field's view; no other argument overlaps it (binder), no strip
+                    // operand reads it (a field read in the section is not direct), and tiles
+                    // write disjoint cores.
+                    let row = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
+                    let src = match last {
+                        Some(ins) if !mem.stream => {
+                            let a = [
+                                strip.operand(ins.args[0], regs)?,
+                                strip.operand(ins.args[1], regs)?,
+                                strip.operand(ins.args[2], regs)?,
+                            ];
+                            apply(ins.op, row, a[0], a[1], a[2]);
+                            None
+                        }
+                        Some(ins) => {
+                            let mut d = std::mem::take(&mut regs[scratch]);
+                            let a = [
+                                strip.operand(ins.args[0], regs)?,
+                                strip.operand(ins.args[1], regs)?,
+                                strip.operand(ins.args[2], regs)?,
+                            ];
+                            apply(ins.op, &mut d[..n], a[0], a[1], a[2]);
+                            regs[scratch] = d;
+                            Some(scratch)
+                        }
+                        None => Some(result_reg),
+                    };
+                    if let Some(r) = src {
+                        if mem.stream {
+                            T::stream(row, &regs[r][..n]);
+                        } else {
+                            row.copy_from_slice(&regs[r][..n]);
+                        }
+                    }
+                } else {
+                    let mut tb = std::mem::take(&mut bufs[target]);
+                    let strip = Strip {
+                        bufs: &*bufs,
+                        direct,
+                        geo,
+                        scalars,
+                        f0,
+                        p,
+                        n,
+                    };
+                    match last {
+                        Some(ins) => {
+                            let a = [
+                                strip.operand(ins.args[0], regs)?,
+                                strip.operand(ins.args[1], regs)?,
+                                strip.operand(ins.args[2], regs)?,
+                            ];
+                            apply(ins.op, &mut tb[f0..f0 + n], a[0], a[1], a[2]);
+                        }
+                        None => tb[f0..f0 + n].copy_from_slice(&regs[result_reg][..n]),
+                    }
+                    bufs[target] = tb;
+                }
+                c += n;
             }
-            apply(ins.op, d, args[0], args[1], args[2]);
         }
-        let last = (tape.len() - 1) * STRIP;
-        bufs[target][a0..a0 + n].copy_from_slice(&regs[last..last + n]);
-        a0 += n;
     }
     Ok(())
 }
@@ -471,7 +641,10 @@ impl<T: Num> SimdTask for TileTask<'_, T> {
     type Output = Result<()>;
     #[inline(always)]
     fn run(self) -> Result<()> {
-        run_tile(self.ctx, self.tile)
+        let r = run_tile(self.ctx, self.tile);
+        // Streaming stores are weakly ordered: make them visible before the task ends.
+        exec::fence();
+        r
     }
 }
 
@@ -518,6 +691,7 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 origin: [-lo[0], -lo[1], -lo[2]],
                 axes: [true; 3],
                 writable: true,
+                stream: false,
             });
         } else {
             mems.push(Mem {
@@ -527,6 +701,7 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 origin: [0; 3],
                 axes: [true; 3],
                 writable: false,
+                stream: false,
             });
         }
     }
@@ -538,7 +713,8 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         }
     };
     let mut bufs: Vec<Vec<T>> = vec![Vec::new(); nq];
-    let mut regs = vec![T::ZERO; plan.max_regs * STRIP];
+    // The tape's registers and one scratch register for streamed stores.
+    let mut regs: Vec<Vec<T>> = vec![vec![T::ZERO; STRIP]; plan.max_regs + 1];
     for (sec, &(ks, ke)) in plan.sections.iter().zip(ctx.ranges) {
         if ks >= ke {
             continue;
@@ -556,9 +732,22 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         } else {
             ctx.inner
         };
+        // Fields read or written straight in memory: unit stride along the inner axis, and
+        // not both written and read in this section.
+        let direct: Vec<Option<Mem>> = (0..nq)
+            .map(|q| {
+                let Kind::Field { .. } = plan.kinds[q] else {
+                    return None;
+                };
+                let m = mems[q];
+                let loaded = sec.loads.iter().any(|t| t.q as usize == q);
+                let stored = sec.stores.iter().any(|t| t.q as usize == q);
+                (m.axes[inner] && m.strides[inner] == 1 && !(loaded && stored)).then_some(m)
+            })
+            .collect();
         for (k0, k1) in levels {
             run_block(
-                ctx, sec, &mut bufs, &mut regs, &mem_of, tile, k0, k1, inner,
+                ctx, sec, &mut bufs, &mut regs, &mem_of, &direct, tile, k0, k1, inner,
             )?;
         }
     }
@@ -572,8 +761,9 @@ fn run_block<'m, T: Num>(
     ctx: &Ctx<'_, T>,
     sec: &SectionPlan,
     bufs: &mut [Vec<T>],
-    regs: &mut [T],
+    regs: &mut [Vec<T>],
     mem_of: &impl Fn(usize) -> &'m Mem,
+    direct: &[Option<Mem>],
     tile: Tile,
     k0: usize,
     k1: usize,
@@ -600,6 +790,9 @@ fn run_block<'m, T: Num>(
         }
     }
     for t in &sec.loads {
+        if direct[t.q as usize].is_some() {
+            continue;
+        }
         let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, t.k);
         transfer(mem_of(t.q as usize), &geo, &mut bufs[t.q as usize], blo, bhi, true)?;
     }
@@ -608,27 +801,12 @@ fn run_block<'m, T: Num>(
         if (0..3).any(|a| rhi[a] <= rlo[a]) {
             continue;
         }
-        let start = geo.flat(rlo);
-        let end = geo.flat([rhi[0] - 1, rhi[1] - 1, rhi[2] - 1]) + 1;
-        if start < 0 || end as usize > geo.len {
-            return Err(Error::invalid(
-                "gtscript block",
-                st.reach,
-                "a statement region inside the block (internal planning error)",
-            ));
-        }
-        run_stmt(
-            &st.tape,
-            st.target as usize,
-            &geo,
-            bufs,
-            regs,
-            ctx.scalars,
-            start as usize,
-            end as usize,
-        )?;
+        run_stmt(st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?;
     }
     for t in &sec.stores {
+        if direct[t.q as usize].is_some() {
+            continue;
+        }
         if matches!(ctx.plan.kinds[t.q as usize], Kind::Field { .. }) && t.reach != [0; 4] {
             return Err(Error::invalid(
                 "gtscript block",
@@ -716,15 +894,24 @@ pub unsafe fn run<T: Num>(
     if domain.contains(&0) {
         return Ok(());
     }
+    let read: Vec<bool> = (0..fields.len())
+        .map(|q| {
+            plan.sections
+                .iter()
+                .any(|s| s.loads.iter().any(|t| t.q as usize == q))
+        })
+        .collect();
     let mems: Vec<Mem> = fields
         .iter()
-        .map(|f| Mem {
+        .zip(&read)
+        .map(|(f, &r)| Mem {
             addr: f.addr,
             shape: f.shape,
             strides: f.strides,
             origin: [f.origin[0] as i64, f.origin[1] as i64, f.origin[2] as i64],
             axes: f.axes,
             writable: f.writable,
+            stream: f.writable && !r && exec::streaming::<T>(f.shape.iter().product()),
         })
         .collect();
     // The output's unit-stride axis.
@@ -750,7 +937,8 @@ pub unsafe fn run<T: Num>(
     };
     let want = exec::tasks_wanted(threads);
     let (ti, tj, kc) = if inner == 2 {
-        (16, 16, 32)
+        // Rows along K: whole columns when they are not too long.
+        (16, 16, if nk <= 128 { nk } else { 64 })
     } else {
         // Whole rows along the inner horizontal axis, a few rows of the other.
         let (nr, nh) = if inner == 0 {

@@ -23,7 +23,7 @@ fn shifted(r: Reach, off: [i32; 3]) -> Reach {
 /// An operand of a tape instruction.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub enum Src {
-    /// The result of an earlier instruction of the same tape.
+    /// A register holding the result of an earlier instruction of the same tape.
     Reg(u32),
     /// A quantity's block buffer at an offset (I, J, K).
     Q(u32, [i32; 3]),
@@ -46,11 +46,13 @@ pub enum Op {
     Sel,
 }
 
-/// One instruction; its result is the register with its own index.
+/// One instruction: `dst = op(args)`.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Instr {
     /// What it computes.
     pub op: Op,
+    /// The register it writes (never one of its operands).
+    pub dst: u32,
     /// Operands (unused ones are `Const(0)`).
     pub args: [Src; 3],
 }
@@ -62,8 +64,11 @@ pub struct StmtPlan {
     pub target: u32,
     /// The region it is computed over, around the block's core.
     pub reach: Reach,
-    /// The expression as a register tape; the last register is the value.
+    /// The expression as a register tape; the last instruction gives the value.
     pub tape: Vec<Instr>,
+    /// Whether the last instruction may write the target's buffer directly (it does not read
+    /// the target).
+    pub direct: bool,
 }
 
 /// A quantity moved between memory and block buffers.
@@ -180,38 +185,55 @@ fn quantity(p: &Program, a: Access) -> usize {
     }
 }
 
-fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>) -> Src {
-    let src = match expr {
+/// Registers in use while compiling a tape: each value is read once, so an operand's register
+/// is free once the instruction that reads it has its own.
+struct Regs {
+    free: Vec<u32>,
+    count: u32,
+}
+
+impl Regs {
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.count += 1;
+            self.count - 1
+        })
+    }
+
+    fn release(&mut self, args: &[Src]) {
+        for a in args {
+            if let Src::Reg(r) = a {
+                self.free.push(*r);
+            }
+        }
+        // Lowest first, so tapes reuse few registers.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+    }
+}
+
+fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
+    let zero = Src::Const(0.0);
+    let (op, args) = match expr {
         Expr::Read(a, off) => return Src::Q(quantity(p, *a) as u32, *off),
         Expr::Scalar(s) => return Src::Scalar(*s as u32),
         Expr::Const(v) => return Src::Const(*v),
-        Expr::Un(op, a) => {
-            let a = compile(a, p, tape);
-            Instr {
-                op: Op::Un(*op),
-                args: [a, Src::Const(0.0), Src::Const(0.0)],
-            }
-        }
+        Expr::Un(op, a) => (Op::Un(*op), [compile(a, p, tape, regs), zero, zero]),
         Expr::Bin(op, a, b) => {
-            let a = compile(a, p, tape);
-            let b = compile(b, p, tape);
-            Instr {
-                op: Op::Bin(*op),
-                args: [a, b, Src::Const(0.0)],
-            }
+            let a = compile(a, p, tape, regs);
+            let b = compile(b, p, tape, regs);
+            (Op::Bin(*op), [a, b, zero])
         }
         Expr::Select(c, a, b) => {
-            let c = compile(c, p, tape);
-            let a = compile(a, p, tape);
-            let b = compile(b, p, tape);
-            Instr {
-                op: Op::Sel,
-                args: [c, a, b],
-            }
+            let c = compile(c, p, tape, regs);
+            let a = compile(a, p, tape, regs);
+            let b = compile(b, p, tape, regs);
+            (Op::Sel, [c, a, b])
         }
     };
-    tape.push(src);
-    Src::Reg(tape.len() as u32 - 1)
+    let dst = regs.take();
+    regs.release(&args);
+    tape.push(Instr { op, dst, args });
+    Src::Reg(dst)
 }
 
 /// Checks and plans a program.
@@ -434,14 +456,25 @@ pub fn plan(program: Program) -> Result<Plan> {
             let tq = quantity(p, st.target);
             let se = stmt_reach(tq);
             let mut tape = Vec::new();
-            let last = compile(&st.expr, p, &mut tape);
+            let mut regs = Regs {
+                free: Vec::new(),
+                count: 0,
+            };
+            let last = compile(&st.expr, p, &mut tape, &mut regs);
             if !matches!(last, Src::Reg(_)) || tape.is_empty() {
+                let dst = regs.take();
                 tape.push(Instr {
                     op: Op::Mov,
+                    dst,
                     args: [last, Src::Const(0.0), Src::Const(0.0)],
                 });
             }
-            max_regs = max_regs.max(tape.len());
+            max_regs = max_regs.max(regs.count as usize);
+            let direct = tape.last().is_some_and(|i| {
+                !i.args
+                    .iter()
+                    .any(|a| matches!(a, Src::Q(q, _) if *q as usize == tq))
+            });
             halo[0] = (halo[0].0.max(se[0]), halo[0].1.max(se[1]));
             halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
             st.expr.reads(&mut |a, off| {
@@ -497,6 +530,7 @@ pub fn plan(program: Program) -> Result<Plan> {
                 target: tq as u32,
                 reach: se,
                 tape,
+                direct,
             });
         }
         for t in &loads {
