@@ -32,7 +32,7 @@ os.environ["GT_CACHE_ROOT"] = _GT_CACHE
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing, bench_stencil
 import gridbuf as gb  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 from bench_stencil import NUMPY_REFS, kernel_inputs  # noqa: E402
@@ -110,6 +110,8 @@ def main() -> None:
     shape = (n + 2 * HALO, n + 2 * HALO, nz)
     origin, domain = (HALO, HALO, 0), (n, n, nz)
     defs = gridbuf_definitions()
+    # GT4Py's build runs setuptools in the working directory, which must not be the repository.
+    os.chdir(_GT_CACHE)
     from gridbuf import gtscript
 
     times: dict[tuple[str, str], float] = {}

@@ -79,11 +79,10 @@ class Field:
 
     def __class_getitem__(cls, params: Any) -> FieldType:
         axes = "IJK"
-        if isinstance(params, tuple) and len(params) == 2 and (isinstance(params[0], (_Axis, tuple)) and not isinstance(params[0], type)):
-            if isinstance(params[0], tuple) and not all(isinstance(a, _Axis) for a in params[0]):
-                pass
-            else:
-                axes, params = _axes(params[0]), params[1]
+        if isinstance(params, tuple) and len(params) == 2:
+            first = params[0]
+            if isinstance(first, _Axis) or (isinstance(first, tuple) and first and all(isinstance(a, _Axis) for a in first)):
+                axes, params = _axes(first), params[1]
         data_shape: tuple[int, ...] = ()
         if isinstance(params, tuple) and len(params) == 2 and isinstance(params[1], tuple):
             params, data_shape = params[0], tuple(int(n) for n in params[1])

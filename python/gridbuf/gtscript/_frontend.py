@@ -99,10 +99,6 @@ class _Ctx:
         self.local: dict[str, Any] = dict(local or {})
 
 
-class DefinitionError(GridbufValueError):
-    """Internal marker: never raised (definition errors are GridbufValueError)."""
-
-
 def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
     try:
         lines, first = inspect.getsourcelines(func)
