@@ -122,11 +122,7 @@ impl GtProgram {
                     )
                 })?;
             let x: f64 = v.extract().map_err(|_| {
-                crate::convert::type_error(
-                    &format!("scalar {s:?}"),
-                    &v,
-                    "expected a real number",
-                )
+                crate::convert::type_error(&format!("scalar {s:?}"), &v, "expected a real number")
             })?;
             vals.push(x);
         }
@@ -168,7 +164,10 @@ impl GtProgram {
                 return Err(raise(
                     py,
                     Class::Value,
-                    format!("field {:?}: data or strides not aligned to its dtype", f.name),
+                    format!(
+                        "field {:?}: data or strides not aligned to its dtype",
+                        f.name
+                    ),
                 ));
             }
             let mut fshape = [1usize; 3];

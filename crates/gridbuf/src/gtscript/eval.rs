@@ -213,7 +213,9 @@ impl Geo {
     }
 
     fn flat(&self, p: [i64; 3]) -> isize {
-        (0..3).map(|a| (p[a] - self.lo[a]) as isize * self.st[a]).sum()
+        (0..3)
+            .map(|a| (p[a] - self.lo[a]) as isize * self.st[a])
+            .sum()
     }
 
     fn shift(&self, off: [i32; 3]) -> isize {
@@ -224,12 +226,23 @@ impl Geo {
 /// Copies between memory and a block buffer over the box `[lo, hi)`; `load` picks the
 /// direction. The box is checked against the memory's view first.
 #[inline(always)]
-fn transfer<T: Num>(mem: &Mem, geo: &Geo, buf: &mut [T], lo: [i64; 3], hi: [i64; 3], load: bool) -> Result<()> {
+fn transfer<T: Num>(
+    mem: &Mem,
+    geo: &Geo,
+    buf: &mut [T],
+    lo: [i64; 3],
+    hi: [i64; 3],
+    load: bool,
+) -> Result<()> {
     if (0..3).any(|a| hi[a] <= lo[a]) {
         return Ok(());
     }
     if !load && !mem.writable {
-        return Err(Error::invalid("gtscript block", "store", "a writable field"));
+        return Err(Error::invalid(
+            "gtscript block",
+            "store",
+            "a writable field",
+        ));
     }
     let base = mem.check(lo, hi)?;
     let [o, m, i] = geo.order;
@@ -367,10 +380,7 @@ fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T
             BinOp::Mul => bin(d, a, b, |x, y| x * y),
             BinOp::Div => bin(d, a, b, |x, y| x / y),
             BinOp::Pow => bin(d, a, b, Num::powf),
-            BinOp::Mod => bin(d, a, b, |x, y| {
-                let r = x - (x / y).floor() * y;
-                r
-            }),
+            BinOp::Mod => bin(d, a, b, |x, y| x - (x / y).floor() * y),
             BinOp::FloorDiv => bin(d, a, b, |x, y| (x / y).floor()),
             BinOp::Min => bin(d, a, b, |x, y| if y < x { y } else { x }),
             BinOp::Max => bin(d, a, b, |x, y| if y > x { y } else { x }),
@@ -401,7 +411,11 @@ fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T
             }
             _ => {
                 for (i, d) in d.iter_mut().enumerate() {
-                    *d = if at(a, i) != T::ZERO { at(b, i) } else { at(c, i) };
+                    *d = if at(a, i) != T::ZERO {
+                        at(b, i)
+                    } else {
+                        at(c, i)
+                    };
                 }
             }
         },
@@ -413,11 +427,11 @@ fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T
 #[inline(always)]
 fn mem_row<T>(mem: &Mem, p: [i64; 3], inner: usize, n: usize) -> Option<*mut T> {
     let mut off = 0isize;
-    for a in 0..3 {
+    for (a, &pa) in p.iter().enumerate() {
         if !mem.axes[a] {
             continue;
         }
-        let i0 = p[a] + mem.origin[a];
+        let i0 = pa + mem.origin[a];
         let last = if a == inner { i0 + n as i64 - 1 } else { i0 };
         if i0 < 0 || last >= mem.shape[a] as i64 {
             return None;
@@ -648,7 +662,12 @@ impl<T: Num> SimdTask for TileTask<'_, T> {
     }
 }
 
-fn reach_box(core_lo: [i64; 3], core_hi: [i64; 3], r: Reach, k: (i32, i32)) -> ([i64; 3], [i64; 3]) {
+fn reach_box(
+    core_lo: [i64; 3],
+    core_hi: [i64; 3],
+    r: Reach,
+    k: (i32, i32),
+) -> ([i64; 3], [i64; 3]) {
     (
         [
             core_lo[0] - r[0] as i64,
@@ -794,7 +813,14 @@ fn run_block<'m, T: Num>(
             continue;
         }
         let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, t.k);
-        transfer(mem_of(t.q as usize), &geo, &mut bufs[t.q as usize], blo, bhi, true)?;
+        transfer(
+            mem_of(t.q as usize),
+            &geo,
+            &mut bufs[t.q as usize],
+            blo,
+            bhi,
+            true,
+        )?;
     }
     for st in &sec.stmts {
         let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
@@ -815,7 +841,14 @@ fn run_block<'m, T: Num>(
             ));
         }
         let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, (0, 0));
-        transfer(mem_of(t.q as usize), &geo, &mut bufs[t.q as usize], blo, bhi, false)?;
+        transfer(
+            mem_of(t.q as usize),
+            &geo,
+            &mut bufs[t.q as usize],
+            blo,
+            bhi,
+            false,
+        )?;
     }
     Ok(())
 }
@@ -1017,9 +1050,11 @@ mod tests {
     fn laplacian_of_a_temporary_matches_direct_loops() {
         // tmp = lap(inp); out = lap(tmp): inp needs extent 2, tmp is computed on a 1-wide ring.
         let lap = |q: &str, base: &str| {
-            format!("add mul c -4.0 {q} 0 0 0 add {q} 1 0 0 add {q} -1 0 0 add {q} 0 1 0 {q} 0 -1 0")
-                .replace(&format!("{q} 0 0 0"), &format!("{base} 0 0 0"))
-                .replace(q, base)
+            format!(
+                "add mul c -4.0 {q} 0 0 0 add {q} 1 0 0 add {q} -1 0 0 add {q} 0 1 0 {q} 0 -1 0"
+            )
+            .replace(&format!("{q} 0 0 0"), &format!("{base} 0 0 0"))
+            .replace(q, base)
         };
         let text = format!(
             "stencil l2 float64\nfield inp IJK\nfield out IJK\ntemp tmp\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 t 0 {}\nstmt 2 f 1 0 {}\n",
@@ -1031,7 +1066,13 @@ mod tests {
         let (n, h) = ([37, 21, 3], 2);
         let ishape = [n[0] + 2 * h, n[1] + 2 * h, n[2]];
         let mut inp: Vec<f64> = (0..ishape.iter().product())
-            .map(|x| value(x / (ishape[1] * ishape[2]), (x / ishape[2]) % ishape[1], x % ishape[2]))
+            .map(|x| {
+                value(
+                    x / (ishape[1] * ishape[2]),
+                    (x / ishape[2]) % ishape[1],
+                    x % ishape[2],
+                )
+            })
             .collect();
         let mut out = vec![0.0; n.iter().product()];
         let fields = [
@@ -1046,7 +1087,11 @@ mod tests {
                 inp[(i * ishape[1] + j) * ishape[2] + k]
             };
             let l1 = |i: i64, j: i64, k: usize| {
-                -4.0 * at(i, j, k) + at(i + 1, j, k) + at(i - 1, j, k) + at(i, j + 1, k) + at(i, j - 1, k)
+                -4.0 * at(i, j, k)
+                    + at(i + 1, j, k)
+                    + at(i - 1, j, k)
+                    + at(i, j + 1, k)
+                    + at(i, j - 1, k)
             };
             for i in 0..n[0] {
                 for j in 0..n[1] {
@@ -1073,7 +1118,10 @@ mod tests {
         let n = [3, 2, 5];
         let mut a: Vec<f64> = (0..30).map(|x| x as f64).collect();
         let mut out = vec![0.0; 30];
-        let fields = [field(&mut a, n, [0; 3], false), field(&mut out, n, [0; 3], true)];
+        let fields = [
+            field(&mut a, n, [0; 3], false),
+            field(&mut out, n, [0; 3], true),
+        ];
         // SAFETY: as above.
         unsafe { run::<f64>(&plan, &fields, &[], n, Threads::ONE).unwrap() };
         for c in 0..6 {
@@ -1090,7 +1138,10 @@ mod tests {
         .unwrap();
         assert_eq!(plan.field_extent[0][2], (0, 1));
         let before = out.clone();
-        let fields = [field(&mut a, n, [0; 3], false), field(&mut out, n, [0; 3], true)];
+        let fields = [
+            field(&mut a, n, [0; 3], false),
+            field(&mut out, n, [0; 3], true),
+        ];
         // SAFETY: as above.
         let err = unsafe { run::<f64>(&plan, &fields, &[], n, Threads::ONE) }.unwrap_err();
         assert!(err.to_string().contains("\"a\""), "{err}");
@@ -1099,15 +1150,26 @@ mod tests {
 
     #[test]
     fn plan_rejects_racy_reads_with_the_line() {
-        let head = "stencil s float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E 0\n";
+        let head =
+            "stencil s float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E 0\n";
         for (body, word) in [
-            ("stmt 7 f 1 0 f 0 0 0 0 0\nstmt 8 f 1 0 f 1 0 1 0 0\n", "horizontal offset"),
-            ("stmt 7 f 1 0 f 0 0 0 0 0\nstmt 8 f 1 0 f 1 0 0 0 1\n", "PARALLEL"),
+            (
+                "stmt 7 f 1 0 f 0 0 0 0 0\nstmt 8 f 1 0 f 1 0 1 0 0\n",
+                "horizontal offset",
+            ),
+            (
+                "stmt 7 f 1 0 f 0 0 0 0 0\nstmt 8 f 1 0 f 1 0 0 0 1\n",
+                "PARALLEL",
+            ),
             ("stmt 7 t 0 t 0 1 0 0\n", "own assignment"),
         ] {
-            let text = format!("{head}{}", body).replace("field out IJK\n", "field out IJK\ntemp t\n");
+            let text =
+                format!("{head}{}", body).replace("field out IJK\n", "field out IJK\ntemp t\n");
             let err = compile(&text).unwrap_err().to_string();
-            assert!(err.contains(word) && err.contains("line 7") || err.contains("line 8"), "{err}");
+            assert!(
+                err.contains(word) && err.contains("line 7") || err.contains("line 8"),
+                "{err}"
+            );
         }
     }
 }

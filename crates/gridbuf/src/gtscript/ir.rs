@@ -232,11 +232,7 @@ pub(crate) fn def_error(line: u32, message: impl Into<String>) -> Error {
 }
 
 fn ir_error(line: usize, message: impl Into<String>) -> Error {
-    Error::invalid(
-        "stencil IR",
-        format!("line {}", line + 1),
-        message.into(),
-    )
+    Error::invalid("stencil IR", format!("line {}", line + 1), message.into())
 }
 
 struct Tokens<'a> {
@@ -260,7 +256,10 @@ impl<'a> Tokens<'a> {
     fn index(&mut self, n: usize, what: &str) -> Result<usize> {
         let i: usize = self.num()?;
         if i >= n {
-            return Err(ir_error(self.line, format!("{what} index {i} out of range")));
+            return Err(ir_error(
+                self.line,
+                format!("{what} index {i} out of range"),
+            ));
         }
         Ok(i)
     }
@@ -398,7 +397,7 @@ impl Program {
                         return Err(ir_error(ln, format!("bad dims {dims:?}")));
                     }
                     let mut data_shape = Vec::new();
-                    while let Some(n) = t.it.next() {
+                    for n in t.it.by_ref() {
                         data_shape.push(
                             n.parse::<usize>()
                                 .map_err(|_| ir_error(ln, "bad data-dim extent"))?,

@@ -12,7 +12,12 @@ pub type Reach = [i32; 4];
 const ZERO: Reach = [0; 4];
 
 fn union(a: Reach, b: Reach) -> Reach {
-    [a[0].max(b[0]), a[1].max(b[1]), a[2].max(b[2]), a[3].max(b[3])]
+    [
+        a[0].max(b[0]),
+        a[1].max(b[1]),
+        a[2].max(b[2]),
+        a[3].max(b[3]),
+    ]
 }
 
 /// A region reached from `r` by reading at `off`.
