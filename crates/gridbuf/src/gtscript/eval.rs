@@ -481,9 +481,12 @@ impl<'a, T: Num> Strip<'a, T> {
                     let ptr = mem_row::<T>(mem, p, self.geo.order[2], n)
                         .ok_or_else(|| row_error("read"))?;
                     // SAFETY: `mem_row` checked that the `n` points from `ptr` along the
-                    // inner axis (unit stride, see `direct`) lie inside the field's view, which
-                    // the caller of `run` vouched for; nothing writes this field while the
-                    // section runs (a field the section writes is never read directly).
+                    // inner axis (unit stride, see `direct`) lie inside the view, which the
+                    // caller of `run` vouched for (or this tile's own storage). No mutable
+                    // slice exists while operands are read: a target row is borrowed only for
+                    // the last instruction, whose operands never include the target (else the
+                    // tape ends in a register copied afterwards); other tiles write only their
+                    // own cores, which this tile never reads from a written field.
                     return Ok(Arg::S(unsafe { std::slice::from_raw_parts(ptr, n) }));
                 }
                 let s = self.f0 as isize + self.geo.shift(off);
@@ -560,9 +563,9 @@ fn run_stmt<T: Num>(
                         .filter(|_| mem.writable)
                         .ok_or_else(|| row_error("store"))?;
                     // SAFETY: `mem_row` checked that the `n` points from `ptr` lie inside the
-                    // writable field's view; no other argument overlaps it (binder), no strip
-                    // operand reads it (a field read in the section is not direct), and tiles
-                    // write disjoint cores.
+                    // writable view; no other argument overlaps it (binder); the operands read
+                    // below are never this row (`StmtPlan::direct`), and tiles write disjoint
+                    // cores.
                     let row = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
                     let src = match last {
                         Some(ins) if !mem.stream => {
@@ -751,17 +754,17 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         } else {
             ctx.inner
         };
-        // Fields read or written straight in memory: unit stride along the inner axis, and
-        // not both written and read in this section.
+        // Fields and stored temporaries with unit stride along the inner axis are read and
+        // written straight in memory. A statement's target row is only borrowed after every
+        // operand that could reach it has been read (see `run_stmt`), and rows at other
+        // offsets are other memory.
         let direct: Vec<Option<Mem>> = (0..nq)
             .map(|q| {
-                let Kind::Field { .. } = plan.kinds[q] else {
+                if matches!(plan.kinds[q], Kind::Local) {
                     return None;
-                };
-                let m = mems[q];
-                let loaded = sec.loads.iter().any(|t| t.q as usize == q);
-                let stored = sec.stores.iter().any(|t| t.q as usize == q);
-                (m.axes[inner] && m.strides[inner] == 1 && !(loaded && stored)).then_some(m)
+                }
+                let m = *mem_of(q);
+                (m.axes[inner] && m.strides[inner] == 1).then_some(m)
             })
             .collect();
         for (k0, k1) in levels {
@@ -802,6 +805,9 @@ fn run_block<'m, T: Num>(
     ];
     let geo = Geo::new(lo, n, inner);
     for &q in &sec.quantities {
+        if direct[q as usize].is_some() {
+            continue;
+        }
         let b = &mut bufs[q as usize];
         if b.len() != geo.len {
             b.clear();
