@@ -7,6 +7,7 @@ import importlib.util
 import itertools
 import os
 import sys
+import tempfile
 import textwrap
 
 import numpy as np
@@ -18,6 +19,8 @@ import gridbuf as gb
 from gridbuf import gtscript
 from gridbuf.errors import GridbufError, GridbufTypeError, GridbufValueError
 
+# GT4Py builds its numpy-backend modules in a cache it locates when first imported.
+os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gtscript_"))
 try:
     import gt4py.cartesian.gtscript  # noqa: F401
 
@@ -154,7 +157,6 @@ def _load(tmp_dir, key: str, source: str):
 def defs(tmp_path_factory):
     """Modules with DEFS for (library, dtype): the same source, only the import differs."""
     tmp = str(tmp_path_factory.mktemp("gtscript_defs"))
-    os.environ.setdefault("GT_CACHE_ROOT", tmp)
     out = {}
     for lib, dt in itertools.product(["gb", "gt"] if HAVE_GT4PY else ["gb"], ["float64", "float32"]):
         out[lib, dt] = _load(tmp, f"_gtscript_defs_{lib}_{dt}", HEADERS[lib] + DEFS.format(dtype=f"np.{dt}"))
@@ -473,3 +475,16 @@ def test_import_does_not_pull_gt4py():
 
     code = "import sys; from gridbuf import gtscript; assert 'gt4py' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_field_with_permuted_dims(defs):
+    rng = np.random.default_rng(8)
+    data = rng.uniform(size=(5, 10, 9))  # K, J, I
+    inp = gb.Field(data, dims="KJI", origin=(0, 1, 1))
+    out_data = np.zeros((5, 10, 9))
+    out = gb.Field(out_data, dims="KJI", origin=(0, 1, 1))
+    gtscript.stencil(backend="numpy", definition=defs["gb", "float64"].laplacian)(inp, out, domain=(7, 8, 5))
+    i = data.transpose(2, 1, 0)
+    expect = -4 * i[1:-1, 1:-1] + i[:-2, 1:-1] + i[2:, 1:-1] + i[1:-1, :-2] + i[1:-1, 2:]
+    np.testing.assert_allclose(out_data.transpose(2, 1, 0)[1:-1, 1:-1], expect, rtol=1e-12)
+    assert (out_data[:, 0] == 0).all() and (out_data[:, :, 0] == 0).all()
