@@ -473,11 +473,11 @@ class Lowering:
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
-            return (op, self.expr(ctx, node.left), self.expr(ctx, node.right))
+            return _fold((op, self.expr(ctx, node.left), self.expr(ctx, node.right)))
         if isinstance(node, ast.UnaryOp):
             a = self.expr(ctx, node.operand)
             if isinstance(node.op, ast.USub):
-                return ("neg", a)
+                return ("c", -a[1]) if a[0] == "c" else ("neg", a)
             if isinstance(node.op, ast.UAdd):
                 return a
             if isinstance(node.op, ast.Not):
@@ -641,6 +641,20 @@ class Lowering:
             else:
                 raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.If) else 'an if statement'} in a gtscript function")
         raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
+
+
+_FOLD = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+}
+
+
+def _fold(e: Expr) -> Expr:
+    """Folds an arithmetic operation on two literals (others are left to run time)."""
+    if e[0] in _FOLD and e[1][0] == "c" and e[2][0] == "c":
+        return ("c", float(_FOLD[e[0]](e[1][1], e[2][1])))
+    return e
 
 
 def _load(target: ast.expr) -> ast.expr:
