@@ -53,6 +53,38 @@ pub trait Num: crate::kernels::Float {
     fn is_nan(self) -> bool;
     /// Infinite.
     fn is_inf(self) -> bool;
+    /// This thread's pool of buffers, reused across calls so that large per-tile storage is
+    /// not allocated and zeroed on every call.
+    fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>>;
+}
+
+/// Buffers a pool keeps per thread at most.
+const POOL_MAX: usize = 64;
+
+/// A buffer of `len` elements from this thread's pool (values left by earlier use, zero where
+/// it grows), or a new zeroed one.
+fn take_buf<T: Num>(len: usize) -> Vec<T> {
+    let mut v = T::pool()
+        .with(|p| {
+            let mut p = p.borrow_mut();
+            let best = p.iter().position(|b| b.capacity() >= len);
+            best.map(|i| p.swap_remove(i)).or_else(|| p.pop())
+        })
+        .unwrap_or_default();
+    v.resize(len, T::ZERO);
+    v
+}
+
+/// Returns buffers to this thread's pool.
+fn give_bufs<T: Num>(bufs: impl IntoIterator<Item = Vec<T>>) {
+    T::pool().with(|p| {
+        let mut p = p.borrow_mut();
+        for b in bufs {
+            if b.capacity() > 0 && p.len() < POOL_MAX {
+                p.push(b);
+            }
+        }
+    });
 }
 
 macro_rules! impl_num {
@@ -113,6 +145,13 @@ macro_rules! impl_num {
             #[inline(always)]
             fn is_inf(self) -> bool {
                 <$t>::is_infinite(self)
+            }
+            fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>> {
+                thread_local! {
+                    static POOL: std::cell::RefCell<Vec<Vec<$t>>> =
+                        const { std::cell::RefCell::new(Vec::new()) };
+                }
+                &POOL
             }
         }
     };
@@ -705,7 +744,7 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 (hi[1] - lo[1]).max(0) as usize,
                 (hi[2] - lo[2]).max(0) as usize,
             ];
-            stored[q] = vec![T::ZERO; n[0] * n[1] * n[2]];
+            stored[q] = take_buf(n[0] * n[1] * n[2]);
             mems.push(Mem {
                 addr: stored[q].as_mut_ptr().expose_provenance(),
                 shape: n,
@@ -736,7 +775,7 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     };
     let mut bufs: Vec<Vec<T>> = vec![Vec::new(); nq];
     // The tape's registers and one scratch register for streamed stores.
-    let mut regs: Vec<Vec<T>> = vec![vec![T::ZERO; STRIP]; plan.max_regs + 1];
+    let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
     for (sec, &(ks, ke)) in plan.sections.iter().zip(ctx.ranges) {
         if ks >= ke {
             continue;
@@ -773,7 +812,9 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             )?;
         }
     }
-    drop(stored);
+    give_bufs(stored);
+    give_bufs(bufs);
+    give_bufs(regs);
     Ok(())
 }
 
@@ -809,8 +850,9 @@ fn run_block<'m, T: Num>(
             continue;
         }
         let b = &mut bufs[q as usize];
-        if b.len() != geo.len {
-            b.clear();
+        if b.capacity() == 0 {
+            *b = take_buf(geo.len);
+        } else if b.len() != geo.len {
             b.resize(geo.len, T::ZERO);
         }
     }
