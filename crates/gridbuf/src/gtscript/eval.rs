@@ -377,6 +377,47 @@ fn bin<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, f: impl Fn(T, T) -> T)
 }
 
 #[inline(always)]
+fn tri<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>, f: impl Fn(T, T, T) -> T) {
+    match (a, b, c) {
+        (Arg::S(x), Arg::S(y), Arg::S(z)) => {
+            for (((d, x), y), z) in d.iter_mut().zip(x).zip(y).zip(z) {
+                *d = f(*x, *y, *z);
+            }
+        }
+        (Arg::V(x), Arg::S(y), Arg::S(z)) => {
+            for ((d, y), z) in d.iter_mut().zip(y).zip(z) {
+                *d = f(x, *y, *z);
+            }
+        }
+        (Arg::S(x), Arg::V(y), Arg::S(z)) => {
+            for ((d, x), z) in d.iter_mut().zip(x).zip(z) {
+                *d = f(*x, y, *z);
+            }
+        }
+        (Arg::S(x), Arg::S(y), Arg::V(z)) => {
+            for ((d, x), y) in d.iter_mut().zip(x).zip(y) {
+                *d = f(*x, *y, z);
+            }
+        }
+        _ => {
+            for (i, d) in d.iter_mut().enumerate() {
+                *d = f(at(a, i), at(b, i), at(c, i));
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn arith<T: Num>(op: BinOp, x: T, y: T) -> T {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        _ => x / y,
+    }
+}
+
+#[inline(always)]
 fn truth<T: Num>(b: bool) -> T {
     if b {
         T::ONE
@@ -432,6 +473,24 @@ fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T
             BinOp::And => bin(d, a, b, |x, y| truth(x != T::ZERO && y != T::ZERO)),
             BinOp::Or => bin(d, a, b, |x, y| truth(x != T::ZERO || y != T::ZERO)),
         },
+        Op::Bin2(o1, o2) => {
+            macro_rules! fused {
+                ($($p:path => $q:path),*) => {
+                    match (o1, o2) {
+                        $(($p, $q) => tri(d, a, b, c, |x, y, z| arith($q, arith($p, x, y), z)),)*
+                        _ => tri(d, a, b, c, |x, y, z| arith(o2, arith(o1, x, y), z)),
+                    }
+                };
+            }
+            // One monomorphic loop per operator pair, so the operators are constants inside.
+            fused!(
+                BinOp::Add => BinOp::Add, BinOp::Add => BinOp::Sub, BinOp::Add => BinOp::Mul,
+                BinOp::Add => BinOp::Div, BinOp::Sub => BinOp::Add, BinOp::Sub => BinOp::Sub,
+                BinOp::Sub => BinOp::Mul, BinOp::Sub => BinOp::Div, BinOp::Mul => BinOp::Add,
+                BinOp::Mul => BinOp::Sub, BinOp::Mul => BinOp::Mul, BinOp::Mul => BinOp::Div,
+                BinOp::Div => BinOp::Add, BinOp::Div => BinOp::Sub, BinOp::Div => BinOp::Mul
+            )
+        }
         Op::Sel => match (a, b, c) {
             (Arg::S(m), Arg::S(x), Arg::S(y)) => {
                 for (((d, m), x), y) in d.iter_mut().zip(m).zip(x).zip(y) {

@@ -49,6 +49,53 @@ pub enum Op {
     Bin(BinOp),
     /// `b` where `a` is nonzero, else `c`.
     Sel,
+    /// `(a op1 b) op2 c` in one pass, for two arithmetic operators (`Add`, `Sub`, `Mul`,
+    /// `Div`): the same two roundings as two instructions.
+    Bin2(BinOp, BinOp),
+}
+
+fn arith(op: Op) -> Option<BinOp> {
+    match op {
+        Op::Bin(o @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)) => Some(o),
+        _ => None,
+    }
+}
+
+/// Fuses an arithmetic instruction into the next one when that one takes its result as an
+/// operand (each intermediate value is read exactly once, by a later instruction).
+fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
+    let mut out: Vec<Instr> = Vec::with_capacity(tape.len());
+    for ins in tape {
+        if let (Some(prev), Some(op2)) = (out.last().copied(), arith(ins.op)) {
+            if let Some(op1) = arith(prev.op) {
+                let r = Src::Reg(prev.dst);
+                let other = if ins.args[0] == r && ins.args[1] != r {
+                    Some(ins.args[1])
+                } else if ins.args[1] == r
+                    && ins.args[0] != r
+                    && matches!(op2, BinOp::Add | BinOp::Mul)
+                {
+                    // IEEE addition and multiplication are commutative, bit for bit.
+                    Some(ins.args[0])
+                } else {
+                    None
+                };
+                // The fused instruction reads `prev`'s operands: its register must not be one.
+                let clash = prev.args.contains(&Src::Reg(ins.dst));
+                if let Some(c) = other.filter(|_| !clash) {
+                    out.pop();
+                    out.push(Instr {
+                        op: Op::Bin2(op1, op2),
+                        dst: ins.dst,
+                        args: [prev.args[0], prev.args[1], c],
+                    });
+                    continue;
+                }
+            }
+        }
+        out.push(ins);
+    }
+    out
 }
 
 /// One instruction: `dst = op(args)`.
@@ -475,6 +522,7 @@ pub fn plan(program: Program) -> Result<Plan> {
                 });
             }
             max_regs = max_regs.max(regs.count as usize);
+            let tape = fuse(tape);
             let direct = tape.last().is_some_and(|i| {
                 !i.args
                     .iter()
