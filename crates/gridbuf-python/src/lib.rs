@@ -25,6 +25,7 @@ mod dlpack;
 mod errors;
 mod extract;
 mod field_descriptor;
+mod gtscript;
 mod halo_exchange;
 mod interface_dict;
 mod labelled;
@@ -62,6 +63,8 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(stencil::native_kernel_names, m)?)?;
     m.add_function(wrap_pyfunction!(stencil::python_stencil, m)?)?;
     m.add_class::<stencil::Stencil>()?;
+    m.add_function(wrap_pyfunction!(gtscript::gtscript_compile, m)?)?;
+    m.add_class::<gtscript::GtProgram>()?;
     m.add_class::<stencil::BoundStencil>()?;
     m.add_class::<allocation::Allocation>()?;
     m.add_class::<allocation::PyPlan>()?;

@@ -51,6 +51,7 @@ pub mod dims;
 pub mod dtype;
 pub mod error;
 pub mod fill;
+pub mod gtscript;
 pub mod halo;
 pub mod halo_exchange;
 pub mod interface;

@@ -1,0 +1,176 @@
+"""gridbuf.gtscript against the native gridbuf kernels and GT4Py's backends.
+
+The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) run through
+``gridbuf.gtscript``: the very same source file, with only its two gt4py import lines replaced by
+``from gridbuf import gtscript`` ones. Two tables:
+
+1. Time per call on an N x N x NZ float64 domain (default 256 x 256 x 80; halo 2): gridbuf.gtscript
+   and the native ``gb.kernels`` on gt:cpu_ifirst and gt:cpu_kfirst arrays, GT4Py's gt:cpu_ifirst,
+   gt:cpu_kfirst and numpy backends on arrays of their own layout. Medians of several repeats,
+   measured round-robin in one run; every output is checked against a NumPy reference first.
+2. Time from definition to first result: building the stencil object from the definition and
+   its first call. GT4Py's backends build in a fresh cache directory made for this run, so the
+   compiled backends pay their full C++ build.
+
+Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
+[--skip-gt4py-build-time]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+# GT4Py reads its cache location when imported: a fresh one for this run.
+_GT_CACHE = tempfile.mkdtemp(prefix="gridbuf_bench_gtscript_")
+os.environ["GT_CACHE_ROOT"] = _GT_CACHE
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing, bench_stencil
+import gridbuf as gb  # noqa: E402
+from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
+from bench_stencil import NUMPY_REFS, kernel_inputs  # noqa: E402
+
+try:
+    import gt4py.storage as gs  # noqa: E402
+except ImportError:  # pragma: no cover
+    gs = None
+
+KERNELS = ("copy", "laplacian", "hdiff", "tridiag")
+LAYOUTS = ("gt:cpu_ifirst", "gt:cpu_kfirst")
+GT4PY_BACKENDS = ("gt:cpu_ifirst", "gt:cpu_kfirst", "numpy")
+HALO = 2
+
+
+def gridbuf_definitions():
+    """The module _gt4py_stencils with its gt4py imports replaced by gridbuf's."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "_gt4py_stencils.py")) as fh:
+        src = fh.read()
+    src = src.replace("from gt4py.cartesian import gtscript", "from gridbuf import gtscript")
+    src = src.replace("from gt4py.cartesian.gtscript import", "from gridbuf.gtscript import")
+    assert "gt4py" not in src.split('"""', 2)[2].split("def build")[0], "an import was not replaced"
+    path = os.path.join(_GT_CACHE, "_gridbuf_gtscript_defs.py")
+    with open(path, "w") as fh:
+        fh.write(src)
+    spec = importlib.util.spec_from_file_location("_gridbuf_gtscript_defs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _dom(a, n, nz):
+    return np.asarray(a)[HALO : HALO + n, HALO : HALO + n, :nz]
+
+
+def first_result_gridbuf(defs, name, data, shape, origin, domain, runs=5):
+    """Median seconds from gtscript.stencil(definition) to the end of its first call."""
+    from gridbuf import gtscript
+
+    times = []
+    for _ in range(runs):
+        args = [gb.from_array(d, backend="gt:cpu_ifirst") for d in data] + [gb.zeros(shape, backend="gt:cpu_ifirst")]
+        t0 = time.perf_counter()
+        st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name])
+        st(*args, origin=origin, domain=domain)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def first_result_gt4py(name, backend, data, shape, origin, domain):
+    import _gt4py_stencils
+
+    g_args = [gs.from_array(d, backend=backend, aligned_index=origin) for d in data]
+    g_args.append(gs.zeros(shape, np.float64, backend=backend, aligned_index=origin))
+    t0 = time.perf_counter()
+    st = _gt4py_stencils.build(name, backend)
+    st(*g_args, origin=origin, domain=domain)
+    return time.perf_counter() - t0, st
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--nz", type=int, default=80)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeat-seconds", type=float, default=0.3)
+    ap.add_argument("--kernels", default=",".join(KERNELS))
+    ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
+    args = ap.parse_args()
+    kernels_ = args.kernels.split(",")
+    backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
+    print_machine_info()
+    n, nz = args.n, args.nz
+    shape = (n + 2 * HALO, n + 2 * HALO, nz)
+    origin, domain = (HALO, HALO, 0), (n, n, nz)
+    defs = gridbuf_definitions()
+    # GT4Py's build runs setuptools in the working directory, which must not be the repository.
+    os.chdir(_GT_CACHE)
+    from gridbuf import gtscript
+
+    times: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], float] = {}
+    for name in kernels_:
+        data = kernel_inputs(name, shape, np.random.default_rng(0))
+        ref_out = np.zeros(shape)
+        NUMPY_REFS[name](*data, ref_out)
+        want = _dom(ref_out, n, nz)
+        first[name, "gridbuf.gtscript"] = first_result_gridbuf(defs, name, data, shape, origin, domain)
+        cands, outs = [], {}
+        st = gtscript.stencil(backend="numpy", definition=defs.DEFINITIONS[name])
+        kernel = getattr(gb.kernels, name)
+        for layout in LAYOUTS:
+            a = [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout)]
+            st(*a, origin=origin, domain=domain)
+            outs[f"gtscript {layout}"] = a[-1]
+            cands.append(Candidate(f"gtscript {layout}", lambda a=a: st(*a, origin=origin, domain=domain)))
+            b = [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout)]
+            kernel(*b, origin=origin, domain=domain)
+            outs[f"native {layout}"] = b[-1]
+            cands.append(Candidate(f"native {layout}", lambda b=b: kernel(*b, origin=origin, domain=domain)))
+        for backend in backends:
+            print(f"building gt4py {backend} {name} ...", file=sys.stderr, flush=True)
+            t, gst = first_result_gt4py(name, backend, data, shape, origin, domain)
+            first[name, f"gt4py {backend}"] = t
+            print(f"  ready in {t:.1f} s", file=sys.stderr, flush=True)
+            g = [gs.from_array(d, backend=backend, aligned_index=origin) for d in data]
+            g.append(gs.zeros(shape, np.float64, backend=backend, aligned_index=origin))
+            gst(*g, origin=origin, domain=domain)
+            outs[f"gt4py {backend}"] = g[-1]
+            cands.append(Candidate(f"gt4py {backend}", lambda g=g, s=gst: s(*g, origin=origin, domain=domain)))
+        for label, o in outs.items():
+            err = float(np.max(np.abs(_dom(o, n, nz) - want)))
+            if not err <= 1e-10 * max(1.0, float(np.max(np.abs(want)))):
+                raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
+        for r in compare(cands, repeats=args.repeats, repeat_seconds=args.repeat_seconds):
+            times[name, r.label] = r.median
+        print(f"{name}: timed", file=sys.stderr, flush=True)
+
+    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"native {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
+    rows = []
+    for name in kernels_:
+        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
+        nat = min(times[name, f"native {lay}"] for lay in LAYOUTS)
+        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
+        row = [name] + [fmt_time(times[name, c], "ms") for c in cols]
+        row.append(f"{gts / nat:.2f}")
+        row.append(f"{gts / min(compiled):.2f}" if compiled else "-")
+        rows.append(row)
+    print(f"\n### Time per call, ms (median of {args.repeats}), {n}x{n}x{nz} float64\n")
+    print(markdown_table(["stencil", *cols, "gtscript / native", "gtscript / best gt4py compiled"], rows))
+    fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
+    frows = []
+    for name in kernels_:
+        frows.append([name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols])
+    print("\n### Definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+    print(markdown_table(["stencil", *fcols], frows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+//! gtscript programs: the IR text from `gridbuf.gtscript` compiled once by the core, and run on
+//! the NumPy views the stencil binder hands over (each view covers the domain widened by the
+//! field's extent, in the field's dims order).
+
+use crate::errors::{raise, Class, IntoPyResult};
+use gridbuf::gtscript::{self, FieldMem, FloatType, Plan};
+use gridbuf::kernels::PARALLEL_MIN_POINTS;
+use numpy::npyffi::NPY_ARRAY_WRITEABLE;
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use std::sync::Arc;
+
+/// A compiled gtscript stencil body.
+#[pyclass(frozen, module = "gridbuf", name = "GtProgram")]
+pub struct GtProgram {
+    plan: Arc<Plan>,
+}
+
+/// Compiles the IR text of a gtscript definition (see `gridbuf::gtscript::ir`).
+#[pyfunction]
+pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
+    let plan = gtscript::compile(ir).py(py)?;
+    Ok(GtProgram {
+        plan: Arc::new(plan),
+    })
+}
+
+#[pymethods]
+impl GtProgram {
+    /// The fields as the binder takes them: dicts with name, dims, data_shape, extent, intent.
+    #[getter]
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        let p = &self.plan.program;
+        for (i, f) in p.fields.iter().enumerate() {
+            let d = PyDict::new(py);
+            let mut dims = f.dims();
+            let mut extent: Vec<(usize, usize)> = (0..3)
+                .filter(|&a| f.axes[a])
+                .map(|a| self.plan.field_extent[i][a])
+                .collect();
+            for n in 0..f.data_shape.len() {
+                dims.push_str(&n.to_string());
+                extent.push((0, 0));
+            }
+            d.set_item("name", &f.name)?;
+            d.set_item("dims", dims)?;
+            d.set_item("data_shape", f.data_shape.clone())?;
+            d.set_item("extent", extent)?;
+            d.set_item(
+                "intent",
+                if self.plan.field_written[i] {
+                    "inout"
+                } else {
+                    "in"
+                },
+            )?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    /// Names of the scalar parameters.
+    #[getter]
+    fn scalars(&self) -> Vec<String> {
+        self.plan.program.scalars.clone()
+    }
+
+    /// The element type: ``"float64"`` or ``"float32"``.
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        match self.plan.program.dtype {
+            FloatType::F64 => "float64",
+            FloatType::F32 => "float32",
+        }
+    }
+
+    /// Runs the program on the binder's views (positional, field order) and scalars.
+    #[pyo3(signature = (*views, **scalars))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        views: &Bound<'py, PyTuple>,
+        scalars: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<()> {
+        let plan = &self.plan;
+        let p = &plan.program;
+        if views.len() != p.fields.len() {
+            return Err(raise(
+                py,
+                Class::Type,
+                format!(
+                    "stencil {:?} takes {} fields, got {}",
+                    p.name,
+                    p.fields.len(),
+                    views.len()
+                ),
+            ));
+        }
+        let mut vals = Vec::with_capacity(p.scalars.len());
+        for s in &p.scalars {
+            let v = scalars
+                .and_then(|d| d.get_item(s).ok().flatten())
+                .ok_or_else(|| {
+                    raise(
+                        py,
+                        Class::Type,
+                        format!("stencil {:?} needs the scalar argument {s:?}", p.name),
+                    )
+                })?;
+            let x: f64 = v.extract().map_err(|_| {
+                crate::convert::type_error(&format!("scalar {s:?}"), &v, "expected a real number")
+            })?;
+            vals.push(x);
+        }
+        let itemsize = match p.dtype {
+            FloatType::F64 => 8,
+            FloatType::F32 => 4,
+        };
+        let mut mems = Vec::new();
+        let mut domain = [0usize, 0, 0];
+        let mut have = [false; 3];
+        for (i, (f, v)) in p.fields.iter().zip(views.iter()).enumerate() {
+            let arr = v.cast::<PyUntypedArray>()?;
+            let shape = arr.shape();
+            let strides = arr.strides();
+            let n_cart = f.axes.iter().filter(|&&a| a).count();
+            if shape.len() != n_cart + f.data_shape.len() || arr.dtype().itemsize() != itemsize {
+                return Err(raise(
+                    py,
+                    Class::Value,
+                    format!("field {:?}: view of an unexpected shape or dtype", f.name),
+                ));
+            }
+            let raw = arr.as_array_ptr();
+            // SAFETY: `arr` is a live NumPy array (checked by the cast); reading two fields of
+            // its object struct.
+            let (addr, flags) = unsafe { ((*raw).fields.data as usize, (*raw).fields.flags) };
+            let written = plan.field_written[i];
+            if written && flags & NPY_ARRAY_WRITEABLE == 0 {
+                return Err(raise(
+                    py,
+                    Class::Value,
+                    format!(
+                        "field {:?} is written by stencil {:?} but its array is read-only",
+                        f.name, p.name
+                    ),
+                ));
+            }
+            if addr % itemsize != 0 || strides.iter().any(|s| s % itemsize as isize != 0) {
+                return Err(raise(
+                    py,
+                    Class::Value,
+                    format!(
+                        "field {:?}: data or strides not aligned to its dtype",
+                        f.name
+                    ),
+                ));
+            }
+            let mut fshape = [1usize; 3];
+            let mut fstrides = [0isize; 3];
+            let mut origin = [0usize; 3];
+            let mut ax = 0;
+            for a in 0..3 {
+                if f.axes[a] {
+                    fshape[a] = shape[ax];
+                    fstrides[a] = strides[ax] / itemsize as isize;
+                    let (lo, hi) = plan.field_extent[i][a];
+                    origin[a] = lo;
+                    let n = shape[ax].saturating_sub(lo + hi);
+                    if !have[a] {
+                        domain[a] = n;
+                        have[a] = true;
+                    }
+                    ax += 1;
+                }
+            }
+            // Components: every index of the data dims, C order.
+            let data_strides: Vec<isize> = strides[n_cart..]
+                .iter()
+                .map(|s| s / itemsize as isize)
+                .collect();
+            for c in 0..f.components() {
+                let mut rem = c;
+                let mut off = 0isize;
+                for d in (0..f.data_shape.len()).rev() {
+                    off += (rem % f.data_shape[d]) as isize * data_strides[d];
+                    rem /= f.data_shape[d];
+                }
+                mems.push(FieldMem {
+                    addr: (addr as isize + off * itemsize as isize) as usize,
+                    shape: fshape,
+                    strides: fstrides,
+                    origin,
+                    axes: f.axes,
+                    writable: written,
+                });
+            }
+        }
+        for a in 0..3 {
+            if !have[a] {
+                domain[a] = 1;
+            }
+        }
+        let plan = Arc::clone(&self.plan);
+        let run = move || -> gridbuf::Result<()> {
+            // SAFETY: the views come from the stencil binder, which checked that each lies
+            // inside its array (origin, domain and extent on every axis), that outputs overlap
+            // no other argument, and keeps the arrays alive for the call; above we checked
+            // dtype size, alignment and writeability of written fields. The views' shapes are
+            // what `FieldMem` carries, and the evaluator checks every block against them.
+            unsafe {
+                match plan.program.dtype {
+                    FloatType::F64 => gtscript::run::<f64>(
+                        &plan,
+                        &mems,
+                        &vals,
+                        domain,
+                        gridbuf::threads::configured(),
+                    ),
+                    FloatType::F32 => gtscript::run::<f32>(
+                        &plan,
+                        &mems,
+                        &vals,
+                        domain,
+                        gridbuf::threads::configured(),
+                    ),
+                }
+            }
+        };
+        let points = domain.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
+        let result = match points {
+            Some(n) if n < PARALLEL_MIN_POINTS => run(),
+            _ => py.detach(run),
+        };
+        result.py(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("GtProgram({:?})", self.plan.program.name)
+    }
+}

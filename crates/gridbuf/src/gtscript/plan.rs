@@ -1,0 +1,636 @@
+//! Checks a [`Program`] and plans its execution: the extents every temporary and field is
+//! needed over, which temporaries live in block buffers and which need storage across levels,
+//! what each block loads and stores, and every statement compiled to a register tape.
+
+use super::ir::{def_error, Access, BinOp, Expr, IterOrder, Level, Program, UnOp};
+use crate::error::{Error, Result};
+
+/// Horizontal reach below and above a region: (I lower, I upper, J lower, J upper); negative
+/// values shrink the region.
+pub type Reach = [i32; 4];
+
+const ZERO: Reach = [0; 4];
+
+fn union(a: Reach, b: Reach) -> Reach {
+    [
+        a[0].max(b[0]),
+        a[1].max(b[1]),
+        a[2].max(b[2]),
+        a[3].max(b[3]),
+    ]
+}
+
+/// A region reached from `r` by reading at `off`.
+fn shifted(r: Reach, off: [i32; 3]) -> Reach {
+    [r[0] - off[0], r[1] + off[0], r[2] - off[1], r[3] + off[1]]
+}
+
+/// An operand of a tape instruction.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Src {
+    /// A register holding the result of an earlier instruction of the same tape.
+    Reg(u32),
+    /// A quantity's block buffer at an offset (I, J, K).
+    Q(u32, [i32; 3]),
+    /// A scalar parameter.
+    Scalar(u32),
+    /// A literal.
+    Const(f64),
+}
+
+/// A tape operation.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Op {
+    /// Copy of `a`.
+    Mov,
+    /// A unary operator on `a`.
+    Un(UnOp),
+    /// A binary operator on `a`, `b`.
+    Bin(BinOp),
+    /// `b` where `a` is nonzero, else `c`.
+    Sel,
+    /// `(a op1 b) op2 c` in one pass, for two arithmetic operators (`Add`, `Sub`, `Mul`,
+    /// `Div`): the same two roundings as two instructions.
+    Bin2(BinOp, BinOp),
+}
+
+fn arith(op: Op) -> Option<BinOp> {
+    match op {
+        Op::Bin(o @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)) => Some(o),
+        _ => None,
+    }
+}
+
+/// Fuses an arithmetic instruction into the next one when that one takes its result as an
+/// operand (each intermediate value is read exactly once, by a later instruction).
+fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
+    let mut out: Vec<Instr> = Vec::with_capacity(tape.len());
+    for ins in tape {
+        if let (Some(prev), Some(op2)) = (out.last().copied(), arith(ins.op)) {
+            if let Some(op1) = arith(prev.op) {
+                let r = Src::Reg(prev.dst);
+                let other = if ins.args[0] == r && ins.args[1] != r {
+                    Some(ins.args[1])
+                } else if ins.args[1] == r
+                    && ins.args[0] != r
+                    && matches!(op2, BinOp::Add | BinOp::Mul)
+                {
+                    // IEEE addition and multiplication are commutative, bit for bit.
+                    Some(ins.args[0])
+                } else {
+                    None
+                };
+                // The fused instruction reads `prev`'s operands: its register must not be one.
+                let clash = prev.args.contains(&Src::Reg(ins.dst));
+                if let Some(c) = other.filter(|_| !clash) {
+                    out.pop();
+                    out.push(Instr {
+                        op: Op::Bin2(op1, op2),
+                        dst: ins.dst,
+                        args: [prev.args[0], prev.args[1], c],
+                    });
+                    continue;
+                }
+            }
+        }
+        out.push(ins);
+    }
+    out
+}
+
+/// One instruction: `dst = op(args)`.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Instr {
+    /// What it computes.
+    pub op: Op,
+    /// The register it writes (never one of its operands).
+    pub dst: u32,
+    /// Operands (unused ones are `Const(0)`).
+    pub args: [Src; 3],
+}
+
+/// A planned statement.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StmtPlan {
+    /// The quantity it writes.
+    pub target: u32,
+    /// The region it is computed over, around the block's core.
+    pub reach: Reach,
+    /// The expression as a register tape; the last instruction gives the value.
+    pub tape: Vec<Instr>,
+    /// Whether the last instruction may write the target's buffer directly (it does not read
+    /// the target).
+    pub direct: bool,
+}
+
+/// A quantity moved between memory and block buffers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Transfer {
+    /// The quantity.
+    pub q: u32,
+    /// Horizontal region around the core.
+    pub reach: Reach,
+    /// K levels below and above the core (loads only; stores cover the core).
+    pub k: (i32, i32),
+}
+
+/// A planned section (one interval of one computation).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SectionPlan {
+    /// Iteration order.
+    pub order: IterOrder,
+    /// First level.
+    pub start: Level,
+    /// One past the last level.
+    pub end: Level,
+    /// Statements in order.
+    pub stmts: Vec<StmtPlan>,
+    /// What is read from memory before the statements.
+    pub loads: Vec<Transfer>,
+    /// What is written to memory after them.
+    pub stores: Vec<Transfer>,
+    /// Every quantity that has a block buffer in this section.
+    pub quantities: Vec<u32>,
+    /// Block halo: (lower, upper) per axis I, J, K.
+    pub halo: [(usize, usize); 3],
+    /// Per field component read: (quantity, lowest and highest K offset read), for the run-time
+    /// check of K bounds.
+    pub k_reads: Vec<(u32, i32, i32)>,
+}
+
+/// What a quantity is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Component `comp` of field `field`.
+    Field {
+        /// Field index.
+        field: usize,
+        /// Component.
+        comp: usize,
+    },
+    /// A temporary that lives in block buffers only.
+    Local,
+    /// A temporary stored for the whole tile and all levels (read at a K offset or in more
+    /// than one section).
+    Stored {
+        /// Horizontal region around the tile core it is needed over.
+        reach: Reach,
+        /// Largest K offset it is read at, either way.
+        k_margin: usize,
+    },
+}
+
+/// A checked, planned stencil.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// The program.
+    pub program: Program,
+    /// Per quantity: what it is.
+    pub kinds: Vec<Kind>,
+    /// Per field: (lower, upper) extent per axis I, J, K that it is read beyond the domain.
+    pub field_extent: Vec<[(usize, usize); 3]>,
+    /// Per field: whether the stencil writes it.
+    pub field_written: Vec<bool>,
+    /// Sections in order.
+    pub sections: Vec<SectionPlan>,
+    /// The most registers any tape uses.
+    pub max_regs: usize,
+    /// Index of the first written field (its layout picks the loop order); None if none.
+    pub first_output: Option<usize>,
+    /// The fewest K levels a call may have (as GT4Py computes it from the intervals).
+    pub min_k: usize,
+}
+
+/// The fewest levels for which every interval fits, as GT4Py's `compute_min_k_size`.
+fn min_k_size(p: &Program) -> usize {
+    let (mut from_start, mut from_end, mut biggest) = (0i64, 0i64, 0i64);
+    for s in &p.sections {
+        match (s.start.from_end, s.end.from_end) {
+            (false, true) => {
+                if s.start.offset != 0 || s.end.offset != 0 {
+                    biggest = biggest.max(s.start.offset - s.end.offset + 1);
+                }
+            }
+            (false, false) => {
+                from_start = from_start.max(s.end.offset);
+                biggest = biggest.max(s.end.offset);
+            }
+            _ => {
+                from_end = from_end.max(-s.start.offset);
+                biggest = biggest.max(-s.start.offset);
+            }
+        }
+    }
+    (from_start + from_end).max(biggest).max(0) as usize
+}
+
+fn quantity(p: &Program, a: Access) -> usize {
+    match a {
+        Access::Field { field, comp } => {
+            p.fields[..field]
+                .iter()
+                .map(|f| f.components())
+                .sum::<usize>()
+                + comp
+        }
+        Access::Temp(t) => p.fields.iter().map(|f| f.components()).sum::<usize>() + t,
+    }
+}
+
+/// Registers in use while compiling a tape: each value is read once, so an operand's register
+/// is free once the instruction that reads it has its own.
+struct Regs {
+    free: Vec<u32>,
+    count: u32,
+}
+
+impl Regs {
+    fn take(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
+            self.count += 1;
+            self.count - 1
+        })
+    }
+
+    fn release(&mut self, args: &[Src]) {
+        for a in args {
+            if let Src::Reg(r) = a {
+                self.free.push(*r);
+            }
+        }
+        // Lowest first, so tapes reuse few registers.
+        self.free.sort_unstable_by(|a, b| b.cmp(a));
+    }
+}
+
+fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
+    let zero = Src::Const(0.0);
+    let (op, args) = match expr {
+        Expr::Read(a, off) => return Src::Q(quantity(p, *a) as u32, *off),
+        Expr::Scalar(s) => return Src::Scalar(*s as u32),
+        Expr::Const(v) => return Src::Const(*v),
+        Expr::Un(op, a) => (Op::Un(*op), [compile(a, p, tape, regs), zero, zero]),
+        Expr::Bin(op, a, b) => {
+            let a = compile(a, p, tape, regs);
+            let b = compile(b, p, tape, regs);
+            (Op::Bin(*op), [a, b, zero])
+        }
+        Expr::Select(c, a, b) => {
+            let c = compile(c, p, tape, regs);
+            let a = compile(a, p, tape, regs);
+            let b = compile(b, p, tape, regs);
+            (Op::Sel, [c, a, b])
+        }
+    };
+    let dst = regs.take();
+    regs.release(&args);
+    tape.push(Instr { op, dst, args });
+    Src::Reg(dst)
+}
+
+/// Checks and plans a program.
+pub fn plan(program: Program) -> Result<Plan> {
+    let p = &program;
+    let n_comp: usize = p.fields.iter().map(|f| f.components()).sum();
+    let nq = n_comp + p.temps.len();
+    let field_of = |q: usize| -> Option<usize> {
+        let mut acc = 0;
+        for (i, f) in p.fields.iter().enumerate() {
+            acc += f.components();
+            if q < acc {
+                return Some(i);
+            }
+        }
+        None
+    };
+    // Which quantities are written, where; offsets along missing axes; self reads.
+    let mut field_written = vec![false; p.fields.len()];
+    let mut written_in_comp: Vec<Vec<usize>> = vec![Vec::new(); nq];
+    let mut sections_of: Vec<Vec<usize>> = vec![Vec::new(); nq];
+    let mut k_margin = vec![0usize; nq];
+    for (si, s) in p.sections.iter().enumerate() {
+        for st in &s.stmts {
+            let tq = quantity(p, st.target);
+            if let Access::Field { field, .. } = st.target {
+                let f = &p.fields[field];
+                if f.axes != [true; 3] {
+                    return Err(def_error(
+                        st.line,
+                        format!(
+                            "assignment to field {:?} with dims {}: only I, J, K fields can be written",
+                            f.name,
+                            f.dims()
+                        ),
+                    ));
+                }
+                field_written[field] = true;
+            }
+            if !written_in_comp[tq].contains(&s.computation) {
+                written_in_comp[tq].push(s.computation);
+            }
+            if !sections_of[tq].contains(&si) {
+                sections_of[tq].push(si);
+            }
+            let mut err = None;
+            st.expr.reads(&mut |a, off| {
+                let q = quantity(p, a);
+                if !sections_of[q].contains(&si) {
+                    sections_of[q].push(si);
+                }
+                k_margin[q] = k_margin[q].max(off[2].unsigned_abs() as usize);
+                if let Access::Field { field, .. } = a {
+                    let f = &p.fields[field];
+                    for (ax, name) in ["I", "J", "K"].iter().enumerate() {
+                        if !f.axes[ax] && off[ax] != 0 {
+                            err.get_or_insert(def_error(
+                                st.line,
+                                format!(
+                                    "offset {} along {name} on field {:?}, which has no {name} axis",
+                                    off[ax], f.name
+                                ),
+                            ));
+                        }
+                    }
+                }
+                if q == tq && (off[0] != 0 || off[1] != 0) {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{:?} is read at a horizontal offset in its own assignment",
+                            name_of(p, a)
+                        ),
+                    ));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+    }
+    // Reads of written quantities.
+    for s in &p.sections {
+        for st in &s.stmts {
+            let mut err = None;
+            st.expr.reads(&mut |a, off| {
+                let q = quantity(p, a);
+                if matches!(a, Access::Field { .. })
+                    && !written_in_comp[q].is_empty()
+                    && (off[0] != 0 || off[1] != 0)
+                {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "field {:?} is written by the stencil and read at the horizontal offset {:?}; copy it to a temporary in an earlier stencil or read another field",
+                            name_of(p, a),
+                            off
+                        ),
+                    ));
+                }
+                if s.order == IterOrder::Parallel
+                    && off[2] != 0
+                    && written_in_comp[q].contains(&s.computation)
+                {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{:?} is written in this PARALLEL computation and read at the vertical offset {}; use FORWARD or BACKWARD",
+                            name_of(p, a),
+                            off[2]
+                        ),
+                    ));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+    }
+    // Horizontal extents: backwards over the statements until nothing changes.
+    let mut reach = vec![ZERO; nq];
+    let mut converged = false;
+    for _ in 0..32 {
+        let before = reach.clone();
+        for s in p.sections.iter().rev() {
+            for st in s.stmts.iter().rev() {
+                let tq = quantity(p, st.target);
+                let se = if tq >= n_comp { reach[tq] } else { ZERO };
+                st.expr.reads(&mut |a, off| {
+                    let q = quantity(p, a);
+                    reach[q] = union(reach[q], union(ZERO, shifted(se, off)));
+                });
+            }
+        }
+        if before == reach {
+            converged = true;
+            break;
+        }
+    }
+    if !converged {
+        return Err(def_error(
+            p.sections
+                .iter()
+                .find_map(|s| s.stmts.first())
+                .map_or(0, |s| s.line),
+            "the horizontal extents of the temporaries grow without bound (a temporary feeds itself at a horizontal offset)",
+        ));
+    }
+    let stmt_reach = |tq: usize| if tq >= n_comp { reach[tq] } else { ZERO };
+    // A statement computed beyond the domain must not read a written field.
+    for s in &p.sections {
+        for st in &s.stmts {
+            let se = stmt_reach(quantity(p, st.target));
+            if se == ZERO {
+                continue;
+            }
+            let mut err = None;
+            st.expr.reads(&mut |a, _| {
+                if matches!(a, Access::Field { .. })
+                    && !written_in_comp[quantity(p, a)].is_empty()
+                {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "field {:?} is written by the stencil and read by a temporary that is needed beyond the compute domain",
+                            name_of(p, a)
+                        ),
+                    ));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+    }
+    let kinds: Vec<Kind> = (0..nq)
+        .map(|q| {
+            if q < n_comp {
+                let field = field_of(q).unwrap_or(0);
+                let first: usize = p.fields[..field].iter().map(|f| f.components()).sum();
+                Kind::Field {
+                    field,
+                    comp: q - first,
+                }
+            } else if k_margin[q] > 0 || sections_of[q].len() > 1 {
+                Kind::Stored {
+                    reach: reach[q],
+                    k_margin: k_margin[q],
+                }
+            } else {
+                Kind::Local
+            }
+        })
+        .collect();
+    // Field extents for the binder, and the sections' plans.
+    let mut field_extent = vec![[(0usize, 0usize); 3]; p.fields.len()];
+    for q in 0..n_comp {
+        if let Kind::Field { field, .. } = kinds[q] {
+            let r = reach[q];
+            let e = &mut field_extent[field];
+            e[0] = (e[0].0.max(r[0] as usize), e[0].1.max(r[1] as usize));
+            e[1] = (e[1].0.max(r[2] as usize), e[1].1.max(r[3] as usize));
+        }
+    }
+    let mut sections = Vec::with_capacity(p.sections.len());
+    let mut max_regs = 1;
+    for s in &p.sections {
+        let mut stmts = Vec::new();
+        let mut loads: Vec<Transfer> = Vec::new();
+        let mut stores: Vec<Transfer> = Vec::new();
+        let mut quantities: Vec<u32> = Vec::new();
+        let mut halo = [(0i32, 0i32); 3];
+        let mut k_reads: Vec<(u32, i32, i32)> = Vec::new();
+        let add_q = |q: usize, quantities: &mut Vec<u32>| {
+            if !quantities.contains(&(q as u32)) {
+                quantities.push(q as u32);
+            }
+        };
+        for st in &s.stmts {
+            let tq = quantity(p, st.target);
+            let se = stmt_reach(tq);
+            let mut tape = Vec::new();
+            let mut regs = Regs {
+                free: Vec::new(),
+                count: 0,
+            };
+            let last = compile(&st.expr, p, &mut tape, &mut regs);
+            if !matches!(last, Src::Reg(_)) || tape.is_empty() {
+                let dst = regs.take();
+                tape.push(Instr {
+                    op: Op::Mov,
+                    dst,
+                    args: [last, Src::Const(0.0), Src::Const(0.0)],
+                });
+            }
+            max_regs = max_regs.max(regs.count as usize);
+            let tape = fuse(tape);
+            let direct = tape.last().is_some_and(|i| {
+                !i.args
+                    .iter()
+                    .any(|a| matches!(a, Src::Q(q, _) if *q as usize == tq))
+            });
+            halo[0] = (halo[0].0.max(se[0]), halo[0].1.max(se[1]));
+            halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
+            st.expr.reads(&mut |a, off| {
+                let q = quantity(p, a);
+                add_q(q, &mut quantities);
+                if !matches!(kinds[q], Kind::Local) {
+                    let r = shifted(se, off);
+                    let k = (-off[2], off[2]);
+                    match loads.iter_mut().find(|t| t.q == q as u32) {
+                        Some(t) => {
+                            t.reach = union(t.reach, r);
+                            t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
+                        }
+                        None => loads.push(Transfer {
+                            q: q as u32,
+                            reach: r,
+                            k,
+                        }),
+                    }
+                }
+                if matches!(kinds[q], Kind::Field { .. }) {
+                    match k_reads.iter_mut().find(|t| t.0 == q as u32) {
+                        Some(t) => {
+                            t.1 = t.1.min(off[2]);
+                            t.2 = t.2.max(off[2]);
+                        }
+                        None => k_reads.push((q as u32, off[2], off[2])),
+                    }
+                    // Static K extent of the field, as GT4Py computes it.
+                    if let Kind::Field { field, .. } = kinds[q] {
+                        let e = &mut field_extent[field][2];
+                        if !s.start.from_end {
+                            e.0 = e.0.max((-(s.start.offset + off[2] as i64)).max(0) as usize);
+                        }
+                        if s.end.from_end {
+                            e.1 = e.1.max((s.end.offset + off[2] as i64).max(0) as usize);
+                        }
+                    }
+                }
+            });
+            add_q(tq, &mut quantities);
+            if !matches!(kinds[tq], Kind::Local) {
+                match stores.iter_mut().find(|t| t.q == tq as u32) {
+                    Some(t) => t.reach = union(t.reach, se),
+                    None => stores.push(Transfer {
+                        q: tq as u32,
+                        reach: se,
+                        k: (0, 0),
+                    }),
+                }
+            }
+            stmts.push(StmtPlan {
+                target: tq as u32,
+                reach: se,
+                tape,
+                direct,
+            });
+        }
+        for t in &loads {
+            halo[0] = (halo[0].0.max(t.reach[0]), halo[0].1.max(t.reach[1]));
+            halo[1] = (halo[1].0.max(t.reach[2]), halo[1].1.max(t.reach[3]));
+            halo[2] = (halo[2].0.max(t.k.0), halo[2].1.max(t.k.1));
+        }
+        let h = |v: (i32, i32)| (v.0.max(0) as usize, v.1.max(0) as usize);
+        sections.push(SectionPlan {
+            order: s.order,
+            start: s.start,
+            end: s.end,
+            stmts,
+            loads,
+            stores,
+            quantities,
+            halo: [h(halo[0]), h(halo[1]), h(halo[2])],
+            k_reads,
+        });
+    }
+    let first_output = field_written.iter().position(|&w| w);
+    Ok(Plan {
+        min_k: min_k_size(&program),
+        kinds,
+        field_extent,
+        field_written,
+        sections,
+        max_regs,
+        first_output,
+        program,
+    })
+}
+
+fn name_of(p: &Program, a: Access) -> String {
+    match a {
+        Access::Field { field, .. } => p.fields[field].name.clone(),
+        Access::Temp(t) => p.temps[t].clone(),
+    }
+}
+
+/// The error for a K read beyond a field's extent at run time.
+pub(crate) fn k_bounds_error(field: &str, level: i64, nk: usize) -> Error {
+    Error::InvalidValue {
+        param: "stencil call".into(),
+        value: String::new(),
+        expected: format!(
+            "field {field:?} would be read at level {level} of a K domain of {nk} levels, beyond its extent; pass a larger field, a larger K origin, or a larger domain"
+        ),
+    }
+}

@@ -1,0 +1,679 @@
+"""The gtscript frontend: parses a stencil definition's source with :mod:`ast`, inlines
+``gtscript.function`` helpers, substitutes externals and lowers the body to the IR text the
+Rust core compiles (see ``gridbuf::gtscript::ir``)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import GridbufTypeError, GridbufValueError
+
+# Expression trees are tuples in the IR's prefix form: ("f", field, comp, (di, dj, dk)),
+# ("t", temp, (di, dj, dk)), ("s", scalar), ("c", value), (op, *operands).
+Expr = tuple
+
+_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.Pow: "pow",
+    ast.Mod: "mod",
+    ast.FloorDiv: "floordiv",
+}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+_UNARY_FUNCS = ("abs", "sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "trunc", "isnan", "isinf")
+_BINARY_FUNCS = ("min", "max", "mod")
+
+_CONSTRUCTS = {
+    ast.For: "a for loop",
+    ast.While: "a while loop",
+    ast.Return: "a return statement",
+    ast.FunctionDef: "a nested function definition",
+    ast.Lambda: "a lambda",
+    ast.ListComp: "a list comprehension",
+    ast.Try: "a try statement",
+    ast.Delete: "a del statement",
+    ast.Global: "a global statement",
+    ast.Nonlocal: "a nonlocal statement",
+    ast.Import: "an import statement",
+    ast.List: "a list",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.Starred: "a starred expression",
+    ast.JoinedStr: "an f-string",
+    ast.Slice: "a slice",
+    ast.Raise: "a raise statement",
+    ast.Assert: "an assert statement",
+    ast.Break: "a break statement",
+    ast.Continue: "a continue statement",
+}
+
+
+def _describe(node: ast.AST) -> str:
+    return _CONSTRUCTS.get(type(node), f"the construct {type(node).__name__}")
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """``Field[...]``: dtype, Cartesian axes and data-dim extents."""
+
+    dtype: np.dtype[Any]
+    axes: str = "IJK"
+    data_shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A field or temporary named in the source, before an offset or data index is applied."""
+
+    kind: str  # "f" or "t"
+    index: int
+    offset: tuple[int, int, int] = (0, 0, 0)
+    comp: int | None = None
+    indexed: bool = False
+
+
+class _Ctx:
+    """Name bindings of the definition or of an inlined function."""
+
+    def __init__(self, func: Callable[..., Any], source_line: int, local: dict[str, Any] | None = None) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.file = inspect.getsourcefile(func) or "<unknown>"
+        self.line0 = source_line
+        self.globals = dict(func.__globals__)
+        try:
+            self.globals.update(inspect.getclosurevars(func).nonlocals)
+        except (TypeError, ValueError):
+            pass
+        self.local: dict[str, Any] = dict(local or {})
+
+
+def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
+    try:
+        lines, first = inspect.getsourcelines(func)
+    except (OSError, TypeError) as exc:
+        raise GridbufValueError(f"invalid stencil definition {getattr(func, '__name__', func)!r}: its source is not available ({exc})") from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise GridbufValueError(f"invalid stencil definition {func.__name__!r}: expected a function definition")
+    return fdef, first
+
+
+class Lowering:
+    """Lowers one stencil definition to the IR text."""
+
+    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None) -> None:
+        self.definition = definition
+        self.externals = dict(externals or {})
+        self.name = name or definition.__name__
+        self.fields: list[tuple[str, FieldType]] = []
+        self.scalars: list[str] = []
+        self.params: list[str] = []
+        self.temps: list[str] = []
+        self.lines: list[str] = []
+        self.masks = 0
+        self.depth = 0
+
+    # -- errors ----------------------------------------------------------------------------
+    def error(self, ctx: _Ctx, node: ast.AST | None, message: str) -> GridbufValueError:
+        line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        return GridbufValueError(f"invalid stencil definition {self.name!r}, line {line} ({ctx.file}): {message}")
+
+    # -- parameters ------------------------------------------------------------------------
+    def lower(self) -> str:
+        fdef, first = _source(self.definition)
+        ctx = _Ctx(self.definition, first)
+        try:
+            annotations = inspect.get_annotations(self.definition, eval_str=True)
+        except Exception as exc:  # noqa: BLE001 - any failure to evaluate annotations
+            raise GridbufTypeError(f"invalid stencil definition {self.name!r}: its annotations cannot be evaluated ({exc})") from None
+        args = fdef.args
+        if args.vararg or args.kwarg or args.posonlyargs:
+            raise self.error(ctx, fdef, "*args, **kwargs and positional-only parameters are not supported")
+        dtypes: set[np.dtype[Any]] = set()
+        for a in args.args + args.kwonlyargs:
+            ann = annotations.get(a.arg)
+            if isinstance(ann, FieldType):
+                if ann.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+                    raise self.error(ctx, a, f"field {a.arg!r} has dtype {ann.dtype}; gridbuf.gtscript runs float64 and float32 fields")
+                dtypes.add(ann.dtype)
+                ctx.local[a.arg] = _Ref("f", len(self.fields))
+                self.fields.append((a.arg, ann))
+            elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, np.number)) or isinstance(ann, np.dtype):
+                ctx.local[a.arg] = ("s", len(self.scalars))
+                self.scalars.append(a.arg)
+            else:
+                raise self.error(ctx, a, f"parameter {a.arg!r} has the annotation {ann!r}: expected Field[...] or a scalar type")
+            self.params.append(a.arg)
+        if not self.fields:
+            raise self.error(ctx, fdef, "a stencil needs at least one Field parameter")
+        if len(dtypes) > 1:
+            raise self.error(ctx, fdef, f"fields of different dtypes ({', '.join(sorted(map(str, dtypes)))}); gridbuf.gtscript needs one float dtype per stencil")
+        dtype = dtypes.pop()
+        body: list[str] = []
+        self.lines = body
+        for stmt in fdef.body:
+            self.top_stmt(ctx, stmt)
+        head = [f"stencil {self.name.replace(' ', '_')} {dtype}"]
+        for n, f in self.fields:
+            head.append(" ".join(["field", n, f.axes, *map(str, f.data_shape)]))
+        head += [f"scalar {s}" for s in self.scalars]
+        head += [f"temp {t}" for t in self.temps]
+        return "\n".join(head + body) + "\n"
+
+    # -- constant evaluation ---------------------------------------------------------------
+    def lookup(self, ctx: _Ctx, name: str, node: ast.AST) -> Any:
+        if name in ctx.local:
+            return ctx.local[name]
+        if name in ctx.globals:
+            return ctx.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        raise self.error(ctx, node, f"name {name!r} is not defined (fields, scalars, temporaries, externals and module constants are)")
+
+    def const(self, ctx: _Ctx, node: ast.expr) -> Any:
+        """Evaluates an expression of literals, externals and module constants."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            v = self.lookup(ctx, node.id, node)
+            if isinstance(v, (_Ref, tuple)) and not (isinstance(v, tuple) and v and v[0] == "c"):
+                raise self.error(ctx, node, f"{node.id!r} is not a compile-time constant")
+            return v[1] if isinstance(v, tuple) else v
+        if isinstance(node, ast.Attribute):
+            return getattr(self.const(ctx, node.value), node.attr)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self.const(ctx, node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not self.const(ctx, node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            a, b = self.const(ctx, node.left), self.const(ctx, node.right)
+            return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else math.nan,
+                    "pow": a**b, "mod": a % b if b else math.nan, "floordiv": a // b if b else math.nan}[_BINOPS[type(node.op)]]
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            a, b = self.const(ctx, node.left), self.const(ctx, node.comparators[0])
+            op = _CMPOPS.get(type(node.ops[0]))
+            return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[op] if op else None
+        if isinstance(node, ast.BoolOp):
+            vals = [self.const(ctx, v) for v in node.values]
+            return all(vals) if isinstance(node.op, ast.And) else any(vals)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED":
+            return self.const(ctx, node.args[0])
+        raise self.error(ctx, node, f"{_describe(node)} is not a compile-time constant")
+
+    def is_const(self, ctx: _Ctx, node: ast.expr) -> bool:
+        try:
+            v = self.const(ctx, node)
+        except GridbufValueError:
+            return False
+        except Exception:  # noqa: BLE001 - e.g. an attribute a constant lacks
+            return False
+        return isinstance(v, (bool, int, float, np.number))
+
+    # -- statements ------------------------------------------------------------------------
+    def top_stmt(self, ctx: _Ctx, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.ImportFrom):
+            self.import_from(ctx, stmt)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+            pass  # docstring
+        elif isinstance(stmt, ast.Pass):
+            pass
+        elif isinstance(stmt, ast.With):
+            self.with_block(ctx, stmt, None)
+        elif isinstance(stmt, ast.If) and self.is_const(ctx, stmt.test):
+            for s in stmt.body if self.const(ctx, stmt.test) else stmt.orelse:
+                self.top_stmt(ctx, s)
+        else:
+            raise self.error(ctx, stmt, f"{_describe(stmt) if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.If)) else 'a statement'} outside a `with computation(...), interval(...)` block")
+
+    def import_from(self, ctx: _Ctx, stmt: ast.ImportFrom) -> None:
+        if stmt.module == "__gtscript__":
+            return
+        if stmt.module != "__externals__":
+            raise self.error(ctx, stmt, f"import from {stmt.module!r}: only `from __externals__ import ...` is allowed")
+        for alias in stmt.names:
+            if alias.name not in self.externals:
+                raise self.error(ctx, stmt, f"external {alias.name!r} is not given (pass externals={{{alias.name!r}: ...}})")
+            ctx.local[alias.asname or alias.name] = self.external_value(ctx, stmt, alias.name)
+
+    def external_value(self, ctx: _Ctx, node: ast.AST, name: str) -> Any:
+        v = self.externals[name]
+        if isinstance(v, (bool, int, float, np.number)):
+            return ("c", float(v))
+        if callable(v):
+            return v
+        raise self.error(ctx, node, f"external {name!r} is {v!r}: externals are numbers, booleans or gtscript functions")
+
+    def call_name(self, ctx: _Ctx, node: ast.expr) -> Any:
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                return f.id
+            if isinstance(f, ast.Attribute):
+                return f.attr
+        return None
+
+    def with_block(self, ctx: _Ctx, stmt: ast.With, order: str | None) -> None:
+        items = [i.context_expr for i in stmt.items]
+        comp = [i for i in items if self.call_name(ctx, i) == "computation"]
+        intv = [i for i in items if self.call_name(ctx, i) == "interval"]
+        if len(comp) + len(intv) != len(items) or len(comp) > 1 or len(intv) > 1:
+            raise self.error(ctx, stmt, "a `with` statement takes computation(...) and/or interval(...)")
+        if comp:
+            if order is not None:
+                raise self.error(ctx, stmt, "computation(...) inside another computation")
+            c = comp[0]
+            if len(c.args) != 1 or not isinstance(c.args[0], (ast.Name, ast.Attribute)):
+                raise self.error(ctx, stmt, "computation takes PARALLEL, FORWARD or BACKWARD")
+            o = c.args[0].id if isinstance(c.args[0], ast.Name) else c.args[0].attr
+            if o not in ("PARALLEL", "FORWARD", "BACKWARD"):
+                raise self.error(ctx, stmt, f"unknown iteration order {o!r}: expected PARALLEL, FORWARD or BACKWARD")
+            order = o
+            self.lines.append(f"comp {o}")
+            if not intv:
+                # Nested `with interval(...)` blocks: run in iteration order.
+                blocks = []
+                for s in stmt.body:
+                    if not (isinstance(s, ast.With) and all(self.call_name(ctx, i.context_expr) == "interval" for i in s.items)):
+                        raise self.error(ctx, s, "inside `with computation(...)` only `with interval(...)` blocks are allowed")
+                    blocks.append((self.interval(ctx, s.items[0].context_expr), s))
+                if o == "BACKWARD":
+                    blocks.sort(key=lambda b: (b[0][2], b[0][3]), reverse=True)
+                else:
+                    blocks.sort(key=lambda b: (b[0][0], b[0][1]))
+                for bounds, s in blocks:
+                    self.emit_interval(ctx, bounds, s.body)
+                return
+        if order is None:
+            raise self.error(ctx, stmt, "interval(...) outside computation(...)")
+        self.emit_interval(ctx, self.interval(ctx, intv[0]), stmt.body)
+
+    def interval(self, ctx: _Ctx, call: ast.expr) -> tuple[int, int, int, int]:
+        """(start from_end, start offset, end from_end, end offset)."""
+        assert isinstance(call, ast.Call)
+        args = call.args
+        if len(args) == 1 and isinstance(args[0], ast.Constant) and args[0].value is Ellipsis:
+            return (0, 0, 1, 0)
+        if len(args) != 2 or call.keywords:
+            raise self.error(ctx, call, "interval takes `...` or (start, end)")
+        s, e = (self.const(ctx, a) for a in args)
+        for v in (s, e):
+            if v is not None and not isinstance(v, (int, np.integer)):
+                raise self.error(ctx, call, f"interval bound {v!r}: expected an int or None")
+        if s is None:
+            s = 0
+        start = (1, int(s)) if s < 0 else (0, int(s))
+        end = (1, 0) if e is None else ((1, int(e)) if e < 0 or (e == 0 and s < 0) else (0, int(e)))
+        return (*start, *end)
+
+    def emit_interval(self, ctx: _Ctx, bounds: tuple[int, int, int, int], body: list[ast.stmt]) -> None:
+        se, so, ee, eo = bounds
+        self.lines.append(f"interval {'E' if se else 'S'} {so} {'E' if ee else 'S'} {eo}")
+        for s in body:
+            self.stmt(ctx, s, None)
+
+    def stmt(self, ctx: _Ctx, s: ast.stmt, mask: Expr | None) -> None:
+        if isinstance(s, ast.Assign):
+            if len(s.targets) != 1:
+                raise self.error(ctx, s, "chained assignment (a = b = ...)")
+            self.assign(ctx, s, s.targets[0], s.value, mask)
+        elif isinstance(s, ast.AugAssign):
+            op = _BINOPS.get(type(s.op))
+            if op is None:
+                raise self.error(ctx, s, f"augmented assignment with {type(s.op).__name__}")
+            value = ast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+            ast.copy_location(value, s)
+            self.assign(ctx, s, s.target, value, mask)
+        elif isinstance(s, ast.AnnAssign) and s.value is not None:
+            self.assign(ctx, s, s.target, s.value, mask)
+        elif isinstance(s, ast.If):
+            if self.is_const(ctx, s.test):
+                for b in s.body if self.const(ctx, s.test) else s.orelse:
+                    self.stmt(ctx, b, mask)
+                return
+            cond = self.expr(ctx, s.test)
+            m = self.new_mask(ctx, s, cond if mask is None else ("and", mask, cond))
+            for b in s.body:
+                self.stmt(ctx, b, m)
+            if s.orelse:
+                notc = ("not", cond)
+                m2 = self.new_mask(ctx, s, notc if mask is None else ("and", mask, notc))
+                for b in s.orelse:
+                    self.stmt(ctx, b, m2)
+        elif isinstance(s, ast.ImportFrom):
+            self.import_from(ctx, s)
+        elif isinstance(s, ast.Pass):
+            pass
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            pass
+        elif isinstance(s, ast.With):
+            raise self.error(ctx, s, "a `with` block inside an interval")
+        else:
+            raise self.error(ctx, s, f"{_describe(s)} is not supported in a stencil")
+
+    def new_mask(self, ctx: _Ctx, node: ast.AST, cond: Expr) -> Expr:
+        name = f"__mask{self.masks}"
+        self.masks += 1
+        t = len(self.temps)
+        self.temps.append(name)
+        self.emit(ctx, node, ("t", t), cond)
+        return ("t", t, (0, 0, 0))
+
+    def assign(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: ast.expr, mask: Expr | None) -> None:
+        if isinstance(target, ast.Tuple):
+            if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
+                vals = [self.expr(ctx, v) for v in value.elts]
+            else:
+                v = self.value(ctx, value)
+                if not isinstance(v, list) or len(v) != len(target.elts):
+                    raise self.error(ctx, node, "tuple assignment needs as many values as targets")
+                vals = [self.as_expr(ctx, value, x) for x in v]
+            for t, v in zip(target.elts, vals):
+                self.store(ctx, node, t, v, mask)
+            return
+        self.store(ctx, node, target, self.expr(ctx, value), mask)
+
+    def store(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Expr, mask: Expr | None) -> None:
+        comp = 0
+        if isinstance(target, ast.Subscript):
+            ref = self.value(ctx, target)
+            if not isinstance(ref, _Ref):
+                raise self.error(ctx, node, "assignment to a subscript of something that is not a field")
+            if ref.offset != (0, 0, 0):
+                name = self.fields[ref.index][0] if ref.kind == "f" else self.temps[ref.index]
+                raise self.error(ctx, node, f"writing {name!r} at the offset {ref.offset}: assignments are at offset (0, 0, 0)")
+            kind, index, comp = ref.kind, ref.index, ref.comp
+            if kind == "f" and self.fields[index][1].data_shape and comp is None:
+                raise self.error(ctx, node, f"field {self.fields[index][0]!r} has data dims: write one component, e.g. {self.fields[index][0]}[0, 0, 0][0]")
+            comp = comp or 0
+        elif isinstance(target, ast.Name):
+            name = target.id
+            cur = ctx.local.get(name)
+            if isinstance(cur, _Ref):
+                kind, index = cur.kind, cur.index
+                if kind == "f" and self.fields[index][1].data_shape:
+                    raise self.error(ctx, node, f"field {name!r} has data dims: write one component, e.g. {name}[0, 0, 0][0]")
+            elif isinstance(cur, tuple) and cur and cur[0] == "s":
+                raise self.error(ctx, node, f"assignment to the scalar parameter {name!r}")
+            elif name in self.params:
+                raise self.error(ctx, node, f"assignment to parameter {name!r}")
+            else:
+                kind, index = "t", len(self.temps)
+                self.temps.append(name)
+                ctx.local[name] = _Ref("t", index)
+        else:
+            raise self.error(ctx, node, f"assignment to {_describe(target)}")
+        if mask is not None:
+            old = ("f", index, comp, (0, 0, 0)) if kind == "f" else ("t", index, (0, 0, 0))
+            value = ("sel", mask, value, old)
+        self.emit(ctx, node, (kind, index, comp) if kind == "f" else ("t", index), value)
+
+    def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
+        line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        tgt = f"f {target[1]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
+        self.lines.append(f"stmt {line} {tgt} {_fmt(value)}")
+
+    # -- expressions -----------------------------------------------------------------------
+    def expr(self, ctx: _Ctx, node: ast.expr) -> Expr:
+        return self.as_expr(ctx, node, self.value(ctx, node))
+
+    def as_expr(self, ctx: _Ctx, node: ast.AST, v: Any) -> Expr:
+        if isinstance(v, _Ref):
+            if v.kind == "f":
+                f = self.fields[v.index]
+                if f[1].data_shape and v.comp is None:
+                    raise self.error(ctx, node, f"field {f[0]!r} has data dims: read one component, e.g. {f[0]}[0, 0, 0][0]")
+                return ("f", v.index, v.comp or 0, v.offset)
+            return ("t", v.index, v.offset)
+        if isinstance(v, tuple):
+            return v
+        if isinstance(v, (bool, int, float, np.number)):
+            return ("c", float(v))
+        raise self.error(ctx, node, f"{_describe(node) if not isinstance(node, ast.Name) else repr(node.id)} is not a value a stencil can compute with ({v!r})")
+
+    def value(self, ctx: _Ctx, node: ast.expr) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > 150:
+                raise self.error(ctx, node, "expression nested too deeply")
+            return self._value(ctx, node)
+        finally:
+            self.depth -= 1
+
+    def _value(self, ctx: _Ctx, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return ("c", float(node.value))
+            raise self.error(ctx, node, f"the literal {node.value!r}")
+        if isinstance(node, ast.Name):
+            v = self.lookup(ctx, node.id, node)
+            if isinstance(v, (bool, int, float, np.number)):
+                return ("c", float(v))
+            return v
+        if isinstance(node, ast.Attribute):
+            if self.is_const(ctx, node):
+                return ("c", float(self.const(ctx, node)))
+            try:
+                return self.const(ctx, node)
+            except Exception:  # noqa: BLE001
+                raise self.error(ctx, node, f"attribute {ast.unparse(node)!r}") from None
+        if isinstance(node, ast.BinOp):
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
+            return _fold((op, self.expr(ctx, node.left), self.expr(ctx, node.right)))
+        if isinstance(node, ast.UnaryOp):
+            a = self.expr(ctx, node.operand)
+            if isinstance(node.op, ast.USub):
+                return ("c", -a[1]) if a[0] == "c" else ("neg", a)
+            if isinstance(node.op, ast.UAdd):
+                return a
+            if isinstance(node.op, ast.Not):
+                return ("not", a)
+            raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            vals = [self.expr(ctx, v) for v in node.values]
+            out = vals[0]
+            for v in vals[1:]:
+                out = (op, out, v)
+            return out
+        if isinstance(node, ast.Compare):
+            left = self.expr(ctx, node.left)
+            out = None
+            for op, right in zip(node.ops, node.comparators):
+                name = _CMPOPS.get(type(op))
+                if name is None:
+                    raise self.error(ctx, node, f"the comparison {type(op).__name__}")
+                r = self.expr(ctx, right)
+                term = (name, left, r)
+                out = term if out is None else ("and", out, term)
+                left = r
+            return out
+        if isinstance(node, ast.IfExp):
+            if self.is_const(ctx, node.test):
+                return self.value(ctx, node.body if self.const(ctx, node.test) else node.orelse)
+            return ("sel", self.expr(ctx, node.test), self.expr(ctx, node.body), self.expr(ctx, node.orelse))
+        if isinstance(node, ast.Subscript):
+            return self.subscript(ctx, node)
+        if isinstance(node, ast.Call):
+            return self.call(ctx, node)
+        if isinstance(node, ast.Tuple):
+            return [self.value(ctx, e) for e in node.elts]
+        raise self.error(ctx, node, f"{_describe(node)} is not supported in a stencil")
+
+    def offsets(self, ctx: _Ctx, node: ast.expr) -> list[int]:
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for e in elts:
+            v = self.const(ctx, e)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise self.error(ctx, node, f"offset {ast.unparse(e)!r}: offsets and data-dim indices are integer constants")
+            out.append(int(v))
+        return out
+
+    def subscript(self, ctx: _Ctx, node: ast.Subscript) -> Any:
+        base = self.value(ctx, node.value)
+        if not isinstance(base, _Ref):
+            if isinstance(base, tuple) and self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
+                return base  # an expression argument of a function read at offset zero
+            raise self.error(ctx, node, f"subscript of {ast.unparse(node.value)!r}, which is not a field or temporary")
+        idx = self.offsets(ctx, node.slice)
+        if base.kind == "f":
+            name, ftype = self.fields[base.index]
+            if base.indexed:
+                if not ftype.data_shape or base.comp is not None:
+                    raise self.error(ctx, node, f"too many subscripts on field {name!r}")
+                if len(idx) != len(ftype.data_shape) or any(not 0 <= i < n for i, n in zip(idx, ftype.data_shape)):
+                    raise self.error(ctx, node, f"data-dim index {tuple(idx)} of field {name!r} with data dims {ftype.data_shape}")
+                comp = 0
+                for i, n in zip(idx, ftype.data_shape):
+                    comp = comp * n + i
+                return _Ref("f", base.index, base.offset, comp, True)
+            axes = ftype.axes
+            if len(idx) == 3:
+                off = tuple(idx)
+            elif len(idx) == len(axes):
+                full = dict(zip(axes, idx))
+                off = (full.get("I", 0), full.get("J", 0), full.get("K", 0))
+            else:
+                raise self.error(ctx, node, f"field {name!r} with axes {axes} takes {len(axes)} or 3 offsets, got {len(idx)}")
+        else:
+            if base.indexed:
+                raise self.error(ctx, node, f"too many subscripts on temporary {self.temps[base.index]!r}")
+            if len(idx) != 3:
+                raise self.error(ctx, node, f"temporary {self.temps[base.index]!r} takes 3 offsets, got {len(idx)}")
+            off = tuple(idx)
+        total = tuple(a + b for a, b in zip(base.offset, off))
+        return _Ref(base.kind, base.index, total, base.comp, True)  # type: ignore[arg-type]
+
+    def call(self, ctx: _Ctx, node: ast.Call) -> Any:
+        from . import _MATH  # the gtscript math functions by identity
+
+        try:
+            fn = self.const(ctx, node.func) if not isinstance(node.func, ast.Name) else self.lookup(ctx, node.func.id, node.func)
+        except GridbufValueError:
+            raise
+        except Exception:  # noqa: BLE001
+            raise self.error(ctx, node, f"call of {ast.unparse(node.func)!r}") from None
+        name = _MATH.get(id(fn))
+        if fn is builtins.abs:
+            name = "abs"
+        elif fn is builtins.min:
+            name = "min"
+        elif fn is builtins.max:
+            name = "max"
+        if name is not None:
+            if node.keywords:
+                raise self.error(ctx, node, f"keyword arguments to {name}")
+            args = [self.expr(ctx, a) for a in node.args]
+            if name in _UNARY_FUNCS:
+                if len(args) != 1:
+                    raise self.error(ctx, node, f"{name} takes one argument")
+                return (name, args[0])
+            if name in ("min", "max") and len(args) >= 2:
+                out = args[0]
+                for a in args[1:]:
+                    out = (name, out, a)
+                return out
+            if len(args) != 2:
+                raise self.error(ctx, node, f"{name} takes two arguments")
+            return (name, args[0], args[1])
+        if getattr(fn, "__gtscript_function__", False):
+            return self.inline(ctx, node, fn)
+        if isinstance(fn, type) and issubclass(fn, (float, int, np.floating)) and len(node.args) == 1:
+            return self.expr(ctx, node.args[0])  # float(x), np.float64(x): a no-op cast
+        raise self.error(ctx, node, f"call of {ast.unparse(node.func)!r}: only the gtscript math functions and gtscript.function helpers can be called")
+
+    def inline(self, ctx: _Ctx, node: ast.Call, fn: Callable[..., Any]) -> Any:
+        fdef, first = _source(fn)
+        sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
+        except TypeError as exc:
+            raise self.error(ctx, node, f"call of {fn.__name__}: {exc}") from None
+        local: dict[str, Any] = {}
+        for pname, p in sig.parameters.items():
+            if pname in bound.arguments:
+                arg = bound.arguments[pname]
+                local[pname] = self.value(ctx, arg)
+                if isinstance(local[pname], list):
+                    raise self.error(ctx, node, f"tuple argument to {fn.__name__}")
+            elif p.default is not inspect.Parameter.empty:
+                local[pname] = p.default
+        inner = _Ctx(fn, first, local)
+        if self.depth > 100:
+            raise self.error(ctx, node, f"{fn.__name__} calls itself too deeply")
+        for s in fdef.body:
+            if isinstance(s, ast.ImportFrom):
+                self.import_from(inner, s)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue
+            elif isinstance(s, ast.Assign) and len(s.targets) == 1:
+                t, v = s.targets[0], s.value
+                if isinstance(t, ast.Name):
+                    inner.local[t.id] = self.expr(inner, v)
+                elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+                    vals = self.value(inner, v)
+                    if not isinstance(vals, list) or len(vals) != len(t.elts):
+                        raise self.error(inner, s, "tuple assignment needs as many values as targets")
+                    for e, x in zip(t.elts, vals):
+                        inner.local[e.id] = self.as_expr(inner, s, x)  # type: ignore[attr-defined]
+                else:
+                    raise self.error(inner, s, "assignment to something other than a local name in a gtscript function")
+            elif isinstance(s, ast.Return) and s.value is not None:
+                v = self.value(inner, s.value)
+                if isinstance(v, list):
+                    return [self.as_expr(inner, s, x) for x in v]
+                return self.as_expr(inner, s, v)
+            else:
+                raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.If) else 'an if statement'} in a gtscript function")
+        raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
+
+
+_FOLD = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+}
+
+
+def _fold(e: Expr) -> Expr:
+    """Folds an arithmetic operation on two literals (others are left to run time)."""
+    if e[0] in _FOLD and e[1][0] == "c" and e[2][0] == "c":
+        return ("c", float(_FOLD[e[0]](e[1][1], e[2][1])))
+    return e
+
+
+def _load(target: ast.expr) -> ast.expr:
+    """A copy of an assignment target as a load."""
+    node = ast.parse(ast.unparse(target), mode="eval").body
+    ast.copy_location(node, target)
+    for n in ast.walk(node):
+        n.lineno = target.lineno  # type: ignore[attr-defined]
+    return node
+
+
+def _fmt(e: Expr) -> str:
+    tag = e[0]
+    if tag == "f":
+        return f"f {e[1]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
+    if tag == "t":
+        return f"t {e[1]} {e[2][0]} {e[2][1]} {e[2][2]}"
+    if tag == "s":
+        return f"s {e[1]}"
+    if tag == "c":
+        return f"c {float(e[1])!r}"
+    return " ".join([tag, *(_fmt(a) for a in e[1:])])
