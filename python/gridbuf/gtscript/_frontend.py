@@ -275,6 +275,7 @@ class Lowering:
             if order is not None:
                 raise self.error(ctx, stmt, "computation(...) inside another computation")
             c = comp[0]
+            assert isinstance(c, ast.Call)  # call_name() names only calls
             if len(c.args) != 1 or not isinstance(c.args[0], (ast.Name, ast.Attribute)):
                 raise self.error(ctx, stmt, "computation takes PARALLEL, FORWARD or BACKWARD")
             o = c.args[0].id if isinstance(c.args[0], ast.Name) else c.args[0].attr
@@ -386,7 +387,7 @@ class Lowering:
         self.store(ctx, node, target, self.expr(ctx, value), mask)
 
     def store(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Expr, mask: Expr | None) -> None:
-        comp = 0
+        comp: int | None = 0
         if isinstance(target, ast.Subscript):
             ref = self.value(ctx, target)
             if not isinstance(ref, _Ref):
@@ -492,16 +493,16 @@ class Lowering:
             return out
         if isinstance(node, ast.Compare):
             left = self.expr(ctx, node.left)
-            out = None
-            for op, right in zip(node.ops, node.comparators):
-                name = _CMPOPS.get(type(op))
-                if name is None:
-                    raise self.error(ctx, node, f"the comparison {type(op).__name__}")
+            chain: Any = None
+            for cmp, right in zip(node.ops, node.comparators):
+                cmp_name = _CMPOPS.get(type(cmp))
+                if cmp_name is None:
+                    raise self.error(ctx, node, f"the comparison {type(cmp).__name__}")
                 r = self.expr(ctx, right)
-                term = (name, left, r)
-                out = term if out is None else ("and", out, term)
+                term = (cmp_name, left, r)
+                chain = term if chain is None else ("and", chain, term)
                 left = r
-            return out
+            return chain
         if isinstance(node, ast.IfExp):
             if self.is_const(ctx, node.test):
                 return self.value(ctx, node.body if self.const(ctx, node.test) else node.orelse)
