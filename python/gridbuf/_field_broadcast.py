@@ -25,7 +25,14 @@ _object_new = object.__new__
 _WEAK = (int, float, complex)
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from ._gridbuf import OutputParams
     from .field import Field
+
+    #: What a Field stores about its allocation: (backend, layout or None, row alignment,
+    #: aligned index or None).
+    _Storage: TypeAlias = tuple[str, tuple[int, ...] | None, int, tuple[int, ...] | None]
 else:
     #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
     Field = None
@@ -36,12 +43,22 @@ class _Broadcast:
     result (None when writing into ``out=``)."""
 
     __slots__ = ("fix", "shape", "kwargs", "dims", "halo", "origin", "meta", "storage", "desc", "kid", "order")
+    fix: tuple[tuple[int, Any, Any], ...]
+    shape: tuple[int, ...]
+    kwargs: dict[str, Any]
+    dims: tuple[str, ...]
+    halo: tuple[tuple[int, int], ...]
+    origin: tuple[int, ...]
+    meta: FieldMeta
+    storage: _Storage
+    desc: FieldDescriptor
+    kid: int
+    order: tuple[int, ...] | None
 
-    def __init__(self, aligned: Any, params: Any) -> None:
+    def __init__(self, aligned: Any, params: OutputParams | None) -> None:
         self.fix = tuple((i, p, r) for i, (p, r) in enumerate(aligned) if p is not None or r is not None)
         self.order = None
-        if params is None:
-            self.shape = None
+        if params is None:  # writing into out=: nothing to allocate, the result attributes stay unset
             return
         dims, shape, layout, halo, backend = params.dims, params.shape, params.layout, params.halo, params.backend
         alignment, aligned_index, kwargs = params.alignment, params.aligned_index, params.kwargs

@@ -7,13 +7,16 @@ drawn. Every cache is bounded the same way: emptied when full."""
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._gridbuf import FieldDescriptor
 
 
 #: Entries each cache holds at most.
 _CACHE_LIMIT = 4096
 #: Descriptor -> id.
-_DESC_IDS: dict[tuple[Any, ...], int] = {}
+_DESC_IDS: dict[FieldDescriptor, int] = {}
 _NEXT_ID = itertools.count(1).__next__
 #: Broadcasts (``_Broadcast``) by operand ids.
 _BROADCASTS: dict[Any, Any] = {}
@@ -25,7 +28,7 @@ _DTYPES: dict[Any, Any] = {}
 _CALLS: dict[Any, Any] = {}
 
 
-def _intern(desc: tuple[Any, ...]) -> int:
+def _intern(desc: FieldDescriptor) -> int:
     """The id of a Field descriptor (drawn on first sight)."""
     kid = _DESC_IDS.get(desc)
     if kid is None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    #: The ``casting`` values NumPy accepts (its overloads take only these literals).
+    _Casting: TypeAlias = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
 
 import numpy as np
 

@@ -31,6 +31,7 @@ from .errors import GridbufTypeError
 _AXIS_CACHE = _field_cache._AXIS_CACHE
 
 if TYPE_CHECKING:
+    from ._field_dtypes import _Casting
     from .field import Field
 else:
     #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
@@ -38,6 +39,7 @@ else:
 
 
 _REDUCTION_SIGNATURES: dict[Any, tuple[str, ...]] = {}
+_fn: Any  # NumPy functions of different overloaded types, one loop variable for all
 for _fn in (np.sum, np.prod, np.mean, np.nansum, np.nanprod, np.nanmean):
     _REDUCTION_SIGNATURES[_fn] = ("a", "axis", "dtype", "out", "keepdims")
 for _fn in (np.std, np.var, np.nanstd, np.nanvar):
@@ -151,7 +153,7 @@ def _array_where(condition: Any, *xy: Any) -> Any:
     return bc.wrap(res)
 
 
-def _array_concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+def _array_concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None, casting: _Casting = "same_kind") -> Any:
     seq = list(arrays)
     if axis is None or not any(isinstance(a, Field) for a in seq):
         return _fallback(np.concatenate, (seq,), {"axis": axis, "out": out, "dtype": dtype, "casting": casting})

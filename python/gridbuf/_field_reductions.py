@@ -16,6 +16,7 @@ from ._field_dtypes import _probe_dtype
 _AXIS_CACHE = _field_cache._AXIS_CACHE
 
 if TYPE_CHECKING:
+    from ._gridbuf import OutputParams
     from .field import Field
 else:
     #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
@@ -26,8 +27,9 @@ class _Reduction(_Broadcast):
     """A cached reduction over ``axes`` (a _Broadcast whose result parameters come from the core)."""
 
     __slots__ = ("axes",)
+    axes: tuple[int, ...]
 
-    def __init__(self, axes: tuple[int, ...], params: Any) -> None:
+    def __init__(self, axes: tuple[int, ...], params: OutputParams) -> None:
         super().__init__((), params)
         self.axes = axes
 

@@ -1,7 +1,7 @@
 """Type stubs of the compiled part of gridbuf."""
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Union, final
+from typing import Any, Literal, Union, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -467,6 +467,11 @@ def normalize_origin(origin: Any, shape: Sequence[int] | None, source: str) -> t
 def normalize_halo(halo: Any, shape: Sequence[int], dims: Sequence[str] | None = None) -> tuple[tuple[int, int], ...]: ...
 def data_interface(obj: Any) -> Any: ...
 def data_interface_entry(obj: Any, gpu: bool = False) -> Any: ...
+@overload
+def data_interface_for(
+    array: Any, dims: tuple[str, ...], halo: Any = None, strict: bool = False, *, host_fallback: Literal[True]
+) -> dict[Any, dict[str, Any]]: ...
+@overload
 def data_interface_for(
     array: Any, dims: tuple[str, ...], halo: Any = None, strict: bool = False, host_fallback: bool = False
 ) -> dict[Any, dict[str, Any]] | None: ...

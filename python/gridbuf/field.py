@@ -13,7 +13,7 @@ parameters so that an operation on small fields costs a few microseconds).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,10 @@ from ._field_functions import _FUNCTIONS, _fallback
 from ._field_reductions import _same_params
 from ._field_ufuncs import _call, _install_operators
 from .errors import GridbufDeviceError, GridbufTypeError
+
+if TYPE_CHECKING:
+    from ._field_broadcast import _Storage
+    from ._field_dtypes import _Casting
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
@@ -92,6 +96,12 @@ class Field:
     # ``_meta`` holds dims, halo and origin (a FieldMeta the stencil binder reads directly);
     # ``_nd``, ``_storage``, ``_desc`` and ``_kid`` cache what is derived from the array and them.
     __slots__ = ("_array", "_meta", "_nd", "_storage", "_desc", "_kid", "__weakref__")
+    _array: Any
+    _meta: FieldMeta
+    _nd: Any
+    _storage: _Storage | None
+    _desc: FieldDescriptor | None
+    _kid: int | None
     __hash__ = None  # type: ignore[assignment]  # == compares elements, as for ndarrays
 
     def __init__(self, array: Any, dims: Any = None, origin: Any = None, halo: Any = None) -> None:
@@ -150,7 +160,7 @@ class Field:
             self._nd = nd
         return nd
 
-    def _storage_params(self) -> tuple[Any, ...]:
+    def _storage_params(self) -> _Storage:
         """(backend, layout or None, alignment, aligned index or None), computed once."""
         st = self._storage
         if st is None:
@@ -387,7 +397,7 @@ class Field:
         f._meta = FieldMeta(f._meta.dims, f._meta.halo, self._meta.origin)
         return f
 
-    def astype(self, dtype: Any, order: Any = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> Field:
+    def astype(self, dtype: Any, order: Any = "K", casting: _Casting = "unsafe", subok: bool = True, copy: bool = True) -> Field:
         """A copy converted to ``dtype``, with the same parameters as :meth:`copy`.
 
         Parameters
@@ -653,8 +663,9 @@ class Field:
 
 
 # The operation modules refer to the class (type checks, results); it exists only now.
+# (setattr: to the type checker each module's ``Field`` is this class already, imported.)
 for _module in (_field_broadcast, _field_functions, _field_reductions, _field_ufuncs):
-    _module.Field = Field
+    setattr(_module, "Field", Field)
 _install_operators(Field)
 
 __all__ = ["Field", "normalize_halo"]

@@ -5,6 +5,7 @@ use crate::errors::{to_py, IntoPyResult};
 use crate::extract::{extract, extract_array};
 use crate::numpy_interop::{array_from_raw_parts, descr_of_dtype, NPY_MAXDIMS};
 use gridbuf::array_info::ArrayInfo;
+use gridbuf::error::format_tuple;
 use gridbuf::Error;
 use numpy::PyArrayDescr;
 use pyo3::prelude::*;
@@ -135,8 +136,8 @@ impl PyArrayInfo {
             "ArrayInfo(ptr={:#x}, shape={}, strides={}, typestr='{}', device='{}', device_id={}, \
              readonly={}, interface='{}'{stream})",
             self.info.ptr,
-            py_tuple(&self.info.shape),
-            py_tuple(&self.info.strides),
+            format_tuple(&self.info.shape),
+            format_tuple(&self.info.strides),
             self.info.dtype.to_typestr(),
             self.info.device.kind.name(),
             self.info
@@ -146,14 +147,6 @@ impl PyArrayInfo {
             if self.info.readonly { "True" } else { "False" },
             self.info.interface.name(),
         )
-    }
-}
-
-fn py_tuple<T: std::fmt::Display>(values: &[T]) -> String {
-    let items: Vec<String> = values.iter().map(T::to_string).collect();
-    match items.len() {
-        1 => format!("({},)", items[0]),
-        _ => format!("({})", items.join(", ")),
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::errors::IntoPyResult;
 use crate::extract::lookup;
 use crate::interface_dict::IfaceDict;
-use gridbuf::array_info::ArrayInfo;
+use gridbuf::array_info::{ArrayInfo, Interface};
 use gridbuf::interface::CudaArrayInterfaceDict;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -18,7 +18,7 @@ pub(crate) fn cuda_array_interface_of<'py>(
 
 pub(crate) fn parse_cuda_dict(cai: &Bound<'_, PyAny>) -> PyResult<ArrayInfo> {
     let py = cai.py();
-    let d = IfaceDict::new(cai, "__cuda_array_interface__")?;
+    let d = IfaceDict::new(cai, Interface::CudaArrayInterface)?;
     let data = match d.get(intern!(py, "data"))? {
         None => None,
         Some(v) => Some(d.pointer_tuple(&v, "expected a (device pointer, read_only) tuple")?),

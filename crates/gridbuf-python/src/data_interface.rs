@@ -3,10 +3,11 @@
 
 use crate::array_interface::parse_array_dict;
 use crate::convert::{self, type_error, value_error};
-use crate::errors::{raise, Class, IntoPyResult};
+use crate::errors::{to_py, IntoPyResult};
 use crate::extract::{lookup, sys_modules, Found};
 use crate::interface_dict::{repr, IfaceDict};
 use gridbuf::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
+use gridbuf::Error;
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -140,15 +141,7 @@ pub(crate) fn no_entry(di: &DataInterface<'_>) -> PyErr {
         .and_then(|k| py.import("builtins")?.getattr("list")?.call1((k,)))
         .map(|k| repr(&k))
         .unwrap_or_else(|_| "?".into());
-    raise(
-        py,
-        Class::Value,
-        format!(
-            "invalid {} with the device keys {keys}: expected an entry for None or \"cpu\" (host \
-             memory), or for \"gpu\" or \"cuda\" (GPU memory)",
-            di.attr
-        ),
-    )
+    to_py(py, Error::no_device_entry(di.attr, &keys))
 }
 
 /// Parses and checks one data-interface entry (host memory when `host`, else GPU memory).
@@ -160,8 +153,7 @@ pub(crate) fn parse_entry<'py>(
 ) -> PyResult<Found<'py>> {
     let py = obj.py();
     let result = (|| {
-        let name = Interface::DataInterface.name();
-        let d = IfaceDict::new(entry, name)?;
+        let d = IfaceDict::new(entry, Interface::DataInterface)?;
         let device = if host {
             ArrayDevice::CPU
         } else {
@@ -194,14 +186,9 @@ pub(crate) fn parse_entry<'py>(
 fn entry_stream(d: &IfaceDict<'_, '_>) -> PyResult<Option<i64>> {
     let key = intern!(d.obj.py(), "stream");
     match d.int(key)? {
-        Some(s) if s <= 0 => Err(raise(
+        Some(s) if s <= 0 => Err(to_py(
             d.obj.py(),
-            Class::Value,
-            format!(
-                "invalid {} {s}: expected None, 1 (legacy default stream), 2 (per-thread default \
-                 stream) or a positive stream handle",
-                d.field(key)
-            ),
+            Error::data_interface_stream(&d.field(key), s),
         )),
         s => Ok(s),
     }

@@ -150,12 +150,7 @@ fn take_capsule(capsule: &Bound<'_, PyAny>) -> PyResult<DLPackOwner> {
         Some(b"used_dltensor_versioned" | b"used_dltensor") => {
             return Err(to_py(py, Error::dlpack_capsule_consumed()))
         }
-        other => {
-            let shown = other
-                .map(|n| format!("{:?}", String::from_utf8_lossy(n)))
-                .unwrap_or_else(|| "without a name".into());
-            return Err(to_py(py, Error::dlpack_capsule_name(shown)));
-        }
+        other => return Err(to_py(py, Error::dlpack_capsule_name(other))),
     };
     // SAFETY: `cap` is a capsule whose name is `name_ptr` (checked above).
     let ptr = unsafe { ffi::PyCapsule_GetPointer(cap, name_ptr) };

@@ -189,7 +189,7 @@ fn extract_generic<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
         }
     }
     if let Some(ai) = &ai {
-        let d = IfaceDict::new(ai, "__array_interface__")?;
+        let d = IfaceDict::new(ai, Interface::ArrayInterface)?;
         let found = parse_array_dict(obj, &d, Interface::ArrayInterface, ArrayDevice::CPU)?;
         raw_buffer |= found.own_buffer;
         match &mut primary {

@@ -2,11 +2,12 @@
 //! message buffers and packs/unpacks them with the GIL released. No MPI here: the Python layer
 //! (`gridbuf.distributed`) hands the buffers to mpi4py.
 
-use crate::errors::{raise, Class, IntoPyResult};
+use crate::errors::{to_py, IntoPyResult};
 use crate::extract::extract_array;
 use gridbuf::array_info::DeviceKind;
 use gridbuf::decomposition::Decomposition;
 use gridbuf::halo_exchange::{ExchangePlan, FieldLayout};
+use gridbuf::Error;
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::prelude::*;
 
@@ -48,12 +49,7 @@ impl PyHaloExchangePlan {
         corners: bool,
     ) -> PyResult<Self> {
         if specs.len() != fields.len() {
-            return Err(invalid(
-                py,
-                "specs",
-                specs.len(),
-                "expected one (axes, halo, widths) per field",
-            ));
+            return Err(to_py(py, Error::exchange_specs(specs.len())));
         }
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         let decomp = Decomposition::new(&names, &global_shape, &procs, &periodic).py(py)?;
@@ -64,22 +60,11 @@ impl PyHaloExchangePlan {
         for (f, (obj, (axes, halo, widths))) in fields.iter().zip(specs).enumerate() {
             let ex = extract_array(obj)?;
             let info = &ex.info;
-            let param = format!("fields[{f}]");
             if info.device.kind != DeviceKind::Cpu {
-                return Err(invalid(
-                    py,
-                    &param,
-                    format!("on {:?}", info.device.kind),
-                    "the halo exchange packs host memory only",
-                ));
+                return Err(to_py(py, Error::exchange_field_device(f, info.device.kind)));
             }
             if info.readonly {
-                return Err(invalid(
-                    py,
-                    &param,
-                    "a read-only array",
-                    "halos are written, so the array must be writable",
-                ));
+                return Err(to_py(py, Error::exchange_field_readonly(f)));
             }
             let itemsize = info.dtype.itemsize();
             // Byte span of the field, to refuse fields that share memory.
@@ -97,12 +82,7 @@ impl PyHaloExchangePlan {
                 info.ptr.wrapping_add_signed(hi),
             );
             if let Some(g) = spans.iter().position(|s| s.0 < span.1 && span.0 < s.1) {
-                return Err(invalid(
-                    py,
-                    &param,
-                    format!("sharing memory with fields[{g}]"),
-                    "every field of one exchange must be a separate array",
-                ));
+                return Err(to_py(py, Error::exchange_fields_overlap(f, g)));
             }
             spans.push(span);
             layouts.push(FieldLayout {
@@ -217,12 +197,7 @@ impl PyHaloExchangePlan {
     fn copy_local(&self, py: Python<'_>, index: usize) -> PyResult<()> {
         let which = self.which(Some(index))?;
         if self.plan.messages[which[0]].peer != self.plan.rank {
-            return Err(invalid(
-                py,
-                "index",
-                index,
-                "copy_local takes a message to this process itself",
-            ));
+            return Err(to_py(py, Error::copy_local_index(index)));
         }
         let plan = &self.plan;
         let bases_addr = self.bases.clone();
@@ -268,20 +243,9 @@ impl PyHaloExchangePlan {
         match index {
             None => Ok((0..n).collect()),
             Some(i) if i < n => Ok(vec![i]),
-            Some(i) => Err(Python::attach(|py| {
-                invalid(py, "index", i, &format!("this plan has {n} messages"))
-            })),
+            Some(i) => Err(Python::attach(|py| to_py(py, Error::message_index(i, n)))),
         }
     }
-}
-
-/// A `GridbufValueError` naming the parameter and the value.
-fn invalid(py: Python<'_>, param: &str, value: impl std::fmt::Display, expected: &str) -> PyErr {
-    raise(
-        py,
-        Class::Value,
-        format!("invalid {param} {value}: {expected}"),
-    )
 }
 
 /// The block decomposition arithmetic of the core, for `gridbuf.distributed`.
@@ -316,16 +280,9 @@ impl PyBlockDecomposition {
     fn block(&self, py: Python<'_>, dim: usize, coord: usize) -> PyResult<(usize, usize)> {
         self.check_dim(py, dim)?;
         if coord >= self.inner.procs()[dim] {
-            return Err(invalid(
-                py,
-                "coord",
-                coord,
-                &format!(
-                    "the process coordinates along {} are 0..{}",
-                    self.inner.names()[dim],
-                    self.inner.procs()[dim]
-                ),
-            ));
+            let err =
+                Error::process_coord(coord, &self.inner.names()[dim], self.inner.procs()[dim]);
+            return Err(to_py(py, err));
         }
         Ok(self.inner.block(dim, coord))
     }
@@ -374,12 +331,7 @@ impl PyBlockDecomposition {
 impl PyBlockDecomposition {
     fn check_dim(&self, py: Python<'_>, dim: usize) -> PyResult<()> {
         if dim >= self.inner.ndim() {
-            return Err(invalid(
-                py,
-                "dim",
-                dim,
-                &format!("the decomposition has {} dims", self.inner.ndim()),
-            ));
+            return Err(to_py(py, Error::decomposition_dim(dim, self.inner.ndim())));
         }
         Ok(())
     }

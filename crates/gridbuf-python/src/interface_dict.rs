@@ -4,41 +4,43 @@
 
 use crate::convert::{type_error, value_error};
 use crate::errors::to_py;
+use gridbuf::array_info::Interface;
 use gridbuf::Error;
 use pyo3::exceptions::{PyKeyError, PyOverflowError};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString, PyTuple};
 
-/// A dict-shaped interface being read; `name` is how messages call it, such as
-/// `__array_interface__`, and keys are named `__array_interface__['shape']`.
+/// A dict-shaped interface being read; messages call it by the interface's name, such as
+/// `__array_interface__`, and its keys as the core's [`Interface::field`] does
+/// (`__array_interface__['shape']`).
 pub(crate) struct IfaceDict<'a, 'py> {
     pub(crate) obj: &'a Bound<'py, PyAny>,
     dict: Option<&'a Bound<'py, PyDict>>,
-    name: &'a str,
+    interface: Interface,
 }
 
 impl<'a, 'py> IfaceDict<'a, 'py> {
-    pub(crate) fn new(obj: &'a Bound<'py, PyAny>, name: &'a str) -> PyResult<Self> {
+    pub(crate) fn new(obj: &'a Bound<'py, PyAny>, interface: Interface) -> PyResult<Self> {
         if let Ok(dict) = obj.cast::<PyDict>() {
             return Ok(IfaceDict {
                 obj,
                 dict: Some(dict),
-                name,
+                interface,
             });
         }
         if obj.cast::<PyMapping>().is_ok() {
             return Ok(IfaceDict {
                 obj,
                 dict: None,
-                name,
+                interface,
             });
         }
-        Err(type_error(name, obj, "expected a dict"))
+        Err(type_error(interface.name(), obj, "expected a dict"))
     }
 
     pub(crate) fn field(&self, key: &Bound<'py, PyString>) -> String {
-        format!("{}['{}']", self.name, key.to_string_lossy())
+        self.interface.field(&key.to_string_lossy())
     }
 
     /// The value of `key`; `None` when absent or None.
@@ -164,11 +166,7 @@ pub(crate) fn repr(obj: &Bound<'_, PyAny>) -> String {
         .repr()
         .map(|r| r.to_string())
         .unwrap_or_else(|_| "<unprintable>".into());
-    if s.chars().count() > 200 {
-        format!("{}...", s.chars().take(200).collect::<String>())
-    } else {
-        s
-    }
+    gridbuf::error::shorten_shown(s)
 }
 
 fn overflow(py: Python<'_>, field: &str, whole: &Bound<'_, PyAny>, what: &str) -> PyErr {

@@ -6,10 +6,11 @@
 //! the stencil binder reads the same values without going through Python code.
 
 use crate::data_interface::{data_interface_of, gpu_entry, host_entry, is_dataarray};
-use crate::errors::{raise, Class, IntoPyResult};
+use crate::errors::{to_py, IntoPyResult};
 use crate::extract::lookup;
 use gridbuf::binding::ArgMeta;
 use gridbuf::dims::Dim;
+use gridbuf::Error;
 use pyo3::exceptions::PyKeyError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -43,15 +44,7 @@ fn dim_name(d: &Bound<'_, PyAny>, source: &str) -> PyResult<String> {
     };
     match name.cast::<PyString>() {
         Ok(s) => Ok(s.to_str()?.to_owned()),
-        Err(_) => Err(raise(
-            py,
-            Class::Type,
-            format!(
-                "invalid type for {source} entry {}: expected a dimension name (str), an object \
-                 with __gt_axis_name__, or an enum whose .value is a name",
-                repr(d)
-            ),
-        )),
+        Err(_) => Err(to_py(py, Error::dim_entry_type(source, &repr(d)))),
     }
 }
 
@@ -62,17 +55,7 @@ fn dim_names(dims: &Bound<'_, PyAny>, source: &str) -> PyResult<Vec<String>> {
     if let Ok(s) = dims.cast::<PyString>() {
         return Ok(s.to_str()?.chars().map(String::from).collect());
     }
-    let not_names = || {
-        raise(
-            py,
-            Class::Type,
-            format!(
-                "invalid type for {source} ({}): expected a string such as 'IJK' or a sequence \
-                 of names",
-                repr(dims)
-            ),
-        )
-    };
+    let not_names = || to_py(py, Error::dims_not_names(source, repr(dims)));
     if dims.is_instance_of::<PyBytes>() || dims.cast::<PyMapping>().is_ok() {
         return Err(not_names());
     }
@@ -223,13 +206,11 @@ pub(crate) fn check_dataarray_dims(
     inner: Option<&[Dim]>,
 ) -> PyResult<()> {
     match inner {
-        Some(inner) if inner != dims => Err(raise(
+        Some(inner) if inner != dims => Err(to_py(
             py,
-            Class::Value,
-            format!(
-                "invalid DataArray dims {}: the underlying data declares the different dims {}",
+            Error::dataarray_dims_differ(
                 repr(&dims_tuple(py, dims)?),
-                repr(&dims_tuple(py, inner)?)
+                &repr(&dims_tuple(py, inner)?),
             ),
         )),
         _ => Ok(()),
@@ -333,16 +314,7 @@ pub(crate) fn origin_from(
     source: &str,
 ) -> PyResult<Vec<usize>> {
     let py = origin.py();
-    let not_ints = || {
-        raise(
-            py,
-            Class::Type,
-            format!(
-                "invalid type for {source} ({}): expected a sequence of ints",
-                repr(origin)
-            ),
-        )
-    };
+    let not_ints = || to_py(py, Error::origin_not_ints(source, repr(origin)));
     let iter = origin.try_iter().map_err(|_| not_ints())?;
     let mut values = Vec::new();
     for v in iter {
@@ -571,18 +543,15 @@ impl FieldMeta {
             crate::convert::type_error("origin", origin, "expected one non-negative int per axis")
         })?;
         if pairs.len() != n || origin_v.len() != n {
-            return Err(raise(
-                py,
-                Class::Value,
-                format!(
-                    "invalid FieldMeta: dims {} name {n} axes, but the halo {} has {} and the origin {} has {}",
-                    repr(dims),
-                    repr(halo),
-                    pairs.len(),
-                    repr(origin),
-                    origin_v.len()
-                ),
-            ));
+            let err = Error::field_meta_lengths(
+                &repr(dims),
+                n,
+                &repr(halo),
+                pairs.len(),
+                &repr(origin),
+                origin_v.len(),
+            );
+            return Err(to_py(py, err));
         }
         FieldMeta::from_parts(py, parsed, &pairs, origin_v)
     }
@@ -928,16 +897,12 @@ pub fn data_interface_for<'py>(
                 if let Some(d) = entry_get(own, dims_key)? {
                     let declared = dims_from(&d, Some(dims.len()), "dims")?;
                     if dims_from(dims, None, "dims")? != declared {
-                        return Err(raise(
-                            py,
-                            Class::Value,
-                            format!(
-                                "invalid DataArray dims {}: its data's interface for device {} declares {}",
-                                repr(dims),
-                                repr(key),
-                                repr(&dims_tuple(py, &declared)?)
-                            ),
-                        ));
+                        let err = Error::dataarray_entry_dims_differ(
+                            repr(dims),
+                            &repr(key),
+                            &repr(&dims_tuple(py, &declared)?),
+                        );
+                        return Err(to_py(py, err));
                     }
                 }
             }

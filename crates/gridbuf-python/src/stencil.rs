@@ -6,7 +6,7 @@
 //! interface's acquire / touch / release calls.
 
 use crate::data_interface::{field_array, is_dataarray};
-use crate::errors::{raise, Class, IntoPyResult};
+use crate::errors::{to_py, IntoPyResult};
 use crate::extract::{extract, extract_array, Extracted};
 use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
 use gridbuf::array_info::{ArrayInfo, DType};
@@ -188,32 +188,21 @@ impl Stencil {
     ) -> PyResult<Prepare<'py, '_>> {
         let n = self.sigs.default.fields.len();
         if args.len() != n {
-            return Err(raise(
+            let names: Vec<&str> = self
+                .sigs
+                .default
+                .fields
+                .iter()
+                .map(|f| f.name.as_str())
+                .collect();
+            return Err(to_py(
                 py,
-                Class::Type,
-                format!(
-                    "stencil {:?} takes {n} fields ({}) as positional arguments, but {} were given",
-                    self.name,
-                    self.sigs
-                        .default
-                        .fields
-                        .iter()
-                        .map(|f| f.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    args.len()
-                ),
+                gridbuf::Error::stencil_arity(&self.name, &names, args.len()),
             ));
         }
         let mut fields = Vec::with_capacity(n);
         for (obj, f) in args.iter().zip(&self.sigs.default.fields) {
-            let wrap = |e: PyErr| {
-                raise(
-                    py,
-                    Class::Type,
-                    format!("field {:?} of stencil {:?}: {e}", f.name, self.name),
-                )
-            };
+            let wrap = |e: PyErr| to_py(py, gridbuf::Error::stencil_field(&f.name, &self.name, e));
             fields.push(arg_of(py, &obj).map_err(wrap)?);
         }
         let sig = self.sigs.for_first(fields.first().map(|a| a.ex.info.dtype));
@@ -294,27 +283,18 @@ impl Stencil {
             for (k, v) in kw.iter() {
                 let name = k.cast::<PyString>()?.to_str()?.to_owned();
                 if !self.scalars.contains(&name) {
-                    return Err(crate::convert::type_error(
-                        "keyword",
-                        &k,
-                        &format!(
-                            "stencil {:?} takes the scalars {:?}, origin, domain and validate_args",
-                            self.name, self.scalars
-                        ),
-                    ));
+                    let shown = crate::convert::repr(&k);
+                    let err = gridbuf::Error::stencil_keyword(shown, &self.name, &self.scalars);
+                    return Err(to_py(py, err));
                 }
                 out.set_item(k, v)?;
             }
         }
         for s in &self.scalars {
             if !out.contains(s)? {
-                return Err(raise(
+                return Err(to_py(
                     py,
-                    Class::Type,
-                    format!(
-                        "stencil {:?} needs the scalar keyword argument {s:?}",
-                        self.name
-                    ),
+                    gridbuf::Error::stencil_missing_scalar(&self.name, s),
                 ));
             }
         }
@@ -358,22 +338,13 @@ impl Prepared {
             } else {
                 View3::new::<f64>(&info, a.ex.info.ptr, out)
             };
-            views.push(view.map_err(|e| field_error(&f.name, e))?);
+            views.push(view.map_err(|e| gridbuf::Error::kernel_view(&f.name, &e))?);
         }
         Ok(Prepared {
             call,
             views: Some(views),
         })
     }
-}
-
-/// A view error of field `name`, naming the field.
-fn field_error(name: &str, e: gridbuf::Error) -> gridbuf::Error {
-    gridbuf::Error::invalid(
-        format!("field {name:?}"),
-        e.to_string(),
-        "a view a native kernel can take",
-    )
 }
 
 /// Runs a native kernel on the arrays at `ptrs`, with the GIL released unless the domain is small.
@@ -387,11 +358,7 @@ fn run_native(
     let domain = &prepared.call.domain;
     let (Ok(domain3), Some(views)) = (<[usize; 3]>::try_from(domain.as_slice()), &prepared.views)
     else {
-        return Err(raise(
-            py,
-            Class::Value,
-            "native kernels need a 3-D domain (I, J, K)",
-        ));
+        return Err(to_py(py, gridbuf::Error::native_domain_not_3d()));
     };
     let f32 = sig
         .fields
@@ -422,7 +389,7 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
     let mut inputs: Vec<ArrayView3<'_, T>> = Vec::with_capacity(views.len() - n_out);
     let mut outputs: Vec<ArrayViewMut3<'_, T>> = Vec::with_capacity(n_out);
     for ((v, f), &ptr) in views.iter().zip(&sig.fields).zip(ptrs) {
-        let named = |e: gridbuf::Error| field_error(&f.name, e);
+        let named = |e: gridbuf::Error| gridbuf::Error::kernel_view(&f.name, &e);
         // SAFETY: the binder checked that every view lies inside its array (origin, domain and
         // extent against the shape on every axis) and that no output overlaps another argument;
         // `View3::new` checked dtype, stride multiples and (outputs) writeability and distinct
@@ -687,11 +654,7 @@ impl BoundStencil {
                 .bind(py)
                 .call(v.bind(py), self.scalars.as_ref().map(|d| d.bind(py)))
                 .map(|_| ()),
-            (Body::Python { .. }, None) => Err(raise(
-                py,
-                Class::Base,
-                "bound Python stencil lost its views",
-            )),
+            (Body::Python { .. }, None) => Err(to_py(py, gridbuf::Error::bound_views_lost())),
         };
         if !self.has_callbacks {
             return run();
@@ -711,14 +674,7 @@ impl BoundStencil {
 pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
     let kernel = gridbuf::kernels::by_name(name).ok_or_else(|| {
         let names: Vec<&str> = gridbuf::kernels::all().iter().map(|k| k.name()).collect();
-        raise(
-            py,
-            Class::Value,
-            format!(
-                "unknown native kernel {name:?}; available: {}",
-                names.join(", ")
-            ),
-        )
+        to_py(py, gridbuf::Error::unknown_kernel(name, &names))
     })?;
     Ok(Stencil {
         name: name.to_owned(),
@@ -756,7 +712,7 @@ pub fn python_stencil(
         let f = f.cast::<PyDict>()?;
         let get = |k: &str| -> PyResult<Bound<'_, PyAny>> {
             f.get_item(k)?
-                .ok_or_else(|| raise(py, Class::Value, format!("field description misses {k:?}")))
+                .ok_or_else(|| to_py(py, gridbuf::Error::field_description_misses(k)))
         };
         let fname: String = get("name")?.extract()?;
         let descr = PyArrayDescr::new(py, get("dtype")?)?;

@@ -100,6 +100,16 @@ pub enum Error {
         /// The key, such as `__gt_data_interface__['data']`.
         field: String,
     },
+    /// A sentence that does not follow the `invalid {param} {value}: {expected}` pattern (the
+    /// argument errors of a stencil call, a dims entry of the wrong type, ...), composed by the
+    /// constructors of this module.
+    #[error("{message}")]
+    Message {
+        /// The exception class it is raised as.
+        class: ErrorClass,
+        /// The whole sentence.
+        message: String,
+    },
     /// The allocator could not provide the memory.
     #[error("cannot allocate {bytes} bytes aligned to {alignment} bytes: out of memory")]
     OutOfMemory {
@@ -215,6 +225,7 @@ impl Error {
             Error::Overflow { .. } | Error::OutOfRange { .. } => ErrorClass::Overflow,
             Error::OutOfMemory { .. } => ErrorClass::Memory,
             Error::Device { .. } => ErrorClass::Device,
+            Error::Message { class, .. } => *class,
         }
     }
 
@@ -248,6 +259,16 @@ pub fn format_tuple<T: std::fmt::Display>(values: &[T]) -> String {
         format!("({},)", items[0])
     } else {
         format!("({})", items.join(", "))
+    }
+}
+
+/// A value shown in a message (a Python `repr`), cut after 200 characters and marked with
+/// `...` where it was cut, so that a huge dict does not drown the message.
+pub fn shorten_shown(shown: String) -> String {
+    const MAX: usize = 200;
+    match shown.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}...", &shown[..cut]),
+        None => shown,
     }
 }
 
@@ -494,8 +515,13 @@ impl Error {
         )
     }
 
-    /// A capsule that is not a DLPack tensor (`shown` is its quoted name, or "without a name").
-    pub fn dlpack_capsule_name(shown: impl Into<String>) -> Self {
+    /// A capsule that is not a DLPack tensor: `name` is its name (shown quoted), or None for a
+    /// capsule without a name.
+    pub fn dlpack_capsule_name(name: Option<&[u8]>) -> Self {
+        let shown = match name {
+            Some(n) => format!("{:?}", String::from_utf8_lossy(n)),
+            None => "without a name".to_owned(),
+        };
         Error::value_shown(
             "__dlpack__() capsule",
             shown,
@@ -506,6 +532,254 @@ impl Error {
     /// A DLPack capsule holding a null pointer.
     pub fn dlpack_null_capsule() -> Self {
         Error::value_shown("__dlpack__() capsule", "", "it holds a null pointer")
+    }
+}
+
+/// The messages of the data interface and of what an array declares about itself (dims,
+/// origin); `shown` values are Python `repr`s.
+impl Error {
+    /// A data interface (`attr`, such as `__gt_data_interface__`) with no entry gridbuf reads;
+    /// `keys` is the list of its keys, shown.
+    pub fn no_device_entry(attr: &str, keys: &str) -> Self {
+        Error::value_shown(
+            attr,
+            format!("with the device keys {keys}"),
+            "expected an entry for None or \"cpu\" (host memory), or for \"gpu\" or \"cuda\" \
+             (GPU memory)",
+        )
+    }
+
+    /// A `stream` of a data-interface entry (`field`) that is not a stream.
+    pub fn data_interface_stream(field: &str, stream: i64) -> Self {
+        Error::value_shown(
+            field,
+            stream.to_string(),
+            "expected None, 1 (legacy default stream), 2 (per-thread default stream) or a \
+             positive stream handle",
+        )
+    }
+
+    /// One entry of dims (from `source`) that is not a name.
+    pub fn dim_entry_type(source: &str, shown: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Type,
+            message: format!(
+                "invalid type for {source} entry {shown}: expected a dimension name (str), an \
+                 object with __gt_axis_name__, or an enum whose .value is a name"
+            ),
+        }
+    }
+
+    /// Dims (from `source`) that are neither a string nor a sequence of names.
+    pub fn dims_not_names(source: &str, shown: impl Into<String>) -> Self {
+        Error::type_shown(
+            source,
+            shown,
+            "expected a string such as 'IJK' or a sequence of names",
+        )
+    }
+
+    /// A DataArray whose data declares other dims than its own (both shown).
+    pub fn dataarray_dims_differ(dims: impl Into<String>, declared: &str) -> Self {
+        Error::value_shown(
+            "DataArray dims",
+            dims,
+            format!("the underlying data declares the different dims {declared}"),
+        )
+    }
+
+    /// A DataArray whose data's interface entry for device `key` declares other dims (all
+    /// shown).
+    pub fn dataarray_entry_dims_differ(dims: impl Into<String>, key: &str, declared: &str) -> Self {
+        Error::value_shown(
+            "DataArray dims",
+            dims,
+            format!("its data's interface for device {key} declares {declared}"),
+        )
+    }
+
+    /// An origin (from `source`) that is not a sequence of ints.
+    pub fn origin_not_ints(source: &str, shown: impl Into<String>) -> Self {
+        Error::type_shown(source, shown, "expected a sequence of ints")
+    }
+
+    /// A `FieldMeta` whose dims, halo and origin (shown) disagree on the number of axes.
+    pub fn field_meta_lengths(
+        dims: &str,
+        ndim: usize,
+        halo: &str,
+        halo_len: usize,
+        origin: &str,
+        origin_len: usize,
+    ) -> Self {
+        Error::value_shown(
+            "FieldMeta",
+            "",
+            format!(
+                "dims {dims} name {ndim} axes, but the halo {halo} has {halo_len} and the origin \
+                 {origin} has {origin_len}"
+            ),
+        )
+    }
+}
+
+/// The messages of stencil calls.
+impl Error {
+    /// A call of `stencil` with `given` positional arguments where it takes the `fields`.
+    pub fn stencil_arity(stencil: &str, fields: &[&str], given: usize) -> Self {
+        Error::Message {
+            class: ErrorClass::Type,
+            message: format!(
+                "stencil {stencil:?} takes {} fields ({}) as positional arguments, but {given} \
+                 were given",
+                fields.len(),
+                fields.join(", ")
+            ),
+        }
+    }
+
+    /// A field argument of `stencil` that could not be read, for `reason`.
+    pub fn stencil_field(field: &str, stencil: &str, reason: impl std::fmt::Display) -> Self {
+        Error::Message {
+            class: ErrorClass::Type,
+            message: format!("field {field:?} of stencil {stencil:?}: {reason}"),
+        }
+    }
+
+    /// A keyword argument (shown) that `stencil`, whose scalars are `scalars`, does not take.
+    pub fn stencil_keyword(shown: impl Into<String>, stencil: &str, scalars: &[String]) -> Self {
+        Error::type_shown(
+            "keyword",
+            shown,
+            format!("stencil {stencil:?} takes the scalars {scalars:?}, origin, domain and validate_args"),
+        )
+    }
+
+    /// A call of `stencil` without its scalar keyword argument `scalar`.
+    pub fn stencil_missing_scalar(stencil: &str, scalar: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Type,
+            message: format!("stencil {stencil:?} needs the scalar keyword argument {scalar:?}"),
+        }
+    }
+
+    /// A field (`name`) whose view a native kernel cannot take, for `reason`.
+    pub fn kernel_view(name: &str, reason: &Error) -> Self {
+        Error::invalid(
+            format!("field {name:?}"),
+            reason.to_string(),
+            "a view a native kernel can take",
+        )
+    }
+
+    /// A native kernel called on a domain that is not 3-D.
+    pub fn native_domain_not_3d() -> Self {
+        Error::Message {
+            class: ErrorClass::Value,
+            message: "native kernels need a 3-D domain (I, J, K)".to_owned(),
+        }
+    }
+
+    /// A bound Python stencil without the views it was bound to (an internal error).
+    pub fn bound_views_lost() -> Self {
+        Error::Message {
+            class: ErrorClass::Base,
+            message: "bound Python stencil lost its views".to_owned(),
+        }
+    }
+
+    /// A native kernel name that is not registered; `available` are the registered ones.
+    pub fn unknown_kernel(name: &str, available: &[&str]) -> Self {
+        Error::Message {
+            class: ErrorClass::Value,
+            message: format!(
+                "unknown native kernel {name:?}; available: {}",
+                available.join(", ")
+            ),
+        }
+    }
+
+    /// A field description of a Python stencil without the key `key`.
+    pub fn field_description_misses(key: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Value,
+            message: format!("field description misses {key:?}"),
+        }
+    }
+}
+
+/// The messages of halo exchanges and block decompositions.
+impl Error {
+    /// `specs` of another length (`len`) than the fields of an exchange.
+    pub fn exchange_specs(len: usize) -> Self {
+        Error::value_shown(
+            "specs",
+            len.to_string(),
+            "expected one (axes, halo, widths) per field",
+        )
+    }
+
+    /// Field `index` of an exchange in memory on a device (`kind`) other than the host.
+    pub fn exchange_field_device(index: usize, kind: impl std::fmt::Debug) -> Self {
+        Error::value_shown(
+            format!("fields[{index}]"),
+            format!("on {kind:?}"),
+            "the halo exchange packs host memory only",
+        )
+    }
+
+    /// Field `index` of an exchange that is read-only.
+    pub fn exchange_field_readonly(index: usize) -> Self {
+        Error::value_shown(
+            format!("fields[{index}]"),
+            "a read-only array",
+            "halos are written, so the array must be writable",
+        )
+    }
+
+    /// Field `index` of an exchange sharing memory with field `other`.
+    pub fn exchange_fields_overlap(index: usize, other: usize) -> Self {
+        Error::value_shown(
+            format!("fields[{index}]"),
+            format!("sharing memory with fields[{other}]"),
+            "every field of one exchange must be a separate array",
+        )
+    }
+
+    /// `copy_local` given message `index`, which goes to another process.
+    pub fn copy_local_index(index: usize) -> Self {
+        Error::value_shown(
+            "index",
+            index.to_string(),
+            "copy_local takes a message to this process itself",
+        )
+    }
+
+    /// A message `index` of a plan with `count` messages.
+    pub fn message_index(index: usize, count: usize) -> Self {
+        Error::value_shown(
+            "index",
+            index.to_string(),
+            format!("this plan has {count} messages"),
+        )
+    }
+
+    /// A process coordinate `coord` along dim `name`, which has `procs` processes.
+    pub fn process_coord(coord: usize, name: &str, procs: usize) -> Self {
+        Error::value_shown(
+            "coord",
+            coord.to_string(),
+            format!("the process coordinates along {name} are 0..{procs}"),
+        )
+    }
+
+    /// A dim index `dim` of a decomposition with `ndim` dims.
+    pub fn decomposition_dim(dim: usize, ndim: usize) -> Self {
+        Error::value_shown(
+            "dim",
+            dim.to_string(),
+            format!("the decomposition has {ndim} dims"),
+        )
     }
 }
 
@@ -520,5 +794,34 @@ mod tests {
         assert_eq!(format_tuple(&[3, 4]), "(3, 4)");
         assert_eq!(format_pairs(&[(1, 2)]), "((1, 2),)");
         assert_eq!(format_pairs(&[(1, 2), (0, 0)]), "((1, 2), (0, 0))");
+    }
+
+    #[test]
+    fn shown_values_are_cut_after_200_characters() {
+        assert_eq!(shorten_shown("{'a': 1}".into()), "{'a': 1}");
+        let exact = "é".repeat(200);
+        assert_eq!(shorten_shown(exact.clone()), exact);
+        assert_eq!(shorten_shown("é".repeat(201)), format!("{exact}..."));
+    }
+
+    #[test]
+    fn composed_messages_keep_their_class() {
+        let e = Error::stencil_arity("hdiff", &["inp", "coeff", "out"], 2);
+        assert_eq!(e.class(), ErrorClass::Type);
+        assert_eq!(
+            e.to_string(),
+            "stencil \"hdiff\" takes 3 fields (inp, coeff, out) as positional arguments, but 2 \
+             were given"
+        );
+        assert_eq!(Error::bound_views_lost().class(), ErrorClass::Base);
+        assert_eq!(
+            Error::field_meta_lengths("'IJ'", 2, "((0, 0),)", 1, "(0, 0)", 2).to_string(),
+            "invalid FieldMeta: dims 'IJ' name 2 axes, but the halo ((0, 0),) has 1 and the \
+             origin (0, 0) has 2"
+        );
+        assert_eq!(
+            Error::exchange_field_readonly(1).to_string(),
+            "invalid fields[1] a read-only array: halos are written, so the array must be writable"
+        );
     }
 }
