@@ -2,9 +2,10 @@
 //! the NumPy views the stencil binder hands over (each view covers the domain widened by the
 //! field's extent, in the field's dims order).
 
-use crate::errors::{raise, Class, IntoPyResult};
+use crate::errors::{to_py, IntoPyResult};
 use gridbuf::gtscript::{self, FieldMem, FloatType, Plan};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
+use gridbuf::Error;
 use numpy::npyffi::NPY_ARRAY_WRITEABLE;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -87,28 +88,16 @@ impl GtProgram {
         let plan = &self.plan;
         let p = &plan.program;
         if views.len() != p.fields.len() {
-            return Err(raise(
+            return Err(to_py(
                 py,
-                Class::Type,
-                format!(
-                    "stencil {:?} takes {} fields, got {}",
-                    p.name,
-                    p.fields.len(),
-                    views.len()
-                ),
+                Error::gtscript_arity(&p.name, p.fields.len(), views.len()),
             ));
         }
         let mut vals = Vec::with_capacity(p.scalars.len());
         for s in &p.scalars {
             let v = scalars
                 .and_then(|d| d.get_item(s).ok().flatten())
-                .ok_or_else(|| {
-                    raise(
-                        py,
-                        Class::Type,
-                        format!("stencil {:?} needs the scalar argument {s:?}", p.name),
-                    )
-                })?;
+                .ok_or_else(|| to_py(py, Error::gtscript_missing_scalar(&p.name, s)))?;
             let x: f64 = v.extract().map_err(|_| {
                 crate::convert::type_error(&format!("scalar {s:?}"), &v, "expected a real number")
             })?;
@@ -127,11 +116,7 @@ impl GtProgram {
             let strides = arr.strides();
             let n_cart = f.axes.iter().filter(|&&a| a).count();
             if shape.len() != n_cart + f.data_shape.len() || arr.dtype().itemsize() != itemsize {
-                return Err(raise(
-                    py,
-                    Class::Value,
-                    format!("field {:?}: view of an unexpected shape or dtype", f.name),
-                ));
+                return Err(to_py(py, Error::gtscript_view(&f.name)));
             }
             let raw = arr.as_array_ptr();
             // SAFETY: `arr` is a live NumPy array (checked by the cast); reading two fields of
@@ -139,24 +124,10 @@ impl GtProgram {
             let (addr, flags) = unsafe { ((*raw).fields.data as usize, (*raw).fields.flags) };
             let written = plan.field_written[i];
             if written && flags & NPY_ARRAY_WRITEABLE == 0 {
-                return Err(raise(
-                    py,
-                    Class::Value,
-                    format!(
-                        "field {:?} is written by stencil {:?} but its array is read-only",
-                        f.name, p.name
-                    ),
-                ));
+                return Err(to_py(py, Error::gtscript_readonly(&f.name, &p.name)));
             }
             if addr % itemsize != 0 || strides.iter().any(|s| s % itemsize as isize != 0) {
-                return Err(raise(
-                    py,
-                    Class::Value,
-                    format!(
-                        "field {:?}: data or strides not aligned to its dtype",
-                        f.name
-                    ),
-                ));
+                return Err(to_py(py, Error::gtscript_misaligned(&f.name)));
             }
             let mut fshape = [1usize; 3];
             let mut fstrides = [0isize; 3];

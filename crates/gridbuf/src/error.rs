@@ -688,6 +688,49 @@ impl Error {
         }
     }
 
+    /// A gtscript program called with `got` field views instead of `expected`.
+    pub fn gtscript_arity(stencil: &str, expected: usize, got: usize) -> Self {
+        Error::Message {
+            class: ErrorClass::Type,
+            message: format!("stencil {stencil:?} takes {expected} fields, got {got}"),
+        }
+    }
+
+    /// A gtscript program called without its scalar argument `scalar`.
+    pub fn gtscript_missing_scalar(stencil: &str, scalar: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Type,
+            message: format!("stencil {stencil:?} needs the scalar argument {scalar:?}"),
+        }
+    }
+
+    /// A view handed to a gtscript program whose number of axes or item size does not match
+    /// its field (the binder's views always match; this guards direct calls).
+    pub fn gtscript_view(field: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Value,
+            message: format!("field {field:?}: view of an unexpected shape or dtype"),
+        }
+    }
+
+    /// A field a gtscript program writes, handed over read-only.
+    pub fn gtscript_readonly(field: &str, stencil: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Value,
+            message: format!(
+                "field {field:?} is written by stencil {stencil:?} but its array is read-only"
+            ),
+        }
+    }
+
+    /// A view whose address or strides are not multiples of its item size.
+    pub fn gtscript_misaligned(field: &str) -> Self {
+        Error::Message {
+            class: ErrorClass::Value,
+            message: format!("field {field:?}: data or strides not aligned to its dtype"),
+        }
+    }
+
     /// A native kernel name that is not registered; `available` are the registered ones.
     pub fn unknown_kernel(name: &str, available: &[&str]) -> Self {
         Error::Message {
