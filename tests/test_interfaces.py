@@ -1032,3 +1032,25 @@ def test_exports_and_stubs():
     assert repr(info).startswith("ArrayInfo(ptr=0x") and "interface='__array_interface__'" in repr(info)
     with pytest.raises(AttributeError):
         info.ptr = 3
+
+
+def test_plain_interface_is_not_read_beside_an_entry_with_callbacks():
+    """Memory managed by acquire/touch/release is read only through its data-interface entry: the
+    plain ``__array_interface__`` (which may have effects, or disagree) is not consulted, while an
+    entry without callbacks is still cross-checked against it."""
+    a = np.arange(12.0).reshape(3, 4)
+    reads = []
+
+    class Managed:
+        __gt_data_interface__ = {None: {**iface(a), "acquire": lambda: None}}
+
+        @property
+        def __array_interface__(self):
+            reads.append(1)
+            return iface(a, shape=(4, 3), strides=None)  # would disagree if it were read
+
+    info = gb.array_info(Managed())
+    assert info.shape == (3, 4) and reads == []
+    plain = Obj(a, __gt_data_interface__={None: iface(a)}, __array_interface__=iface(a, shape=(4, 3), strides=None))
+    with pytest.raises(gb.GridbufValueError):
+        gb.array_info(plain)

@@ -174,7 +174,6 @@ pub(crate) struct Found<'py> {
 fn extract_generic<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
     let py = obj.py();
     let di = data_interface_of(obj)?;
-    let ai = lookup(obj, intern!(py, "__array_interface__"))?;
     let mut entry = None;
     let mut primary: Option<Found<'py>> = None;
     // Whether an interface read its memory through the object's buffer, which then need not
@@ -188,6 +187,20 @@ fn extract_generic<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
             entry = Some(e);
         }
     }
+    // The plain array interface is read besides a host entry of the data interface, to check
+    // that both describe the same memory, unless the entry has callbacks: memory managed by
+    // acquire/touch/release is accessed only through them (a plain read of a mirrored field
+    // syncs and marks its host side modified, which would dirty every input of a stencil).
+    let managed = match &entry {
+        Some(e) => crate::metadata::entry_callbacks(e)?
+            .iter()
+            .any(Option::is_some),
+        None => false,
+    };
+    let ai = match managed {
+        true => None,
+        false => lookup(obj, intern!(py, "__array_interface__"))?,
+    };
     if let Some(ai) = &ai {
         let d = IfaceDict::new(ai, Interface::ArrayInterface)?;
         let found = parse_array_dict(obj, &d, Interface::ArrayInterface, ArrayDevice::CPU)?;

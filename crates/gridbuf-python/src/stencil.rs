@@ -57,6 +57,7 @@ struct Arg<'py> {
 /// data and its `.dims`; a plain NumPy array declares nothing; anything else is asked for
 /// `__gt_dims__`, `__gt_origin__` and its data interface. No Python code runs for the first
 /// three (the data interface of anything else may be a Python property).
+#[inline]
 fn arg_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Arg<'py>> {
     if crate::numpy_interop::is_exact_ndarray(obj) {
         return Ok(Arg {

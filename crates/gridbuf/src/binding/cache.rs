@@ -35,6 +35,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl<V> CallCache<V> {
     /// The binding of the call `args`, `origin`, `domain` if one is cached, and its key (built
     /// only when the latest call does not match, for [`CallCache::insert`] on a miss).
+    #[inline]
     pub fn get(
         &self,
         args: &[(&ArrayInfo, &ArgMeta)],

@@ -74,6 +74,7 @@ impl CallKey {
     }
 
     /// Whether this key equals `CallKey::new(args, origin, domain)`, without building that key.
+    #[inline]
     pub fn matches(
         &self,
         args: &[(&ArrayInfo, &ArgMeta)],
