@@ -6,7 +6,6 @@ use crate::errors::{to_py, IntoPyResult};
 use gridbuf::gtscript::{self, FieldMem, FloatType, Plan};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
 use gridbuf::Error;
-use numpy::npyffi::NPY_ARRAY_WRITEABLE;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
@@ -118,12 +117,9 @@ impl GtProgram {
             if shape.len() != n_cart + f.data_shape.len() || arr.dtype().itemsize() != itemsize {
                 return Err(to_py(py, Error::gtscript_view(&f.name)));
             }
-            let raw = arr.as_array_ptr();
-            // SAFETY: `arr` is a live NumPy array (checked by the cast); reading two fields of
-            // its object struct.
-            let (addr, flags) = unsafe { ((*raw).fields.data as usize, (*raw).fields.flags) };
+            let addr = crate::numpy_interop::data_ptr(arr) as usize;
             let written = plan.field_written[i];
-            if written && flags & NPY_ARRAY_WRITEABLE == 0 {
+            if written && !crate::numpy_interop::is_writeable(arr) {
                 return Err(to_py(py, Error::gtscript_readonly(&f.name, &p.name)));
             }
             if addr % itemsize != 0 || strides.iter().any(|s| s % itemsize as isize != 0) {

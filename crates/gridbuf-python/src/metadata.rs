@@ -958,13 +958,11 @@ pub fn whole_allocation_plan<'py>(
     array: &Bound<'py, PyAny>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = array.py();
-    // SAFETY: `array` is a live object; the check only reads its type.
-    if unsafe { numpy::npyffi::PyArray_Check(py, array.as_ptr()) } == 0 {
+    if crate::numpy_interop::as_ndarray(array).is_none() {
         return Ok(None);
     }
     let mut owner = array.getattr(intern!(py, "base"))?;
-    // SAFETY: as above, for each object of the chain of bases.
-    while unsafe { numpy::npyffi::PyArray_Check(py, owner.as_ptr()) } != 0 {
+    while crate::numpy_interop::as_ndarray(&owner).is_some() {
         owner = owner.getattr(intern!(py, "base"))?;
     }
     let Ok(allocation) = owner.cast::<crate::allocation::Allocation>() else {

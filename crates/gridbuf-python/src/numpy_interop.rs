@@ -71,6 +71,13 @@ pub(crate) fn data_ptr(array: &Bound<'_, PyUntypedArray>) -> *mut u8 {
     unsafe { (*array.as_array_ptr()).fields.data.cast() }
 }
 
+/// Whether a NumPy array may be written through (its WRITEABLE flag).
+#[inline]
+pub(crate) fn is_writeable(array: &Bound<'_, PyUntypedArray>) -> bool {
+    // SAFETY: `array` is a live NumPy array; reading its flags field is sound.
+    unsafe { (*array.as_array_ptr()).fields.flags & NPY_ARRAY_WRITEABLE != 0 }
+}
+
 /// Describes a `numpy.ndarray` (or an instance of a subclass) from its C struct.
 #[inline]
 pub(crate) fn array_info_of_ndarray(array: &Bound<'_, PyUntypedArray>) -> PyResult<ArrayInfo> {
