@@ -1,0 +1,190 @@
+//! The vector instruction kernels: one tight loop per operation over a strip of operands.
+
+use super::num::Num;
+use crate::gtscript::ir::{BinOp, UnOp};
+use crate::gtscript::plan::Op;
+
+/// An operand over one strip.
+#[derive(Copy, Clone)]
+pub(super) enum Arg<'a, T> {
+    S(&'a [T]),
+    V(T),
+}
+
+#[inline(always)]
+fn un<T: Num>(d: &mut [T], a: Arg<'_, T>, f: impl Fn(T) -> T) {
+    match a {
+        Arg::S(x) => {
+            for (d, x) in d.iter_mut().zip(x) {
+                *d = f(*x);
+            }
+        }
+        Arg::V(x) => d.fill(f(x)),
+    }
+}
+
+#[inline(always)]
+fn bin<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, f: impl Fn(T, T) -> T) {
+    match (a, b) {
+        (Arg::S(x), Arg::S(y)) => {
+            for ((d, x), y) in d.iter_mut().zip(x).zip(y) {
+                *d = f(*x, *y);
+            }
+        }
+        (Arg::S(x), Arg::V(y)) => {
+            for (d, x) in d.iter_mut().zip(x) {
+                *d = f(*x, y);
+            }
+        }
+        (Arg::V(x), Arg::S(y)) => {
+            for (d, y) in d.iter_mut().zip(y) {
+                *d = f(x, *y);
+            }
+        }
+        (Arg::V(x), Arg::V(y)) => d.fill(f(x, y)),
+    }
+}
+
+#[inline(always)]
+fn tri<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>, f: impl Fn(T, T, T) -> T) {
+    match (a, b, c) {
+        (Arg::S(x), Arg::S(y), Arg::S(z)) => {
+            for (((d, x), y), z) in d.iter_mut().zip(x).zip(y).zip(z) {
+                *d = f(*x, *y, *z);
+            }
+        }
+        (Arg::V(x), Arg::S(y), Arg::S(z)) => {
+            for ((d, y), z) in d.iter_mut().zip(y).zip(z) {
+                *d = f(x, *y, *z);
+            }
+        }
+        (Arg::S(x), Arg::V(y), Arg::S(z)) => {
+            for ((d, x), z) in d.iter_mut().zip(x).zip(z) {
+                *d = f(*x, y, *z);
+            }
+        }
+        (Arg::S(x), Arg::S(y), Arg::V(z)) => {
+            for ((d, x), y) in d.iter_mut().zip(x).zip(y) {
+                *d = f(*x, *y, z);
+            }
+        }
+        _ => {
+            for (i, d) in d.iter_mut().enumerate() {
+                *d = f(at(a, i), at(b, i), at(c, i));
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn arith<T: Num>(op: BinOp, x: T, y: T) -> T {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        _ => x / y,
+    }
+}
+
+#[inline(always)]
+fn truth<T: Num>(b: bool) -> T {
+    if b {
+        T::ONE
+    } else {
+        T::ZERO
+    }
+}
+
+#[inline(always)]
+fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
+    match a {
+        Arg::S(x) => x[i],
+        Arg::V(v) => v,
+    }
+}
+
+#[inline(always)]
+pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>) {
+    match op {
+        Op::Mov => un(d, a, |x| x),
+        Op::Un(u) => match u {
+            UnOp::Neg => un(d, a, |x| -x),
+            UnOp::Not => un(d, a, |x| truth(x == T::ZERO)),
+            UnOp::Abs => un(d, a, Num::abs),
+            UnOp::Sqrt => un(d, a, Num::sqrt),
+            UnOp::Exp => un(d, a, Num::exp),
+            UnOp::Log => un(d, a, Num::ln),
+            UnOp::Sin => un(d, a, Num::sin),
+            UnOp::Cos => un(d, a, Num::cos),
+            UnOp::Tan => un(d, a, Num::tan),
+            UnOp::Floor => un(d, a, Num::floor),
+            UnOp::Ceil => un(d, a, Num::ceil),
+            UnOp::Trunc => un(d, a, Num::trunc),
+            UnOp::IsNan => un(d, a, |x| truth(x.is_nan())),
+            UnOp::IsInf => un(d, a, |x| truth(x.is_inf())),
+        },
+        Op::Bin(o) => match o {
+            BinOp::Add => bin(d, a, b, |x, y| x + y),
+            BinOp::Sub => bin(d, a, b, |x, y| x - y),
+            BinOp::Mul => bin(d, a, b, |x, y| x * y),
+            BinOp::Div => bin(d, a, b, |x, y| x / y),
+            BinOp::Pow => bin(d, a, b, Num::powf),
+            BinOp::Mod => bin(d, a, b, |x, y| x - (x / y).floor() * y),
+            BinOp::FloorDiv => bin(d, a, b, |x, y| (x / y).floor()),
+            BinOp::Min => bin(d, a, b, |x, y| if y < x { y } else { x }),
+            BinOp::Max => bin(d, a, b, |x, y| if y > x { y } else { x }),
+            BinOp::Lt => bin(d, a, b, |x, y| truth(x < y)),
+            BinOp::Le => bin(d, a, b, |x, y| truth(x <= y)),
+            BinOp::Gt => bin(d, a, b, |x, y| truth(x > y)),
+            BinOp::Ge => bin(d, a, b, |x, y| truth(x >= y)),
+            BinOp::Eq => bin(d, a, b, |x, y| truth(x == y)),
+            BinOp::Ne => bin(d, a, b, |x, y| truth(x != y)),
+            BinOp::And => bin(d, a, b, |x, y| truth(x != T::ZERO && y != T::ZERO)),
+            BinOp::Or => bin(d, a, b, |x, y| truth(x != T::ZERO || y != T::ZERO)),
+        },
+        Op::Bin2(o1, o2) => {
+            macro_rules! fused {
+                ($($p:path => $q:path),*) => {
+                    match (o1, o2) {
+                        $(($p, $q) => tri(d, a, b, c, |x, y, z| arith($q, arith($p, x, y), z)),)*
+                        _ => tri(d, a, b, c, |x, y, z| arith(o2, arith(o1, x, y), z)),
+                    }
+                };
+            }
+            // One monomorphic loop per operator pair, so the operators are constants inside.
+            fused!(
+                BinOp::Add => BinOp::Add, BinOp::Add => BinOp::Sub, BinOp::Add => BinOp::Mul,
+                BinOp::Add => BinOp::Div, BinOp::Sub => BinOp::Add, BinOp::Sub => BinOp::Sub,
+                BinOp::Sub => BinOp::Mul, BinOp::Sub => BinOp::Div, BinOp::Mul => BinOp::Add,
+                BinOp::Mul => BinOp::Sub, BinOp::Mul => BinOp::Mul, BinOp::Mul => BinOp::Div,
+                BinOp::Div => BinOp::Add, BinOp::Div => BinOp::Sub, BinOp::Div => BinOp::Mul
+            )
+        }
+        Op::Sel => match (a, b, c) {
+            (Arg::S(m), Arg::S(x), Arg::S(y)) => {
+                for (((d, m), x), y) in d.iter_mut().zip(m).zip(x).zip(y) {
+                    *d = if *m != T::ZERO { *x } else { *y };
+                }
+            }
+            (Arg::S(m), Arg::V(x), Arg::S(y)) => {
+                for ((d, m), y) in d.iter_mut().zip(m).zip(y) {
+                    *d = if *m != T::ZERO { x } else { *y };
+                }
+            }
+            (Arg::S(m), Arg::S(x), Arg::V(y)) => {
+                for ((d, m), x) in d.iter_mut().zip(m).zip(x) {
+                    *d = if *m != T::ZERO { *x } else { y };
+                }
+            }
+            _ => {
+                for (i, d) in d.iter_mut().enumerate() {
+                    *d = if at(a, i) != T::ZERO {
+                        at(b, i)
+                    } else {
+                        at(c, i)
+                    };
+                }
+            }
+        },
+    }
+}

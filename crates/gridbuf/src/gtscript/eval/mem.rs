@@ -1,0 +1,200 @@
+//! Memory views of fields and temporaries, a block's flat geometry, and the copies and row
+//! look-ups between them.
+
+use super::num::Num;
+use crate::error::{Error, Result};
+
+/// One field component's memory: the view the binder checked.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FieldMem {
+    /// Address of the view's first element.
+    pub addr: usize,
+    /// Shape per axis I, J, K (1 along a missing axis).
+    pub shape: [usize; 3],
+    /// Element strides per axis (0 along a missing axis).
+    pub strides: [isize; 3],
+    /// View index of the domain's first point per axis (the lower extent; 0 along a missing
+    /// axis, which every point maps to).
+    pub origin: [usize; 3],
+    /// Whether the field has the axis.
+    pub axes: [bool; 3],
+    /// Whether the evaluator may write it.
+    pub writable: bool,
+}
+
+/// Memory a block moves data from or to: a field component or a tile's stored temporary.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Mem {
+    pub(super) addr: usize,
+    pub(super) shape: [usize; 3],
+    pub(super) strides: [isize; 3],
+    /// Domain coordinate of view index 0 per axis is `-origin`.
+    pub(super) origin: [i64; 3],
+    pub(super) axes: [bool; 3],
+    pub(super) writable: bool,
+    /// Stores use non-temporal (streaming) stores: a large output nothing reads back.
+    pub(super) stream: bool,
+}
+
+impl Mem {
+    /// Checks that the box `[lo, hi)` (domain coordinates) lies inside; returns the element
+    /// offset of `lo` from the view start.
+    pub(super) fn check(&self, lo: [i64; 3], hi: [i64; 3]) -> Result<isize> {
+        let mut off = 0isize;
+        for a in 0..3 {
+            if !self.axes[a] {
+                continue;
+            }
+            let i0 = lo[a] + self.origin[a];
+            let i1 = hi[a] + self.origin[a];
+            if i0 < 0 || i1 > self.shape[a] as i64 || i0 > i1 {
+                return Err(Error::invalid(
+                    "gtscript block",
+                    (lo, hi),
+                    "a region inside the checked view (internal planning error)",
+                ));
+            }
+            off += i0 as isize * self.strides[a];
+        }
+        Ok(off)
+    }
+
+    pub(super) fn stride(&self, a: usize) -> isize {
+        if self.axes[a] {
+            self.strides[a]
+        } else {
+            0
+        }
+    }
+}
+
+/// A block's flat geometry.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Geo {
+    /// Domain coordinate of the first buffer point per axis.
+    pub(super) lo: [i64; 3],
+    /// Flat strides per axis.
+    pub(super) st: [isize; 3],
+    /// Axes from outermost to innermost.
+    pub(super) order: [usize; 3],
+    pub(super) len: usize,
+}
+
+impl Geo {
+    pub(super) fn new(lo: [i64; 3], n: [usize; 3], inner: usize) -> Geo {
+        let outer = if inner == 2 { 0 } else { 2 };
+        let mid = 3 - inner - outer;
+        let mut st = [0isize; 3];
+        st[inner] = 1;
+        st[mid] = n[inner] as isize;
+        st[outer] = (n[inner] * n[mid]) as isize;
+        Geo {
+            lo,
+            st,
+            order: [outer, mid, inner],
+            len: n[0] * n[1] * n[2],
+        }
+    }
+
+    pub(super) fn flat(&self, p: [i64; 3]) -> isize {
+        (0..3)
+            .map(|a| (p[a] - self.lo[a]) as isize * self.st[a])
+            .sum()
+    }
+
+    pub(super) fn shift(&self, off: [i32; 3]) -> isize {
+        (0..3).map(|a| off[a] as isize * self.st[a]).sum()
+    }
+}
+
+/// Copies between memory and a block buffer over the box `[lo, hi)`; `load` picks the
+/// direction. The box is checked against the memory's view first.
+#[inline(always)]
+pub(super) fn transfer<T: Num>(
+    mem: &Mem,
+    geo: &Geo,
+    buf: &mut [T],
+    lo: [i64; 3],
+    hi: [i64; 3],
+    load: bool,
+) -> Result<()> {
+    if (0..3).any(|a| hi[a] <= lo[a]) {
+        return Ok(());
+    }
+    if !load && !mem.writable {
+        return Err(Error::invalid(
+            "gtscript block",
+            "store",
+            "a writable field",
+        ));
+    }
+    let base = mem.check(lo, hi)?;
+    let [o, m, i] = geo.order;
+    let len = (hi[i] - lo[i]) as usize;
+    let si = mem.stride(i);
+    for po in lo[o]..hi[o] {
+        for pm in lo[m]..hi[m] {
+            let mut p = [0i64; 3];
+            p[o] = po;
+            p[m] = pm;
+            p[i] = lo[i];
+            let f = geo.flat(p);
+            if f < 0 || f as usize + len > buf.len() {
+                return Err(Error::invalid(
+                    "gtscript block",
+                    (lo, hi),
+                    "a region inside the block (internal planning error)",
+                ));
+            }
+            let row = &mut buf[f as usize..f as usize + len];
+            let moff = base
+                + (po - lo[o]) as isize * mem.stride(o)
+                + (pm - lo[m]) as isize * mem.stride(m);
+            let ptr = std::ptr::with_exposed_provenance_mut::<T>(mem.addr).wrapping_offset(moff);
+            // SAFETY: `check` verified that every point of the box lies inside the view whose
+            // memory the caller of `run` vouched for (alive, aligned, writable when stored to);
+            // this row is part of the box. Stores only go to fields the plan writes, whose views
+            // no other argument overlaps (checked by the binder), over the tile's own core
+            // (distinct tiles write disjoint points), or to this tile's private storage.
+            unsafe {
+                if load {
+                    if si == 1 {
+                        std::ptr::copy_nonoverlapping(ptr, row.as_mut_ptr(), len);
+                    } else {
+                        for (t, r) in row.iter_mut().enumerate() {
+                            *r = *ptr.wrapping_offset(t as isize * si);
+                        }
+                    }
+                } else if si == 1 && mem.stream {
+                    T::stream(std::slice::from_raw_parts_mut(ptr, len), row);
+                } else if si == 1 {
+                    std::ptr::copy_nonoverlapping(row.as_ptr(), ptr, len);
+                } else {
+                    for (t, r) in row.iter().enumerate() {
+                        *ptr.wrapping_offset(t as isize * si) = *r;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The memory of `mem` along the inner axis from point `p` (domain coordinates), `n` points,
+/// checked against the view; `None` if it is not inside.
+#[inline(always)]
+pub(super) fn mem_row<T>(mem: &Mem, p: [i64; 3], inner: usize, n: usize) -> Option<*mut T> {
+    let mut off = 0isize;
+    for (a, &pa) in p.iter().enumerate() {
+        if !mem.axes[a] {
+            continue;
+        }
+        let i0 = pa + mem.origin[a];
+        let last = if a == inner { i0 + n as i64 - 1 } else { i0 };
+        if i0 < 0 || last >= mem.shape[a] as i64 {
+            return None;
+        }
+        off += i0 as isize * mem.strides[a];
+    }
+    Some(std::ptr::with_exposed_provenance_mut::<T>(mem.addr).wrapping_offset(off))
+}

@@ -1,0 +1,137 @@
+//! The element trait of the evaluator (`f64`, `f32`) and each thread's pool of reusable buffers.
+
+/// The element types the evaluator runs on.
+pub trait Num: crate::kernels::Float {
+    /// From `f64` (rounding for `f32`).
+    fn from_f64(v: f64) -> Self;
+    /// `|x|`.
+    fn abs(self) -> Self;
+    /// Square root.
+    fn sqrt(self) -> Self;
+    /// `e^x`.
+    fn exp(self) -> Self;
+    /// Natural logarithm.
+    fn ln(self) -> Self;
+    /// Sine.
+    fn sin(self) -> Self;
+    /// Cosine.
+    fn cos(self) -> Self;
+    /// Tangent.
+    fn tan(self) -> Self;
+    /// Floor.
+    fn floor(self) -> Self;
+    /// Ceiling.
+    fn ceil(self) -> Self;
+    /// Truncation toward zero.
+    fn trunc(self) -> Self;
+    /// `x^y`.
+    fn powf(self, y: Self) -> Self;
+    /// Not a number.
+    fn is_nan(self) -> bool;
+    /// Infinite.
+    fn is_inf(self) -> bool;
+    /// This thread's pool of buffers, reused across calls so that large per-tile storage is
+    /// not allocated and zeroed on every call.
+    fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>>;
+}
+
+/// Buffers a pool keeps per thread at most.
+const POOL_MAX: usize = 64;
+
+/// A buffer of `len` elements from this thread's pool (values left by earlier use, zero where
+/// it grows), or a new zeroed one.
+pub(super) fn take_buf<T: Num>(len: usize) -> Vec<T> {
+    let mut v = T::pool()
+        .with(|p| {
+            let mut p = p.borrow_mut();
+            let best = p.iter().position(|b| b.capacity() >= len);
+            best.map(|i| p.swap_remove(i)).or_else(|| p.pop())
+        })
+        .unwrap_or_default();
+    v.resize(len, T::ZERO);
+    v
+}
+
+/// Returns buffers to this thread's pool.
+pub(super) fn give_bufs<T: Num>(bufs: impl IntoIterator<Item = Vec<T>>) {
+    T::pool().with(|p| {
+        let mut p = p.borrow_mut();
+        for b in bufs {
+            if b.capacity() > 0 && p.len() < POOL_MAX {
+                p.push(b);
+            }
+        }
+    });
+}
+
+macro_rules! impl_num {
+    ($t:ty) => {
+        impl Num for $t {
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                <$t>::trunc(self)
+            }
+            #[inline(always)]
+            fn powf(self, y: Self) -> Self {
+                <$t>::powf(self, y)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn is_inf(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+            fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>> {
+                thread_local! {
+                    static POOL: std::cell::RefCell<Vec<Vec<$t>>> =
+                        const { std::cell::RefCell::new(Vec::new()) };
+                }
+                &POOL
+            }
+        }
+    };
+}
+impl_num!(f64);
+impl_num!(f32);

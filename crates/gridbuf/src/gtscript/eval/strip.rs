@@ -1,0 +1,195 @@
+//! Running one statement's register tape over its region, strip by strip.
+
+use super::kernels::{apply, Arg};
+use super::mem::{mem_row, Geo, Mem};
+use super::num::Num;
+use super::STRIP;
+use crate::error::{Error, Result};
+use crate::gtscript::plan::{Src, StmtPlan};
+
+fn row_error(what: &str) -> Error {
+    Error::invalid(
+        "gtscript block",
+        what,
+        "a row inside the checked view (internal planning error)",
+    )
+}
+
+/// Where the strip's operands live: the block, and the fields read straight from memory.
+struct Strip<'a, T> {
+    bufs: &'a [Vec<T>],
+    direct: &'a [Option<Mem>],
+    geo: &'a Geo,
+    scalars: &'a [T],
+    /// Flat index of the strip's first point.
+    f0: usize,
+    /// Domain coordinates of the strip's first point.
+    p: [i64; 3],
+    n: usize,
+}
+
+impl<'a, T: Num> Strip<'a, T> {
+    #[inline(always)]
+    fn operand<'r>(&self, src: Src, regs: &'r [Vec<T>]) -> Result<Arg<'r, T>>
+    where
+        'a: 'r,
+    {
+        let n = self.n;
+        Ok(match src {
+            Src::Reg(r) => Arg::S(&regs[r as usize][..n]),
+            Src::Q(q, off) => {
+                if let Some(mem) = &self.direct[q as usize] {
+                    let p = [
+                        self.p[0] + off[0] as i64,
+                        self.p[1] + off[1] as i64,
+                        self.p[2] + off[2] as i64,
+                    ];
+                    let ptr = mem_row::<T>(mem, p, self.geo.order[2], n)
+                        .ok_or_else(|| row_error("read"))?;
+                    // SAFETY: `mem_row` checked that the `n` points from `ptr` along the
+                    // inner axis (unit stride, see `direct`) lie inside the view, which the
+                    // caller of `run` vouched for (or this tile's own storage). No mutable
+                    // slice exists while operands are read: a target row is borrowed only for
+                    // the last instruction, whose operands never include the target (else the
+                    // tape ends in a register copied afterwards); other tiles write only their
+                    // own cores, which this tile never reads from a written field.
+                    return Ok(Arg::S(unsafe { std::slice::from_raw_parts(ptr, n) }));
+                }
+                let s = self.f0 as isize + self.geo.shift(off);
+                let buf = &self.bufs[q as usize];
+                if s < 0 || s as usize + n > buf.len() {
+                    return Err(row_error("block read"));
+                }
+                Arg::S(&buf[s as usize..s as usize + n])
+            }
+            Src::Scalar(i) => Arg::V(self.scalars[i as usize]),
+            Src::Const(v) => Arg::V(T::from_f64(v)),
+        })
+    }
+}
+
+/// Runs one statement's tape over its region, row by row along the inner axis, in strips of at
+/// most [`STRIP`] points.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn run_stmt<T: Num>(
+    st: &StmtPlan,
+    geo: &Geo,
+    bufs: &mut [Vec<T>],
+    regs: &mut [Vec<T>],
+    direct: &[Option<Mem>],
+    scalars: &[T],
+    rlo: [i64; 3],
+    rhi: [i64; 3],
+) -> Result<()> {
+    let target = st.target as usize;
+    let [o, m, i] = geo.order;
+    let (body, last) = match st.tape.split_last() {
+        Some((last, body)) if st.direct => (body, Some(last)),
+        _ => (&st.tape[..], None),
+    };
+    let result_reg = st.tape.last().map_or(0, |x| x.dst as usize);
+    let scratch = regs.len() - 1;
+    let row_len = (rhi[i] - rlo[i]) as usize;
+    for po in rlo[o]..rhi[o] {
+        for pm in rlo[m]..rhi[m] {
+            let mut c = 0;
+            while c < row_len {
+                let n = (row_len - c).min(STRIP);
+                let mut p = [0i64; 3];
+                p[o] = po;
+                p[m] = pm;
+                p[i] = rlo[i] + c as i64;
+                let f0 = geo.flat(p);
+                if f0 < 0 || f0 as usize + n > geo.len {
+                    return Err(row_error("statement"));
+                }
+                let strip = Strip {
+                    bufs: &*bufs,
+                    direct,
+                    geo,
+                    scalars,
+                    f0: f0 as usize,
+                    p,
+                    n,
+                };
+                for ins in body {
+                    let mut d = std::mem::take(&mut regs[ins.dst as usize]);
+                    let a = [
+                        strip.operand(ins.args[0], regs)?,
+                        strip.operand(ins.args[1], regs)?,
+                        strip.operand(ins.args[2], regs)?,
+                    ];
+                    apply(ins.op, &mut d[..n], a[0], a[1], a[2]);
+                    regs[ins.dst as usize] = d;
+                }
+                let f0 = f0 as usize;
+                if let Some(mem) = &direct[target] {
+                    let ptr = mem_row::<T>(mem, p, i, n)
+                        .filter(|_| mem.writable)
+                        .ok_or_else(|| row_error("store"))?;
+                    // SAFETY: `mem_row` checked that the `n` points from `ptr` lie inside the
+                    // writable view; no other argument overlaps it (binder); the operands read
+                    // below are never this row (`StmtPlan::direct`), and tiles write disjoint
+                    // cores.
+                    let row = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
+                    let src = match last {
+                        Some(ins) if !mem.stream => {
+                            let a = [
+                                strip.operand(ins.args[0], regs)?,
+                                strip.operand(ins.args[1], regs)?,
+                                strip.operand(ins.args[2], regs)?,
+                            ];
+                            apply(ins.op, row, a[0], a[1], a[2]);
+                            None
+                        }
+                        Some(ins) => {
+                            let mut d = std::mem::take(&mut regs[scratch]);
+                            let a = [
+                                strip.operand(ins.args[0], regs)?,
+                                strip.operand(ins.args[1], regs)?,
+                                strip.operand(ins.args[2], regs)?,
+                            ];
+                            apply(ins.op, &mut d[..n], a[0], a[1], a[2]);
+                            regs[scratch] = d;
+                            Some(scratch)
+                        }
+                        None => Some(result_reg),
+                    };
+                    if let Some(r) = src {
+                        if mem.stream {
+                            T::stream(row, &regs[r][..n]);
+                        } else {
+                            row.copy_from_slice(&regs[r][..n]);
+                        }
+                    }
+                } else {
+                    let mut tb = std::mem::take(&mut bufs[target]);
+                    let strip = Strip {
+                        bufs: &*bufs,
+                        direct,
+                        geo,
+                        scalars,
+                        f0,
+                        p,
+                        n,
+                    };
+                    match last {
+                        Some(ins) => {
+                            let a = [
+                                strip.operand(ins.args[0], regs)?,
+                                strip.operand(ins.args[1], regs)?,
+                                strip.operand(ins.args[2], regs)?,
+                            ];
+                            apply(ins.op, &mut tb[f0..f0 + n], a[0], a[1], a[2]);
+                        }
+                        None => tb[f0..f0 + n].copy_from_slice(&regs[result_reg][..n]),
+                    }
+                    bufs[target] = tb;
+                }
+                c += n;
+            }
+        }
+    }
+    Ok(())
+}

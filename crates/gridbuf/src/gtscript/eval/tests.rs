@@ -1,0 +1,145 @@
+//! Unit tests of the evaluator: whole stencils run against direct loops, K bounds, and racy
+//! reads the planner rejects.
+
+use super::{run, FieldMem};
+use crate::gtscript::compile;
+use crate::kernels::exec::Threads;
+
+/// A C-ordered f64 array of `shape` (I, J, K) and its `FieldMem` with lower extent `lo`.
+fn field(data: &mut [f64], shape: [usize; 3], lo: [usize; 3], writable: bool) -> FieldMem {
+    FieldMem {
+        addr: data.as_mut_ptr().expose_provenance(),
+        shape,
+        strides: [(shape[1] * shape[2]) as isize, shape[2] as isize, 1],
+        origin: lo,
+        axes: [true; 3],
+        writable,
+    }
+}
+
+fn value(i: usize, j: usize, k: usize) -> f64 {
+    ((i * 7 + j * 13 + k * 3) % 17) as f64 * 0.25 - 1.0
+}
+
+#[test]
+fn laplacian_of_a_temporary_matches_direct_loops() {
+    // tmp = lap(inp); out = lap(tmp): inp needs extent 2, tmp is computed on a 1-wide ring.
+    let lap = |q: &str, base: &str| {
+        format!("add mul c -4.0 {q} 0 0 0 add {q} 1 0 0 add {q} -1 0 0 add {q} 0 1 0 {q} 0 -1 0")
+            .replace(&format!("{q} 0 0 0"), &format!("{base} 0 0 0"))
+            .replace(q, base)
+    };
+    let text = format!(
+        "stencil l2 float64\nfield inp IJK\nfield out IJK\ntemp tmp\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 t 0 {}\nstmt 2 f 1 0 {}\n",
+        lap("X", "f 0 0"),
+        lap("X", "t 0")
+    );
+    let plan = compile(&text).unwrap();
+    assert_eq!(plan.field_extent[0], [(2, 2), (2, 2), (0, 0)]);
+    let (n, h) = ([37, 21, 3], 2);
+    let ishape = [n[0] + 2 * h, n[1] + 2 * h, n[2]];
+    let mut inp: Vec<f64> = (0..ishape.iter().product())
+        .map(|x| {
+            value(
+                x / (ishape[1] * ishape[2]),
+                (x / ishape[2]) % ishape[1],
+                x % ishape[2],
+            )
+        })
+        .collect();
+    let mut out = vec![0.0; n.iter().product()];
+    let fields = [
+        field(&mut inp, ishape, [h, h, 0], false),
+        field(&mut out, n, [0, 0, 0], true),
+    ];
+    for threads in [Threads::ONE, Threads::new(3).unwrap()] {
+        // SAFETY: both arrays are alive, aligned and disjoint; shapes match their lengths.
+        unsafe { run::<f64>(&plan, &fields, &[], n, threads).unwrap() };
+        let at = |i: i64, j: i64, k: usize| {
+            let (i, j) = ((i + h as i64) as usize, (j + h as i64) as usize);
+            inp[(i * ishape[1] + j) * ishape[2] + k]
+        };
+        let l1 = |i: i64, j: i64, k: usize| {
+            -4.0 * at(i, j, k)
+                + at(i + 1, j, k)
+                + at(i - 1, j, k)
+                + at(i, j + 1, k)
+                + at(i, j - 1, k)
+        };
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                for k in 0..n[2] {
+                    let (x, y) = (i as i64, j as i64);
+                    let want = -4.0 * l1(x, y, k)
+                        + l1(x + 1, y, k)
+                        + l1(x - 1, y, k)
+                        + l1(x, y + 1, k)
+                        + l1(x, y - 1, k);
+                    assert_eq!(out[(i * n[1] + j) * n[2] + k], want);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn forward_recurrence_and_k_bounds() {
+    let plan = compile(
+        "stencil s float64\nfield a IJK\nfield out IJK\ncomp FORWARD\ninterval S 0 S 1\nstmt 1 f 1 0 f 0 0 0 0 0\ninterval S 1 E 0\nstmt 2 f 1 0 add f 1 0 0 0 -1 f 0 0 0 0 0\n",
+    )
+    .unwrap();
+    let n = [3, 2, 5];
+    let mut a: Vec<f64> = (0..30).map(|x| x as f64).collect();
+    let mut out = vec![0.0; 30];
+    let fields = [
+        field(&mut a, n, [0; 3], false),
+        field(&mut out, n, [0; 3], true),
+    ];
+    // SAFETY: as above.
+    unsafe { run::<f64>(&plan, &fields, &[], n, Threads::ONE).unwrap() };
+    for c in 0..6 {
+        let mut acc = 0.0;
+        for k in 0..5 {
+            acc += a[c * 5 + k];
+            assert_eq!(out[c * 5 + k], acc);
+        }
+    }
+    // Reading a[0, 0, 1] on the top level needs one level more than the field has.
+    let plan = compile(
+        "stencil s float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 1\n",
+    )
+    .unwrap();
+    assert_eq!(plan.field_extent[0][2], (0, 1));
+    let before = out.clone();
+    let fields = [
+        field(&mut a, n, [0; 3], false),
+        field(&mut out, n, [0; 3], true),
+    ];
+    // SAFETY: as above.
+    let err = unsafe { run::<f64>(&plan, &fields, &[], n, Threads::ONE) }.unwrap_err();
+    assert!(err.to_string().contains("\"a\""), "{err}");
+    assert_eq!(out, before);
+}
+
+#[test]
+fn plan_rejects_racy_reads_with_the_line() {
+    let head = "stencil s float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E 0\n";
+    for (body, word) in [
+        (
+            "stmt 7 f 1 0 f 0 0 0 0 0\nstmt 8 f 1 0 f 1 0 1 0 0\n",
+            "horizontal offset",
+        ),
+        (
+            "stmt 7 f 1 0 f 0 0 0 0 0\nstmt 8 f 1 0 f 1 0 0 0 1\n",
+            "PARALLEL",
+        ),
+        ("stmt 7 t 0 t 0 1 0 0\n", "own assignment"),
+    ] {
+        let text = format!("{head}{}", body).replace("field out IJK\n", "field out IJK\ntemp t\n");
+        let err = compile(&text).unwrap_err().to_string();
+        assert!(
+            err.contains(word) && err.contains("line 7") || err.contains("line 8"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,421 @@
+//! Tiling and scheduling: the public [`run`], the cut of the domain into tiles, and the
+//! blocks each tile runs section by section.
+
+use super::mem::{transfer, FieldMem, Geo, Mem};
+use super::num::{give_bufs, take_buf, Num};
+use super::strip::run_stmt;
+use super::STRIP;
+use crate::error::{Error, Result};
+use crate::gtscript::ir::IterOrder;
+use crate::gtscript::plan::{k_bounds_error, Kind, Plan, Reach, SectionPlan};
+use crate::kernels::exec::{self, SimdTask, Threads};
+use std::sync::Mutex;
+
+/// Target number of points of a block buffer.
+const BLOCK_POINTS: usize = 8192;
+
+/// A tile: its core in I and J.
+#[derive(Copy, Clone, Debug)]
+struct Tile {
+    lo: [i64; 2],
+    hi: [i64; 2],
+}
+
+/// Everything a tile reads.
+struct Ctx<'a, T> {
+    plan: &'a Plan,
+    mems: &'a [Mem],
+    scalars: &'a [T],
+    nk: usize,
+    /// Unit-stride axis of the output's layout.
+    inner: usize,
+    /// K levels per PARALLEL block.
+    kc: usize,
+    /// Per section: resolved [start, end).
+    ranges: &'a [(usize, usize)],
+}
+
+struct TileTask<'a, T> {
+    ctx: &'a Ctx<'a, T>,
+    tile: Tile,
+}
+
+impl<T: Num> SimdTask for TileTask<'_, T> {
+    type Output = Result<()>;
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        let r = run_tile(self.ctx, self.tile);
+        // Streaming stores are weakly ordered: make them visible before the task ends.
+        exec::fence();
+        r
+    }
+}
+
+fn reach_box(
+    core_lo: [i64; 3],
+    core_hi: [i64; 3],
+    r: Reach,
+    k: (i32, i32),
+) -> ([i64; 3], [i64; 3]) {
+    (
+        [
+            core_lo[0] - r[0] as i64,
+            core_lo[1] - r[2] as i64,
+            core_lo[2] - k.0 as i64,
+        ],
+        [
+            core_hi[0] + r[1] as i64,
+            core_hi[1] + r[3] as i64,
+            core_hi[2] + k.1 as i64,
+        ],
+    )
+}
+
+#[inline(always)]
+fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
+    let plan = ctx.plan;
+    let nq = plan.kinds.len();
+    // Stored temporaries of this tile, I fastest.
+    let mut stored: Vec<Vec<T>> = vec![Vec::new(); nq];
+    let mut mems: Vec<Mem> = ctx.mems.to_vec();
+    for (q, kind) in plan.kinds.iter().enumerate() {
+        if let Kind::Stored { reach, k_margin } = *kind {
+            let (lo, hi) = reach_box(
+                [tile.lo[0], tile.lo[1], 0],
+                [tile.hi[0], tile.hi[1], ctx.nk as i64],
+                reach,
+                (k_margin as i32, k_margin as i32),
+            );
+            let n = [
+                (hi[0] - lo[0]).max(0) as usize,
+                (hi[1] - lo[1]).max(0) as usize,
+                (hi[2] - lo[2]).max(0) as usize,
+            ];
+            stored[q] = take_buf(n[0] * n[1] * n[2]);
+            mems.push(Mem {
+                addr: stored[q].as_mut_ptr().expose_provenance(),
+                shape: n,
+                strides: [1, n[0] as isize, (n[0] * n[1]) as isize],
+                origin: [-lo[0], -lo[1], -lo[2]],
+                axes: [true; 3],
+                writable: true,
+                stream: false,
+            });
+        } else {
+            mems.push(Mem {
+                addr: 0,
+                shape: [0; 3],
+                strides: [0; 3],
+                origin: [0; 3],
+                axes: [true; 3],
+                writable: false,
+                stream: false,
+            });
+        }
+    }
+    let n_fields = ctx.mems.len();
+    let mem_of = |q: usize| -> &Mem {
+        match plan.kinds[q] {
+            Kind::Field { .. } => &mems[q],
+            _ => &mems[n_fields + q],
+        }
+    };
+    let mut bufs: Vec<Vec<T>> = vec![Vec::new(); nq];
+    // The tape's registers and one scratch register for streamed stores.
+    let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
+    for (sec, &(ks, ke)) in plan.sections.iter().zip(ctx.ranges) {
+        if ks >= ke {
+            continue;
+        }
+        let levels: Vec<(usize, usize)> = match sec.order {
+            IterOrder::Parallel => (ks..ke)
+                .step_by(ctx.kc)
+                .map(|k| (k, (k + ctx.kc).min(ke)))
+                .collect(),
+            IterOrder::Forward => (ks..ke).map(|k| (k, k + 1)).collect(),
+            IterOrder::Backward => (ks..ke).rev().map(|k| (k, k + 1)).collect(),
+        };
+        let inner = if sec.order != IterOrder::Parallel && ctx.inner == 2 {
+            0
+        } else {
+            ctx.inner
+        };
+        // Fields and stored temporaries with unit stride along the inner axis are read and
+        // written straight in memory. A statement's target row is only borrowed after every
+        // operand that could reach it has been read (see `run_stmt`), and rows at other
+        // offsets are other memory.
+        let direct: Vec<Option<Mem>> = (0..nq)
+            .map(|q| {
+                if matches!(plan.kinds[q], Kind::Local) {
+                    return None;
+                }
+                let m = *mem_of(q);
+                (m.axes[inner] && m.strides[inner] == 1).then_some(m)
+            })
+            .collect();
+        for (k0, k1) in levels {
+            run_block(
+                ctx, sec, &mut bufs, &mut regs, &mem_of, &direct, tile, k0, k1, inner,
+            )?;
+        }
+    }
+    give_bufs(stored);
+    give_bufs(bufs);
+    give_bufs(regs);
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn run_block<'m, T: Num>(
+    ctx: &Ctx<'_, T>,
+    sec: &SectionPlan,
+    bufs: &mut [Vec<T>],
+    regs: &mut [Vec<T>],
+    mem_of: &impl Fn(usize) -> &'m Mem,
+    direct: &[Option<Mem>],
+    tile: Tile,
+    k0: usize,
+    k1: usize,
+    inner: usize,
+) -> Result<()> {
+    let core_lo = [tile.lo[0], tile.lo[1], k0 as i64];
+    let core_hi = [tile.hi[0], tile.hi[1], k1 as i64];
+    let lo = [
+        core_lo[0] - sec.halo[0].0 as i64,
+        core_lo[1] - sec.halo[1].0 as i64,
+        core_lo[2] - sec.halo[2].0 as i64,
+    ];
+    let n = [
+        (core_hi[0] - core_lo[0]) as usize + sec.halo[0].0 + sec.halo[0].1,
+        (core_hi[1] - core_lo[1]) as usize + sec.halo[1].0 + sec.halo[1].1,
+        (core_hi[2] - core_lo[2]) as usize + sec.halo[2].0 + sec.halo[2].1,
+    ];
+    let geo = Geo::new(lo, n, inner);
+    for &q in &sec.quantities {
+        if direct[q as usize].is_some() {
+            continue;
+        }
+        let b = &mut bufs[q as usize];
+        if b.capacity() == 0 {
+            *b = take_buf(geo.len);
+        } else if b.len() != geo.len {
+            b.resize(geo.len, T::ZERO);
+        }
+    }
+    for t in &sec.loads {
+        if direct[t.q as usize].is_some() {
+            continue;
+        }
+        let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, t.k);
+        transfer(
+            mem_of(t.q as usize),
+            &geo,
+            &mut bufs[t.q as usize],
+            blo,
+            bhi,
+            true,
+        )?;
+    }
+    for st in &sec.stmts {
+        let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
+        if (0..3).any(|a| rhi[a] <= rlo[a]) {
+            continue;
+        }
+        run_stmt(st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?;
+    }
+    for t in &sec.stores {
+        if direct[t.q as usize].is_some() {
+            continue;
+        }
+        if matches!(ctx.plan.kinds[t.q as usize], Kind::Field { .. }) && t.reach != [0; 4] {
+            return Err(Error::invalid(
+                "gtscript block",
+                t.reach,
+                "field stores over the tile core only (internal planning error)",
+            ));
+        }
+        let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, (0, 0));
+        transfer(
+            mem_of(t.q as usize),
+            &geo,
+            &mut bufs[t.q as usize],
+            blo,
+            bhi,
+            false,
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs a planned stencil on `fields` (one entry per field component, in quantity order) over
+/// `domain` (I, J, K; 1 along an axis no field has), with `scalars` in declaration order.
+///
+/// Checks first that every K read stays inside the fields' views, so an error leaves every
+/// field untouched.
+///
+/// # Safety
+/// Every [`FieldMem`] must describe memory that is alive for the call, aligned for `T`, inside
+/// its allocation for every index within `shape`, not written by anyone else during the call,
+/// and, for components of written fields, writable and overlapping no other component's memory.
+pub unsafe fn run<T: Num>(
+    plan: &Plan,
+    fields: &[FieldMem],
+    scalars: &[f64],
+    domain: [usize; 3],
+    threads: Threads,
+) -> Result<()> {
+    let n_comp = plan
+        .kinds
+        .iter()
+        .filter(|k| matches!(k, Kind::Field { .. }))
+        .count();
+    if fields.len() != n_comp || scalars.len() != plan.program.scalars.len() {
+        return Err(Error::invalid(
+            "gtscript call",
+            (fields.len(), scalars.len()),
+            format!(
+                "{n_comp} field components and {} scalars",
+                plan.program.scalars.len()
+            ),
+        ));
+    }
+    let nk = domain[2];
+    if nk < plan.min_k && !domain.contains(&0) {
+        return Err(Error::invalid(
+            "domain",
+            domain,
+            format!(
+                "a K domain of at least {} levels: the intervals of stencil {:?} need them",
+                plan.min_k, plan.program.name
+            ),
+        ));
+    }
+    let ranges: Vec<(usize, usize)> = plan
+        .sections
+        .iter()
+        .map(|s| (s.start.resolve(nk), s.end.resolve(nk)))
+        .collect();
+    // K bounds of every field read, before anything is written.
+    for (sec, &(ks, ke)) in plan.sections.iter().zip(&ranges) {
+        if ks >= ke {
+            continue;
+        }
+        for &(q, dmin, dmax) in &sec.k_reads {
+            let f = &fields[q as usize];
+            if !f.axes[2] {
+                continue;
+            }
+            let lo = ks as i64 + dmin as i64;
+            let hi = ke as i64 - 1 + dmax as i64;
+            let below = f.origin[2] as i64;
+            let above = f.shape[2] as i64 - below;
+            if lo < -below || hi >= above {
+                let Kind::Field { field, .. } = plan.kinds[q as usize] else {
+                    continue;
+                };
+                let level = if lo < -below { lo } else { hi };
+                return Err(k_bounds_error(&plan.program.fields[field].name, level, nk));
+            }
+        }
+    }
+    if domain.contains(&0) {
+        return Ok(());
+    }
+    let read: Vec<bool> = (0..fields.len())
+        .map(|q| {
+            plan.sections
+                .iter()
+                .any(|s| s.loads.iter().any(|t| t.q as usize == q))
+        })
+        .collect();
+    let mems: Vec<Mem> = fields
+        .iter()
+        .zip(&read)
+        .map(|(f, &r)| Mem {
+            addr: f.addr,
+            shape: f.shape,
+            strides: f.strides,
+            origin: [f.origin[0] as i64, f.origin[1] as i64, f.origin[2] as i64],
+            axes: f.axes,
+            writable: f.writable,
+            stream: f.writable && !r && exec::streaming::<T>(f.shape.iter().product()),
+        })
+        .collect();
+    // The output's unit-stride axis.
+    let inner = plan
+        .first_output
+        .and_then(|field| {
+            let q = plan
+                .kinds
+                .iter()
+                .position(|k| matches!(k, Kind::Field { field: f, .. } if *f == field))?;
+            let f = &fields[q];
+            (0..3)
+                .filter(|&a| f.axes[a] && domain[a] > 1)
+                .min_by_key(|&a| (f.strides[a].unsigned_abs(), 2 - a))
+        })
+        .unwrap_or(0);
+    let scal: Vec<T> = scalars.iter().map(|&v| T::from_f64(v)).collect();
+    let points = domain.iter().product::<usize>();
+    let threads = if exec::parallel(threads, points) {
+        threads
+    } else {
+        Threads::ONE
+    };
+    let want = exec::tasks_wanted(threads);
+    let (ti, tj, kc) = if inner == 2 {
+        // Rows along K: whole columns when they are not too long.
+        (16, 16, if nk <= 128 { nk } else { 64 })
+    } else {
+        // Whole rows along the inner horizontal axis, a few rows of the other.
+        let (nr, nh) = if inner == 0 {
+            (domain[0], domain[1])
+        } else {
+            (domain[1], domain[0])
+        };
+        let tr = nr.min(512);
+        let tiles_r = nr.div_ceil(tr);
+        let th = (nh * tiles_r).div_ceil(want).clamp(4, 16).min(nh);
+        let kc = (BLOCK_POINTS / ((tr + 4) * (th + 4))).max(1);
+        if inner == 0 {
+            (tr, th, kc)
+        } else {
+            (th, tr, kc)
+        }
+    };
+    let mut tiles = Vec::new();
+    for i0 in (0..domain[0]).step_by(ti) {
+        for j0 in (0..domain[1]).step_by(tj) {
+            tiles.push(Tile {
+                lo: [i0 as i64, j0 as i64],
+                hi: [
+                    (i0 + ti).min(domain[0]) as i64,
+                    (j0 + tj).min(domain[1]) as i64,
+                ],
+            });
+        }
+    }
+    let ctx = Ctx {
+        plan,
+        mems: &mems,
+        scalars: &scal,
+        nk,
+        inner,
+        kc,
+        ranges: &ranges,
+    };
+    let error: Mutex<Option<Error>> = Mutex::new(None);
+    crate::threads::run_tasks(threads, tiles, |tile| {
+        if let Err(e) = exec::simd(TileTask { ctx: &ctx, tile }) {
+            error
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert(e);
+        }
+    });
+    match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
