@@ -39,6 +39,7 @@ pub(super) struct Mem {
 impl Mem {
     /// Checks that the box `[lo, hi)` (domain coordinates) lies inside; returns the element
     /// offset of `lo` from the view start.
+    #[inline]
     pub(super) fn check(&self, lo: [i64; 3], hi: [i64; 3]) -> Result<isize> {
         let mut off = 0isize;
         for a in 0..3 {
@@ -59,6 +60,7 @@ impl Mem {
         Ok(off)
     }
 
+    #[inline]
     pub(super) fn stride(&self, a: usize) -> isize {
         if self.axes[a] {
             self.strides[a]
@@ -96,12 +98,14 @@ impl Geo {
         }
     }
 
+    #[inline]
     pub(super) fn flat(&self, p: [i64; 3]) -> isize {
         (0..3)
             .map(|a| (p[a] - self.lo[a]) as isize * self.st[a])
             .sum()
     }
 
+    #[inline]
     pub(super) fn shift(&self, off: [i32; 3]) -> isize {
         (0..3).map(|a| off[a] as isize * self.st[a]).sum()
     }
