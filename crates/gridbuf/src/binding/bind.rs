@@ -432,24 +432,12 @@ impl BoundCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::array_info::{c_strides, Interface};
-    use crate::array_info::{ArrayDevice, DType};
+    use crate::array_info::DType;
     use crate::binding::call::CallKey;
+    use crate::binding::test_support::arr;
     use crate::dims::Dim;
     use crate::kernels::Intent;
     use crate::preset::Device;
-
-    fn arr(shape: &[usize]) -> ArrayInfo {
-        ArrayInfo::new(
-            0x10000,
-            shape.to_vec(),
-            c_strides(shape, 8).unwrap(),
-            DType::FLOAT64,
-            ArrayDevice::CPU,
-            Interface::Native,
-        )
-        .unwrap()
-    }
 
     fn sig2(extent: usize) -> Signature {
         let ijk = vec![Dim::I, Dim::J, Dim::K];

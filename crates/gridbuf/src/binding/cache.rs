@@ -76,19 +76,7 @@ impl<V> CallCache<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::array_info::{c_strides, ArrayDevice, DType, Interface};
-
-    fn arr(shape: &[usize]) -> ArrayInfo {
-        ArrayInfo::new(
-            0x10000,
-            shape.to_vec(),
-            c_strides(shape, 8).unwrap(),
-            DType::FLOAT64,
-            ArrayDevice::CPU,
-            Interface::Native,
-        )
-        .unwrap()
-    }
+    use crate::binding::test_support::arr;
 
     #[test]
     fn hits_the_latest_call_then_the_map() {

@@ -28,3 +28,22 @@ pub use cache::CallCache;
 pub use call::{ArgMeta, CallKey, CallOrigin, FieldKey};
 pub use signature::{native_signature, parse_intent, FieldParam, Signature, Signatures};
 pub use view::View3;
+
+/// Arrays for the binder's unit tests.
+#[cfg(test)]
+mod test_support {
+    use crate::array_info::{c_strides, ArrayDevice, ArrayInfo, DType, Interface};
+
+    /// A C-ordered float64 host array of `shape` at a fixed address.
+    pub(crate) fn arr(shape: &[usize]) -> ArrayInfo {
+        ArrayInfo::new(
+            0x10000,
+            shape.to_vec(),
+            c_strides(shape, 8).unwrap(),
+            DType::FLOAT64,
+            ArrayDevice::CPU,
+            Interface::Native,
+        )
+        .unwrap()
+    }
+}

@@ -23,14 +23,7 @@ pub struct Broadcast {
 /// union in canonical order (`I`, `J`, `K`, then data dims by number). The length of a dim is
 /// the one length other than 1 the fields give it (1 if none does).
 pub fn broadcast_dims(operands: &[Operand]) -> Result<(Vec<Dim>, Vec<usize>)> {
-    let fields: Vec<(usize, &FieldInfo)> = operands
-        .iter()
-        .enumerate()
-        .filter_map(|(i, op)| match op {
-            Operand::Field(f) => Some((i, f)),
-            _ => None,
-        })
-        .collect();
+    let fields = super::fields_of(operands);
     let Some(&(_, first)) = fields.first() else {
         return Err(error(
             "operands",

@@ -157,6 +157,18 @@ pub enum Operand {
     Scalar,
 }
 
+/// The labelled fields among `operands`, each with its position.
+pub(crate) fn fields_of(operands: &[Operand]) -> Vec<(usize, &FieldInfo)> {
+    operands
+        .iter()
+        .enumerate()
+        .filter_map(|(i, op)| match op {
+            Operand::Field(f) => Some((i, f)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Storage parameters of `params` as a [`FieldInfo`] (for results that are used again).
 impl From<&OutputParams> for FieldInfo {
     fn from(p: &OutputParams) -> FieldInfo {

@@ -91,14 +91,7 @@ pub fn output_params(
     dims: &[Dim],
     shape: &[usize],
 ) -> Result<Option<OutputParams>> {
-    let fields: Vec<(usize, &FieldInfo)> = operands
-        .iter()
-        .enumerate()
-        .filter_map(|(i, op)| match op {
-            Operand::Field(f) => Some((i, f)),
-            _ => None,
-        })
-        .collect();
+    let fields = super::fields_of(operands);
     let Some(&(source, first)) = fields.first() else {
         return Ok(None);
     };
