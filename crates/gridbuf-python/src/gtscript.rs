@@ -3,7 +3,7 @@
 //! field's extent, in the field's dims order).
 
 use crate::errors::{to_py, IntoPyResult};
-use gridbuf::gtscript::{self, FieldMem, FloatType, Plan};
+use gridbuf::gtscript::{self, FieldMem, FloatType, Jit, Plan};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
 use gridbuf::Error;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -15,14 +15,18 @@ use std::sync::Arc;
 #[pyclass(frozen, module = "gridbuf", name = "GtProgram")]
 pub struct GtProgram {
     plan: Arc<Plan>,
+    /// Machine code of its statements (None where this machine has no code generator).
+    jit: Option<Arc<Jit>>,
 }
 
 /// Compiles the IR text of a gtscript definition (see `gridbuf::gtscript::ir`).
 #[pyfunction]
 pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
     let plan = gtscript::compile(ir).py(py)?;
+    let jit = Jit::compile(&plan).py(py)?;
     Ok(GtProgram {
         plan: Arc::new(plan),
+        jit: jit.map(Arc::new),
     })
 }
 
@@ -171,6 +175,7 @@ impl GtProgram {
             }
         }
         let plan = Arc::clone(&self.plan);
+        let jit = self.jit.clone();
         let run = move || -> gridbuf::Result<()> {
             // SAFETY: the views come from the stencil binder, which checked that each lies
             // inside its array (origin, domain and extent on every axis), that outputs overlap
@@ -181,6 +186,7 @@ impl GtProgram {
                 match plan.program.dtype {
                     FloatType::F64 => gtscript::run::<f64>(
                         &plan,
+                        jit.as_deref(),
                         &mems,
                         &vals,
                         domain,
@@ -188,6 +194,7 @@ impl GtProgram {
                     ),
                     FloatType::F32 => gtscript::run::<f32>(
                         &plan,
+                        jit.as_deref(),
                         &mems,
                         &vals,
                         domain,

@@ -9,7 +9,7 @@ pub mod eval;
 pub mod ir;
 pub mod plan;
 
-pub use eval::{run, FieldMem, Num};
+pub use eval::{run, FieldMem, Jit, Num};
 pub use ir::{FloatType, Program};
 pub use plan::Plan;
 

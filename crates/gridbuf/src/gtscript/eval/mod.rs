@@ -11,6 +11,7 @@
 //! rows mix neighbouring rows; they are computed but never reach a stored point. Finally the
 //! block copies what it wrote back to memory.
 
+mod jit;
 mod kernels;
 mod mem;
 mod num;
@@ -19,6 +20,7 @@ mod strip;
 mod tests;
 mod tile;
 
+pub use jit::Jit;
 pub use mem::FieldMem;
 pub use num::Num;
 pub use tile::run;

@@ -54,7 +54,7 @@ fn laplacian_of_a_temporary_matches_direct_loops() {
     ];
     for threads in [Threads::ONE, Threads::new(3).unwrap()] {
         // SAFETY: both arrays are alive, aligned and disjoint; shapes match their lengths.
-        unsafe { run::<f64>(&plan, &fields, &[], n, threads).unwrap() };
+        unsafe { run::<f64>(&plan, None, &fields, &[], n, threads).unwrap() };
         let at = |i: i64, j: i64, k: usize| {
             let (i, j) = ((i + h as i64) as usize, (j + h as i64) as usize);
             inp[(i * ishape[1] + j) * ishape[2] + k]
@@ -96,7 +96,7 @@ fn forward_recurrence_and_k_bounds() {
         field(&mut out, n, [0; 3], true),
     ];
     // SAFETY: as above.
-    unsafe { run::<f64>(&plan, &fields, &[], n, Threads::ONE).unwrap() };
+    unsafe { run::<f64>(&plan, None, &fields, &[], n, Threads::ONE).unwrap() };
     for c in 0..6 {
         let mut acc = 0.0;
         for k in 0..5 {
@@ -116,7 +116,7 @@ fn forward_recurrence_and_k_bounds() {
         field(&mut out, n, [0; 3], true),
     ];
     // SAFETY: as above.
-    let err = unsafe { run::<f64>(&plan, &fields, &[], n, Threads::ONE) }.unwrap_err();
+    let err = unsafe { run::<f64>(&plan, None, &fields, &[], n, Threads::ONE) }.unwrap_err();
     assert!(err.to_string().contains("\"a\""), "{err}");
     assert_eq!(out, before);
 }

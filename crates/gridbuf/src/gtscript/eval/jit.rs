@@ -1,0 +1,505 @@
+//! Machine code for statement tapes, made with Cranelift when a stencil is compiled.
+//!
+//! The interpreter runs a tape one instruction at a time over a strip, so every intermediate
+//! value goes to memory and back. Here each statement's tape becomes one function that walks a
+//! row once: every intermediate stays in a vector register, and only the operands and the
+//! result touch memory. The function takes the row's operand pointers (one per distinct
+//! quantity and offset the tape reads, filled and bounds-checked by the caller), the output
+//! pointer, the row length and the scalar parameters; it runs two (f64) or four (f32) points
+//! per step in 128-bit vectors, then the remaining points one at a time.
+//!
+//! The code computes exactly what the interpreter computes: the same IEEE operations in the
+//! same order, no contraction into fused multiply-adds, the same comparisons (`!=` true on
+//! NaN, the ordered ones false) and the same `min`/`max` choice. Tapes with an operation
+//! Cranelift has no instruction for (`exp`, `log`, `sin`, `cos`, `tan`, `**`) stay with the
+//! interpreter, statement by statement.
+
+use crate::error::{Error, Result};
+use crate::gtscript::ir::{BinOp, UnOp};
+use crate::gtscript::plan::{Instr, Op, Plan, Src};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    types, AbiParam, Block, Endianness, InstBuilder, MemFlagsData, Type, Value,
+};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Linkage, Module};
+
+/// A compiled statement: `f(operands, out, n, scalars)` computes `n` points.
+pub(super) type RowFn = unsafe extern "C" fn(*const *const u8, *mut u8, usize, *const u8);
+
+/// One statement's code and what the caller must hand it.
+pub(super) struct StmtCode {
+    /// The function.
+    pub(super) f: RowFn,
+    /// The operands, in the order of the pointer array: (quantity, offset I, J, K).
+    pub(super) operands: Vec<(u32, [i32; 3])>,
+    /// Whether the tape reads its own target (then the caller computes into scratch first).
+    pub(super) reads_target: bool,
+}
+
+/// Owns the code memory of one stencil.
+struct CodeMemory(Option<JITModule>);
+
+impl Drop for CodeMemory {
+    fn drop(&mut self) {
+        if let Some(m) = self.0.take() {
+            // SAFETY: the functions of this module are only reachable through the `StmtCode`s
+            // of the `Jit` that owns this memory, which is being dropped with it.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+// SAFETY: after `finalize_definitions` the module is never used again except to free it on
+// drop; its code pages are immutable and may be executed from any thread.
+unsafe impl Send for CodeMemory {}
+// SAFETY: as above: no method of the module is called through a shared reference.
+unsafe impl Sync for CodeMemory {}
+
+/// The machine code of a stencil's statements, for the element type of its program.
+pub struct Jit {
+    /// Per section, per statement: its code, or `None` where the interpreter runs it.
+    stmts: Vec<Vec<Option<StmtCode>>>,
+    /// Bytes per element the code was made for.
+    elem: usize,
+    _memory: CodeMemory,
+}
+
+impl std::fmt::Debug for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.stmts.iter().flatten().filter(|s| s.is_some()).count();
+        write!(f, "Jit({n} compiled statements)")
+    }
+}
+
+fn jit_error(what: impl std::fmt::Display) -> Error {
+    Error::invalid(
+        "gtscript code generation",
+        what.to_string(),
+        "a tape Cranelift accepts (internal error)",
+    )
+}
+
+/// Whether Cranelift has instructions for every operation of `tape`.
+fn supported(tape: &[Instr]) -> bool {
+    tape.iter().all(|ins| {
+        !matches!(
+            ins.op,
+            Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan) | Op::Bin(BinOp::Pow)
+        )
+    })
+}
+
+impl Jit {
+    /// Compiles every statement of `plan` that it can, for `plan`'s element type. `Ok(None)`
+    /// when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is set.
+    pub fn compile(plan: &Plan) -> Result<Option<Jit>> {
+        if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
+            return Ok(None);
+        }
+        let Ok(isa_builder) = cranelift_native::builder() else {
+            return Ok(None);
+        };
+        let mut flags = settings::builder();
+        flags.set("opt_level", "speed").map_err(jit_error)?;
+        let isa = isa_builder
+            .finish(settings::Flags::new(flags))
+            .map_err(jit_error)?;
+        let mut module = JITModule::new(JITBuilder::with_isa(
+            isa,
+            cranelift_module::default_libcall_names(),
+        ));
+        let elem = match plan.program.dtype {
+            crate::gtscript::FloatType::F64 => types::F64,
+            crate::gtscript::FloatType::F32 => types::F32,
+        };
+        let mut ctx = module.make_context();
+        let mut fctx = FunctionBuilderContext::new();
+        let mut ids = Vec::new();
+        for (s, sec) in plan.sections.iter().enumerate() {
+            for (t, st) in sec.stmts.iter().enumerate() {
+                if !supported(&st.tape) || st.tape.is_empty() {
+                    continue;
+                }
+                let operands = operands_of(&st.tape);
+                let ptr = module.target_config().pointer_type();
+                ctx.func.signature = module.make_signature();
+                for _ in 0..4 {
+                    ctx.func.signature.params.push(AbiParam::new(ptr));
+                }
+                build(
+                    &mut ctx.func,
+                    &mut fctx,
+                    &st.tape,
+                    &operands,
+                    elem,
+                    ptr,
+                    module.target_config(),
+                )?;
+                let id = module
+                    .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
+                    .map_err(jit_error)?;
+                let dump = std::env::var("GRIDBUF_JIT_DUMP").is_ok();
+                ctx.set_disasm(dump);
+                module.define_function(id, &mut ctx).map_err(jit_error)?;
+                if dump {
+                    eprintln!(
+                        "{}",
+                        ctx.compiled_code()
+                            .and_then(|c| c.vcode.clone())
+                            .unwrap_or_default()
+                    );
+                }
+                module.clear_context(&mut ctx);
+                let reads_target = operands.iter().any(|&(q, _)| q == st.target);
+                ids.push((s, t, id, operands, reads_target));
+            }
+        }
+        module.finalize_definitions().map_err(jit_error)?;
+        let mut stmts: Vec<Vec<Option<StmtCode>>> = plan
+            .sections
+            .iter()
+            .map(|sec| sec.stmts.iter().map(|_| None).collect())
+            .collect();
+        for (s, t, id, operands, reads_target) in ids {
+            let code = module.get_finalized_function(id);
+            // SAFETY: `code` is the entry of the function just defined with the signature
+            // (4 pointer-sized arguments, no result) in the platform's C calling convention,
+            // which is `RowFn`'s; it lives as long as `module`, kept in `_memory` below.
+            let f = unsafe { std::mem::transmute::<*const u8, RowFn>(code) };
+            stmts[s][t] = Some(StmtCode {
+                f,
+                operands,
+                reads_target,
+            });
+        }
+        Ok(Some(Jit {
+            stmts,
+            elem: elem.bytes() as usize,
+            _memory: CodeMemory(Some(module)),
+        }))
+    }
+
+    /// The code of statement `stmt` of section `sec`, if it was compiled for `T`.
+    #[inline]
+    pub(super) fn stmt<T>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
+        if self.elem != std::mem::size_of::<T>() {
+            return None;
+        }
+        self.stmts.get(sec)?.get(stmt)?.as_ref()
+    }
+}
+
+/// The distinct (quantity, offset) operands of a tape, in first-use order.
+fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
+    let mut out: Vec<(u32, [i32; 3])> = Vec::new();
+    for ins in tape {
+        for a in ins.args {
+            if let Src::Q(q, off) = a {
+                if !out.contains(&(q, off)) {
+                    out.push((q, off));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Emits one step of the tape over values of type `vt` (the element or a vector of it),
+/// reading operand `k` at `addrs[k]`; returns the result.
+struct Emit<'a> {
+    tape: &'a [Instr],
+    operands: &'a [(u32, [i32; 3])],
+    /// Scalar parameters, loaded once in the entry block (element type).
+    scalars: &'a [Value],
+    elem: Type,
+}
+
+impl Emit<'_> {
+    fn constant(&self, b: &mut FunctionBuilder<'_>, vt: Type, v: f64) -> Value {
+        let s = if self.elem == types::F64 {
+            b.ins().f64const(v)
+        } else {
+            b.ins().f32const(v as f32)
+        };
+        self.widen(b, vt, s)
+    }
+
+    fn widen(&self, b: &mut FunctionBuilder<'_>, vt: Type, s: Value) -> Value {
+        if vt.is_vector() {
+            b.ins().splat(vt, s)
+        } else {
+            s
+        }
+    }
+
+    /// `x` where `c` (a comparison result), else `y`.
+    fn pick(&self, b: &mut FunctionBuilder<'_>, vt: Type, c: Value, x: Value, y: Value) -> Value {
+        if vt.is_vector() {
+            let mask = b.ins().bitcast(
+                vt,
+                MemFlagsData::new().with_endianness(Endianness::Little),
+                c,
+            );
+            b.ins().bitselect(mask, x, y)
+        } else {
+            b.ins().select(c, x, y)
+        }
+    }
+
+    fn truth(&self, b: &mut FunctionBuilder<'_>, vt: Type, c: Value) -> Value {
+        let one = self.constant(b, vt, 1.0);
+        let zero = self.constant(b, vt, 0.0);
+        self.pick(b, vt, c, one, zero)
+    }
+
+    fn arith(b: &mut FunctionBuilder<'_>, op: BinOp, x: Value, y: Value) -> Value {
+        match op {
+            BinOp::Add => b.ins().fadd(x, y),
+            BinOp::Sub => b.ins().fsub(x, y),
+            BinOp::Mul => b.ins().fmul(x, y),
+            _ => b.ins().fdiv(x, y),
+        }
+    }
+
+    fn step(&self, b: &mut FunctionBuilder<'_>, vt: Type, addrs: &[Value], at: i32) -> Value {
+        let mut regs: Vec<Option<Value>> = Vec::new();
+        let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
+        let mut last = None;
+        for ins in self.tape {
+            let mut args = [None; 3];
+            for (n, a) in ins.args.iter().enumerate() {
+                if n > 0 && !uses_arg(ins.op, n) {
+                    continue;
+                }
+                args[n] = Some(match *a {
+                    Src::Reg(r) => regs[r as usize].expect("tape reads a register it wrote"),
+                    Src::Q(q, off) => {
+                        let k = self
+                            .operands
+                            .iter()
+                            .position(|&o| o == (q, off))
+                            .expect("operand listed");
+                        *loaded[k].get_or_insert_with(|| {
+                            b.ins()
+                                .load(vt, MemFlagsData::new().with_notrap(), addrs[k], at)
+                        })
+                    }
+                    Src::Scalar(i) => self.widen(b, vt, self.scalars[i as usize]),
+                    Src::Const(v) => self.constant(b, vt, v),
+                });
+            }
+            let [a, x, y] = args;
+            let a = a.expect("every op has a first operand");
+            let v = match ins.op {
+                Op::Mov => a,
+                Op::Un(u) => match u {
+                    UnOp::Neg => b.ins().fneg(a),
+                    UnOp::Abs => b.ins().fabs(a),
+                    UnOp::Sqrt => b.ins().sqrt(a),
+                    UnOp::Floor => b.ins().floor(a),
+                    UnOp::Ceil => b.ins().ceil(a),
+                    UnOp::Trunc => b.ins().trunc(a),
+                    UnOp::Not => {
+                        let z = self.constant(b, vt, 0.0);
+                        let c = b.ins().fcmp(FloatCC::Equal, a, z);
+                        self.truth(b, vt, c)
+                    }
+                    UnOp::IsNan => {
+                        let c = b.ins().fcmp(FloatCC::Unordered, a, a);
+                        self.truth(b, vt, c)
+                    }
+                    UnOp::IsInf => {
+                        let m = b.ins().fabs(a);
+                        let inf = self.constant(b, vt, f64::INFINITY);
+                        let c = b.ins().fcmp(FloatCC::Equal, m, inf);
+                        self.truth(b, vt, c)
+                    }
+                    UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan => {
+                        unreachable!("filtered by `supported`")
+                    }
+                },
+                Op::Bin(o) => {
+                    let x = x.expect("binary op has a second operand");
+                    match o {
+                        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
+                            Self::arith(b, o, a, x)
+                        }
+                        BinOp::Mod => {
+                            let q = b.ins().fdiv(a, x);
+                            let f = b.ins().floor(q);
+                            let m = b.ins().fmul(f, x);
+                            b.ins().fsub(a, m)
+                        }
+                        BinOp::FloorDiv => {
+                            let q = b.ins().fdiv(a, x);
+                            b.ins().floor(q)
+                        }
+                        BinOp::Min => {
+                            let c = b.ins().fcmp(FloatCC::LessThan, x, a);
+                            self.pick(b, vt, c, x, a)
+                        }
+                        BinOp::Max => {
+                            let c = b.ins().fcmp(FloatCC::GreaterThan, x, a);
+                            self.pick(b, vt, c, x, a)
+                        }
+                        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
+                            let cc = match o {
+                                BinOp::Lt => FloatCC::LessThan,
+                                BinOp::Le => FloatCC::LessThanOrEqual,
+                                BinOp::Gt => FloatCC::GreaterThan,
+                                BinOp::Ge => FloatCC::GreaterThanOrEqual,
+                                BinOp::Eq => FloatCC::Equal,
+                                _ => FloatCC::NotEqual,
+                            };
+                            let c = b.ins().fcmp(cc, a, x);
+                            self.truth(b, vt, c)
+                        }
+                        BinOp::And | BinOp::Or => {
+                            let z = self.constant(b, vt, 0.0);
+                            let ca = b.ins().fcmp(FloatCC::NotEqual, a, z);
+                            let cx = b.ins().fcmp(FloatCC::NotEqual, x, z);
+                            let c = if o == BinOp::And {
+                                b.ins().band(ca, cx)
+                            } else {
+                                b.ins().bor(ca, cx)
+                            };
+                            self.truth(b, vt, c)
+                        }
+                        BinOp::Pow => unreachable!("filtered by `supported`"),
+                    }
+                }
+                Op::Bin2(o1, o2) => {
+                    let t = Self::arith(b, o1, a, x.expect("fused op operand"));
+                    Self::arith(b, o2, t, y.expect("fused op operand"))
+                }
+                Op::Sel => {
+                    let z = self.constant(b, vt, 0.0);
+                    let c = b.ins().fcmp(FloatCC::NotEqual, a, z);
+                    self.pick(
+                        b,
+                        vt,
+                        c,
+                        x.expect("select operand"),
+                        y.expect("select operand"),
+                    )
+                }
+            };
+            let d = ins.dst as usize;
+            if regs.len() <= d {
+                regs.resize(d + 1, None);
+            }
+            regs[d] = Some(v);
+            last = Some(v);
+        }
+        last.expect("tape is not empty")
+    }
+}
+
+/// Whether operand `n` (1 or 2) of `op` is read.
+fn uses_arg(op: Op, n: usize) -> bool {
+    match op {
+        Op::Mov | Op::Un(_) => false,
+        Op::Bin(_) => n == 1,
+        Op::Bin2(..) | Op::Sel => true,
+    }
+}
+
+/// Vector steps per iteration of the vector loop.
+const UNROLL: u32 = 2;
+
+/// Builds `f(operands, out, n, scalars)`: a vector loop over the whole steps of the row, then
+/// a scalar loop over the rest.
+fn build(
+    func: &mut cranelift_codegen::ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    tape: &[Instr],
+    operands: &[(u32, [i32; 3])],
+    elem: Type,
+    ptr: Type,
+    config: cranelift_codegen::isa::TargetFrontendConfig,
+) -> Result<()> {
+    let lanes = 16 / elem.bytes();
+    let vt = elem.by(lanes).ok_or_else(|| jit_error("vector type"))?;
+    let size = elem.bytes() as i64;
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let [ops, out, n, scal] = b.block_params(entry) else {
+        return Err(jit_error("signature"));
+    };
+    let (ops, out, n, scal) = (*ops, *out, *n, *scal);
+    // Not `aligned`: operand rows start at any element.
+    let flags = MemFlagsData::new().with_notrap();
+    let bases: Vec<Value> = (0..operands.len())
+        .map(|k| {
+            b.ins()
+                .load(ptr, flags, ops, (k * ptr.bytes() as usize) as i32)
+        })
+        .collect();
+    let n_scalars = tape
+        .iter()
+        .flat_map(|i| i.args)
+        .filter_map(|a| match a {
+            Src::Scalar(i) => Some(i as usize + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let scalars: Vec<Value> = (0..n_scalars)
+        .map(|i| b.ins().load(elem, flags, scal, (i as i64 * size) as i32))
+        .collect();
+    let whole = b.ins().band_imm_s(n, -((lanes * UNROLL) as i64));
+    let zero = b.ins().iconst(ptr, 0);
+    let emit = Emit {
+        tape,
+        operands,
+        scalars: &scalars,
+        elem,
+    };
+    let vhead = b.create_block();
+    let vbody = b.create_block();
+    let shead = b.create_block();
+    let sbody = b.create_block();
+    let exit = b.create_block();
+    for blk in [vhead, vbody, shead, sbody, exit] {
+        b.append_block_param(blk, ptr);
+    }
+    b.ins().jump(vhead, &[zero.into()]);
+    let counted = |b: &mut FunctionBuilder<'_>,
+                   head: Block,
+                   body: Block,
+                   next: Block,
+                   limit: Value,
+                   vt: Type,
+                   step: i64,
+                   unroll: u32| {
+        b.switch_to_block(head);
+        let i = b.block_params(head)[0];
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, i, limit);
+        b.ins().brif(more, body, &[i.into()], next, &[i.into()]);
+        b.switch_to_block(body);
+        let i = b.block_params(body)[0];
+        let byte = b.ins().imul_imm_s(i, size);
+        let addrs: Vec<Value> = bases.iter().map(|&p| b.ins().iadd(p, byte)).collect();
+        let dst = b.ins().iadd(out, byte);
+        // `unroll` independent steps per iteration, for instruction-level parallelism.
+        for u in 0..unroll {
+            let at = (u * vt.bytes()) as i32;
+            let v = emit.step(b, vt, &addrs, at);
+            b.ins().store(flags, v, dst, at);
+        }
+        let i2 = b.ins().iadd_imm_s(i, step * unroll as i64);
+        b.ins().jump(head, &[i2.into()]);
+    };
+    counted(&mut b, vhead, vbody, shead, whole, vt, lanes as i64, UNROLL);
+    counted(&mut b, shead, sbody, exit, n, elem, 1, 1);
+    b.switch_to_block(exit);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(config);
+    Ok(())
+}
