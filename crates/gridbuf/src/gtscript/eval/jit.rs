@@ -26,8 +26,10 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
 
-/// A compiled statement: `f(operands, out, n, scalars)` computes `n` points.
-pub(super) type RowFn = unsafe extern "C" fn(*const *const u8, *mut u8, usize, *const u8);
+/// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars)` computes
+/// `n` points on each of `rows` rows (strides in bytes, see [`build`]).
+pub(super) type RowFn =
+    unsafe extern "C" fn(*const *const u8, *const isize, *mut u8, isize, usize, usize, *const u8);
 
 /// One statement's code and what the caller must hand it.
 pub(super) struct StmtCode {
@@ -35,8 +37,11 @@ pub(super) struct StmtCode {
     pub(super) f: RowFn,
     /// The operands, in the order of the pointer array: (quantity, offset I, J, K).
     pub(super) operands: Vec<(u32, [i32; 3])>,
-    /// Whether the tape reads its own target (then the caller computes into scratch first).
-    pub(super) reads_target: bool,
+    /// Per axis: whether the tape reads its own target at a nonzero offset along it. Along the
+    /// row's axis the code would read points it has already written, so the caller computes
+    /// into scratch first; reads at the same point, or in other rows, see what the
+    /// interpreter sees (rows run in the same order, each read before it is written).
+    pub(super) reads_target_along: [bool; 3],
 }
 
 /// Owns the code memory of one stencil.
@@ -126,7 +131,7 @@ impl Jit {
                 let operands = operands_of(&st.tape);
                 let ptr = module.target_config().pointer_type();
                 ctx.func.signature = module.make_signature();
-                for _ in 0..4 {
+                for _ in 0..7 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
                 build(
@@ -153,8 +158,12 @@ impl Jit {
                     );
                 }
                 module.clear_context(&mut ctx);
-                let reads_target = operands.iter().any(|&(q, _)| q == st.target);
-                ids.push((s, t, id, operands, reads_target));
+                let reads_target_along = [0, 1, 2].map(|a| {
+                    operands
+                        .iter()
+                        .any(|&(q, off)| q == st.target && off[a] != 0)
+                });
+                ids.push((s, t, id, operands, reads_target_along));
             }
         }
         module.finalize_definitions().map_err(jit_error)?;
@@ -163,16 +172,16 @@ impl Jit {
             .iter()
             .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        for (s, t, id, operands, reads_target) in ids {
+        for (s, t, id, operands, reads_target_along) in ids {
             let code = module.get_finalized_function(id);
             // SAFETY: `code` is the entry of the function just defined with the signature
-            // (4 pointer-sized arguments, no result) in the platform's C calling convention,
+            // (7 pointer-sized arguments, no result) in the platform's C calling convention,
             // which is `RowFn`'s; it lives as long as `module`, kept in `_memory` below.
             let f = unsafe { std::mem::transmute::<*const u8, RowFn>(code) };
             stmts[s][t] = Some(StmtCode {
                 f,
                 operands,
-                reads_target,
+                reads_target_along,
             });
         }
         Ok(Some(Jit {
@@ -410,8 +419,10 @@ fn uses_arg(op: Op, n: usize) -> bool {
 /// Vector steps per iteration of the vector loop.
 const UNROLL: u32 = 2;
 
-/// Builds `f(operands, out, n, scalars)`: a vector loop over the whole steps of the row, then
-/// a scalar loop over the rest.
+/// Builds `f(operands, strides, out, out_stride, n, rows, scalars)`: for each of `rows` rows
+/// (operand `k`'s row `r` starts at `operands[k] + r * strides[k]` bytes, the output's at
+/// `out + r * out_stride`), a vector loop over the whole steps of the row, then a scalar loop
+/// over the rest.
 fn build(
     func: &mut cranelift_codegen::ir::Function,
     fctx: &mut FunctionBuilderContext,
@@ -428,17 +439,19 @@ fn build(
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let [ops, out, n, scal] = b.block_params(entry) else {
+    let [ops, strides, out, out_stride, n, rows, scal] = b.block_params(entry) else {
         return Err(jit_error("signature"));
     };
-    let (ops, out, n, scal) = (*ops, *out, *n, *scal);
+    let (ops, strides, out, out_stride, n, rows, scal) =
+        (*ops, *strides, *out, *out_stride, *n, *rows, *scal);
     // Not `aligned`: operand rows start at any element.
     let flags = MemFlagsData::new().with_notrap();
-    let bases: Vec<Value> = (0..operands.len())
-        .map(|k| {
-            b.ins()
-                .load(ptr, flags, ops, (k * ptr.bytes() as usize) as i32)
-        })
+    let word = ptr.bytes() as usize;
+    let firsts: Vec<Value> = (0..operands.len())
+        .map(|k| b.ins().load(ptr, flags, ops, (k * word) as i32))
+        .collect();
+    let steps: Vec<Value> = (0..operands.len())
+        .map(|k| b.ins().load(ptr, flags, strides, (k * word) as i32))
         .collect();
     let n_scalars = tape
         .iter()
@@ -460,14 +473,29 @@ fn build(
         scalars: &scalars,
         elem,
     };
-    let vhead = b.create_block();
-    let vbody = b.create_block();
-    let shead = b.create_block();
-    let sbody = b.create_block();
-    let exit = b.create_block();
-    for blk in [vhead, vbody, shead, sbody, exit] {
+    let [rhead, rbody, vhead, vbody, shead, sbody, rnext, exit] = [(); 8].map(|_| {
+        let blk = b.create_block();
         b.append_block_param(blk, ptr);
-    }
+        blk
+    });
+    b.ins().jump(rhead, &[zero.into()]);
+    // The row loop.
+    b.switch_to_block(rhead);
+    let r = b.block_params(rhead)[0];
+    let more = b.ins().icmp(IntCC::UnsignedLessThan, r, rows);
+    b.ins().brif(more, rbody, &[r.into()], exit, &[r.into()]);
+    b.switch_to_block(rbody);
+    let r = b.block_params(rbody)[0];
+    let bases: Vec<Value> = firsts
+        .iter()
+        .zip(&steps)
+        .map(|(&f, &st)| {
+            let off = b.ins().imul(r, st);
+            b.ins().iadd(f, off)
+        })
+        .collect();
+    let off = b.ins().imul(r, out_stride);
+    let obase = b.ins().iadd(out, off);
     b.ins().jump(vhead, &[zero.into()]);
     let counted = |b: &mut FunctionBuilder<'_>,
                    head: Block,
@@ -485,7 +513,7 @@ fn build(
         let i = b.block_params(body)[0];
         let byte = b.ins().imul_imm_s(i, size);
         let addrs: Vec<Value> = bases.iter().map(|&p| b.ins().iadd(p, byte)).collect();
-        let dst = b.ins().iadd(out, byte);
+        let dst = b.ins().iadd(obase, byte);
         // `unroll` independent steps per iteration, for instruction-level parallelism.
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
@@ -496,7 +524,10 @@ fn build(
         b.ins().jump(head, &[i2.into()]);
     };
     counted(&mut b, vhead, vbody, shead, whole, vt, lanes as i64, UNROLL);
-    counted(&mut b, shead, sbody, exit, n, elem, 1, 1);
+    counted(&mut b, shead, sbody, rnext, n, elem, 1, 1);
+    b.switch_to_block(rnext);
+    let r2 = b.ins().iadd_imm_s(r, 1);
+    b.ins().jump(rhead, &[r2.into()]);
     b.switch_to_block(exit);
     b.ins().return_(&[]);
     b.seal_all_blocks();

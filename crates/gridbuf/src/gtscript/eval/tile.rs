@@ -388,6 +388,10 @@ pub unsafe fn run<T: Num>(
         // Up to 32 rows per level: long sequential runs for the hardware prefetcher (16 rows
         // measured 10-15 % slower on the laplacian and hdiff).
         let th = (nh * tiles_r).div_ceil(want).clamp(4, 32).min(nh);
+        let th = std::env::var("GB_TH")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(th);
         let kc = (BLOCK_POINTS / ((tr + 4) * (th + 4))).max(1);
         if inner == 0 {
             (tr, th, kc)
