@@ -625,10 +625,10 @@ class HaloExchange:
         self.widths: list[list[tuple[int, int]]] = [s[2] for s in specs]
         self.comm = dec.comm.Dup()
         self._active = False
-        # Persistent requests: receives (with their message index) and sends, per peer.
-        self._recv_index: list[int] = []
+        # Persistent requests: receives and sends, per peer (messages to this process itself
+        # are copied by the core instead).
         self._recvs: list[Any] = []
-        self._sends: list[tuple[int, Any]] = []
+        self._sends: list[Any] = []
         self._self_messages: list[int] = []
         for i, (peer, ns, nr, sbuf, rbuf) in enumerate(
             zip(plan.peers, plan.send_bytes, plan.recv_bytes, plan.send_buffers, plan.recv_buffers)
@@ -638,10 +638,9 @@ class HaloExchange:
                 continue
             if nr:
                 self._recvs.append(self.comm.Recv_init([rbuf, MPI.BYTE], source=peer, tag=7))
-                self._recv_index.append(i)
             if ns:
-                self._sends.append((i, self.comm.Send_init([sbuf, MPI.BYTE], dest=peer, tag=7)))
-        self._requests = self._recvs + [r for _, r in self._sends]
+                self._sends.append(self.comm.Send_init([sbuf, MPI.BYTE], dest=peer, tag=7))
+        self._requests = self._recvs + self._sends
 
     @property
     def nbytes(self) -> int:
@@ -654,19 +653,18 @@ class HaloExchange:
         return list(self.plan.peers)
 
     def start(self) -> None:
-        """Post the receives, pack and send every message (each send starts as soon as its
-        message is packed), and copy the messages a process sends to itself. Pair with
-        :meth:`wait`."""
+        """Post the receives, copy the messages a process sends to itself, pack every message
+        to another process and send them. Pair with :meth:`wait`."""
         if self._active:
             raise GridbufError("HaloExchange.start() called while an exchange is in flight: call wait() first")
         MPI = _mpi()
         if self._recvs:
             MPI.Prequest.Startall(self._recvs)
-        for i, req in self._sends:
-            self.plan.pack(i, self.threads)
-            req.Start()
         for i in self._self_messages:
             self.plan.copy_local(i)
+        if self._sends:
+            self.plan.pack(None, self.threads)
+            MPI.Prequest.Startall(self._sends)
         self._active = True
 
     def progress(self) -> bool:
@@ -679,22 +677,17 @@ class HaloExchange:
         return bool(_mpi().Request.Testall(self._requests))
 
     def wait(self) -> None:
-        """Wait for every message, unpacking each into the halos as it arrives."""
+        """Wait for every message, then unpack them all into the halos in one pass over the
+        fields (rows of different messages that lie side by side in memory written together)."""
         if not self._active:
             raise GridbufError("HaloExchange.wait() called without start()")
         MPI = _mpi()
         self._active = False
-        pending = list(range(len(self._recvs)))
-        while pending:
-            k = MPI.Request.Waitany(self._recvs)
-            if k == MPI.UNDEFINED:  # all completed by progress() already
-                break
-            self.plan.unpack(self._recv_index[k], self.threads)
-            pending.remove(k)
-        for k in pending:
-            self.plan.unpack(self._recv_index[k], self.threads)
+        if self._recvs:
+            MPI.Request.Waitall(self._recvs)
+            self.plan.unpack(None, self.threads)
         if self._sends:
-            MPI.Request.Waitall([r for _, r in self._sends])
+            MPI.Request.Waitall(self._sends)
 
     def exchange(self) -> None:
         """Refresh every halo: :meth:`start` then :meth:`wait`."""

@@ -100,10 +100,10 @@ def fill(dec: Decomposition, f: gb.Field) -> None:
     dec.scatter(global_values(dec, f) if dec.rank == 0 else None, f)
 
 
-def check_exchange(dec, fields, widths=None, corners=True) -> HaloExchange:
+def check_exchange(dec, fields, widths=None, corners=True, threads=False) -> HaloExchange:
     for f in fields:
         fill(dec, f)
-    ex = HaloExchange(dec, fields, widths=widths, corners=corners)
+    ex = HaloExchange(dec, fields, widths=widths, corners=corners, threads=threads)
     ex.exchange()
     for k, f in enumerate(fields):
         want = expected_local(dec, f, ex.widths[k], corners)
@@ -222,6 +222,19 @@ def test_one_periodic_rank_is_its_own_neighbour_and_two_ranks_merge_left_and_rig
     elif SIZE == 2:
         # Left and right neighbour are the same rank: one message each way carries both sides.
         agree(ex.peers == [1 - RANK] and len(ex.plan.send_bytes) == 1, f"peers {ex.peers}")
+
+
+def test_threads_pack_and_unpack_a_mebibyte_or_more_in_one_pass():
+    """threads=True: the remote messages (over a mebibyte in all with two or more ranks) are
+    packed and unpacked on the thread pool, the I-sides of every row in one sweep."""
+    dec = Decomposition(COMM, (40, 128, 160), periodic=True)
+    fields = [dec.zeros(np.float64, halo=(3, 3, 0), backend=b) for b in ("gt:cpu_ifirst", "gt:cpu_kfirst")]
+    ex = check_exchange(dec, fields, threads=True)
+    remote = sum(n for p, n in zip(ex.plan.peers, ex.plan.send_bytes) if p != RANK)
+    agree(SIZE == 1 or remote >= 1 << 20, f"{remote} bytes to other ranks")
+    ex.exchange()  # again, on halos that are already right
+    check_exchange(dec, fields, threads=True).free()
+    ex.free()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -161,31 +161,34 @@ impl PyHaloExchangePlan {
         self.plan.messages.iter().map(|m| m.send.len()).sum()
     }
 
-    /// Packs the fields' send regions into the send buffer of message `index` (every message
-    /// when `index` is None), with the GIL released; `threads`: split messages of a mebibyte or
-    /// more over the thread pool.
+    /// Packs the fields' send regions into the send buffer of message `index`, or of every
+    /// message to another process when `index` is None (in one pass over the fields, rows of
+    /// different messages that lie side by side read together), with the GIL released;
+    /// `threads`: split a mebibyte or more over the thread pool.
     #[pyo3(signature = (index=None, threads=false))]
     fn pack(&self, py: Python<'_>, index: Option<usize>, threads: bool) -> PyResult<()> {
-        let which = self.which(index)?;
-        let bufs: Vec<(usize, usize)> = which
-            .iter()
-            .map(|&i| {
-                let b = self.send[i].bind(py);
-                (i, b.data() as usize)
-            })
-            .collect();
+        let bufs = self.addresses(py, &self.send, index)?;
         let plan = &self.plan;
         let bases_addr = self.bases.clone();
         py.detach(|| {
             let bases: Vec<*const u8> = bases_addr.iter().map(|&p| p as *const u8).collect();
-            for (i, addr) in bufs {
-                let len = plan.messages[i].send_bytes;
-                // SAFETY: `addr` is the data of the send buffer of message `i`, a uint8 array of
-                // `send_bytes` elements this plan owns; `bases` point at element zero of the
-                // fields, kept alive by `_keepalive`, with the layouts the plan was built from.
-                unsafe {
-                    let buf = std::slice::from_raw_parts_mut(addr as *mut u8, len);
-                    plan.pack(i, &bases, buf, threads);
+            let mut slices: Vec<&mut [u8]> = bufs
+                .iter()
+                .map(|&(i, addr)| {
+                    // SAFETY: `addr` is the data of the send buffer of message `i`, a uint8
+                    // array of `send_bytes` elements this plan owns, one array per message.
+                    unsafe {
+                        std::slice::from_raw_parts_mut(addr as *mut u8, plan.messages[i].send_bytes)
+                    }
+                })
+                .collect();
+            // SAFETY: `bases` point at element zero of the fields, kept alive by
+            // `_keepalive`, with the layouts the plan was built from; the buffers are not
+            // part of any field.
+            unsafe {
+                match index {
+                    Some(i) => plan.pack(i, &bases, slices[0], threads),
+                    None => plan.pack_all(&bases, &mut slices, threads),
                 }
             }
         });
@@ -210,26 +213,32 @@ impl PyHaloExchangePlan {
         Ok(())
     }
 
-    /// Unpacks the receive buffer of message `index` (every message when None) into the
-    /// fields' halos, with the GIL released (`threads` as in `pack`).
+    /// Unpacks the receive buffer of message `index`, or of every message from another
+    /// process when `index` is None (in one pass over the fields), into the fields' halos, with
+    /// the GIL released (`threads` as in `pack`).
     #[pyo3(signature = (index=None, threads=false))]
     fn unpack(&self, py: Python<'_>, index: Option<usize>, threads: bool) -> PyResult<()> {
-        let which = self.which(index)?;
-        let bufs: Vec<(usize, usize)> = which
-            .iter()
-            .map(|&i| (i, self.recv[i].bind(py).data() as usize))
-            .collect();
+        let bufs = self.addresses(py, &self.recv, index)?;
         let plan = &self.plan;
         let bases_addr = self.bases.clone();
         py.detach(|| {
             let bases: Vec<*mut u8> = bases_addr.iter().map(|&p| p as *mut u8).collect();
-            for (i, addr) in bufs {
-                let len = plan.messages[i].recv_bytes;
-                // SAFETY: as in `pack`; the receive buffer holds `recv_bytes` bytes and is not
-                // part of any field (the fields were checked to be writable and disjoint).
-                unsafe {
-                    let buf = std::slice::from_raw_parts(addr as *const u8, len);
-                    plan.unpack(i, &bases, buf, threads);
+            let slices: Vec<&[u8]> = bufs
+                .iter()
+                .map(|&(i, addr)| {
+                    // SAFETY: `addr` is the data of the receive buffer of message `i`, which
+                    // holds `recv_bytes` bytes (for a message to self the send buffer, the same
+                    // size) and is not part of any field.
+                    unsafe {
+                        std::slice::from_raw_parts(addr as *const u8, plan.messages[i].recv_bytes)
+                    }
+                })
+                .collect();
+            // SAFETY: as in `pack`, with the fields checked to be writable and disjoint.
+            unsafe {
+                match index {
+                    Some(i) => plan.unpack(i, &bases, slices[0], threads),
+                    None => plan.unpack_all(&bases, &slices, threads),
                 }
             }
         });
@@ -238,6 +247,20 @@ impl PyHaloExchangePlan {
 }
 
 impl PyHaloExchangePlan {
+    /// `(message, data address)` of the buffer of message `index`, or of every message.
+    fn addresses(
+        &self,
+        py: Python<'_>,
+        buffers: &[Py<PyArray1<u8>>],
+        index: Option<usize>,
+    ) -> PyResult<Vec<(usize, usize)>> {
+        Ok(self
+            .which(index)?
+            .into_iter()
+            .map(|i| (i, buffers[i].bind(py).data() as usize))
+            .collect())
+    }
+
     fn which(&self, index: Option<usize>) -> PyResult<Vec<usize>> {
         let n = self.plan.messages.len();
         match index {

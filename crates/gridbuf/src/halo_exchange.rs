@@ -87,6 +87,46 @@ pub struct Message {
     pub send_bytes: usize,
     /// Bytes received.
     pub recv_bytes: usize,
+    /// The send regions grouped into lockstep sweeps (see [`Sweep`]).
+    pub send_sweeps: Vec<Sweep>,
+    /// The receive regions grouped into lockstep sweeps.
+    pub recv_sweeps: Vec<Sweep>,
+}
+
+/// One region of a [`Sweep`]: where its rows are in its field and in its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SweepMember {
+    /// Index of the field.
+    pub field: usize,
+    /// Byte offset of the region's first element from the field's element zero.
+    pub base: isize,
+    /// Index of the message in [`ExchangePlan::messages`].
+    pub message: usize,
+    /// Byte offset of the region in the message.
+    pub offset: usize,
+}
+
+/// Regions with the same walk (counts, strides, run), copied in lockstep: at every step of the
+/// walk, one run of every member. Regions of one field that share rows in memory (on an I-unit
+/// layout, the low and the high side of every row along I) are then read and written in one
+/// pass in memory order, instead of one pass per region each a cache miss per row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sweep {
+    /// Counts of the walk, outermost first (as [`Region::walk_counts`]).
+    pub walk_counts: Vec<usize>,
+    /// Byte strides of the walk.
+    pub walk_strides: Vec<isize>,
+    /// Bytes of the contiguous run of every member at every step.
+    pub run: usize,
+    /// The regions, in memory order (by field, then base).
+    pub members: Vec<SweepMember>,
+}
+
+impl Sweep {
+    /// Bytes each member copies.
+    fn member_bytes(&self) -> usize {
+        self.walk_counts.iter().product::<usize>() * self.run
+    }
 }
 
 /// The halo exchange of a list of fields on one process.
@@ -100,6 +140,11 @@ pub struct ExchangePlan {
     pub nfields: usize,
     /// Stagger (0 or 1) of every field along every decomposed dim it has.
     pub stagger: Vec<Vec<usize>>,
+    /// The send regions of every message to another process, as lockstep sweeps
+    /// ([`ExchangePlan::pack_all`]).
+    pub send_sweeps: Vec<Sweep>,
+    /// The receive regions of every message from another process ([`ExchangePlan::unpack_all`]).
+    pub recv_sweeps: Vec<Sweep>,
 }
 
 fn field_err(f: usize, value: impl std::fmt::Debug, expected: String) -> Error {
@@ -358,6 +403,8 @@ impl ExchangePlan {
                         recv: Vec::new(),
                         send_bytes: 0,
                         recv_bytes: 0,
+                        send_sweeps: Vec::new(),
+                        recv_sweeps: Vec::new(),
                     });
                     messages.len() - 1
                 }
@@ -390,8 +437,17 @@ impl ExchangePlan {
         }
         messages.retain(|m| m.send_bytes > 0 || m.recv_bytes > 0);
         messages.sort_by_key(|m| m.peer);
+        for i in 0..messages.len() {
+            messages[i].send_sweeps = sweeps(&messages, &[i], true);
+            messages[i].recv_sweeps = sweeps(&messages, &[i], false);
+        }
+        let remote: Vec<usize> = (0..messages.len())
+            .filter(|&i| messages[i].peer != rank)
+            .collect();
         Ok(ExchangePlan {
             rank,
+            send_sweeps: sweeps(&messages, &remote, true),
+            recv_sweeps: sweeps(&messages, &remote, false),
             messages,
             nfields: fields.len(),
             stagger,
@@ -412,21 +468,13 @@ impl ExchangePlan {
         let m = &self.messages[msg];
         assert_eq!(buf.len(), m.send_bytes, "send buffer size");
         assert_eq!(bases.len(), self.nfields, "one base pointer per field");
-        let tasks = split_tasks(&m.send);
-        let dst = buf.as_mut_ptr() as usize;
-        let bases: Vec<usize> = bases.iter().map(|&p| p as usize).collect();
-        let work = |t: &Task| {
-            let r = &m.send[t.region];
-            let src = bases[r.field];
-            // SAFETY: the caller guarantees the field memory; the task's rows lie inside the
-            // region (built inside the shape) and its bytes inside `buf` (offsets sum to the size).
-            unsafe { copy_task(r, t, src as *const u8, dst as *mut u8, true) };
-        };
-        if parallel && m.send_bytes >= PARALLEL_MIN_BYTES {
-            crate::threads::run_tasks(crate::threads::configured(), tasks.iter().collect(), work);
-        } else {
-            tasks.iter().for_each(work);
-        }
+        let mut bufs = vec![0usize; self.messages.len()];
+        bufs[msg] = buf.as_mut_ptr() as usize;
+        let fields: Vec<usize> = bases.iter().map(|&p| p as usize).collect();
+        let parallel = parallel && m.send_bytes >= PARALLEL_MIN_BYTES;
+        // SAFETY: the caller guarantees the field memory; the sweeps' regions lie inside the
+        // fields (built inside the shape) and their bytes inside `buf` (offsets sum to its size).
+        unsafe { run_sweeps::<true>(&m.send_sweeps, &fields, &bufs, parallel) };
     }
 
     /// Copies message `msg`'s received bytes in `buf` into the fields' halos (`parallel` as in
@@ -442,20 +490,80 @@ impl ExchangePlan {
         let m = &self.messages[msg];
         assert_eq!(buf.len(), m.recv_bytes, "receive buffer size");
         assert_eq!(bases.len(), self.nfields, "one base pointer per field");
-        let tasks = split_tasks(&m.recv);
-        let src = buf.as_ptr() as usize;
-        let bases: Vec<usize> = bases.iter().map(|&p| p as usize).collect();
-        let work = |t: &Task| {
-            let r = &m.recv[t.region];
-            let dst = bases[r.field];
-            // SAFETY: as in `pack`; receive regions of one message are disjoint halo boxes.
-            unsafe { copy_task(r, t, dst as *const u8, src as *mut u8, false) };
-        };
-        if parallel && m.recv_bytes >= PARALLEL_MIN_BYTES {
-            crate::threads::run_tasks(crate::threads::configured(), tasks.iter().collect(), work);
-        } else {
-            tasks.iter().for_each(work);
+        let mut bufs = vec![0usize; self.messages.len()];
+        bufs[msg] = buf.as_ptr() as usize;
+        let fields: Vec<usize> = bases.iter().map(|&p| p as usize).collect();
+        let parallel = parallel && m.recv_bytes >= PARALLEL_MIN_BYTES;
+        // SAFETY: as in `pack`; receive regions of one message are disjoint halo boxes.
+        unsafe { run_sweeps::<false>(&m.recv_sweeps, &fields, &bufs, parallel) };
+    }
+
+    /// Packs every message to another process in one pass over the fields (the sweeps of
+    /// [`ExchangePlan::send_sweeps`]: rows that lie side by side in memory are read together
+    /// even when they go to different neighbours); `bufs[i]` is the send buffer of message `i`
+    /// (ignored for a message to this process itself). `parallel` as in [`ExchangePlan::pack`],
+    /// for a mebibyte or more in all.
+    ///
+    /// # Safety
+    /// As [`ExchangePlan::pack`], for every buffer.
+    ///
+    /// # Panics
+    /// If `bufs` does not have one buffer per message, one of `send_bytes` for every message
+    /// to another process, or `bases` has the wrong length.
+    pub unsafe fn pack_all(&self, bases: &[*const u8], bufs: &mut [&mut [u8]], parallel: bool) {
+        assert_eq!(bases.len(), self.nfields, "one base pointer per field");
+        let addrs = self.buffer_addrs(bufs.iter_mut().map(|b| (b.len(), b.as_mut_ptr() as usize)));
+        let total: usize = self.remote().map(|m| m.send_bytes).sum();
+        let fields: Vec<usize> = bases.iter().map(|&p| p as usize).collect();
+        let parallel = parallel && total >= PARALLEL_MIN_BYTES;
+        // SAFETY: as in `pack`; every buffer was checked to hold its message.
+        unsafe { run_sweeps::<true>(&self.send_sweeps, &fields, &addrs, parallel) };
+    }
+
+    /// Unpacks every message from another process in one pass over the fields
+    /// ([`ExchangePlan::recv_sweeps`]); `bufs[i]` is the receive buffer of message `i` (ignored
+    /// for a message to this process itself). `parallel` as in [`ExchangePlan::pack_all`].
+    ///
+    /// # Safety
+    /// As [`ExchangePlan::unpack`], for every buffer.
+    ///
+    /// # Panics
+    /// If `bufs` does not have one buffer per message, one of `recv_bytes` for every message
+    /// from another process, or `bases` has the wrong length.
+    pub unsafe fn unpack_all(&self, bases: &[*mut u8], bufs: &[&[u8]], parallel: bool) {
+        assert_eq!(bases.len(), self.nfields, "one base pointer per field");
+        assert_eq!(bufs.len(), self.messages.len(), "one buffer per message");
+        for (m, b) in self.messages.iter().zip(bufs) {
+            if m.peer != self.rank {
+                assert_eq!(b.len(), m.recv_bytes, "receive buffer size");
+            }
         }
+        let addrs: Vec<usize> = bufs.iter().map(|b| b.as_ptr() as usize).collect();
+        let total: usize = self.remote().map(|m| m.recv_bytes).sum();
+        let fields: Vec<usize> = bases.iter().map(|&p| p as usize).collect();
+        let parallel = parallel && total >= PARALLEL_MIN_BYTES;
+        // SAFETY: as in `unpack`; every buffer was checked to hold its message.
+        unsafe { run_sweeps::<false>(&self.recv_sweeps, &fields, &addrs, parallel) };
+    }
+
+    /// The messages to other processes.
+    fn remote(&self) -> impl Iterator<Item = &Message> {
+        self.messages.iter().filter(|m| m.peer != self.rank)
+    }
+
+    /// Addresses of the send buffers given as `(len, address)`, checked against the messages.
+    fn buffer_addrs(&self, bufs: impl ExactSizeIterator<Item = (usize, usize)>) -> Vec<usize> {
+        assert_eq!(bufs.len(), self.messages.len(), "one buffer per message");
+        self.messages
+            .iter()
+            .zip(bufs)
+            .map(|(m, (len, addr))| {
+                if m.peer != self.rank {
+                    assert_eq!(len, m.send_bytes, "send buffer size");
+                }
+                addr
+            })
+            .collect()
     }
 }
 
@@ -535,172 +643,227 @@ fn assign_offsets(regions: &mut [Region]) -> Result<usize> {
     Ok(off)
 }
 
-/// A slice of a region along its outermost walk axis.
-struct Task {
-    region: usize,
-    /// Range of the outermost walk index (whole region when it has no walk axis).
-    outer: (usize, usize),
-}
-
-fn split_tasks(regions: &[Region]) -> Vec<Task> {
-    let mut tasks = Vec::with_capacity(regions.len());
-    for (i, r) in regions.iter().enumerate() {
-        let outer = r.walk_counts.first().copied().unwrap_or(1);
-        let parts = (r.nbytes / TASK_BYTES).clamp(1, outer.max(1));
-        for p in 0..parts {
-            let lo = outer * p / parts;
-            let hi = outer * (p + 1) / parts;
-            if hi > lo {
-                tasks.push(Task {
-                    region: i,
-                    outer: (lo, hi),
-                });
+/// Groups the send (or receive) regions of messages `which` into sweeps: regions of one field
+/// with the same walk become members of one sweep, in memory order; sweeps in the order of
+/// their first member.
+fn sweeps(messages: &[Message], which: &[usize], send: bool) -> Vec<Sweep> {
+    let mut out: Vec<Sweep> = Vec::new();
+    for &i in which {
+        let m = &messages[i];
+        for r in if send { &m.send } else { &m.recv } {
+            let member = SweepMember {
+                field: r.field,
+                base: r.base,
+                message: i,
+                offset: r.offset,
+            };
+            let same = out.iter_mut().find(|s| {
+                s.members[0].field == r.field
+                    && s.run == r.run
+                    && s.walk_counts == r.walk_counts
+                    && s.walk_strides == r.walk_strides
+            });
+            match same {
+                Some(s) => s.members.push(member),
+                None => out.push(Sweep {
+                    walk_counts: r.walk_counts.clone(),
+                    walk_strides: r.walk_strides.clone(),
+                    run: r.run,
+                    members: vec![member],
+                }),
             }
         }
     }
-    tasks
+    for s in &mut out {
+        s.members.sort_by_key(|m| (m.field, m.base));
+    }
+    out.sort_by_key(|s| (s.members[0].field, s.members[0].base));
+    out
 }
 
-/// Copies the rows of `t` between the field at `field` and the message at `msg`; `pack` says
-/// which way.
+/// Members copied together in one pass; a sweep with more is copied in groups of this many.
+const LANES: usize = 8;
+
+/// Copies every sweep between the fields at `fields[f]` and the messages at `bufs[i]`: into the
+/// messages when `PACK`, out of them otherwise; on the thread pool when `parallel`.
 ///
 /// # Safety
-/// `field` + every walked offset must address `r.run` valid bytes of the field, and
-/// `msg + r.offset .. + r.nbytes` valid bytes of the message; the two must not overlap.
-unsafe fn copy_task(r: &Region, t: &Task, field: *const u8, msg: *mut u8, pack: bool) {
-    if r.nbytes == 0 {
-        return;
-    }
-    let run = r.run;
-    let nd = r.walk_counts.len();
-    let (lo, hi) = t.outer;
-    if nd == 0 {
-        // SAFETY: the region is one contiguous run of `nbytes` at `base` (caller's contract).
-        unsafe { copy_run(field.offset(r.base), msg.add(r.offset), run, pack) };
-        return;
-    }
-    let (ic, is) = (r.walk_counts[nd - 1], r.walk_strides[nd - 1]);
-    if nd == 1 {
-        // SAFETY: rows lo..hi of the only walk axis lie in the region and the message.
-        unsafe {
-            rows_any(
-                field,
-                msg,
-                r.base + lo as isize * is,
-                is,
-                hi - lo,
-                r.offset + lo * run,
-                run,
-                pack,
-            )
-        };
-        return;
-    }
-    // Bytes of the message per index of the outermost walk axis.
-    let outer_bytes: usize = r.walk_counts[1..].iter().product::<usize>() * run;
-    let mut idx = vec![0usize; nd - 1];
-    idx[0] = lo;
-    let mut src = r.base + lo as isize * r.walk_strides[0];
-    let mut dst = r.offset + lo * outer_bytes;
-    let end = r.offset + hi * outer_bytes;
-    while dst < end {
-        // SAFETY: the row at this odometer position lies in the region, `dst` below `end`.
-        unsafe { rows_any(field, msg, src, is, ic, dst, run, pack) };
-        dst += ic * run;
-        // Odometer over the outer walk axes, innermost of them first.
-        let mut d = nd - 2;
-        loop {
-            idx[d] += 1;
-            src += r.walk_strides[d];
-            if d == 0 || idx[d] < r.walk_counts[d] {
-                break;
+/// Every member's runs must be valid bytes of its field and `member_bytes` from its offset
+/// valid bytes of its message; fields and messages must not overlap, nor (unpacking) the
+/// members' boxes.
+unsafe fn run_sweeps<const PACK: bool>(
+    sweeps: &[Sweep],
+    fields: &[usize],
+    bufs: &[usize],
+    parallel: bool,
+) {
+    if parallel {
+        let mut tasks: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, s) in sweeps.iter().enumerate() {
+            let outer = s.walk_counts.first().copied().unwrap_or(1);
+            let bytes = s.member_bytes() * s.members.len();
+            let parts = (bytes / TASK_BYTES).clamp(1, outer.max(1));
+            for p in 0..parts {
+                let (lo, hi) = (outer * p / parts, outer * (p + 1) / parts);
+                if hi > lo {
+                    tasks.push((i, lo, hi));
+                }
             }
-            src -= idx[d] as isize * r.walk_strides[d];
-            idx[d] = 0;
-            d -= 1;
+        }
+        crate::threads::run_tasks(crate::threads::configured(), tasks, |(i, lo, hi)| {
+            // SAFETY: caller's contract; tasks of one sweep cover disjoint outer ranges.
+            unsafe { copy_sweep::<PACK>(&sweeps[i], (lo, hi), fields, bufs) }
+        });
+    } else {
+        for s in sweeps {
+            let outer = s.walk_counts.first().copied().unwrap_or(1);
+            // SAFETY: caller's contract.
+            unsafe { copy_sweep::<PACK>(s, (0, outer), fields, bufs) };
         }
     }
 }
 
-/// Copies `count` runs of `run` bytes, dispatching common run lengths to fixed-size copies
-/// (which compile to a few moves instead of a `memcpy` call).
+/// Copies the indices `lo..hi` of the outermost walk axis of every member of `s` (the whole
+/// member when the walk has no axis).
 ///
 /// # Safety
-/// As [`copy_task`].
-#[allow(clippy::too_many_arguments)]
+/// As [`run_sweeps`].
+unsafe fn copy_sweep<const PACK: bool>(
+    s: &Sweep,
+    (lo, hi): (usize, usize),
+    fields: &[usize],
+    bufs: &[usize],
+) {
+    let nd = s.walk_counts.len();
+    let run = s.run;
+    for group in s.members.chunks(LANES) {
+        let g = group.len();
+        let mut fp = [std::ptr::null_mut::<u8>(); LANES];
+        let mut mp = [std::ptr::null_mut::<u8>(); LANES];
+        for (k, m) in group.iter().enumerate() {
+            // Addresses of the member's first element and first message byte; `wrapping_`
+            // arithmetic only forms them, every access below is inside the member.
+            fp[k] = fields[m.field].wrapping_add_signed(m.base) as *mut u8;
+            mp[k] = bufs[m.message].wrapping_add(m.offset) as *mut u8;
+        }
+        let (fp, mp) = (&fp[..g], &mp[..g]);
+        if nd == 0 {
+            for k in 0..g {
+                // SAFETY: the member is one contiguous run (caller's contract).
+                unsafe { copy_run::<PACK>(fp[k], mp[k], run) };
+            }
+            continue;
+        }
+        let (ic, is) = (s.walk_counts[nd - 1], s.walk_strides[nd - 1]);
+        if nd == 1 {
+            // SAFETY: rows lo..hi of the only walk axis lie in every member and message.
+            unsafe {
+                lockstep::<PACK>(fp, mp, lo as isize * is, is, hi - lo, lo * run, run);
+            }
+            continue;
+        }
+        // Bytes of the message per index of the outermost walk axis.
+        let outer_bytes: usize = s.walk_counts[1..].iter().product::<usize>() * run;
+        let mut idx = vec![0usize; nd - 1];
+        idx[0] = lo;
+        let mut src = lo as isize * s.walk_strides[0];
+        let mut dst = lo * outer_bytes;
+        let end = hi * outer_bytes;
+        while dst < end {
+            // SAFETY: the rows at this odometer position lie in every member, `dst` below `end`.
+            unsafe { lockstep::<PACK>(fp, mp, src, is, ic, dst, run) };
+            dst += ic * run;
+            // Odometer over the outer walk axes, innermost of them first.
+            let mut d = nd - 2;
+            loop {
+                idx[d] += 1;
+                src += s.walk_strides[d];
+                if d == 0 || idx[d] < s.walk_counts[d] {
+                    break;
+                }
+                src -= idx[d] as isize * s.walk_strides[d];
+                idx[d] = 0;
+                d -= 1;
+            }
+        }
+    }
+}
+
+/// Copies `count` rows of `run` bytes of every member: row `i` at field offset `p + i * step`
+/// from each member's first element and at message offset `dst + i * run` from its first
+/// message byte; all members' row `i` before any row `i + 1`. Common run lengths go to
+/// fixed-size copies (a few moves instead of a `memcpy` call).
+///
+/// # Safety
+/// As [`run_sweeps`], for these rows.
 #[inline(always)]
-unsafe fn rows_any(
-    field: *const u8,
-    msg: *mut u8,
+unsafe fn lockstep<const PACK: bool>(
+    fp: &[*mut u8],
+    mp: &[*mut u8],
     p: isize,
     step: isize,
     count: usize,
     dst: usize,
     run: usize,
-    pack: bool,
 ) {
     // SAFETY: caller's contract, forwarded.
     unsafe {
         match run {
-            4 => rows::<4>(field, msg, p, step, count, dst, pack),
-            8 => rows::<8>(field, msg, p, step, count, dst, pack),
-            12 => rows::<12>(field, msg, p, step, count, dst, pack),
-            16 => rows::<16>(field, msg, p, step, count, dst, pack),
-            24 => rows::<24>(field, msg, p, step, count, dst, pack),
-            32 => rows::<32>(field, msg, p, step, count, dst, pack),
+            4 => rows::<PACK, 4>(fp, mp, p, step, count, dst),
+            8 => rows::<PACK, 8>(fp, mp, p, step, count, dst),
+            12 => rows::<PACK, 12>(fp, mp, p, step, count, dst),
+            16 => rows::<PACK, 16>(fp, mp, p, step, count, dst),
+            24 => rows::<PACK, 24>(fp, mp, p, step, count, dst),
+            32 => rows::<PACK, 32>(fp, mp, p, step, count, dst),
             _ => {
-                let mut p = p;
-                for i in 0..count {
-                    copy_run(field.offset(p), msg.add(dst + i * run), run, pack);
+                let (mut p, mut dst) = (p, dst);
+                for _ in 0..count {
+                    for (&f, &m) in fp.iter().zip(mp) {
+                        copy_run::<PACK>(f.offset(p), m.add(dst), run);
+                    }
                     p += step;
+                    dst += run;
                 }
             }
         }
     }
 }
 
-/// Copies `count` runs of `N` bytes starting at field offset `p` (step `step`) to or from the
-/// message at `dst`.
+/// [`lockstep`] for runs of `N` bytes.
 ///
 /// # Safety
-/// As [`copy_task`].
+/// As [`lockstep`].
 #[inline(always)]
-unsafe fn rows<const N: usize>(
-    field: *const u8,
-    msg: *mut u8,
+unsafe fn rows<const PACK: bool, const N: usize>(
+    fp: &[*mut u8],
+    mp: &[*mut u8],
     mut p: isize,
     step: isize,
     count: usize,
-    dst: usize,
-    pack: bool,
+    mut dst: usize,
 ) {
-    let mut m = dst;
     for _ in 0..count {
-        // SAFETY: caller's contract; `N` bytes at both ends.
-        unsafe {
-            if pack {
-                std::ptr::copy_nonoverlapping(field.offset(p), msg.add(m), N);
-            } else {
-                std::ptr::copy_nonoverlapping(msg.add(m), field.offset(p) as *mut u8, N);
-            }
+        for (&f, &m) in fp.iter().zip(mp) {
+            // SAFETY: caller's contract; `N` bytes at both ends.
+            unsafe { copy_run::<PACK>(f.offset(p), m.add(dst), N) };
         }
         p += step;
-        m += N;
+        dst += N;
     }
 }
 
-/// Copies one run of `len` bytes between a field and a message.
+/// Copies one run of `len` bytes from a field to a message (`PACK`) or back.
 ///
 /// # Safety
 /// `len` bytes valid at both pointers, not overlapping.
 #[inline(always)]
-unsafe fn copy_run(field: *const u8, msg: *mut u8, len: usize, pack: bool) {
+unsafe fn copy_run<const PACK: bool>(field: *mut u8, msg: *mut u8, len: usize) {
     // SAFETY: caller's contract.
     unsafe {
-        if pack {
+        if PACK {
             std::ptr::copy_nonoverlapping(field, msg, len);
         } else {
-            std::ptr::copy_nonoverlapping(msg, field as *mut u8, len);
+            std::ptr::copy_nonoverlapping(msg, field, len);
         }
     }
 }

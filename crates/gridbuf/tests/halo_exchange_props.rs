@@ -296,21 +296,29 @@ proptest! {
         let plans: Vec<ExchangePlan> = (0..size)
             .map(|r| ExchangePlan::new(&dec, r, &layouts(&ranks[r], &c), c.corners).unwrap())
             .collect();
-        // Pack everything first (as MPI would, before any receive completes).
+        // Pack everything first (as MPI would, before any receive completes). Even ranks pack
+        // and unpack every message in one pass (`pack_all`, `unpack_all`), odd ranks message
+        // by message: the bytes must be the same.
         let mut sent: Vec<Vec<Vec<u8>>> = Vec::new();
         for r in 0..size {
             let bases: Vec<*const u8> = ranks[r].iter().map(|l| l.mem.as_ptr()).collect();
-            let mut bufs = Vec::new();
-            for (m, msg) in plans[r].messages.iter().enumerate() {
-                let mut buf = vec![0u8; msg.send_bytes];
+            let mut bufs: Vec<Vec<u8>> =
+                plans[r].messages.iter().map(|m| vec![0u8; m.send_bytes]).collect();
+            if r % 2 == 0 {
+                let mut slices: Vec<&mut [u8]> = bufs.iter_mut().map(|b| b.as_mut_slice()).collect();
                 // SAFETY: bases point at element zero of live buffers with the plan's layout.
-                unsafe { plans[r].pack(m, &bases, &mut buf, m % 2 == 0) };
-                bufs.push(buf);
+                unsafe { plans[r].pack_all(&bases, &mut slices, r % 4 == 0) };
+            } else {
+                for (m, buf) in bufs.iter_mut().enumerate() {
+                    // SAFETY: as above.
+                    unsafe { plans[r].pack(m, &bases, buf, m % 2 == 0) };
+                }
             }
             sent.push(bufs);
         }
         for r in 0..size {
             let bases: Vec<*mut u8> = ranks[r].iter_mut().map(|l| l.mem.as_mut_ptr()).collect();
+            let mut received: Vec<&[u8]> = Vec::new();
             for (m, msg) in plans[r].messages.iter().enumerate() {
                 let p = msg.peer;
                 let pm = plans[p].messages.iter().position(|x| x.peer == r).expect("peer lists me");
@@ -322,10 +330,15 @@ proptest! {
                 unsafe {
                     if p == r {
                         plans[r].copy_local(m, &bases)
-                    } else {
+                    } else if r % 2 == 1 {
                         plans[r].unpack(m, &bases, buf, m % 2 == 1)
                     }
                 };
+                received.push(if p == r { &[] } else { buf });
+            }
+            if r % 2 == 0 {
+                // SAFETY: as above.
+                unsafe { plans[r].unpack_all(&bases, &received, r % 4 == 2) };
             }
         }
         for (r, fields) in ranks.iter().enumerate() {
@@ -464,4 +477,57 @@ fn large_messages_pack_in_parallel_correctly() {
             }
         }
     }
+}
+
+/// Sweeps: on an I-unit layout split along I, the low and high I-sides of one field (rows that
+/// share memory) are one sweep of two members, and the remote sweeps cover every region of
+/// every message to another process once.
+#[test]
+fn sides_of_one_row_are_swept_together() {
+    // Two processes along I (periodic), one along J (its own neighbour); I unit stride.
+    let dec = Decomposition::new(&["I", "J"], &[20, 8], &[2, 1], &[true, true]).unwrap();
+    let (ni, nj, nk) = (16usize, 14usize, 4usize);
+    let field = FieldLayout {
+        shape: vec![ni, nj, nk],
+        strides: vec![8, 8 * ni as isize, 8 * (ni * nj) as isize],
+        itemsize: 8,
+        axes: vec![Some(0), Some(1)],
+        halo: vec![(3, 3), (3, 3)],
+        widths: vec![(3, 3), (3, 3)],
+    };
+    let plan = ExchangePlan::new(&dec, 0, &[field.clone(), field], true).unwrap();
+    let peers: Vec<usize> = plan.messages.iter().map(|m| m.peer).collect();
+    assert_eq!(peers, vec![0, 1]);
+    let remote = &plan.messages[1];
+    for sweeps in [&plan.send_sweeps, &plan.recv_sweeps, &remote.send_sweeps] {
+        // Per field: one sweep of the I-sides (low and high of every row), one of the corners.
+        let sides: Vec<_> = sweeps
+            .iter()
+            .filter(|s| s.walk_counts == vec![nk, 8] && s.run == 24)
+            .collect();
+        assert_eq!(sides.len(), 2);
+        for (f, s) in sides.iter().enumerate() {
+            assert_eq!(s.members.len(), 2);
+            assert!(s.members.iter().all(|m| m.field == f && m.message == 1));
+            assert!(s.members[0].base < s.members[1].base, "memory order");
+        }
+        let mut covered: Vec<(usize, usize)> = sweeps
+            .iter()
+            .flat_map(|s| s.members.iter().map(|m| (m.field, m.offset)))
+            .collect();
+        covered.sort_unstable();
+        let mut regions: Vec<(usize, usize)> =
+            remote.send.iter().map(|r| (r.field, r.offset)).collect();
+        if std::ptr::eq(sweeps, &plan.recv_sweeps) {
+            regions = remote.recv.iter().map(|r| (r.field, r.offset)).collect();
+        }
+        regions.sort_unstable();
+        assert_eq!(covered, regions);
+    }
+    // The message to this process itself (J wraps) is not in the remote sweeps.
+    assert!(plan
+        .send_sweeps
+        .iter()
+        .chain(&plan.recv_sweeps)
+        .all(|s| s.members.iter().all(|m| m.message == 1)));
 }
