@@ -146,17 +146,7 @@ impl Jit {
                 let id = module
                     .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
                     .map_err(jit_error)?;
-                let dump = std::env::var("GRIDBUF_JIT_DUMP").is_ok();
-                ctx.set_disasm(dump);
                 module.define_function(id, &mut ctx).map_err(jit_error)?;
-                if dump {
-                    eprintln!(
-                        "{}",
-                        ctx.compiled_code()
-                            .and_then(|c| c.vcode.clone())
-                            .unwrap_or_default()
-                    );
-                }
                 module.clear_context(&mut ctx);
                 let reads_target_along = [0, 1, 2].map(|a| {
                     operands

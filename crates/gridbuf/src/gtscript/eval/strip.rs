@@ -219,8 +219,7 @@ pub(super) fn run_stmt_code<T: Num>(
     // Streaming stores only for statements that read a single row per output row (copies and
     // point-wise maps): measured faster there (copy 1.63 ms against 1.99 ms at 256x256x80),
     // slower for stencils that read several rows (laplacian 2.70 against 2.25 ms).
-    let stream = tmem.is_some_and(|t| t.stream)
-        && (code.operands.len() <= 1 || std::env::var("GB_STREAM_ALL").is_ok());
+    let stream = tmem.is_some_and(|t| t.stream) && code.operands.len() <= 1;
     let via_scratch = code.reads_target_along[i] || stream;
     let row_len = (rhi[i] - rlo[i]) as usize;
     let rows = (rhi[m] - rlo[m]) as usize;
