@@ -1,10 +1,14 @@
-"""Halo exchange benchmark: gridbuf.distributed.HaloExchange against the mpi4py code a user would
-write, MPI subarray datatypes, and raw contiguous messages of the same byte count (the floor).
+"""Halo exchange benchmark: gridbuf.distributed.HaloExchange against GHEX (when installed), the
+mpi4py code a user would write, MPI subarray datatypes, and raw contiguous messages of the same
+byte count (the floor).
 
 Run under MPI (2 and 4 ranks on this machine):
 
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/bench_halo.py
     .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/bench_halo.py [--reps 40] [--plot halo.png]
+
+With GHEX: install gridbuf (and requirements.txt) into the venv where ghex is built, and run that
+venv's mpiexec and python the same way.
 
 Every rank owns three float64 fields of 256 x 256 x 80 points with a halo of 3 in I and J; the
 domain is periodic in I and J, so every rank exchanges with all eight directions (on two ranks
@@ -19,6 +23,17 @@ Layouts: gt:cpu_ifirst (I unit stride: each halo row is a run of 3 elements) and
   straight from the field memory.
 - raw: ``Isend``/``Irecv`` of preallocated contiguous buffers with the byte count gridbuf sends to
   each peer, no packing (the floor).
+- ghex (optional): GHEX, GridTools' C++ halo-exchange library, through its Python bindings: one
+  pattern (``HaloGenerator`` with the same widths, periodic, corners included) and one
+  communication object built once, the three fields wrapped by ``make_field_descriptor`` with
+  their strides (GHEX reads the layout from them and refuses a mismatch), and one
+  ``co.exchange([pattern(f) for f in fields]).wait()`` per exchange. Needs ``import ghex``
+  (``ghex==0.9.0`` is a C++ build of several minutes: ``pip install ghex==0.9.0 --no-binary ghex``
+  with Boost headers, libnuma, cmake and ninja); without it the column shows "-".
+
+Before timing, every method is checked on values that encode each point's global index: after one
+exchange the arrays must equal the expected ones exactly (halos hold the periodic neighbours'
+values, corners included), else the benchmark stops with an error.
 
 The time of one exchange is the slowest rank's, after a barrier; the first table shows the median over
 ``--reps`` exchanges (after warm-up), the second the fastest; the methods run in a shuffled order
@@ -152,6 +167,63 @@ class RawExchange:
         MPI.Request.Waitall(reqs)
 
 
+_GHEX = None  # (ghex modules) once imported, False when ``import ghex`` failed
+
+
+def ghex_modules():
+    """GHEX's modules, or None when it is not installed (imported on first use only)."""
+    global _GHEX
+    if _GHEX is None:
+        try:
+            from ghex.context import make_context
+            from ghex.structured.cartesian_sets import ProductSet, UnitRange
+            from ghex.structured import regular
+        except ImportError:
+            _GHEX = False
+        else:
+            _GHEX = (make_context, ProductSet, UnitRange, regular)
+    return _GHEX or None
+
+
+class GhexExchange:
+    """GHEX (GridTools): one pattern and communication object, all fields in one exchange.
+
+    GHEX's regular halo generator produces every box of the extended subdomain minus the
+    subdomain itself, so corners (diagonal neighbours) are always exchanged, as with
+    ``HaloExchange(corners=True)``. Its domains are this decomposition's blocks (domain id = rank),
+    so both libraries exchange between the same ranks.
+    """
+
+    _ctx = None
+
+    def __init__(self, dec, fields, w):
+        make_context, ProductSet, UnitRange, regular = ghex_modules()
+        if GhexExchange._ctx is None:  # one context per run: it duplicates the communicator
+            cart = COMM.Create_cart(dims=list(dec.procs), periods=list(dec.periodic), reorder=False)
+            GhexExchange._ctx = make_context(cart, False)
+        ctx = GhexExchange._ctx
+        assert ctx.rank() == RANK
+        (i0, i1), (j0, j1), (k0, k1) = dec.bounds()
+        owned = ProductSet(UnitRange(i0, i1), UnitRange(j0, j1), UnitRange(k0, k1))
+        whole = ProductSet(*(UnitRange(0, n) for n in dec.shape))
+        domain = regular.DomainDescriptor(RANK, owned)
+        halos = ((w, w), (w, w), (0, 0))
+        gen = regular.HaloGenerator(whole, halos, (*dec.periodic, False))
+        self.pattern = regular.make_pattern(ctx, gen, [domain])
+        self.co = regular.make_communication_object(ctx)
+        self.arrays = [np.asarray(f.array) for f in fields]
+        # make_field_descriptor reads the layout map from the array's strides (largest stride ->
+        # 0, unit stride -> 2) and passes the byte strides on, so padded rows are walked right;
+        # offsets: memory index of the first interior point, extents: the whole array.
+        self.descriptors = [
+            regular.make_field_descriptor(domain, a, tuple(f.origin), a.shape) for f, a in zip(fields, self.arrays)
+        ]
+        self.infos = [self.pattern(d) for d in self.descriptors]
+
+    def exchange(self):
+        self.co.exchange(self.infos).wait()
+
+
 def timed(fn) -> float:
     """Seconds of one call on the slowest rank."""
     COMM.Barrier()
@@ -161,18 +233,42 @@ def timed(fn) -> float:
     return COMM.allreduce(dt, op=MPI.MAX)
 
 
-def check_same(dec, fields, ex, numpy_ex, sub_ex) -> bool:
-    """The three exchanges leave identical arrays (sanity check, not a timing)."""
-    outs = []
-    for run in (ex.exchange, numpy_ex.exchange, sub_ex.exchange):
-        for k, f in enumerate(fields):
+def encoded(dec, fields, w):
+    """Each field as it must be after an exchange of width ``w``: every interior point and every
+    halo point within ``w`` (corners included, wrapped periodically) holds
+    ``((field * 1024 + i) * 1024 + j) * 128 + k`` of its global index (exact in float64);
+    the rest of the halo keeps -1."""
+    out = []
+    for k, f in enumerate(fields):
+        a = np.asarray(f.array)
+        o = tuple(f.origin)
+        gi = (np.arange(a.shape[0]) - o[0] + dec.start[0]) % dec.shape[0]
+        gj = (np.arange(a.shape[1]) - o[1] + dec.start[1]) % dec.shape[1]
+        gk = np.arange(a.shape[2]) - o[2] + dec.start[2]
+        e = ((k * 1024 + gi[:, None, None]) * 1024 + gj[None, :, None]) * 128.0 + gk[None, None, :]
+        n = dec.local_shape
+        e[: o[0] - w] = e[o[0] + n[0] + w:] = -1.0
+        e[:, : o[1] - w] = e[:, o[1] + n[1] + w:] = -1.0
+        out.append(e)
+    return out
+
+
+def check_exchanges(dec, fields, w, runs) -> dict:
+    """Runs each exchange once on fields whose interior encodes the global index and halos hold
+    -1, and compares every array with the expected one (``encoded``) exactly. Returns method ->
+    True when every rank got the expected arrays."""
+    expected = encoded(dec, fields, w)
+    interior = tuple(slice(o, o + n) for o, n in zip(fields[0].origin, dec.local_shape))
+    ok = {}
+    for name, run in runs.items():
+        for f, e in zip(fields, expected):
             a = np.asarray(f.array)
             a[...] = -1.0
-            a[H:-H, H:-H, :] = RANK * 1000 + k + np.arange(a[H:-H, H:-H, :].size).reshape(a[H:-H, H:-H, :].shape) % 977
+            a[interior] = e[interior]
         run()
-        outs.append([np.asarray(f.array).copy() for f in fields])
-    ok = all(np.array_equal(x, y) for o in outs[1:] for x, y in zip(outs[0], o))
-    return bool(COMM.allreduce(ok, op=MPI.LAND))
+        good = all(np.array_equal(np.asarray(f.array), e) for f, e in zip(fields, expected))
+        ok[name] = bool(COMM.allreduce(good, op=MPI.LAND))
+    return ok
 
 
 def main() -> None:
@@ -188,6 +284,7 @@ def main() -> None:
     build = {}
     best = {}  # (layout, width, method) -> fastest exchange
     ok_all = True
+    have_ghex = ghex_modules() is not None
     for layout in LAYOUTS:
         fields = [dec.zeros(np.float64, halo=(H, H, 0), backend=layout) for _ in range(NFIELDS)]
         for f in fields:  # real values everywhere: untouched zero pages would make reads free
@@ -205,8 +302,18 @@ def main() -> None:
                 "subarray": SubarrayExchange(dec, fields, w).exchange,
                 "raw": RawExchange(dec, ex).exchange,
             }
-            if w == max(args.widths):
-                ok_all &= check_same(dec, fields, ex, NumpyExchange(dec, fields, w), SubarrayExchange(dec, fields, w))
+            if have_ghex:
+                methods["ghex"] = GhexExchange(dec, fields, w).exchange
+            # Correctness first: every method but raw must leave exactly the expected arrays.
+            ok = check_exchanges(dec, fields, w, {m: fn for m, fn in methods.items() if m != "raw"})
+            if not all(ok.values()):
+                bad = [m for m, good in ok.items() if not good]
+                if RANK == 0:
+                    print(f"ERROR: {layout}, width {w}: wrong halos after {', '.join(bad)}", file=sys.stderr)
+                COMM.Abort(1)
+            ok_all &= all(ok.values())
+            for f in fields:  # back to the random values the timings run on
+                np.asarray(f.array)[...] = np.random.default_rng(RANK).random(f.shape)
             samples = {m: [] for m in methods}
             for _ in range(5):  # warm-up
                 for fn in methods.values():
@@ -227,7 +334,16 @@ def main() -> None:
     w = max(args.widths)
     print(f"Halo exchange, {SIZE} ranks (process grid {procs[0]}x{procs[1]}, periodic), {NFIELDS} float64 fields "
           f"{N}x{N}x{NK} per rank, halo {H} in I and J, width {w}, corners; median of {args.reps} exchanges "
-          f"(slowest rank each); results identical across methods: {ok_all}\n")
+          f"(slowest rank each); every method's halos checked against the global index: {ok_all}\n")
+
+    def ms(table, layout, m):
+        return fmt_time(table[(layout, w, m)], "ms") if (layout, w, m) in table else "-"
+
+    def ghex_ratio(table, layout):
+        if (layout, w, "ghex") not in table:
+            return "-"
+        return f"{table[(layout, w, 'ghex')] / table[(layout, w, 'gridbuf')]:.2f}x"
+
     rows = []
     for layout in LAYOUTS:
         r = {m: results[(layout, w, m)] for m in ("gridbuf", "numpy", "subarray", "raw")}
@@ -235,26 +351,28 @@ def main() -> None:
         rows.append([
             layout,
             f"{nbytes[(layout, w)] / 2**20:.2f} MiB",
-            fmt_time(r["gridbuf"], "ms"),
-            fmt_time(r["numpy"], "ms"),
-            fmt_time(r["subarray"], "ms"),
-            fmt_time(r["raw"], "ms"),
+            *(ms(results, layout, m) for m in ("gridbuf", "ghex", "numpy", "subarray", "raw")),
             f"{r['gridbuf'] / r['raw']:.2f}x",
+            ghex_ratio(results, layout),
             f"{r['numpy'] / r['gridbuf']:.2f}x",
             f"{fmt_time(b, 'ms')} ({b / r['gridbuf']:.1f} exch.)",
         ])
     print(markdown_table(
-        ["layout", "sent/rank", "gridbuf ms", "numpy ms", "subarray ms", "raw ms", "gridbuf/raw",
-         "numpy/gridbuf", "plan build"],
+        ["layout", "sent/rank", "gridbuf ms", "ghex ms", "numpy ms", "subarray ms", "raw ms", "gridbuf/raw",
+         "ghex / gridbuf", "numpy/gridbuf", "plan build"],
         rows,
     ))
     print("\nFastest of the exchanges (less sensitive to other load on the machine):\n")
     rows = []
     for layout in LAYOUTS:
         r = {m: best[(layout, w, m)] for m in ("gridbuf", "numpy", "subarray", "raw")}
-        rows.append([layout] + [fmt_time(r[m], "ms") for m in r] + [f"{r['gridbuf'] / r['raw']:.2f}x",
-                                                                    f"{r['numpy'] / r['gridbuf']:.2f}x"])
-    print(markdown_table(["layout", "gridbuf ms", "numpy ms", "subarray ms", "raw ms", "gridbuf/raw", "numpy/gridbuf"], rows))
+        rows.append([layout] + [ms(best, layout, m) for m in ("gridbuf", "ghex", "numpy", "subarray", "raw")]
+                    + [f"{r['gridbuf'] / r['raw']:.2f}x", ghex_ratio(best, layout), f"{r['numpy'] / r['gridbuf']:.2f}x"])
+    print(markdown_table(["layout", "gridbuf ms", "ghex ms", "numpy ms", "subarray ms", "raw ms", "gridbuf/raw",
+                          "ghex / gridbuf", "numpy/gridbuf"], rows))
+    if not have_ghex:
+        print("\nghex: not installed (\"-\"). `pip install ghex==0.9.0 --no-binary ghex` builds it (C++, several "
+              "minutes; needs Boost headers, libnuma, cmake, ninja and the MPI mpi4py uses), then run this again.")
     ki, kk = LAYOUTS
     targets = [
         ("K-unit: gridbuf <= 2x raw", results[(kk, w, "gridbuf")] <= 2 * results[(kk, w, "raw")]),
@@ -276,7 +394,9 @@ def main() -> None:
     for ax, layout in zip(axes, LAYOUTS):
         ws = sorted(args.widths)
         xs = [nbytes[(layout, x)] / 2**20 for x in ws]
-        for m, style in (("gridbuf", "o-"), ("numpy", "s--"), ("subarray", "^--"), ("raw", "k:")):
+        for m, style in (("gridbuf", "o-"), ("ghex", "D-"), ("numpy", "s--"), ("subarray", "^--"), ("raw", "k:")):
+            if (layout, ws[0], m) not in results:
+                continue
             ax.plot(xs, [results[(layout, x, m)] * 1e3 for x in ws], style, label=m)
         ax.set_title(f"{layout}, {SIZE} ranks")
         ax.set_xlabel("halo bytes sent per rank (MiB), widths " + ",".join(map(str, ws)))
