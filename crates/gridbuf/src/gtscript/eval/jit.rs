@@ -265,6 +265,9 @@ impl Emit<'_> {
 
     fn step(&self, b: &mut FunctionBuilder<'_>, vt: Type, addrs: &[Value], at: i32) -> Value {
         let mut regs: Vec<Option<Value>> = Vec::new();
+        // Per register: the comparison result its 1/0 value was made from, so that a select on
+        // it tests the comparison itself (the unused 1/0 value is then dropped as dead code).
+        let mut masks: Vec<Option<Value>> = Vec::new();
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
         let mut last = None;
         for ins in self.tape {
@@ -292,6 +295,7 @@ impl Emit<'_> {
             }
             let [a, x, y] = args;
             let a = a.expect("every op has a first operand");
+            let mut mask = None;
             let v = match ins.op {
                 Op::Mov => a,
                 Op::Un(u) => match u {
@@ -304,17 +308,26 @@ impl Emit<'_> {
                     UnOp::Not => {
                         let z = self.constant(b, vt, 0.0);
                         let c = b.ins().fcmp(FloatCC::Equal, a, z);
-                        self.truth(b, vt, c)
+                        {
+                            mask = Some(c);
+                            self.truth(b, vt, c)
+                        }
                     }
                     UnOp::IsNan => {
                         let c = b.ins().fcmp(FloatCC::Unordered, a, a);
-                        self.truth(b, vt, c)
+                        {
+                            mask = Some(c);
+                            self.truth(b, vt, c)
+                        }
                     }
                     UnOp::IsInf => {
                         let m = b.ins().fabs(a);
                         let inf = self.constant(b, vt, f64::INFINITY);
                         let c = b.ins().fcmp(FloatCC::Equal, m, inf);
-                        self.truth(b, vt, c)
+                        {
+                            mask = Some(c);
+                            self.truth(b, vt, c)
+                        }
                     }
                     UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan => {
                         unreachable!("filtered by `supported`")
@@ -354,7 +367,10 @@ impl Emit<'_> {
                                 _ => FloatCC::NotEqual,
                             };
                             let c = b.ins().fcmp(cc, a, x);
-                            self.truth(b, vt, c)
+                            {
+                                mask = Some(c);
+                                self.truth(b, vt, c)
+                            }
                         }
                         BinOp::And | BinOp::Or => {
                             let z = self.constant(b, vt, 0.0);
@@ -365,7 +381,10 @@ impl Emit<'_> {
                             } else {
                                 b.ins().bor(ca, cx)
                             };
-                            self.truth(b, vt, c)
+                            {
+                                mask = Some(c);
+                                self.truth(b, vt, c)
+                            }
                         }
                         BinOp::Pow => unreachable!("filtered by `supported`"),
                     }
@@ -375,8 +394,17 @@ impl Emit<'_> {
                     Self::arith(b, o2, t, y.expect("fused op operand"))
                 }
                 Op::Sel => {
-                    let z = self.constant(b, vt, 0.0);
-                    let c = b.ins().fcmp(FloatCC::NotEqual, a, z);
+                    let known = match ins.args[0] {
+                        Src::Reg(r) => masks.get(r as usize).copied().flatten(),
+                        _ => None,
+                    };
+                    let c = match known {
+                        Some(c) => c,
+                        None => {
+                            let z = self.constant(b, vt, 0.0);
+                            b.ins().fcmp(FloatCC::NotEqual, a, z)
+                        }
+                    };
                     self.pick(
                         b,
                         vt,
@@ -391,6 +419,10 @@ impl Emit<'_> {
                 regs.resize(d + 1, None);
             }
             regs[d] = Some(v);
+            if masks.len() <= d {
+                masks.resize(d + 1, None);
+            }
+            masks[d] = mask;
             last = Some(v);
         }
         last.expect("tape is not empty")
