@@ -3,8 +3,9 @@ core, with no compile step.
 
 Replace ``from gt4py.cartesian import gtscript`` with ``from gridbuf import gtscript`` and the
 same definitions run: the source is parsed once, lowered to a small IR and handed to Rust, which
-plans it (extents of temporaries, K-loop order, tiles) and runs it with a tiled vector
-interpreter over all cores. Calls go through gridbuf's argument binder (``origin=``,
+plans it (extents of temporaries, K-loop order, tiles), compiles each statement to machine code
+(Cranelift; ``GRIDBUF_GTSCRIPT_JIT=0`` keeps everything on the tape interpreter) and runs it in
+tiles over all cores. Calls go through gridbuf's argument binder (``origin=``,
 ``domain=``, ``validate_args=``) exactly like :func:`gridbuf.stencil` kernels.
 
 Supported subset: ``Field[dtype]``, ``Field[IJ, dtype]``, ``Field[K, dtype]``,
