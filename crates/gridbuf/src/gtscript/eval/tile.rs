@@ -382,9 +382,20 @@ pub unsafe fn run<T: Num>(
     // I when they run along K), each a long sequential walk for the hardware prefetcher, as
     // the native kernels do (256x256x80 copy on gt:cpu_kfirst: 2.6 ms in 16x16 column tiles,
     // 1.7 ms in slabs).
+    // K slabs also need every computation to read the fields the stencil writes at their own
+    // level only: a slab runs all computations before the next slab starts, so a read at a K
+    // offset across a slab boundary would see the value from before the stencil. (Horizontal
+    // reads of written fields are rejected by the planner, so I slabs need no such rule.)
+    let written_read_along_k = plan.sections.iter().any(|s| {
+        s.k_reads.iter().any(|&(q, lo, hi)| {
+            (lo, hi) != (0, 0)
+                && matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field])
+        })
+    });
     let light = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
         && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
-        && mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1);
+        && mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1)
+        && (inner == 2 || !written_read_along_k);
     let mut tiles = Vec::new();
     let full = |d: usize| (0, d);
     let (ti, tj, kc) = if light {
