@@ -231,6 +231,81 @@ def test_matches_gt4py_numpy(defs, name, dtype, layout):
     run_both(defs, name, dtype, layout, (13, 9, 7), np.random.default_rng(1))
 
 
+# The interpreter alone (no compiled statements) against the JIT: gridbuf reads
+# GRIDBUF_GTSCRIPT_JIT when a stencil is defined, so each definition is made once per setting.
+_GB_CACHE: dict = {}
+
+
+def gb_stencil(defs, name, dtype, externals, jit: bool):
+    key = (name, dtype, repr(sorted((externals or {}).items())), jit)
+    if key not in _GB_CACHE:
+        saved = os.environ.get("GRIDBUF_GTSCRIPT_JIT")
+        os.environ["GRIDBUF_GTSCRIPT_JIT"] = "1" if jit else "0"
+        try:
+            _GB_CACHE[key] = gtscript.stencil(backend="numpy", definition=getattr(defs["gb", dtype], name), externals=externals)
+        finally:
+            if saved is None:
+                del os.environ["GRIDBUF_GTSCRIPT_JIT"]
+            else:
+                os.environ["GRIDBUF_GTSCRIPT_JIT"] = saved
+    return _GB_CACHE[key]
+
+
+def assert_same_bits(a, b, what):
+    """Bit for bit, except that any NaN equals any NaN."""
+    a, b = np.asarray(a), np.asarray(b)
+    bits = np.dtype(f"u{a.dtype.itemsize}")
+    same = (a.view(bits) == b.view(bits)) | (np.isnan(a) & np.isnan(b))
+    assert same.all(), f"{what}: {np.count_nonzero(~same)} points differ, first at {np.argwhere(~same)[0]}"
+
+
+def with_specials(arrays, rng):
+    """Copies of `arrays` with a few NaN, infinities, zeros of both signs and negatives."""
+    out = []
+    for a in arrays:
+        c = np.array(np.asarray(a))
+        flat = c.reshape(-1)
+        idx = rng.choice(flat.size, size=max(1, flat.size // 10), replace=False)
+        flat[idx] = rng.choice(np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -0.5, -3.0, 1e30], dtype=c.dtype), size=idx.size)
+        out.append(c)
+    return out
+
+
+JIT_CASES = ["copy_off", "laplacian", "hdiff", "tridiag", "vadv", "ifelse", "functions", "forward_sum"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", JIT_CASES)
+def test_jit_matches_interpreter_and_gt4py(defs, name, dtype, layout):
+    """JIT and interpreter give the same bits, on the standard inputs (where both also match
+    GT4Py's numpy backend) and on inputs with NaN, infinities and signed zeros."""
+    rng = np.random.default_rng(5)
+    domain = (13, 9, 7)
+    shapes, origin, scalars, externals = CASES[name]
+    arrays = [make(s, dtype, layout, rng, 0.1, 1.0) for s in shapes(domain)]
+    if name == "tridiag":  # diagonally dominant
+        np.asarray(arrays[1])[...] += 4.0
+    special = with_specials(arrays, rng)
+    for inputs, vs_gt4py in [(arrays, True), (special, False)]:
+        results = {}
+        for jit in (True, False):
+            args = [make(a.shape, dtype, layout, rng) for a in inputs]
+            for arg, a in zip(args, inputs):
+                np.asarray(arg)[...] = a
+            with np.errstate(all="ignore"):
+                gb_stencil(defs, name, dtype, externals, jit)(*args, origin=origin, domain=domain, **scalars)
+            results[jit] = args
+        for n, (x, y) in enumerate(zip(results[True], results[False])):
+            assert_same_bits(x, y, f"{name} argument {n}, jit against interpreter")
+        if vs_gt4py and HAVE_GT4PY:
+            ref = [np.array(np.asarray(a)) for a in inputs]
+            gt_stencil(defs, name, dtype, externals)(*ref, origin=origin, domain=domain, **scalars)
+            tol = 1e-12 if dtype == "float64" else 2e-5
+            for a, r in zip(results[False], ref):
+                np.testing.assert_allclose(np.asarray(a), r, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("domain", [(1, 1, 1), (1, 1, 3), (70, 3, 5), (5, 37, 2), (600, 2, 3)])
 @pytest.mark.parametrize("name", ["hdiff", "tridiag", "vadv", "functions"])
 def test_odd_domains(defs, name, domain):

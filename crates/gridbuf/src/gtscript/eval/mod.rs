@@ -16,6 +16,8 @@
 //! block copies what it wrote back to memory.
 
 mod jit;
+#[cfg(test)]
+mod jit_tests;
 mod kernels;
 mod mem;
 mod num;

@@ -1,0 +1,936 @@
+//! Differential tests of the compiled statements ([`Jit`]) against the tape interpreter and
+//! against a direct reference evaluator of the IR.
+//!
+//! A proptest generates small random programs as IR text: 1-3 IJK fields (the last one or two
+//! written), optionally a read-only IJ or K field, 0-2 scalars, 0-2 temporaries, a PARALLEL
+//! section that computes the temporaries, then PARALLEL / FORWARD / BACKWARD sections over
+//! several intervals, with expression trees over every operator of the IR. Reads are valid by
+//! construction (see [`Scope`]): written fields only at horizontal offset zero, at K offsets
+//! where the planner allows them; temporaries only where they were computed. Each program runs
+//! on random inputs (negatives, zeros of both signs, NaN, infinities, huge and tiny values) over
+//! odd domains, on C-ordered and I-fastest (Fortran) fields, in `f64` and `f32`, with and
+//! without the JIT, on 1 and 3 threads; every run must agree with the reference point for point
+//! (bit for bit; any NaN equals any NaN, since IEEE leaves NaN payloads and signs to the
+//! hardware and LLVM may commute operands).
+
+use super::{run, FieldMem, Jit, Num};
+use crate::gtscript::ir::{Access, BinOp, Expr, IterOrder, Program, UnOp};
+use crate::gtscript::{compile, Plan};
+use crate::kernels::exec::Threads;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, TestRunner};
+
+// ---------------------------------------------------------------------------------------------
+// Random programs.
+
+/// A raw expression tree: leaves and operator codes are mapped onto a valid program by
+/// [`Scope::expr`], so every tree the strategy makes (and every shrink of it) renders.
+#[derive(Clone, Debug)]
+enum Raw {
+    Leaf(u8, u8, [i8; 3]),
+    Un(u8, Box<Raw>),
+    Bin(u8, Box<Raw>, Box<Raw>),
+    Sel(Box<Raw>, Box<Raw>, Box<Raw>),
+}
+
+/// Unary operators: those the JIT compiles, then (rarely drawn) those it leaves to the
+/// interpreter.
+const UN: [&str; 11] = [
+    "neg", "not", "abs", "sqrt", "floor", "ceil", "trunc", "isnan", "isinf", "exp", "sin",
+];
+/// Binary operators, likewise (`pow` last).
+const BIN: [&str; 17] = [
+    "add", "sub", "mul", "div", "mod", "floordiv", "min", "max", "lt", "le", "gt", "ge", "eq",
+    "ne", "and", "or", "pow",
+];
+const CONSTS: [&str; 16] = [
+    "0", "-0.0", "1", "-1", "0.5", "2", "3", "-2.5", "0.1", "1e300", "-7", "inf", "-inf", "nan",
+    "1e-310", "65504",
+];
+
+fn raw_expr() -> impl Strategy<Value = Raw> {
+    let leaf = (any::<u8>(), any::<u8>(), [-2i8..=2, -2i8..=2, -2i8..=2])
+        .prop_map(|(k, i, o)| Raw::Leaf(k, i, o));
+    leaf.prop_recursive(5, 24, 3, |inner| {
+        // Operators the JIT does not compile are drawn about once in 30 operators.
+        let un = prop_oneof![29 => 0u8..9, 1 => 9u8..11];
+        let bin = prop_oneof![29 => 0u8..16, 1 => Just(16u8)];
+        prop_oneof![
+            2 => (un, inner.clone()).prop_map(|(o, a)| Raw::Un(o, Box::new(a))),
+            5 => (bin, inner.clone(), inner.clone())
+                .prop_map(|(o, a, b)| Raw::Bin(o, Box::new(a), Box::new(b))),
+            1 => (inner.clone(), inner.clone(), inner)
+                .prop_map(|(c, a, b)| Raw::Sel(Box::new(c), Box::new(a), Box::new(b))),
+        ]
+    })
+}
+
+#[derive(Clone, Debug)]
+struct RawSection {
+    /// 0 PARALLEL, 1 FORWARD, 2 BACKWARD.
+    order: u8,
+    /// Index into [`INTERVALS`].
+    interval: u8,
+    /// Starts a new computation (else continues the previous one, with its order).
+    new_comp: bool,
+    /// (target output field, expression).
+    stmts: Vec<(u8, Raw)>,
+}
+
+#[derive(Clone, Debug)]
+struct RawProgram {
+    n_fields: usize,
+    n_out: usize,
+    /// 0 none, 1 a read-only IJ field, 2 a read-only K field.
+    lowdim: u8,
+    n_scalars: usize,
+    /// Statements of the first section that write temporaries: (target code, expression).
+    temps: Vec<(u8, Raw)>,
+    /// Field statements of the first section, after the temporaries.
+    first: Vec<(u8, Raw)>,
+    sections: Vec<RawSection>,
+}
+
+/// Intervals, and the K offsets at which a temporary may be read in them (temporaries are
+/// computed on every level of the domain, so reads must stay inside it).
+const INTERVALS: [(&str, i8, i8); 7] = [
+    ("S 0 E 0", 0, 0),
+    ("S 1 E -1", -1, 1),
+    ("S 1 E 0", -1, 0),
+    ("S 0 E -1", 0, 1),
+    ("S 0 S 1", 0, 0),
+    ("E -1 E 0", 0, 0),
+    ("S 0 S 2", 0, 0),
+];
+
+fn raw_program() -> impl Strategy<Value = RawProgram> {
+    let stmts = |n: std::ops::RangeInclusive<usize>| {
+        proptest::collection::vec((any::<u8>(), raw_expr()), n)
+    };
+    let section = (
+        0u8..3,
+        0u8..INTERVALS.len() as u8,
+        any::<bool>(),
+        stmts(1..=3),
+    )
+        .prop_map(|(order, interval, new_comp, stmts)| RawSection {
+            order,
+            interval,
+            new_comp,
+            stmts,
+        });
+    (
+        1usize..=3,
+        any::<u8>(),
+        0u8..3,
+        0usize..=2,
+        stmts(0..=3),
+        stmts(0..=2),
+        proptest::collection::vec(section, 1..=3),
+    )
+        .prop_map(
+            |(n_fields, out, lowdim, n_scalars, temps, first, sections)| RawProgram {
+                n_fields,
+                n_out: 1 + (out as usize) % n_fields.min(2),
+                lowdim,
+                n_scalars,
+                temps,
+                first,
+                sections,
+            },
+        )
+}
+
+/// What a statement may read.
+struct Scope {
+    n_in: usize,
+    n_out: usize,
+    /// Index of the read-only low-dimensional field and whether it is IJ (else K).
+    lowdim: Option<(usize, bool)>,
+    n_scalars: usize,
+    /// Temporaries written so far (readable at any horizontal offset).
+    temps: usize,
+    /// K offsets temporaries may be read at.
+    temp_k: (i8, i8),
+    /// The statement writes a temporary: it reads no written field (a temporary may be needed
+    /// beyond the domain, where written fields must not be read).
+    temp_stmt: bool,
+    /// The target (field index, or temporary index when `temp_stmt`) and whether it may be read
+    /// at its own point (a temporary only once written).
+    target: (usize, bool),
+    /// Per output field: whether it may be read at a K offset here (not in a PARALLEL
+    /// computation that writes it).
+    out_k: Vec<bool>,
+}
+
+impl Scope {
+    fn input(&self, idx: u8, off: [i8; 3]) -> String {
+        if self.n_in == 0 {
+            return self.constant(idx);
+        }
+        // Inputs are read anywhere: horizontal offsets up to 2, K offsets up to 1.
+        format!(
+            "f {} 0 {} {} {}",
+            idx as usize % self.n_in,
+            off[0],
+            off[1],
+            off[2].clamp(-1, 1)
+        )
+    }
+
+    fn constant(&self, idx: u8) -> String {
+        format!("c {}", CONSTS[idx as usize % CONSTS.len()])
+    }
+
+    fn output(&self, f: usize, k: i8) -> String {
+        let k = if self.out_k[f] { k.clamp(-1, 1) } else { 0 };
+        format!("f {} 0 0 0 {k}", self.n_in + f)
+    }
+
+    fn leaf(&self, kind: u8, idx: u8, off: [i8; 3]) -> String {
+        match kind % 12 {
+            0..=2 => self.input(idx, off),
+            3 | 4 if self.temp_stmt => self.input(idx, off),
+            // Any written field, at horizontal offset zero.
+            3 => self.output(idx as usize % self.n_out, off[2]),
+            // The statement's own target.
+            4 => self.output(self.target.0, off[2]),
+            5 | 6 if self.temp_stmt && self.target.1 && kind % 12 == 6 => {
+                format!("t {} 0 0 0", self.target.0)
+            }
+            5 | 6 if self.temps > 0 => format!(
+                "t {} {} {} {}",
+                idx as usize % self.temps,
+                off[0].clamp(-1, 1),
+                off[1].clamp(-1, 1),
+                off[2].clamp(self.temp_k.0, self.temp_k.1)
+            ),
+            7 if self.n_scalars > 0 => format!("s {}", idx as usize % self.n_scalars),
+            8 | 9 => self.constant(idx),
+            10 | 11 => match self.lowdim {
+                Some((f, true)) => format!("f {f} 0 {} {} 0", off[0], off[1]),
+                Some((f, false)) => format!("f {f} 0 0 0 {}", off[2].clamp(-1, 1)),
+                None => self.input(idx, off),
+            },
+            _ => self.input(idx, off),
+        }
+    }
+
+    fn expr(&self, e: &Raw, out: &mut String) {
+        match e {
+            Raw::Leaf(k, i, o) => out.push_str(&self.leaf(*k, *i, *o)),
+            Raw::Un(o, a) => {
+                out.push_str(UN[*o as usize % UN.len()]);
+                out.push(' ');
+                self.expr(a, out);
+            }
+            Raw::Bin(o, a, b) => {
+                out.push_str(BIN[*o as usize % BIN.len()]);
+                out.push(' ');
+                self.expr(a, out);
+                out.push(' ');
+                self.expr(b, out);
+            }
+            Raw::Sel(c, a, b) => {
+                out.push_str("sel ");
+                self.expr(c, out);
+                out.push(' ');
+                self.expr(a, out);
+                out.push(' ');
+                self.expr(b, out);
+            }
+        }
+    }
+}
+
+/// The IR text of a raw program, for `dtype` (`float64` or `float32`).
+fn render(r: &RawProgram, dtype: &str) -> String {
+    let n_in = r.n_fields - r.n_out;
+    let mut s = format!("stencil rnd {dtype}\n");
+    for f in 0..r.n_fields {
+        s += &format!("field {} IJK\n", if f < n_in { "in" } else { "out" });
+    }
+    let lowdim = match r.lowdim {
+        1 => Some((r.n_fields, true)),
+        2 => Some((r.n_fields, false)),
+        _ => None,
+    };
+    match lowdim {
+        Some((_, true)) => s += "field w IJ\n",
+        Some((_, false)) => s += "field z K\n",
+        None => {}
+    }
+    for i in 0..r.n_scalars {
+        s += &format!("scalar s{i}\n");
+    }
+    // Temporaries: a statement writes a new one, or (one time in three) rewrites one already
+    // written, which it may then read at its own point.
+    let mut temp_stmts = Vec::new();
+    let mut n_temps = 0;
+    for (t, e) in &r.temps {
+        if t % 3 == 2 && n_temps > 0 {
+            temp_stmts.push((*t as usize % n_temps, true, e));
+        } else if n_temps < 2 {
+            temp_stmts.push((n_temps, false, e));
+            n_temps += 1;
+        }
+    }
+    for i in 0..n_temps {
+        s += &format!("temp t{i}\n");
+    }
+    // Computations: the first section alone, then the raw sections, grouped.
+    let mut secs: Vec<(usize, u8, u8)> = Vec::new(); // (computation, order, interval)
+    let mut comp = 0;
+    for (i, sec) in r.sections.iter().enumerate() {
+        if i > 0 && !sec.new_comp {
+            let prev = secs[i - 1];
+            secs.push((prev.0, prev.1, sec.interval));
+        } else {
+            comp += 1;
+            secs.push((comp, sec.order, sec.interval));
+        }
+    }
+    let n_comps = comp + 1;
+    // Which output fields each computation writes.
+    let mut writes = vec![vec![false; r.n_out]; n_comps];
+    for (_, t) in r.first.iter().map(|(t, e)| (e, t)) {
+        writes[0][*t as usize % r.n_out] = true;
+    }
+    for (sec, &(c, _, _)) in r.sections.iter().zip(&secs) {
+        for (t, _) in &sec.stmts {
+            writes[c][*t as usize % r.n_out] = true;
+        }
+    }
+    // Written fields are read at K offsets in PARALLEL sections only where a FORWARD or
+    // BACKWARD section keeps the stencil off the K-slab tiling, which gets these reads wrong
+    // (`parallel_computations_read_each_other_across_k_slabs`).
+    let k_slabs_possible = secs.iter().all(|&(_, order, _)| order % 3 == 0);
+    let mut line = 1;
+    let mut stmt = |s: &mut String, scope: &Scope, target: &str, e: &Raw| {
+        let mut text = String::new();
+        scope.expr(e, &mut text);
+        *s += &format!("stmt {line} {target} {text}\n");
+        line += 1;
+    };
+    let base = |temps: usize, temp_k: (i8, i8), parallel: bool, comp: usize| Scope {
+        n_in,
+        n_out: r.n_out,
+        lowdim,
+        n_scalars: r.n_scalars,
+        temps,
+        temp_k,
+        temp_stmt: false,
+        target: (0, false),
+        out_k: (0..r.n_out)
+            .map(|f| !parallel || !writes[comp][f] && !k_slabs_possible)
+            .collect(),
+    };
+    if !temp_stmts.is_empty() || !r.first.is_empty() {
+        s += "comp PARALLEL\ninterval S 0 E 0\n";
+        let mut written = 0;
+        for &(t, rewrite, e) in &temp_stmts {
+            // Earlier temporaries only: a rewrite reads itself only at its own point.
+            let mut scope = base(if rewrite { t } else { written }, (0, 0), true, 0);
+            scope.temp_stmt = true;
+            scope.target = (t, rewrite);
+            stmt(&mut s, &scope, &format!("t {t}"), e);
+            written = written.max(t + 1);
+        }
+        for (t, e) in &r.first {
+            let mut scope = base(n_temps, (0, 0), true, 0);
+            scope.target = (*t as usize % r.n_out, true);
+            stmt(&mut s, &scope, &format!("f {} 0", n_in + scope.target.0), e);
+        }
+    }
+    let mut current = 0;
+    for (sec, &(c, order, interval)) in r.sections.iter().zip(&secs) {
+        let order = order % 3;
+        if c != current {
+            s += ["comp PARALLEL\n", "comp FORWARD\n", "comp BACKWARD\n"][order as usize];
+            current = c;
+        }
+        let (iv, klo, khi) = INTERVALS[interval as usize % INTERVALS.len()];
+        s += &format!("interval {iv}\n");
+        for (t, e) in &sec.stmts {
+            let mut scope = base(n_temps, (klo, khi), order == 0, c);
+            scope.target = (*t as usize % r.n_out, true);
+            stmt(&mut s, &scope, &format!("f {} 0", n_in + scope.target.0), e);
+        }
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fields, runs and the reference.
+
+/// A small deterministic generator (splitmix64) for the input values.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Mostly ordinary values (including negative, and small multiples of 0.5 so that
+    /// comparisons, `mod` and `floordiv` meet ties), some special ones.
+    fn value(&mut self) -> f64 {
+        let r = self.next();
+        match r % 32 {
+            0 | 16 => 0.0,
+            1 | 17 => -0.0,
+            2 => f64::NAN,
+            3 => f64::INFINITY,
+            4 => f64::NEG_INFINITY,
+            5 => 1e300,
+            6 => -3e-310,
+            7 => 1e-40,
+            8..=15 => ((r >> 8) % 13) as f64 * 0.5 - 3.0,
+            _ => ((r >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 20.0,
+        }
+    }
+}
+
+trait Elem: Num {
+    fn same(self, other: Self) -> bool;
+}
+
+impl Elem for f64 {
+    fn same(self, other: f64) -> bool {
+        self.to_bits() == other.to_bits() || (self.is_nan() && other.is_nan())
+    }
+}
+
+impl Elem for f32 {
+    fn same(self, other: f32) -> bool {
+        self.to_bits() == other.to_bits() || (self.is_nan() && other.is_nan())
+    }
+}
+
+/// A field's array: its shape (1 along a missing axis), the domain's first point in it, the
+/// axes it has and its values in C or I-fastest order.
+#[derive(Clone)]
+struct Arr<T> {
+    shape: [usize; 3],
+    lo: [usize; 3],
+    axes: [bool; 3],
+    fortran: bool,
+    data: Vec<T>,
+}
+
+impl<T: Num> Arr<T> {
+    fn strides(&self) -> [isize; 3] {
+        let s = self.shape;
+        let st = if self.fortran {
+            [1, s[0], s[0] * s[1]]
+        } else {
+            [s[1] * s[2], s[2], 1]
+        };
+        [0, 1, 2].map(|a| if self.axes[a] { st[a] as isize } else { 0 })
+    }
+
+    /// The value at domain point `p`, or None outside the array.
+    fn get(&self, p: [i64; 3]) -> Option<T> {
+        let st = self.strides();
+        let mut off = 0;
+        for a in 0..3 {
+            if !self.axes[a] {
+                continue;
+            }
+            let x = p[a] + self.lo[a] as i64;
+            if x < 0 || x >= self.shape[a] as i64 {
+                return None;
+            }
+            off += x as isize * st[a];
+        }
+        Some(self.data[off as usize])
+    }
+
+    fn set(&mut self, p: [i64; 3], v: T) {
+        let st = self.strides();
+        let off: isize = (0..3)
+            .map(|a| (p[a] + self.lo[a] as i64) as isize * st[a])
+            .sum();
+        self.data[off as usize] = v;
+    }
+
+    fn mem(&mut self, writable: bool) -> FieldMem {
+        FieldMem {
+            addr: self.data.as_mut_ptr().expose_provenance(),
+            shape: self.shape,
+            strides: self.strides(),
+            origin: self.lo,
+            axes: self.axes,
+            writable,
+        }
+    }
+}
+
+/// Arrays for every field of `plan` over `domain`: the plan's extents plus `extra` on every
+/// side of the axes the field has, filled from `rng`.
+fn arrays<T: Num>(
+    plan: &Plan,
+    domain: [usize; 3],
+    fortran: bool,
+    extra: usize,
+    rng: &mut Rng,
+) -> Vec<Arr<T>> {
+    plan.program
+        .fields
+        .iter()
+        .zip(&plan.field_extent)
+        .map(|(f, e)| {
+            let mut shape = [1; 3];
+            let mut lo = [0; 3];
+            for a in 0..3 {
+                if f.axes[a] {
+                    lo[a] = e[a].0 + extra;
+                    shape[a] = domain[a] + e[a].0 + e[a].1 + 2 * extra;
+                }
+            }
+            let n = shape.iter().product();
+            Arr {
+                shape,
+                lo,
+                axes: f.axes,
+                fortran,
+                data: (0..n).map(|_| T::from_f64(rng.value())).collect(),
+            }
+        })
+        .collect()
+}
+
+fn un<T: Num>(op: UnOp, x: T) -> T {
+    let truth = |b: bool| if b { T::ONE } else { T::ZERO };
+    match op {
+        UnOp::Neg => -x,
+        UnOp::Not => truth(x == T::ZERO),
+        UnOp::Abs => x.abs(),
+        UnOp::Sqrt => x.sqrt(),
+        UnOp::Exp => x.exp(),
+        UnOp::Log => x.ln(),
+        UnOp::Sin => x.sin(),
+        UnOp::Cos => x.cos(),
+        UnOp::Tan => x.tan(),
+        UnOp::Floor => x.floor(),
+        UnOp::Ceil => x.ceil(),
+        UnOp::Trunc => x.trunc(),
+        UnOp::IsNan => truth(x.is_nan()),
+        UnOp::IsInf => truth(x.is_inf()),
+    }
+}
+
+fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
+    let truth = |b: bool| if b { T::ONE } else { T::ZERO };
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        BinOp::Pow => x.powf(y),
+        BinOp::Mod => x - (x / y).floor() * y,
+        BinOp::FloorDiv => (x / y).floor(),
+        BinOp::Min => {
+            if y < x {
+                y
+            } else {
+                x
+            }
+        }
+        BinOp::Max => {
+            if y > x {
+                y
+            } else {
+                x
+            }
+        }
+        BinOp::Lt => truth(x < y),
+        BinOp::Le => truth(x <= y),
+        BinOp::Gt => truth(x > y),
+        BinOp::Ge => truth(x >= y),
+        BinOp::Eq => truth(x == y),
+        BinOp::Ne => truth(x != y),
+        BinOp::And => truth(x != T::ZERO && y != T::ZERO),
+        BinOp::Or => truth(x != T::ZERO || y != T::ZERO),
+    }
+}
+
+/// Temporaries of the reference cover the domain widened by this many points in I and J.
+const TEMP_MARGIN: i64 = 8;
+
+/// GT4Py's semantics, point by point, on the program as parsed (temporaries not inlined):
+/// sections in order; in a PARALLEL section each statement over the whole interval before the
+/// next, in FORWARD and BACKWARD each level in turn. Temporaries are computed over the domain
+/// widened by [`TEMP_MARGIN`] (values read outside an array are NaN: points whose value is
+/// never needed). Returns the fields.
+fn reference<T: Num>(
+    p: &Program,
+    fields: &mut [Arr<T>],
+    scalars: &[T],
+    domain: [usize; 3],
+) -> Result<(), String> {
+    let m = TEMP_MARGIN;
+    let tshape = [
+        domain[0] + 2 * m as usize,
+        domain[1] + 2 * m as usize,
+        domain[2],
+    ];
+    let mut temps: Vec<Arr<T>> = (0..p.temps.len())
+        .map(|_| Arr {
+            shape: tshape,
+            lo: [m as usize, m as usize, 0],
+            axes: [true; 3],
+            fortran: false,
+            data: vec![T::from_f64(f64::NAN); tshape.iter().product()],
+        })
+        .collect();
+    let nk = domain[2];
+    fn eval<T: Num>(
+        e: &Expr,
+        pt: [i64; 3],
+        fields: &[Arr<T>],
+        temps: &[Arr<T>],
+        scalars: &[T],
+    ) -> T {
+        let nan = T::from_f64(f64::NAN);
+        match e {
+            Expr::Read(a, o) => {
+                let q = [
+                    pt[0] + o[0] as i64,
+                    pt[1] + o[1] as i64,
+                    pt[2] + o[2] as i64,
+                ];
+                match a {
+                    Access::Field { field, .. } => fields[*field].get(q),
+                    Access::Temp(t) => temps[*t].get(q),
+                }
+                .unwrap_or(nan)
+            }
+            Expr::Scalar(s) => scalars[*s],
+            Expr::Const(v) => T::from_f64(*v),
+            Expr::Un(op, a) => un(*op, eval(a, pt, fields, temps, scalars)),
+            Expr::Bin(op, a, b) => bin(
+                *op,
+                eval(a, pt, fields, temps, scalars),
+                eval(b, pt, fields, temps, scalars),
+            ),
+            Expr::Select(c, a, b) => {
+                let c = eval(c, pt, fields, temps, scalars);
+                let a = eval(a, pt, fields, temps, scalars);
+                let b = eval(b, pt, fields, temps, scalars);
+                if c != T::ZERO {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+    let mut level = |st: &crate::gtscript::ir::Stmt, k: usize, fields: &mut [Arr<T>]| {
+        let w = match st.target {
+            Access::Temp(_) => m,
+            Access::Field { .. } => 0,
+        };
+        let mut vals = Vec::new();
+        for i in -w..domain[0] as i64 + w {
+            for j in -w..domain[1] as i64 + w {
+                let pt = [i, j, k as i64];
+                vals.push((pt, eval(&st.expr, pt, fields, &temps, scalars)));
+            }
+        }
+        for (pt, v) in vals {
+            match st.target {
+                Access::Temp(t) => temps[t].set(pt, v),
+                Access::Field { field, .. } => fields[field].set(pt, v),
+            }
+        }
+    };
+    for s in &p.sections {
+        let (ks, ke) = (s.start.resolve(nk), s.end.resolve(nk));
+        if ks >= ke {
+            continue;
+        }
+        match s.order {
+            IterOrder::Parallel => {
+                for st in &s.stmts {
+                    for k in ks..ke {
+                        level(st, k, fields);
+                    }
+                }
+            }
+            IterOrder::Forward | IterOrder::Backward => {
+                let ks: Vec<usize> = if s.order == IterOrder::Forward {
+                    (ks..ke).collect()
+                } else {
+                    (ks..ke).rev().collect()
+                };
+                for k in ks {
+                    for st in &s.stmts {
+                        level(st, k, fields);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The points of the written fields (their whole arrays, halos included: nothing outside the
+/// domain may change) where `a` and `b` differ, as (field, index, a, b).
+fn diff<T: Elem>(a: &[Arr<T>], b: &[Arr<T>], written: &[bool]) -> Vec<(usize, usize, T, T)> {
+    let mut out = Vec::new();
+    for (f, (x, y)) in a.iter().zip(b).enumerate() {
+        if !written[f] {
+            assert!(x.data.iter().zip(&y.data).all(|(u, v)| u.same(*v)));
+            continue;
+        }
+        for (i, (u, v)) in x.data.iter().zip(&y.data).enumerate() {
+            if !u.same(*v) {
+                out.push((f, i, *u, *v));
+            }
+        }
+    }
+    out
+}
+
+/// One program on one domain, layout and element type: the reference, then the engine with
+/// and without `jit` on each thread count. Err describes the first disagreement.
+fn check_one<T: Elem>(
+    plan: &Plan,
+    jit: Option<&Jit>,
+    domain: [usize; 3],
+    fortran: bool,
+    thread_counts: &[usize],
+    seed: u64,
+) -> Result<(), String> {
+    let mut rng = Rng(seed);
+    let extra = (seed % 2) as usize;
+    let inputs = arrays::<T>(plan, domain, fortran, extra, &mut rng);
+    let scalars: Vec<f64> = plan.program.scalars.iter().map(|_| rng.value()).collect();
+    let tscal: Vec<T> = scalars.iter().map(|&v| T::from_f64(v)).collect();
+    let enough_k = domain[2] >= plan.min_k;
+    let mut want = inputs.clone();
+    if enough_k {
+        reference(&plan.program, &mut want, &tscal, domain)?;
+    }
+    let layout = if fortran { "I-fastest" } else { "C" };
+    for &threads in thread_counts {
+        for (name, code) in [("interpreter", None), ("jit", jit)] {
+            let mut got = inputs.clone();
+            let mems: Vec<FieldMem> = got
+                .iter_mut()
+                .zip(&plan.field_written)
+                .map(|(a, &w)| a.mem(w))
+                .collect();
+            // SAFETY: every array is alive for the call, its own allocation, aligned for `T`,
+            // and its shape and strides describe its length; written fields overlap nothing.
+            let r = unsafe {
+                run::<T>(
+                    plan,
+                    code,
+                    &mems,
+                    &scalars,
+                    domain,
+                    Threads::new(threads).expect("thread count"),
+                )
+            };
+            let what = format!(
+                "{name}, {} threads, {layout}, {}, domain {domain:?}, seed {seed}",
+                threads,
+                std::any::type_name::<T>()
+            );
+            match r {
+                Err(e) if !enough_k => {
+                    if !e.to_string().contains("a K domain of at least") {
+                        return Err(format!("{what}: unexpected error {e}"));
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    // A K read beyond a field is the one error the planner's static extents
+                    // allow (an interval counted from the start read above its end); every
+                    // run must report it.
+                    if e.to_string().contains("would be read at level") {
+                        continue;
+                    }
+                    return Err(format!("{what}: error {e}"));
+                }
+                Ok(()) if !enough_k => return Err(format!("{what}: ran on too few levels")),
+                Ok(()) => {}
+            }
+            let d = diff(&want, &got, &plan.field_written);
+            if !d.is_empty() {
+                return Err(format!(
+                    "{what}: {} points differ from the reference, first (field, index, want, got) {:?}",
+                    d.len(),
+                    &d[..d.len().min(4)]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+const SMALL: [[usize; 3]; 3] = [[1, 1, 1], [7, 5, 3], [33, 17, 9]];
+/// At least `PARALLEL_MIN_POINTS`, so that 3 threads really run in parallel.
+const LARGE: [usize; 3] = [41, 29, 29];
+
+/// Checks a raw program on every combination. Err: the IR text and the first disagreement.
+fn check_program(r: &RawProgram, large: bool, seed: u64) -> Result<bool, String> {
+    for dtype in ["float64", "float32"] {
+        let text = render(r, dtype);
+        let Ok(plan) = compile(&text) else {
+            return Ok(false);
+        };
+        let jit = Jit::compile(&plan).map_err(|e| format!("{text}\njit: {e}"))?;
+        let domains: Vec<([usize; 3], &[usize])> = SMALL
+            .iter()
+            .map(|&d| (d, &[1][..]))
+            .chain(large.then_some((LARGE, &[1, 3][..])))
+            .collect();
+        for (domain, threads) in domains {
+            for fortran in [false, true] {
+                let res = if dtype == "float64" {
+                    check_one::<f64>(&plan, jit.as_ref(), domain, fortran, threads, seed)
+                } else {
+                    check_one::<f32>(&plan, jit.as_ref(), domain, fortran, threads, seed)
+                };
+                res.map_err(|e| format!("{text}\n{e}"))?;
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Cases of the property: `PROPTEST_CASES` if set (for longer runs), else a number that keeps
+/// the test to a few seconds.
+fn cases() -> u32 {
+    let default = if cfg!(debug_assertions) { 48 } else { 256 };
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+proptest! {
+    #![proptest_config(Config {
+        cases: cases(),
+        max_shrink_iters: 2000,
+        failure_persistence: None,
+        ..Config::default()
+    })]
+
+    /// Random programs: the JIT, the interpreter and the reference agree everywhere.
+    #[test]
+    fn jit_interpreter_and_reference_agree(
+        r in raw_program(),
+        large in proptest::bool::weighted(0.1),
+        seed in any::<u64>(),
+    ) {
+        let accepted = check_program(&r, large, seed).map_err(TestCaseError::fail)?;
+        prop_assume!(accepted);
+    }
+}
+
+/// The generator makes valid programs: the planner accepts them, and the JIT compiles most of
+/// their statements (so the property above compares the JIT, not the interpreter with itself).
+#[test]
+fn generated_programs_are_accepted_and_compiled() {
+    let mut runner = TestRunner::deterministic();
+    let strategy = raw_program();
+    let (mut accepted, mut stmts, mut compiled) = (0, 0, 0);
+    let n = 400;
+    let mut rejected = Vec::new();
+    for _ in 0..n {
+        let r = strategy.new_tree(&mut runner).expect("tree").current();
+        let text = render(&r, "float64");
+        match compile(&text) {
+            Ok(plan) => {
+                accepted += 1;
+                stmts += plan.sections.iter().map(|s| s.stmts.len()).sum::<usize>();
+                if let Some(jit) = Jit::compile(&plan).expect("jit") {
+                    // `Jit(N compiled statements)`.
+                    let d = format!("{jit:?}");
+                    compiled += d[4..d.find(' ').expect("count")]
+                        .parse::<usize>()
+                        .expect("count");
+                }
+            }
+            Err(e) => rejected.push(format!("{text}{e}")),
+        }
+    }
+    assert!(
+        rejected.is_empty(),
+        "{} of {n} rejected, first:\n{}",
+        rejected.len(),
+        rejected[0]
+    );
+    assert_eq!(accepted, n);
+    if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
+        return;
+    }
+    assert!(
+        compiled * 10 >= stmts * 7,
+        "only {compiled} of {stmts} statements compiled"
+    );
+}
+
+/// Large outputs nothing reads take streaming stores; a statement with one operand then runs
+/// its compiled code into scratch first (`run_stmt_code`'s `via_scratch`), a path the small
+/// domains of the property never take.
+#[test]
+fn streamed_outputs_agree() {
+    fn one<T: Elem>(domain: [usize; 3], fortran: bool) {
+        let dtype = if std::mem::size_of::<T>() == 8 {
+            "float64"
+        } else {
+            "float32"
+        };
+        assert!(
+            domain.iter().product::<usize>() * std::mem::size_of::<T>()
+                >= crate::kernels::STREAM_MIN_BYTES
+        );
+        for body in [
+            // One operand: compiled code into scratch, then streamed.
+            "stmt 1 f 1 0 sub floor mul abs f 0 0 0 0 0 c 2.5 sel isnan f 0 0 0 0 0 c 7 c -1",
+            // Two operands: compiled code straight to the output.
+            "stmt 1 f 1 0 min f 0 0 0 0 0 neg f 0 0 0 0 1",
+        ] {
+            let text = format!(
+                "stencil big {dtype}\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E -1\n{body}\n"
+            );
+            let plan = compile(&text).expect("plan");
+            let jit = Jit::compile(&plan).expect("jit");
+            check_one::<T>(&plan, jit.as_ref(), domain, fortran, &[3], 7).expect(&text);
+        }
+    }
+    one::<f64>([128, 128, 129], false);
+    one::<f32>([256, 128, 129], true);
+}
+
+/// Known bug (the generator of the property above avoids it, see `k_slabs_possible` in
+/// `render`): a stencil whose sections are all PARALLEL and that needs no block buffers
+/// runs in slabs of the outermost axis (`tile.rs`, `light`), which is K when rows run along I;
+/// each slab runs every computation before the next slab starts, so a computation reading at a
+/// K offset a field an earlier computation wrote sees, across a slab boundary, the value from
+/// before the stencil (1 thread) or a race (several). Here `c[k]` must be `a[k + 1]`; on an
+/// I-fastest 4x3x9 domain 24 points (the top level of the first two of three slabs) keep `b`'s
+/// old value, with or without the JIT. GT4Py runs each computation over the whole domain first.
+#[test]
+#[ignore = "known bug: K slabs of the light tiling break reads at K offsets across computations"]
+fn parallel_computations_read_each_other_across_k_slabs() {
+    let plan = compile(
+        "stencil s float64\nfield a IJK\nfield b IJK\nfield c IJK\n\
+         comp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 0\n\
+         comp PARALLEL\ninterval S 0 E -1\nstmt 2 f 2 0 f 1 0 0 0 1\n",
+    )
+    .expect("plan");
+    let jit = Jit::compile(&plan).expect("jit");
+    for fortran in [false, true] {
+        check_one::<f64>(&plan, jit.as_ref(), [4, 3, 9], fortran, &[1], 0).expect("agree");
+    }
+}
