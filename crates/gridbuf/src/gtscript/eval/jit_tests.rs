@@ -302,10 +302,6 @@ fn render(r: &RawProgram, dtype: &str) -> String {
             writes[c][*t as usize % r.n_out] = true;
         }
     }
-    // Written fields are read at K offsets in PARALLEL sections only where a FORWARD or
-    // BACKWARD section keeps the stencil off the K-slab tiling, which gets these reads wrong
-    // (`parallel_computations_read_each_other_across_k_slabs`).
-    let k_slabs_possible = secs.iter().all(|&(_, order, _)| order % 3 == 0);
     let mut line = 1;
     let mut stmt = |s: &mut String, scope: &Scope, target: &str, e: &Raw| {
         let mut text = String::new();
@@ -323,7 +319,7 @@ fn render(r: &RawProgram, dtype: &str) -> String {
         temp_stmt: false,
         target: (0, false),
         out_k: (0..r.n_out)
-            .map(|f| !parallel || !writes[comp][f] && !k_slabs_possible)
+            .map(|f| !parallel || !writes[comp][f])
             .collect(),
     };
     if !temp_stmts.is_empty() || !r.first.is_empty() {
@@ -912,16 +908,13 @@ fn streamed_outputs_agree() {
     one::<f32>([256, 128, 129], true);
 }
 
-/// Known bug (the generator of the property above avoids it, see `k_slabs_possible` in
-/// `render`): a stencil whose sections are all PARALLEL and that needs no block buffers
+/// Regression test: a stencil whose sections are all PARALLEL and that needs no block buffers
 /// runs in slabs of the outermost axis (`tile.rs`, `light`), which is K when rows run along I;
 /// each slab runs every computation before the next slab starts, so a computation reading at a
-/// K offset a field an earlier computation wrote sees, across a slab boundary, the value from
-/// before the stencil (1 thread) or a race (several). Here `c[k]` must be `a[k + 1]`; on an
-/// I-fastest 4x3x9 domain 24 points (the top level of the first two of three slabs) keep `b`'s
-/// old value, with or without the JIT. GT4Py runs each computation over the whole domain first.
+/// K offset a field an earlier computation wrote would see, across a slab boundary, the value
+/// from before the stencil. Such stencils now run in I/J tiles. Here `c[k]` must be
+/// `a[k + 1]` everywhere (GT4Py runs each computation over the whole domain first).
 #[test]
-#[ignore = "known bug: K slabs of the light tiling break reads at K offsets across computations"]
 fn parallel_computations_read_each_other_across_k_slabs() {
     let plan = compile(
         "stencil s float64\nfield a IJK\nfield b IJK\nfield c IJK\n\
