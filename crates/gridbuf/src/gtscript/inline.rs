@@ -85,20 +85,11 @@ fn inline_one(p: &mut Program, t: usize) -> bool {
 
 /// Replaces every read of `t` (all at offset zero) in `e` by `value`.
 fn substitute(e: &mut Expr, t: Access, value: &Expr) {
-    match e {
-        Expr::Read(a, _) if *a == t => *e = value.clone(),
-        Expr::Read(..) | Expr::Scalar(_) | Expr::Const(_) => {}
-        Expr::Un(_, a) => substitute(a, t, value),
-        Expr::Bin(_, a, b) => {
-            substitute(a, t, value);
-            substitute(b, t, value);
+    e.reads_mut(&mut |n| {
+        if matches!(n, Expr::Read(a, _) if *a == t) {
+            *n = value.clone();
         }
-        Expr::Select(c, a, b) => {
-            substitute(c, t, value);
-            substitute(a, t, value);
-            substitute(b, t, value);
-        }
-    }
+    });
 }
 
 fn mentioned(p: &Program, t: usize) -> bool {
@@ -111,22 +102,6 @@ fn mentioned(p: &Program, t: usize) -> bool {
 
 /// Removes temporary `t`, which no statement mentions, renumbering the ones after it.
 fn drop_temp(p: &mut Program, t: usize) {
-    fn renumber(e: &mut Expr, t: usize) {
-        match e {
-            Expr::Read(Access::Temp(u), _) if *u > t => *u -= 1,
-            Expr::Read(..) | Expr::Scalar(_) | Expr::Const(_) => {}
-            Expr::Un(_, a) => renumber(a, t),
-            Expr::Bin(_, a, b) => {
-                renumber(a, t);
-                renumber(b, t);
-            }
-            Expr::Select(c, a, b) => {
-                renumber(c, t);
-                renumber(a, t);
-                renumber(b, t);
-            }
-        }
-    }
     p.temps.remove(t);
     for st in p.sections.iter_mut().flat_map(|s| &mut s.stmts) {
         if let Access::Temp(u) = &mut st.target {
@@ -134,7 +109,13 @@ fn drop_temp(p: &mut Program, t: usize) {
                 *u -= 1;
             }
         }
-        renumber(&mut st.expr, t);
+        st.expr.reads_mut(&mut |n| {
+            if let Expr::Read(Access::Temp(u), _) = n {
+                if *u > t {
+                    *u -= 1;
+                }
+            }
+        });
     }
 }
 

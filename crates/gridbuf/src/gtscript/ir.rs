@@ -132,6 +132,24 @@ pub enum Expr {
 }
 
 impl Expr {
+    /// Calls `f` on every read node (`Expr::Read`), mutably, so a pass can rewrite or replace it.
+    pub fn reads_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
+        match self {
+            Expr::Read(..) => f(self),
+            Expr::Scalar(_) | Expr::Const(_) => {}
+            Expr::Un(_, a) => a.reads_mut(f),
+            Expr::Bin(_, a, b) => {
+                a.reads_mut(f);
+                b.reads_mut(f);
+            }
+            Expr::Select(c, a, b) => {
+                c.reads_mut(f);
+                a.reads_mut(f);
+                b.reads_mut(f);
+            }
+        }
+    }
+
     /// Calls `f` on every read in the expression.
     pub fn reads(&self, f: &mut impl FnMut(Access, [i32; 3])) {
         match self {

@@ -397,49 +397,52 @@ pub unsafe fn run<T: Num>(
         && mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1)
         && (inner == 2 || !written_read_along_k);
     let mut tiles = Vec::new();
-    let full = |d: usize| (0, d);
-    let (ti, tj, kc) = if light {
+    let kc = if light {
         let outer = if inner == 2 { 0 } else { 2 };
         let n = domain[outer];
         let step = n.div_ceil(want.min(n).max(1)).max(1);
         for a in (0..n).step_by(step) {
-            let cut = (a, (a + step).min(n));
-            let (i, j, k) = match outer {
-                0 => (cut, full(domain[1]), full(nk)),
-                _ => (full(domain[0]), full(domain[1]), cut),
-            };
-            tiles.push(Tile {
-                lo: [i.0 as i64, j.0 as i64],
-                hi: [i.1 as i64, j.1 as i64],
-                k,
+            let (lo, hi) = (a, (a + step).min(n));
+            tiles.push(if outer == 0 {
+                Tile {
+                    lo: [lo as i64, 0],
+                    hi: [hi as i64, domain[1] as i64],
+                    k: (0, nk),
+                }
+            } else {
+                Tile {
+                    lo: [0, 0],
+                    hi: [domain[0] as i64, domain[1] as i64],
+                    k: (lo, hi),
+                }
             });
         }
-        (0, 0, nk)
-    } else if inner == 2 {
-        // Rows along K: whole columns when they are not too long (16x16 columns measured
-        // best for hdiff; wider tiles or shorter column pieces were slower).
-        (16, 16, if nk <= 128 { nk } else { 64 })
+        nk
     } else {
-        // Whole rows along the inner horizontal axis, a few rows of the other.
-        let (nr, nh) = if inner == 0 {
-            (domain[0], domain[1])
+        let (ti, tj, kc) = if inner == 2 {
+            // Rows along K: whole columns when they are not too long (16x16 columns measured
+            // best for hdiff; wider tiles or shorter column pieces were slower).
+            (16, 16, if nk <= 128 { nk } else { 64 })
         } else {
-            (domain[1], domain[0])
+            // Whole rows along the inner horizontal axis, a few rows of the other.
+            let (nr, nh) = if inner == 0 {
+                (domain[0], domain[1])
+            } else {
+                (domain[1], domain[0])
+            };
+            let tr = nr.min(512);
+            let tiles_r = nr.div_ceil(tr);
+            // Up to 32 rows per level: long sequential runs for the hardware prefetcher (16 rows
+            // measured 10-15 % slower on the laplacian and hdiff; 64 rows or several levels per
+            // block no faster).
+            let th = (nh * tiles_r).div_ceil(want).clamp(4, 32).min(nh);
+            let kc = (BLOCK_POINTS / ((tr + 4) * (th + 4))).max(1);
+            if inner == 0 {
+                (tr, th, kc)
+            } else {
+                (th, tr, kc)
+            }
         };
-        let tr = nr.min(512);
-        let tiles_r = nr.div_ceil(tr);
-        // Up to 32 rows per level: long sequential runs for the hardware prefetcher (16 rows
-        // measured 10-15 % slower on the laplacian and hdiff; 64 rows or several levels per
-        // block no faster).
-        let th = (nh * tiles_r).div_ceil(want).clamp(4, 32).min(nh);
-        let kc = (BLOCK_POINTS / ((tr + 4) * (th + 4))).max(1);
-        if inner == 0 {
-            (tr, th, kc)
-        } else {
-            (th, tr, kc)
-        }
-    };
-    if !light {
         for i0 in (0..domain[0]).step_by(ti) {
             for j0 in (0..domain[1]).step_by(tj) {
                 tiles.push(Tile {
@@ -452,7 +455,8 @@ pub unsafe fn run<T: Num>(
                 });
             }
         }
-    }
+        kc
+    };
     let ctx = Ctx {
         plan,
         jit,
