@@ -17,9 +17,14 @@ pub use ir::{FloatType, Program};
 pub use plan::Plan;
 
 /// Parses the IR text, inlines the temporaries that need no storage of their own, and plans
-/// it.
+/// it. `GRIDBUF_GTSCRIPT_SWEEP=0` drops the sweep schedules, so every stencil runs in blocks
+/// (for comparing the two).
 pub fn compile(text: &str) -> crate::Result<Plan> {
     let mut program = Program::parse(text)?;
     inline::inline_temps(&mut program);
-    plan::plan(program)
+    let mut plan = plan::plan(program)?;
+    if std::env::var("GRIDBUF_GTSCRIPT_SWEEP").is_ok_and(|v| v == "0") {
+        plan.sweeps = [None, None, None];
+    }
+    Ok(plan)
 }

@@ -199,6 +199,9 @@ pub struct Plan {
     pub first_output: Option<usize>,
     /// The fewest K levels a call may have (as GT4Py computes it from the intervals).
     pub min_k: usize,
+    /// Per sweep axis I, J, K: every section's sweep schedule along it, where the stencil can
+    /// run as sweeps (see `eval`'s `sweep`); `None` runs it in blocks.
+    pub sweeps: [Option<Vec<SectionSweep>>; 3],
 }
 
 /// The fewest levels for which every interval fits, as GT4Py's `compute_min_k_size`.
@@ -605,7 +608,7 @@ pub fn plan(program: Program) -> Result<Plan> {
         });
     }
     let first_output = field_written.iter().position(|&w| w);
-    Ok(Plan {
+    let mut plan = Plan {
         min_k: min_k_size(&program),
         kinds,
         field_extent,
@@ -614,7 +617,10 @@ pub fn plan(program: Program) -> Result<Plan> {
         max_regs,
         first_output,
         program,
-    })
+        sweeps: [None, None, None],
+    };
+    plan.sweeps = std::array::from_fn(|axis| plan_sweeps(&plan, axis));
+    Ok(plan)
 }
 
 fn name_of(p: &Program, a: Access) -> String {
@@ -633,4 +639,94 @@ pub(crate) fn k_bounds_error(field: &str, level: i64, nk: usize) -> Error {
             "field {field:?} would be read at level {level} of a K domain of {nk} levels, beyond its extent; pass a larger field, a larger K origin, or a larger domain"
         ),
     }
+}
+
+/// The sweep schedule of one section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionSweep {
+    /// Per statement: how many planes it runs behind the sweep front.
+    pub delay: Vec<i64>,
+    /// Planes each block buffer holds.
+    pub window: usize,
+}
+
+/// Plans a sweep along `axis` for every section of `plan`, or `None` where one cannot run as
+/// a sweep: a section that is not PARALLEL, a temporary stored across levels or sections, a
+/// temporary read before it is written, a statement that reads its own target at another plane, or a written field read at another plane or at a K offset
+/// (whose values a tile boundary would split).
+fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
+    if plan.kinds.iter().any(|k| matches!(k, Kind::Stored { .. })) {
+        return None;
+    }
+    let written_field = |q: u32| matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field]);
+    let mut out = Vec::with_capacity(plan.sections.len());
+    for sec in &plan.sections {
+        if sec.order != IterOrder::Parallel {
+            return None;
+        }
+        let n = sec.stmts.len();
+        // Per statement: (quantity, lowest, highest offset along `axis`) of every read.
+        let reads: Vec<Vec<(u32, i64, i64)>> = sec
+            .stmts
+            .iter()
+            .map(|st| {
+                let mut r: Vec<(u32, i64, i64)> = Vec::new();
+                for src in st.tape.iter().flat_map(|ins| ins.args) {
+                    let Src::Q(q, off) = src else { continue };
+                    if written_field(q) && (off[2] != 0 || off[axis] != 0) {
+                        return None;
+                    }
+                    let o = off[axis] as i64;
+                    match r.iter_mut().find(|e| e.0 == q) {
+                        Some(e) => (e.1, e.2) = (e.1.min(o), e.2.max(o)),
+                        None => r.push((q, o, o)),
+                    }
+                }
+                Some(r)
+            })
+            .collect::<Option<_>>()?;
+        let mut delay = vec![0i64; n];
+        let mut window = 1i64;
+        for t in 0..n {
+            let target = sec.stmts[t].target;
+            let local = |q: u32| matches!(plan.kinds[q as usize], Kind::Local);
+            let mut d = 0;
+            for &(q, lo, hi) in &reads[t] {
+                if q == target && (lo, hi) != (0, 0) {
+                    return None;
+                }
+                match (0..t).rev().find(|&u| sec.stmts[u].target == q) {
+                    // Plane `p + hi` of `q` is written before this statement reads it.
+                    Some(u) => d = d.max(delay[u] + hi),
+                    None if local(q) && q != target => return None,
+                    None => {}
+                }
+            }
+            for u in 0..t {
+                if sec.stmts[u].target == target {
+                    d = d.max(delay[u]);
+                }
+                // Every plane an earlier statement reads of this target is read before it is
+                // overwritten.
+                if let Some(&(_, lo, _)) = reads[u].iter().find(|e| e.0 == target) {
+                    d = d.max(delay[u] - lo);
+                }
+            }
+            delay[t] = d;
+            // The window holds every plane read since the first writer of a temporary, the
+            // one furthest ahead, wrote the newest.
+            for &(q, lo, _) in &reads[t] {
+                if let Some(u) = (0..t).find(|&u| sec.stmts[u].target == q) {
+                    if local(q) {
+                        window = window.max(d - lo - delay[u] + 1);
+                    }
+                }
+            }
+        }
+        out.push(SectionSweep {
+            delay,
+            window: window as usize,
+        });
+    }
+    Some(out)
 }

@@ -19,7 +19,7 @@ use crate::gtscript::ir::{BinOp, UnOp};
 use crate::gtscript::plan::{Instr, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, Endianness, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, Type, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -146,7 +146,9 @@ impl Jit {
                 let id = module
                     .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
                     .map_err(jit_error)?;
+                if std::env::var("GB_DISASM").is_ok() { ctx.set_disasm(true); }
                 module.define_function(id, &mut ctx).map_err(jit_error)?;
+                if std::env::var("GB_DISASM").is_ok() { if let Some(cc) = ctx.compiled_code() { eprintln!("=== s{s}_{t}\n{}", cc.vcode.clone().unwrap_or_default()); } }
                 module.clear_context(&mut ctx);
                 let reads_target_along = [0, 1, 2].map(|a| {
                     operands
@@ -499,10 +501,17 @@ fn build(
         scalars: &scalars,
         elem,
     };
+    // Blocks inside a row carry the current addresses (operands, then the output) as
+    // parameters, advanced by each iteration: row bases computed once per row and indexed in
+    // the loops were recomputed at every use (their inputs reloaded from the stack), a third
+    // of the instructions of hdiff's statements.
+    let carried = operands.len() + 1;
     let [rhead, rbody, vhead, vbody, v1head, v1body, shead, sbody, rnext, exit] =
-        [(); 10].map(|_| {
+        [0, 0, carried, carried, carried, carried, carried, carried, carried, 0].map(|extra| {
             let blk = b.create_block();
-            b.append_block_param(blk, ptr);
+            for _ in 0..1 + extra {
+                b.append_block_param(blk, ptr);
+            }
             blk
         });
     b.ins().jump(rhead, &[zero.into()]);
@@ -513,17 +522,14 @@ fn build(
     b.ins().brif(more, rbody, &[r.into()], exit, &[r.into()]);
     b.switch_to_block(rbody);
     let r = b.block_params(rbody)[0];
-    let bases: Vec<Value> = firsts
-        .iter()
-        .zip(&steps)
-        .map(|(&f, &st)| {
-            let off = b.ins().imul(r, st);
-            b.ins().iadd(f, off)
-        })
-        .collect();
+    let mut start: Vec<BlockArg> = vec![zero.into()];
+    for (&f, &st) in firsts.iter().zip(&steps) {
+        let off = b.ins().imul(r, st);
+        start.push(b.ins().iadd(f, off).into());
+    }
     let off = b.ins().imul(r, out_stride);
-    let obase = b.ins().iadd(out, off);
-    b.ins().jump(vhead, &[zero.into()]);
+    start.push(b.ins().iadd(out, off).into());
+    b.ins().jump(vhead, &start);
     let counted = |b: &mut FunctionBuilder<'_>,
                    head: Block,
                    body: Block,
@@ -533,22 +539,26 @@ fn build(
                    step: i64,
                    unroll: u32| {
         b.switch_to_block(head);
+        let args: Vec<BlockArg> = b.block_params(head).iter().map(|&v| v.into()).collect();
         let i = b.block_params(head)[0];
         let more = b.ins().icmp(IntCC::UnsignedLessThan, i, limit);
-        b.ins().brif(more, body, &[i.into()], next, &[i.into()]);
+        b.ins().brif(more, body, &args, next, &args);
         b.switch_to_block(body);
-        let i = b.block_params(body)[0];
-        let byte = b.ins().imul_imm_s(i, size);
-        let addrs: Vec<Value> = bases.iter().map(|&p| b.ins().iadd(p, byte)).collect();
-        let dst = b.ins().iadd(obase, byte);
+        let params = b.block_params(body).to_vec();
+        let (i, ptrs) = (params[0], &params[1..]);
+        let (dst, addrs) = ptrs.split_last().expect("the output's address is carried");
         // `unroll` independent steps per iteration, for instruction-level parallelism.
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
-            let v = emit.step(b, vt, &addrs, at);
-            b.ins().store(flags, v, dst, at);
+            let v = emit.step(b, vt, addrs, at);
+            b.ins().store(flags, v, *dst, at);
         }
-        let i2 = b.ins().iadd_imm_s(i, step * unroll as i64);
-        b.ins().jump(head, &[i2.into()]);
+        let advance = step * unroll as i64;
+        let mut again: Vec<BlockArg> = vec![b.ins().iadd_imm_s(i, advance).into()];
+        for &p in ptrs {
+            again.push(b.ins().iadd_imm_s(p, advance * size).into());
+        }
+        b.ins().jump(head, &again);
     };
     counted(
         &mut b,

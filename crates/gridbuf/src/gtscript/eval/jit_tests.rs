@@ -714,57 +714,66 @@ fn check_one<T: Elem>(
         reference(&plan.program, &mut want, &tscal, domain)?;
     }
     let layout = if fortran { "I-fastest" } else { "C" };
-    for &threads in thread_counts {
-        for (name, code) in [("interpreter", None), ("jit", jit)] {
-            let mut got = inputs.clone();
-            let mems: Vec<FieldMem> = got
-                .iter_mut()
-                .zip(&plan.field_written)
-                .map(|(a, &w)| a.mem(w))
-                .collect();
-            // SAFETY: every array is alive for the call, its own allocation, aligned for `T`,
-            // and its shape and strides describe its length; written fields overlap nothing.
-            let r = unsafe {
-                run::<T>(
-                    plan,
-                    code,
-                    &mems,
-                    &scalars,
-                    domain,
-                    Threads::new(threads).expect("thread count"),
-                )
-            };
-            let what = format!(
-                "{name}, {} threads, {layout}, {}, domain {domain:?}, seed {seed}",
-                threads,
-                std::any::type_name::<T>()
-            );
-            match r {
-                Err(e) if !enough_k => {
-                    if !e.to_string().contains("a K domain of at least") {
-                        return Err(format!("{what}: unexpected error {e}"));
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    // A K read beyond a field is the one error the planner's static extents
-                    // allow (an interval counted from the start read above its end); every
-                    // run must report it.
-                    if e.to_string().contains("would be read at level") {
+    // The same plan run in blocks only, where it would otherwise sweep along some axis.
+    let blocks = plan.sweeps.iter().any(Option::is_some).then(|| Plan {
+        sweeps: [None, None, None],
+        ..plan.clone()
+    });
+    let schedules = std::iter::once((plan, "sweeps where planned"))
+        .chain(blocks.as_ref().map(|b| (b, "blocks")));
+    for (plan, schedule) in schedules {
+        for &threads in thread_counts {
+            for (name, code) in [("interpreter", None), ("jit", jit)] {
+                let mut got = inputs.clone();
+                let mems: Vec<FieldMem> = got
+                    .iter_mut()
+                    .zip(&plan.field_written)
+                    .map(|(a, &w)| a.mem(w))
+                    .collect();
+                // SAFETY: every array is alive for the call, its own allocation, aligned for `T`,
+                // and its shape and strides describe its length; written fields overlap nothing.
+                let r = unsafe {
+                    run::<T>(
+                        plan,
+                        code,
+                        &mems,
+                        &scalars,
+                        domain,
+                        Threads::new(threads).expect("thread count"),
+                    )
+                };
+                let what = format!(
+                    "{name}, {schedule}, {} threads, {layout}, {}, domain {domain:?}, seed {seed}",
+                    threads,
+                    std::any::type_name::<T>()
+                );
+                match r {
+                    Err(e) if !enough_k => {
+                        if !e.to_string().contains("a K domain of at least") {
+                            return Err(format!("{what}: unexpected error {e}"));
+                        }
                         continue;
                     }
-                    return Err(format!("{what}: error {e}"));
+                    Err(e) => {
+                        // A K read beyond a field is the one error the planner's static extents
+                        // allow (an interval counted from the start read above its end); every
+                        // run must report it.
+                        if e.to_string().contains("would be read at level") {
+                            continue;
+                        }
+                        return Err(format!("{what}: error {e}"));
+                    }
+                    Ok(()) if !enough_k => return Err(format!("{what}: ran on too few levels")),
+                    Ok(()) => {}
                 }
-                Ok(()) if !enough_k => return Err(format!("{what}: ran on too few levels")),
-                Ok(()) => {}
-            }
-            let d = diff(&want, &got, &plan.field_written);
-            if !d.is_empty() {
-                return Err(format!(
+                let d = diff(&want, &got, &plan.field_written);
+                if !d.is_empty() {
+                    return Err(format!(
                     "{what}: {} points differ from the reference, first (field, index, want, got) {:?}",
                     d.len(),
                     &d[..d.len().min(4)]
                 ));
+                }
             }
         }
     }
@@ -824,9 +833,16 @@ proptest! {
     #[test]
     fn jit_interpreter_and_reference_agree(
         r in raw_program(),
+        horizontal in any::<bool>(),
         large in proptest::bool::weighted(0.1),
         seed in any::<u64>(),
     ) {
+        // Half the programs are their first section alone (all PARALLEL, temporaries read at
+        // horizontal offsets only): the stencils that run as sweeps.
+        let mut r = r;
+        if horizontal {
+            r.sections.clear();
+        }
         let accepted = check_program(&r, large, seed).map_err(TestCaseError::fail)?;
         prop_assume!(accepted);
     }
@@ -838,16 +854,20 @@ proptest! {
 fn generated_programs_are_accepted_and_compiled() {
     let mut runner = TestRunner::deterministic();
     let strategy = raw_program();
-    let (mut accepted, mut stmts, mut compiled) = (0, 0, 0);
+    let (mut accepted, mut stmts, mut compiled, mut sweeping) = (0, 0, 0, 0);
     let n = 400;
     let mut rejected = Vec::new();
-    for _ in 0..n {
-        let r = strategy.new_tree(&mut runner).expect("tree").current();
+    for i in 0..n {
+        let mut r = strategy.new_tree(&mut runner).expect("tree").current();
+        if i % 2 == 0 {
+            r.sections.clear();
+        }
         let text = render(&r, "float64");
         match compile(&text) {
             Ok(plan) => {
                 accepted += 1;
                 stmts += plan.sections.iter().map(|s| s.stmts.len()).sum::<usize>();
+                sweeping += usize::from(plan.sweeps.iter().any(Option::is_some));
                 if let Some(jit) = Jit::compile(&plan).expect("jit") {
                     // `Jit(N compiled statements)`.
                     let d = format!("{jit:?}");
@@ -866,6 +886,11 @@ fn generated_programs_are_accepted_and_compiled() {
         rejected[0]
     );
     assert_eq!(accepted, n);
+    // ... and many of them run as sweeps (so the property compares sweeps with blocks).
+    assert!(
+        sweeping * 4 >= n,
+        "only {sweeping} of {n} programs run as sweeps"
+    );
     if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
         return;
     }

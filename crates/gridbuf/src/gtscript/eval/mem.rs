@@ -80,12 +80,26 @@ pub(super) struct Geo {
     /// Axes from outermost to innermost.
     pub(super) order: [usize; 3],
     pub(super) len: usize,
+    /// Planes of the outermost axis the buffers hold, reused in turn (a sweep's rolling
+    /// window); 0 when they hold the whole block.
+    pub(super) roll: i64,
 }
 
 impl Geo {
+    /// The geometry of a block of `n` points from `lo`, its outermost axis K unless that is
+    /// the inner one (then I).
     pub(super) fn new(lo: [i64; 3], n: [usize; 3], inner: usize) -> Geo {
         let outer = if inner == 2 { 0 } else { 2 };
-        let mid = 3 - inner - outer;
+        Geo::ordered(lo, n, [outer, 3 - inner - outer, inner], 0)
+    }
+
+    /// The geometry with axes `order` (outermost first); with `roll > 0` the buffers hold
+    /// `roll` planes of the outermost axis, plane `p` in slot `p mod roll`.
+    pub(super) fn ordered(lo: [i64; 3], mut n: [usize; 3], order: [usize; 3], roll: usize) -> Geo {
+        let [outer, mid, inner] = order;
+        if roll > 0 {
+            n[outer] = roll;
+        }
         let mut st = [0isize; 3];
         st[inner] = 1;
         st[mid] = n[inner] as isize;
@@ -93,21 +107,24 @@ impl Geo {
         Geo {
             lo,
             st,
-            order: [outer, mid, inner],
+            order,
             len: n[0] * n[1] * n[2],
+            roll: roll as i64,
         }
     }
 
+    /// The flat index of point `p`.
     #[inline]
     pub(super) fn flat(&self, p: [i64; 3]) -> isize {
-        (0..3)
-            .map(|a| (p[a] - self.lo[a]) as isize * self.st[a])
-            .sum()
-    }
-
-    #[inline]
-    pub(super) fn shift(&self, off: [i32; 3]) -> isize {
-        (0..3).map(|a| off[a] as isize * self.st[a]).sum()
+        let mut f = 0;
+        for a in 0..3 {
+            let mut d = p[a] - self.lo[a];
+            if self.roll > 0 && a == self.order[0] {
+                d = d.rem_euclid(self.roll);
+            }
+            f += d as isize * self.st[a];
+        }
+        f
     }
 }
 

@@ -22,6 +22,7 @@ mod kernels;
 mod mem;
 mod num;
 mod strip;
+mod sweep;
 #[cfg(test)]
 mod tests;
 mod tile;

@@ -22,8 +22,6 @@ struct Strip<'a, T> {
     direct: &'a [Option<Mem>],
     geo: &'a Geo,
     scalars: &'a [T],
-    /// Flat index of the strip's first point.
-    f0: usize,
     /// Domain coordinates of the strip's first point.
     p: [i64; 3],
     n: usize,
@@ -56,7 +54,11 @@ impl<'a, T: Num> Strip<'a, T> {
                     // own cores, which this tile never reads from a written field.
                     return Ok(Arg::S(unsafe { std::slice::from_raw_parts(ptr, n) }));
                 }
-                let s = self.f0 as isize + self.geo.shift(off);
+                let s = self.geo.flat([
+                    self.p[0] + off[0] as i64,
+                    self.p[1] + off[1] as i64,
+                    self.p[2] + off[2] as i64,
+                ]);
                 let buf = &self.bufs[q as usize];
                 if s < 0 || s as usize + n > buf.len() {
                     return Err(row_error("block read"));
@@ -110,7 +112,6 @@ pub(super) fn run_stmt<T: Num>(
                     direct,
                     geo,
                     scalars,
-                    f0: f0 as usize,
                     p,
                     n,
                 };
@@ -171,7 +172,6 @@ pub(super) fn run_stmt<T: Num>(
                         direct,
                         geo,
                         scalars,
-                        f0,
                         p,
                         n,
                     };
@@ -244,7 +244,6 @@ pub(super) fn run_stmt_code<T: Num>(
             direct,
             geo,
             scalars,
-            f0: f0 as usize,
             p,
             n,
         };

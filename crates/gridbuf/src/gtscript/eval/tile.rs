@@ -5,6 +5,7 @@ use super::jit::Jit;
 use super::mem::{transfer, FieldMem, Geo, Mem};
 use super::num::{give_bufs, take_buf, Num};
 use super::strip::{run_stmt, run_stmt_code};
+use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::IterOrder;
@@ -56,7 +57,7 @@ impl<T: Num> SimdTask for TileTask<'_, T> {
     }
 }
 
-fn reach_box(
+pub(super) fn reach_box(
     core_lo: [i64; 3],
     core_hi: [i64; 3],
     r: Reach,
@@ -396,6 +397,24 @@ pub unsafe fn run<T: Num>(
         && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
         && mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1)
         && (inner == 2 || !written_read_along_k);
+    if !light {
+        if let Some(order) = sweep_order(plan, &mems, inner, domain) {
+            if let Some(sweeps) = &plan.sweeps[order[0]] {
+                let ctx = SweepCtx {
+                    plan,
+                    sweeps,
+                    jit,
+                    mems: &mems,
+                    scalars: &scal,
+                    order,
+                    ranges: &ranges,
+                };
+                return run_all(threads, sweep_tiles(domain, order, want), |(lo, hi)| {
+                    exec::simd(SweepTask { ctx: &ctx, lo, hi })
+                });
+            }
+        }
+    }
     let mut tiles = Vec::new();
     let kc = if light {
         let outer = if inner == 2 { 0 } else { 2 };
@@ -467,9 +486,20 @@ pub unsafe fn run<T: Num>(
         kc,
         ranges: &ranges,
     };
+    run_all(threads, tiles, |tile| {
+        exec::simd(TileTask { ctx: &ctx, tile })
+    })
+}
+
+/// Runs `f` on every task; the first error any returns.
+fn run_all<I: Send>(
+    threads: Threads,
+    tasks: Vec<I>,
+    f: impl Fn(I) -> Result<()> + Sync,
+) -> Result<()> {
     let error: Mutex<Option<Error>> = Mutex::new(None);
-    crate::threads::run_tasks(threads, tiles, |tile| {
-        if let Err(e) = exec::simd(TileTask { ctx: &ctx, tile }) {
+    crate::threads::run_tasks(threads, tasks, |task| {
+        if let Err(e) = f(task) {
             error
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -479,5 +509,48 @@ pub unsafe fn run<T: Num>(
     match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(e) => Err(e),
         None => Ok(()),
+    }
+}
+
+/// The axes of a sweep (sweep axis, the other axis across planes, `inner`) when every field
+/// component has unit stride along `inner`: the sweep follows the output's outermost memory
+/// axis, so each field is read plane after plane in memory order.
+fn sweep_order(plan: &Plan, mems: &[Mem], inner: usize, domain: [usize; 3]) -> Option<[usize; 3]> {
+    if !mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1) {
+        return None;
+    }
+    let out = plan.first_output.and_then(|field| {
+        let q = plan
+            .kinds
+            .iter()
+            .position(|k| matches!(k, Kind::Field { field: f, .. } if *f == field))?;
+        Some(mems[q])
+    })?;
+    let (a, b) = match inner {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    let key = |x: usize| (out.axes[x] && domain[x] > 1, out.strides[x].unsigned_abs());
+    Some(if key(a) >= key(b) {
+        [a, b, inner]
+    } else {
+        [b, a, inner]
+    })
+}
+
+struct SweepTask<'a, T> {
+    ctx: &'a SweepCtx<'a, T>,
+    lo: [i64; 3],
+    hi: [i64; 3],
+}
+
+impl<T: Num> SimdTask for SweepTask<'_, T> {
+    type Output = Result<()>;
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        let r = run_sweep_tile(self.ctx, self.lo, self.hi);
+        exec::fence();
+        r
     }
 }

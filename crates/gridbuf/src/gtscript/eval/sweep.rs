@@ -1,0 +1,169 @@
+//! Sweeps: a tile runs each section plane by plane along one axis, every statement a fixed
+//! number of planes behind the sweep front, so the temporaries between statements live in a
+//! rolling window of a few planes (in cache) and each field is read in one pass in memory order.
+//!
+//! The block schedule (`tile::run_block`) runs each statement over a whole block before the
+//! next, so a stencil whose statements read memory (the first and the last of hdiff) walks
+//! memory once per such statement, and the planes between statements are recomputed at the
+//! edges of every block. A sweep interleaves the statements plane by plane instead, as the
+//! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the README's gtscript table).
+
+use super::jit::Jit;
+use super::mem::{Geo, Mem};
+use super::num::{give_bufs, take_buf, Num};
+use super::strip::{run_stmt, run_stmt_code};
+use super::STRIP;
+use crate::error::Result;
+use crate::gtscript::plan::{Kind, Plan, SectionSweep};
+
+/// What a sweeping tile reads.
+pub(super) struct SweepCtx<'a, T> {
+    pub(super) plan: &'a Plan,
+    pub(super) sweeps: &'a [SectionSweep],
+    pub(super) jit: Option<&'a Jit>,
+    /// Every field component, each with unit stride along `order[2]`.
+    pub(super) mems: &'a [Mem],
+    pub(super) scalars: &'a [T],
+    /// Sweep axis, the other axis across planes, the unit-stride axis.
+    pub(super) order: [usize; 3],
+    /// Per section: resolved [start, end).
+    pub(super) ranges: &'a [(usize, usize)],
+}
+
+/// Runs every section of the tile with core `[lo, hi)` (I, J, K) as a sweep.
+#[inline(always)]
+pub(super) fn run_sweep_tile<T: Num>(
+    ctx: &SweepCtx<'_, T>,
+    lo: [i64; 3],
+    hi: [i64; 3],
+) -> Result<()> {
+    let plan = ctx.plan;
+    let nq = plan.kinds.len();
+    let direct: Vec<Option<Mem>> = (0..nq)
+        .map(|q| match plan.kinds[q] {
+            Kind::Field { .. } => Some(ctx.mems[q]),
+            _ => None,
+        })
+        .collect();
+    let [s_axis, _, _] = ctx.order;
+    let mut bufs: Vec<Vec<T>> = vec![Vec::new(); nq];
+    let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
+    for (s, (sec, &(ks, ke))) in plan.sections.iter().zip(ctx.ranges).enumerate() {
+        let (ks, ke) = (ks.max(lo[2] as usize), ke.min(hi[2] as usize));
+        if ks >= ke {
+            continue;
+        }
+        let sweep = &ctx.sweeps[s];
+        let core_lo = [lo[0], lo[1], ks as i64];
+        let core_hi = [hi[0], hi[1], ke as i64];
+        let mut blo = [0i64; 3];
+        let mut n = [0usize; 3];
+        for a in 0..3 {
+            blo[a] = core_lo[a] - sec.halo[a].0 as i64;
+            n[a] = (core_hi[a] - core_lo[a]) as usize + sec.halo[a].0 + sec.halo[a].1;
+        }
+        let geo = Geo::ordered(blo, n, ctx.order, sweep.window);
+        for &q in &sec.quantities {
+            if direct[q as usize].is_none() {
+                let b = &mut bufs[q as usize];
+                if b.capacity() == 0 {
+                    *b = take_buf(geo.len);
+                } else {
+                    b.resize(geo.len, T::ZERO);
+                }
+            }
+        }
+        // Each statement's region along every axis.
+        let regions: Vec<([i64; 3], [i64; 3])> = sec
+            .stmts
+            .iter()
+            .map(|st| super::tile::reach_box(core_lo, core_hi, st.reach, (0, 0)))
+            .collect();
+        let live = |t: usize| (0..3).all(|a| regions[t].1[a] > regions[t].0[a]);
+        let first = (0..sec.stmts.len())
+            .filter(|&t| live(t))
+            .map(|t| regions[t].0[s_axis] + sweep.delay[t])
+            .min();
+        let last = (0..sec.stmts.len())
+            .filter(|&t| live(t))
+            .map(|t| regions[t].1[s_axis] + sweep.delay[t])
+            .max();
+        let (Some(first), Some(last)) = (first, last) else {
+            continue;
+        };
+        for x in first..last {
+            for (t, st) in sec.stmts.iter().enumerate() {
+                let p = x - sweep.delay[t];
+                let (mut rlo, mut rhi) = regions[t];
+                if !live(t) || p < rlo[s_axis] || p >= rhi[s_axis] {
+                    continue;
+                }
+                (rlo[s_axis], rhi[s_axis]) = (p, p + 1);
+                match ctx.jit.and_then(|j| j.stmt::<T>(s, t)) {
+                    Some(code) => run_stmt_code(
+                        code,
+                        st,
+                        &geo,
+                        &mut bufs,
+                        &mut regs,
+                        &direct,
+                        ctx.scalars,
+                        rlo,
+                        rhi,
+                    )?,
+                    None => run_stmt(
+                        st,
+                        &geo,
+                        &mut bufs,
+                        &mut regs,
+                        &direct,
+                        ctx.scalars,
+                        rlo,
+                        rhi,
+                    )?,
+                }
+            }
+        }
+    }
+    give_bufs(bufs);
+    give_bufs(regs);
+    Ok(())
+}
+
+/// Target number of points of one plane of a sweep's block buffers (the unit-stride axis
+/// times a piece of the other axis). Tests use small planes, so that the small domains of the
+/// property tests are cut into many tiles.
+const PLANE_POINTS: usize = if cfg!(test) { 40 } else { 4096 };
+
+/// Shortest sweep when the sweep axis is cut for parallelism: each sweep starts by filling
+/// its window.
+const MIN_SWEEP: usize = if cfg!(test) { 3 } else { 32 };
+
+/// The tiles (core `[lo, hi)` per axis I, J, K) of a sweep over `domain` along `order[0]`:
+/// pieces of `order[1]` whose planes hold about [`PLANE_POINTS`] points, and the sweep axis cut
+/// as far as needed for `want` tasks.
+pub(super) fn sweep_tiles(
+    domain: [usize; 3],
+    order: [usize; 3],
+    want: usize,
+) -> Vec<([i64; 3], [i64; 3])> {
+    let [s, r, i] = order;
+    let balanced = |n: usize, max: usize| n.div_ceil(n.div_ceil(max.max(1)).max(1)).max(1);
+    let pp: usize = std::env::var("GB_PP").ok().and_then(|v| v.parse().ok()).unwrap_or(PLANE_POINTS);
+    let ms: usize = std::env::var("GB_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(MIN_SWEEP);
+    let tr = balanced(domain[r], pp / (domain[i] + 4));
+    let r_tiles = domain[r].div_ceil(tr);
+    let s_tiles = want.div_ceil(r_tiles).min(domain[s] / MIN_SWEEP).max(1);
+    let ts = balanced(domain[s], domain[s].div_ceil(s_tiles));
+    let mut tiles = Vec::new();
+    for s0 in (0..domain[s]).step_by(ts) {
+        for r0 in (0..domain[r]).step_by(tr) {
+            let mut lo = [0i64; 3];
+            let mut hi = [domain[0] as i64, domain[1] as i64, domain[2] as i64];
+            (lo[s], hi[s]) = (s0 as i64, (s0 + ts).min(domain[s]) as i64);
+            (lo[r], hi[r]) = (r0 as i64, (r0 + tr).min(domain[r]) as i64);
+            tiles.push((lo, hi));
+        }
+    }
+    tiles
+}
