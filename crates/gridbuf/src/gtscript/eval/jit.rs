@@ -146,9 +146,7 @@ impl Jit {
                 let id = module
                     .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
                     .map_err(jit_error)?;
-                if std::env::var("GB_DISASM").is_ok() { ctx.set_disasm(true); }
                 module.define_function(id, &mut ctx).map_err(jit_error)?;
-                if std::env::var("GB_DISASM").is_ok() { if let Some(cc) = ctx.compiled_code() { eprintln!("=== s{s}_{t}\n{}", cc.vcode.clone().unwrap_or_default()); } }
                 module.clear_context(&mut ctx);
                 let reads_target_along = [0, 1, 2].map(|a| {
                     operands
@@ -506,16 +504,19 @@ fn build(
     // the loops were recomputed at every use (their inputs reloaded from the stack), a third
     // of the instructions of hdiff's statements.
     let carried = operands.len() + 1;
-    let [rhead, rbody, vhead, vbody, v1head, v1body, shead, sbody, rnext, exit] =
-        [0, 0, carried, carried, carried, carried, carried, carried, carried, 0].map(|extra| {
-            let blk = b.create_block();
-            for _ in 0..1 + extra {
-                b.append_block_param(blk, ptr);
-            }
-            blk
-        });
+    let [rhead, rbody, vhead, vbody, v1head, v1body, shead, sbody, rnext, exit] = [
+        0, 0, carried, carried, carried, carried, carried, carried, carried, 0,
+    ]
+    .map(|extra| {
+        let blk = b.create_block();
+        for _ in 0..1 + extra {
+            b.append_block_param(blk, ptr);
+        }
+        blk
+    });
     b.ins().jump(rhead, &[zero.into()]);
-    // The row loop.
+    // The row loop. (Row addresses carried from row to row instead, advanced by the strides,
+    // ran out of registers: the loops then reloaded their addresses from the stack.)
     b.switch_to_block(rhead);
     let r = b.block_params(rhead)[0];
     let more = b.ins().icmp(IntCC::UnsignedLessThan, r, rows);
@@ -523,12 +524,14 @@ fn build(
     b.switch_to_block(rbody);
     let r = b.block_params(rbody)[0];
     let mut start: Vec<BlockArg> = vec![zero.into()];
-    for (&f, &st) in firsts.iter().zip(&steps) {
+    for (&f, &st) in firsts
+        .iter()
+        .chain([&out])
+        .zip(steps.iter().chain([&out_stride]))
+    {
         let off = b.ins().imul(r, st);
         start.push(b.ins().iadd(f, off).into());
     }
-    let off = b.ins().imul(r, out_stride);
-    start.push(b.ins().iadd(out, off).into());
     b.ins().jump(vhead, &start);
     let counted = |b: &mut FunctionBuilder<'_>,
                    head: Block,
