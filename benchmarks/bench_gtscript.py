@@ -13,7 +13,7 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    compiled backends pay their full C++ build.
 
 Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
-[--skip-gt4py-build-time]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+[--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
 """
 
 from __future__ import annotations
