@@ -231,23 +231,26 @@ def test_matches_gt4py_numpy(defs, name, dtype, layout):
     run_both(defs, name, dtype, layout, (13, 9, 7), np.random.default_rng(1))
 
 
-# The interpreter alone (no compiled statements) against the JIT: gridbuf reads
-# GRIDBUF_GTSCRIPT_JIT when a stencil is defined, so each definition is made once per setting.
+# The JIT against the interpreter alone (no compiled statements) and against the block schedule
+# (no sweeps): gridbuf reads GRIDBUF_GTSCRIPT_JIT and GRIDBUF_GTSCRIPT_SWEEP when a stencil is
+# defined, so each definition is made once per mode.
 _GB_CACHE: dict = {}
+MODES = {"jit": {}, "interpreter": {"GRIDBUF_GTSCRIPT_JIT": "0"}, "blocks": {"GRIDBUF_GTSCRIPT_SWEEP": "0"}}
 
 
-def gb_stencil(defs, name, dtype, externals, jit: bool):
-    key = (name, dtype, repr(sorted((externals or {}).items())), jit)
+def gb_stencil(defs, name, dtype, externals, mode: str):
+    key = (name, dtype, repr(sorted((externals or {}).items())), mode)
     if key not in _GB_CACHE:
-        saved = os.environ.get("GRIDBUF_GTSCRIPT_JIT")
-        os.environ["GRIDBUF_GTSCRIPT_JIT"] = "1" if jit else "0"
+        saved = {k: os.environ.get(k) for k in ("GRIDBUF_GTSCRIPT_JIT", "GRIDBUF_GTSCRIPT_SWEEP")}
+        os.environ.update(MODES[mode])
         try:
             _GB_CACHE[key] = gtscript.stencil(backend="numpy", definition=getattr(defs["gb", dtype], name), externals=externals)
         finally:
-            if saved is None:
-                del os.environ["GRIDBUF_GTSCRIPT_JIT"]
-            else:
-                os.environ["GRIDBUF_GTSCRIPT_JIT"] = saved
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     return _GB_CACHE[key]
 
 
@@ -277,11 +280,12 @@ JIT_CASES = ["copy_off", "laplacian", "hdiff", "tridiag", "vadv", "ifelse", "fun
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", JIT_CASES)
-def test_jit_matches_interpreter_and_gt4py(defs, name, dtype, layout):
-    """JIT and interpreter give the same bits, on the standard inputs (where both also match
-    GT4Py's numpy backend) and on inputs with NaN, infinities and signed zeros."""
+@pytest.mark.parametrize("domain", [(13, 9, 7), (70, 66, 9)])
+def test_jit_matches_interpreter_and_gt4py(defs, name, dtype, layout, domain):
+    """JIT, interpreter and the block schedule give the same bits, on the standard inputs
+    (where all also match GT4Py's numpy backend) and on inputs with NaN, infinities and signed
+    zeros. The larger domain runs in several tiles on two or more threads."""
     rng = np.random.default_rng(5)
-    domain = (13, 9, 7)
     shapes, origin, scalars, externals = CASES[name]
     arrays = [make(s, dtype, layout, rng, 0.1, 1.0) for s in shapes(domain)]
     if name == "tridiag":  # diagonally dominant
@@ -289,20 +293,21 @@ def test_jit_matches_interpreter_and_gt4py(defs, name, dtype, layout):
     special = with_specials(arrays, rng)
     for inputs, vs_gt4py in [(arrays, True), (special, False)]:
         results = {}
-        for jit in (True, False):
+        for mode in MODES:
             args = [make(a.shape, dtype, layout, rng) for a in inputs]
             for arg, a in zip(args, inputs):
                 np.asarray(arg)[...] = a
             with np.errstate(all="ignore"):
-                gb_stencil(defs, name, dtype, externals, jit)(*args, origin=origin, domain=domain, **scalars)
-            results[jit] = args
-        for n, (x, y) in enumerate(zip(results[True], results[False])):
-            assert_same_bits(x, y, f"{name} argument {n}, jit against interpreter")
+                gb_stencil(defs, name, dtype, externals, mode)(*args, origin=origin, domain=domain, **scalars)
+            results[mode] = args
+        for mode in ("interpreter", "blocks"):
+            for n, (x, y) in enumerate(zip(results["jit"], results[mode])):
+                assert_same_bits(x, y, f"{name} argument {n}, jit against {mode}")
         if vs_gt4py and HAVE_GT4PY:
             ref = [np.array(np.asarray(a)) for a in inputs]
             gt_stencil(defs, name, dtype, externals)(*ref, origin=origin, domain=domain, **scalars)
             tol = 1e-12 if dtype == "float64" else 2e-5
-            for a, r in zip(results[False], ref):
+            for a, r in zip(results["jit"], ref):
                 np.testing.assert_allclose(np.asarray(a), r, rtol=tol, atol=tol)
 
 
