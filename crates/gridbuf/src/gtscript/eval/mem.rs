@@ -117,8 +117,8 @@ impl Geo {
     #[inline]
     pub(super) fn flat(&self, p: [i64; 3]) -> isize {
         let mut f = 0;
-        for a in 0..3 {
-            let mut d = p[a] - self.lo[a];
+        for (a, &pa) in p.iter().enumerate() {
+            let mut d = pa - self.lo[a];
             if self.roll > 0 && a == self.order[0] {
                 d = d.rem_euclid(self.roll);
             }

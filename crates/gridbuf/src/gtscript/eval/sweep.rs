@@ -141,20 +141,23 @@ const PLANE_POINTS: usize = if cfg!(test) { 40 } else { 1 << 17 };
 /// its window.
 const MIN_SWEEP: usize = if cfg!(test) { 3 } else { 32 };
 
-/// The tiles (core `[lo, hi)` per axis I, J, K) of a sweep over `domain` along `order[0]`:
-/// pieces of `order[1]` whose planes hold about [`PLANE_POINTS`] points, and the sweep axis cut
-/// as far as needed for `want` tasks.
+/// The tiles (core `[lo, hi)` per axis I, J, K) of a sweep over `domain` along `order[0]`: the
+/// sweep axis cut into up to `want` sweeps of at least [`MIN_SWEEP`] planes, and the other
+/// axis into pieces whose planes hold at most [`PLANE_POINTS`] points, more where the sweeps
+/// alone make fewer than `want` tasks (a short sweep axis, many threads).
 pub(super) fn sweep_tiles(
     domain: [usize; 3],
     order: [usize; 3],
     want: usize,
 ) -> Vec<([i64; 3], [i64; 3])> {
     let [s, r, i] = order;
-    let balanced = |n: usize, max: usize| n.div_ceil(n.div_ceil(max.max(1)).max(1)).max(1);
-    let tr = balanced(domain[r], PLANE_POINTS / (domain[i] + 4));
-    let r_tiles = domain[r].div_ceil(tr);
-    let s_tiles = want.div_ceil(r_tiles).min(domain[s] / MIN_SWEEP).max(1);
-    let ts = balanced(domain[s], domain[s].div_ceil(s_tiles));
+    let s_tiles = want.min(domain[s] / MIN_SWEEP).max(1);
+    let r_tiles = domain[r]
+        .div_ceil((PLANE_POINTS / (domain[i] + 4)).max(1))
+        .max(want.div_ceil(s_tiles))
+        .clamp(1, domain[r].max(1));
+    let ts = domain[s].div_ceil(s_tiles).max(1);
+    let tr = domain[r].div_ceil(r_tiles).max(1);
     let mut tiles = Vec::new();
     for s0 in (0..domain[s]).step_by(ts) {
         for r0 in (0..domain[r]).step_by(tr) {
@@ -166,4 +169,77 @@ pub(super) fn sweep_tiles(
         }
     }
     tiles
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gtscript::compile;
+    use proptest::prelude::*;
+
+    const HDIFF: &str = "stencil hdiff float64\nfield inp IJK\nfield coeff IJK\nfield out IJK\n\
+        temp lap\ntemp flx\ntemp fly\ncomp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 sub mul c 4.0 f 0 0 0 0 0 add add add f 0 0 -1 0 0 f 0 0 1 0 0 f 0 0 0 -1 0 f 0 0 0 1 0\n\
+        stmt 2 t 1 sub t 0 1 0 0 t 0 0 0 0\n\
+        stmt 3 t 2 sub t 0 0 1 0 t 0 0 0 0\n\
+        stmt 4 f 2 0 sub f 0 0 0 0 0 mul f 1 0 0 0 0 sub add sub t 1 0 0 0 t 1 -1 0 0 t 2 0 0 0 t 2 0 -1 0\n";
+
+    /// Along J, `fly` reads `lap` one plane ahead and `out` reads `fly` one plane back: they
+    /// run one plane behind, and the temporaries need two planes.
+    #[test]
+    fn hdiff_sweeps() {
+        let plan = compile(HDIFF).expect("plan");
+        let along_j = plan.sweeps[1].as_ref().expect("sweeps along J");
+        assert_eq!(along_j[0].delay, vec![0, 0, 1, 1]);
+        assert_eq!(along_j[0].window, 2);
+        let along_i = plan.sweeps[0].as_ref().expect("sweeps along I");
+        assert_eq!(along_i[0].delay, vec![0, 1, 0, 1]);
+        let along_k = plan.sweeps[2].as_ref().expect("sweeps along K");
+        assert_eq!(
+            (along_k[0].delay.clone(), along_k[0].window),
+            (vec![0; 4], 1)
+        );
+    }
+
+    /// FORWARD computations, temporaries stored across sections and written fields read at a K
+    /// offset run in blocks.
+    #[test]
+    fn what_does_not_sweep() {
+        for text in [
+            "stencil s float64\nfield a IJK\nfield b IJK\ncomp FORWARD\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 0\n",
+            "stencil s float64\nfield a IJK\nfield b IJK\ntemp t\ncomp PARALLEL\ninterval S 0 E 0\n\
+             stmt 1 t 0 f 0 0 0 0 0\ncomp PARALLEL\ninterval S 0 E 0\nstmt 2 f 1 0 t 0 1 0 0\n",
+            "stencil s float64\nfield a IJK\nfield b IJK\ncomp PARALLEL\ninterval S 0 E 0\n\
+             stmt 1 f 1 0 f 0 0 0 0 0\ncomp PARALLEL\ninterval S 0 E -1\nstmt 2 f 0 0 f 1 0 0 0 1\n",
+        ] {
+            let plan = compile(text).expect(text);
+            assert_eq!(plan.sweeps, [None, None, None], "{text}");
+        }
+    }
+
+    proptest! {
+        /// The tiles cover the domain exactly once.
+        #[test]
+        fn tiles_cover_the_domain(
+            domain in proptest::array::uniform3(1usize..60),
+            inner in 0usize..3,
+            swap in any::<bool>(),
+            want in 1usize..40,
+        ) {
+            let (a, b) = match inner { 0 => (1, 2), 1 => (0, 2), _ => (0, 1) };
+            let order = if swap { [b, a, inner] } else { [a, b, inner] };
+            let mut count = vec![0u8; domain.iter().product()];
+            for (lo, hi) in sweep_tiles(domain, order, want) {
+                prop_assert!((0..3).all(|x| lo[x] < hi[x]));
+                for i in lo[0]..hi[0] {
+                    for j in lo[1]..hi[1] {
+                        for k in lo[2]..hi[2] {
+                            count[(i as usize * domain[1] + j as usize) * domain[2] + k as usize] += 1;
+                        }
+                    }
+                }
+            }
+            prop_assert!(count.iter().all(|&c| c == 1));
+        }
+    }
 }
