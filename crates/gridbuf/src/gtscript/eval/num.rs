@@ -44,7 +44,11 @@ pub(super) fn take_buf<T: Num>(len: usize) -> Vec<T> {
     let mut v = T::pool()
         .with(|p| {
             let mut p = p.borrow_mut();
-            let best = p.iter().position(|b| b.capacity() >= len);
+            // The smallest that is big enough: a large block buffer handed out for a small
+            // register would leave the next large request to reallocate (and zero) memory.
+            let best = (0..p.len())
+                .filter(|&i| p[i].capacity() >= len)
+                .min_by_key(|&i| p[i].capacity());
             best.map(|i| p.swap_remove(i)).or_else(|| p.pop())
         })
         .unwrap_or_default();

@@ -409,9 +409,11 @@ pub unsafe fn run<T: Num>(
                     order,
                     ranges: &ranges,
                 };
-                return run_all(threads, sweep_tiles(domain, order, want), |(lo, hi)| {
-                    exec::simd(SweepTask { ctx: &ctx, lo, hi })
-                });
+                return run_all(
+                    threads,
+                    sweep_tiles(domain, order, threads.get()),
+                    |(lo, hi)| exec::simd(SweepTask { ctx: &ctx, lo, hi }),
+                );
             }
         }
     }
