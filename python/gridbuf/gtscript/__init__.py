@@ -3,9 +3,10 @@ core, with no compile step.
 
 Replace ``from gt4py.cartesian import gtscript`` with ``from gridbuf import gtscript`` and the
 same definitions run: the source is parsed once, lowered to a small IR and handed to Rust, which
-plans it (extents of temporaries, K-loop order, tiles), compiles each statement to machine code
-(Cranelift; ``GRIDBUF_GTSCRIPT_JIT=0`` keeps everything on the tape interpreter) and runs it in
-tiles over all cores. Calls go through gridbuf's argument binder (``origin=``,
+plans it (extents of temporaries, K-loop order, tiles, sweeps), compiles each statement to
+machine code (Cranelift; ``GRIDBUF_GTSCRIPT_JIT=0`` keeps everything on the tape interpreter)
+and runs it in tiles over all cores (``GRIDBUF_GTSCRIPT_SWEEP=0`` turns the plane-by-plane
+sweeps off, for comparison; both switches are read when a stencil is defined). Calls go through gridbuf's argument binder (``origin=``,
 ``domain=``, ``validate_args=``) exactly like :func:`gridbuf.stencil` kernels.
 
 Supported subset: ``Field[dtype]``, ``Field[IJ, dtype]``, ``Field[K, dtype]``,

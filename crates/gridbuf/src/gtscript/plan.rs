@@ -1,6 +1,8 @@
 //! Checks a [`Program`] and plans its execution: the extents every temporary and field is
 //! needed over, which temporaries live in block buffers and which need storage across levels,
-//! what each block loads and stores, and every statement compiled to a register tape.
+//! what each block loads and stores, every statement compiled to a register tape, and, per axis,
+//! the sweep schedule (each statement's delay in planes, the temporaries' rolling window) where
+//! the stencil can run as sweeps.
 
 use super::ir::{def_error, Access, BinOp, Expr, IterOrder, Level, Program, UnOp};
 use crate::error::{Error, Result};
