@@ -56,6 +56,16 @@ pub(super) fn take_buf<T: Num>(len: usize) -> Vec<T> {
     v
 }
 
+/// Makes `b` a buffer of `len` elements: from this thread's pool if it has none yet, else
+/// resized (a block buffer kept from the previous block or section).
+pub(super) fn fit_buf<T: Num>(b: &mut Vec<T>, len: usize) {
+    if b.capacity() == 0 {
+        *b = take_buf(len);
+    } else if b.len() != len {
+        b.resize(len, T::ZERO);
+    }
+}
+
 /// Returns buffers to this thread's pool.
 pub(super) fn give_bufs<T: Num>(bufs: impl IntoIterator<Item = Vec<T>>) {
     T::pool().with(|p| {

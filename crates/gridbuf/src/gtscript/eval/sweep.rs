@@ -10,7 +10,7 @@
 
 use super::jit::Jit;
 use super::mem::{Geo, Mem};
-use super::num::{give_bufs, take_buf, Num};
+use super::num::{fit_buf, give_bufs, take_buf, Num};
 use super::strip::{run_stmt, run_stmt_code};
 use super::STRIP;
 use crate::error::Result;
@@ -65,12 +65,7 @@ pub(super) fn run_sweep_tile<T: Num>(
         let geo = Geo::ordered(blo, n, ctx.order, sweep.window);
         for &q in &sec.quantities {
             if direct[q as usize].is_none() {
-                let b = &mut bufs[q as usize];
-                if b.capacity() == 0 {
-                    *b = take_buf(geo.len);
-                } else {
-                    b.resize(geo.len, T::ZERO);
-                }
+                fit_buf(&mut bufs[q as usize], geo.len);
             }
         }
         // Each statement's region along every axis.

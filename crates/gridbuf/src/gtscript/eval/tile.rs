@@ -3,7 +3,7 @@
 
 use super::jit::Jit;
 use super::mem::{transfer, FieldMem, Geo, Mem};
-use super::num::{give_bufs, take_buf, Num};
+use super::num::{fit_buf, give_bufs, take_buf, Num};
 use super::strip::{run_stmt, run_stmt_code};
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
@@ -204,12 +204,7 @@ fn run_block<'m, T: Num>(
         if direct[q as usize].is_some() {
             continue;
         }
-        let b = &mut bufs[q as usize];
-        if b.capacity() == 0 {
-            *b = take_buf(geo.len);
-        } else if b.len() != geo.len {
-            b.resize(geo.len, T::ZERO);
-        }
+        fit_buf(&mut bufs[q as usize], geo.len);
     }
     for t in &sec.loads {
         if direct[t.q as usize].is_some() {
