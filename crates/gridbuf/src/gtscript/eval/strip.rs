@@ -369,3 +369,24 @@ pub(super) fn run_stmt_code<T: Num>(
     }
     Ok(())
 }
+
+/// Runs one statement over `[rlo, rhi)` with its compiled code where there is some, else on the
+/// tape interpreter.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub(super) fn run_statement<T: Num>(
+    code: Option<&StmtCode>,
+    st: &StmtPlan,
+    geo: &Geo,
+    bufs: &mut [Vec<T>],
+    regs: &mut [Vec<T>],
+    direct: &[Option<Mem>],
+    scalars: &[T],
+    rlo: [i64; 3],
+    rhi: [i64; 3],
+) -> Result<()> {
+    match code {
+        Some(code) => run_stmt_code(code, st, geo, bufs, regs, direct, scalars, rlo, rhi),
+        None => run_stmt(st, geo, bufs, regs, direct, scalars, rlo, rhi),
+    }
+}

@@ -11,7 +11,7 @@
 use super::jit::Jit;
 use super::mem::{Geo, Mem};
 use super::num::{fit_buf, give_bufs, take_buf, Num};
-use super::strip::{run_stmt, run_stmt_code};
+use super::strip::run_statement;
 use super::STRIP;
 use crate::error::Result;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
@@ -75,17 +75,13 @@ pub(super) fn run_sweep_tile<T: Num>(
             .map(|st| super::tile::reach_box(core_lo, core_hi, st.reach, (0, 0)))
             .collect();
         let live = |t: usize| (0..3).all(|a| regions[t].1[a] > regions[t].0[a]);
-        let first = (0..sec.stmts.len())
+        // The sweep front runs from the first plane any statement computes to past the last.
+        let (first, last) = (0..sec.stmts.len())
             .filter(|&t| live(t))
-            .map(|t| regions[t].0[s_axis] + sweep.delay[t])
-            .min();
-        let last = (0..sec.stmts.len())
-            .filter(|&t| live(t))
-            .map(|t| regions[t].1[s_axis] + sweep.delay[t])
-            .max();
-        let (Some(first), Some(last)) = (first, last) else {
-            continue;
-        };
+            .map(|t| (regions[t].0[s_axis], regions[t].1[s_axis], sweep.delay[t]))
+            .fold((i64::MAX, i64::MIN), |(f, l), (lo, hi, d)| {
+                (f.min(lo + d), l.max(hi + d))
+            });
         for x in first..last {
             for (t, st) in sec.stmts.iter().enumerate() {
                 let p = x - sweep.delay[t];
@@ -94,29 +90,18 @@ pub(super) fn run_sweep_tile<T: Num>(
                     continue;
                 }
                 (rlo[s_axis], rhi[s_axis]) = (p, p + 1);
-                match ctx.jit.and_then(|j| j.stmt::<T>(s, t)) {
-                    Some(code) => run_stmt_code(
-                        code,
-                        st,
-                        &geo,
-                        &mut bufs,
-                        &mut regs,
-                        &direct,
-                        ctx.scalars,
-                        rlo,
-                        rhi,
-                    )?,
-                    None => run_stmt(
-                        st,
-                        &geo,
-                        &mut bufs,
-                        &mut regs,
-                        &direct,
-                        ctx.scalars,
-                        rlo,
-                        rhi,
-                    )?,
-                }
+                let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
+                run_statement(
+                    code,
+                    st,
+                    &geo,
+                    &mut bufs,
+                    &mut regs,
+                    &direct,
+                    ctx.scalars,
+                    rlo,
+                    rhi,
+                )?;
             }
         }
     }

@@ -4,7 +4,7 @@
 use super::jit::Jit;
 use super::mem::{transfer, FieldMem, Geo, Mem};
 use super::num::{fit_buf, give_bufs, take_buf, Num};
-use super::strip::{run_stmt, run_stmt_code};
+use super::strip::run_statement;
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
 use crate::error::{Error, Result};
@@ -225,10 +225,8 @@ fn run_block<'m, T: Num>(
         if (0..3).any(|a| rhi[a] <= rlo[a]) {
             continue;
         }
-        match ctx.jit.and_then(|j| j.stmt::<T>(s, t)) {
-            Some(code) => run_stmt_code(code, st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?,
-            None => run_stmt(st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?,
-        }
+        let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
+        run_statement(code, st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?;
     }
     for t in &sec.stores {
         if direct[t.q as usize].is_some() {
