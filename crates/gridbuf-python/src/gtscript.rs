@@ -3,7 +3,7 @@
 //! field's extent, in the field's dims order).
 
 use crate::errors::{to_py, IntoPyResult};
-use gridbuf::gtscript::{self, FieldMem, FloatType, Jit, Plan};
+use gridbuf::gtscript::{self, FieldMem, Jit, Lane, Lanes, Plan, Ty, Value};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
 use gridbuf::Error;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
@@ -49,6 +49,7 @@ impl GtProgram {
                 extent.push((0, 0));
             }
             d.set_item("name", &f.name)?;
+            d.set_item("dtype", f.ty.name())?;
             d.set_item("dims", dims)?;
             d.set_item("data_shape", f.data_shape.clone())?;
             d.set_item("extent", extent)?;
@@ -68,16 +69,18 @@ impl GtProgram {
     /// Names of the scalar parameters.
     #[getter]
     fn scalars(&self) -> Vec<String> {
-        self.plan.program.scalars.clone()
+        self.plan
+            .program
+            .scalars
+            .iter()
+            .map(|s| s.name.clone())
+            .collect()
     }
 
-    /// The element type: ``"float64"`` or ``"float32"``.
+    /// NumPy names of the scalar parameters' types.
     #[getter]
-    fn dtype(&self) -> &'static str {
-        match self.plan.program.dtype {
-            FloatType::F64 => "float64",
-            FloatType::F32 => "float32",
-        }
+    fn scalar_dtypes(&self) -> Vec<&'static str> {
+        self.plan.program.scalars.iter().map(|s| s.ty.name()).collect()
     }
 
     /// Runs the program on the binder's views (positional, field order) and scalars.
@@ -99,21 +102,38 @@ impl GtProgram {
         let mut vals = Vec::with_capacity(p.scalars.len());
         for s in &p.scalars {
             let v = scalars
-                .and_then(|d| d.get_item(s).ok().flatten())
-                .ok_or_else(|| to_py(py, Error::gtscript_missing_scalar(&p.name, s)))?;
-            let x: f64 = v.extract().map_err(|_| {
-                crate::convert::type_error(&format!("scalar {s:?}"), &v, "expected a real number")
-            })?;
-            vals.push(x);
+                .and_then(|d| d.get_item(&s.name).ok().flatten())
+                .ok_or_else(|| to_py(py, Error::gtscript_missing_scalar(&p.name, &s.name)))?;
+            let bad = |what: &str| {
+                crate::convert::type_error(&format!("scalar {:?}", s.name), &v, what)
+            };
+            // Floats take any real number (rounded to float32 where declared so); integers
+            // and booleans only values of their kind, as GT4Py checks them.
+            let x = match s.ty {
+                Ty::F64 | Ty::F32 => Value::F(
+                    v.extract::<f64>()
+                        .map_err(|_| bad("expected a real number"))?,
+                ),
+                Ty::Bool => Value::I(
+                    v.extract::<bool>()
+                        .map_err(|_| bad("expected a bool"))? as i64,
+                ),
+                _ => {
+                    if v.is_instance_of::<pyo3::types::PyBool>() || v.is_instance_of::<pyo3::types::PyFloat>() {
+                        return Err(bad(&format!("expected an integer for a {} parameter", s.ty.name())));
+                    }
+                    Value::I(v.extract::<i64>().map_err(|_| {
+                        bad(&format!("expected an integer for a {} parameter", s.ty.name()))
+                    })?)
+                }
+            };
+            vals.push(gridbuf::gtscript::types::convert(x, s.ty));
         }
-        let itemsize = match p.dtype {
-            FloatType::F64 => 8,
-            FloatType::F32 => 4,
-        };
         let mut mems = Vec::new();
         let mut domain = [0usize, 0, 0];
         let mut have = [false; 3];
         for (i, (f, v)) in p.fields.iter().zip(views.iter()).enumerate() {
+            let itemsize = f.ty.itemsize();
             let arr = v.cast::<PyUntypedArray>()?;
             let shape = arr.shape();
             let strides = arr.strides();
@@ -166,6 +186,7 @@ impl GtProgram {
                     origin,
                     axes: f.axes,
                     writable: written,
+                    ty: f.ty,
                 });
             }
         }
@@ -183,23 +204,17 @@ impl GtProgram {
             // dtype size, alignment and writeability of written fields. The views' shapes are
             // what `FieldMem` carries, and the evaluator checks every block against them.
             unsafe {
-                match plan.program.dtype {
-                    FloatType::F64 => gtscript::run::<f64>(
-                        &plan,
-                        jit.as_deref(),
-                        &mems,
-                        &vals,
-                        domain,
-                        gridbuf::threads::configured(),
-                    ),
-                    FloatType::F32 => gtscript::run::<f32>(
-                        &plan,
-                        jit.as_deref(),
-                        &mems,
-                        &vals,
-                        domain,
-                        gridbuf::threads::configured(),
-                    ),
+                let threads = gridbuf::threads::configured();
+                match plan.lanes {
+                    Lanes::F64 => {
+                        gtscript::run::<f64>(&plan, jit.as_deref(), &mems, &vals, domain, threads)
+                    }
+                    Lanes::F32 => {
+                        gtscript::run::<f32>(&plan, jit.as_deref(), &mems, &vals, domain, threads)
+                    }
+                    Lanes::Wide => {
+                        gtscript::run::<Lane>(&plan, jit.as_deref(), &mems, &vals, domain, threads)
+                    }
                 }
             }
         };

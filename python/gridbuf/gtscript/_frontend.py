@@ -344,15 +344,19 @@ class Lowering:
                 for b in s.body if self.const(ctx, s.test) else s.orelse:
                     self.stmt(ctx, b, mask)
                 return
-            cond = self.expr(ctx, s.test)
-            m = self.new_mask(ctx, s, cond if mask is None else ("and", mask, cond))
-            for b in s.body:
-                self.stmt(ctx, b, m)
+            # The condition is evaluated once per point, before either branch runs (GT4Py's
+            # rule): a branch may write what the condition reads, so both masks are computed
+            # from the one value stored here.
+            cond = self.new_mask(ctx, s, self.expr(ctx, s.test))
+            m = cond if mask is None else self.new_mask(ctx, s, ("and", mask, cond))
+            m2 = None
             if s.orelse:
                 notc = ("not", cond)
                 m2 = self.new_mask(ctx, s, notc if mask is None else ("and", mask, notc))
-                for b in s.orelse:
-                    self.stmt(ctx, b, m2)
+            for b in s.body:
+                self.stmt(ctx, b, m)
+            for b in s.orelse:
+                self.stmt(ctx, b, m2)
         elif isinstance(s, ast.ImportFrom):
             self.import_from(ctx, s)
         elif isinstance(s, ast.Pass):

@@ -40,6 +40,10 @@ fn reads_of(e: &Expr, t: Access) -> Vec<[i32; 3]> {
 
 fn inline_one(p: &mut Program, t: usize) -> bool {
     let temp = Access::Temp(t);
+    // A 2-D temporary carries its value across levels: a read sees earlier levels' writes.
+    if p.temps[t].axes != [true; 3] {
+        return false;
+    }
     let mut writers = p.sections.iter().enumerate().flat_map(|(s, sec)| {
         sec.stmts
             .iter()
@@ -161,6 +165,6 @@ mod tests {
         let want =
             program("stmt 1 t 0 f 0 0 0 0 0\nstmt 2 f 1 0 t 0 0 0 0\nstmt 4 f 1 0 t 0 0 0 0\n");
         assert_eq!(p.sections[0].stmts, want.sections[0].stmts);
-        assert_eq!(p.temps, ["x"]);
+        assert_eq!(p.temps.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["x"]);
     }
 }

@@ -20,13 +20,111 @@
 
 use crate::error::{Error, Result};
 
-/// Element type of a stencil's fields.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum FloatType {
-    /// `float64`
-    F64,
+/// A gtscript value type: GT4Py's data types, in the order GT4Py upcasts them (a binary
+/// operation on two types computes in the later one).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Ty {
+    /// `bool`
+    Bool,
+    /// `int8`
+    I8,
+    /// `int16`
+    I16,
+    /// `int32`
+    I32,
+    /// `int64`
+    I64,
     /// `float32`
     F32,
+    /// `float64`
+    F64,
+}
+
+impl Ty {
+    /// Every type, in upcast order.
+    pub const ALL: [Ty; 7] = [Ty::Bool, Ty::I8, Ty::I16, Ty::I32, Ty::I64, Ty::F32, Ty::F64];
+
+    /// NumPy's name of the type.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ty::Bool => "bool",
+            Ty::I8 => "int8",
+            Ty::I16 => "int16",
+            Ty::I32 => "int32",
+            Ty::I64 => "int64",
+            Ty::F32 => "float32",
+            Ty::F64 => "float64",
+        }
+    }
+
+    /// The type NumPy names `name`, if gtscript has it.
+    pub fn parse(name: &str) -> Option<Ty> {
+        Ty::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// `float32` or `float64`.
+    pub fn is_float(self) -> bool {
+        matches!(self, Ty::F32 | Ty::F64)
+    }
+
+    /// A signed integer type.
+    pub fn is_int(self) -> bool {
+        matches!(self, Ty::I8 | Ty::I16 | Ty::I32 | Ty::I64)
+    }
+
+    /// Bits of one value (1 for `bool`).
+    pub fn bits(self) -> u32 {
+        match self {
+            Ty::Bool => 1,
+            Ty::I8 => 8,
+            Ty::I16 => 16,
+            Ty::I32 | Ty::F32 => 32,
+            Ty::I64 | Ty::F64 => 64,
+        }
+    }
+
+    /// Bytes of one element in memory.
+    pub fn itemsize(self) -> usize {
+        match self {
+            Ty::Bool | Ty::I8 => 1,
+            Ty::I16 => 2,
+            Ty::I32 | Ty::F32 => 4,
+            Ty::I64 | Ty::F64 => 8,
+        }
+    }
+
+    /// The array dtype of the type.
+    pub fn dtype(self) -> crate::dtype::DType {
+        use crate::dtype::DType;
+        match self {
+            Ty::Bool => DType::BOOL,
+            Ty::I8 => DType::INT8,
+            Ty::I16 => DType::INT16,
+            Ty::I32 => DType::INT32,
+            Ty::I64 => DType::INT64,
+            Ty::F32 => DType::FLOAT32,
+            Ty::F64 => DType::FLOAT64,
+        }
+    }
+}
+
+/// A literal: a float, or an integer (booleans are 0 and 1).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Value {
+    /// A float.
+    F(f64),
+    /// An integer.
+    I(i64),
+}
+
+impl Value {
+    /// The value as a float (integers rounded to the nearest `f64`).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Value::F(v) => v,
+            Value::I(v) => v as f64,
+        }
+    }
 }
 
 /// Iteration order of a computation along K.
@@ -121,8 +219,10 @@ pub enum Expr {
     Read(Access, [i32; 3]),
     /// A scalar parameter.
     Scalar(usize),
-    /// A literal.
-    Const(f64),
+    /// A literal of a type.
+    Const(Value, Ty),
+    /// A conversion to a type (NumPy's `astype`).
+    Cast(Ty, Box<Expr>),
     /// A unary operation.
     Un(UnOp, Box<Expr>),
     /// A binary operation.
@@ -136,8 +236,8 @@ impl Expr {
     pub fn reads_mut(&mut self, f: &mut impl FnMut(&mut Expr)) {
         match self {
             Expr::Read(..) => f(self),
-            Expr::Scalar(_) | Expr::Const(_) => {}
-            Expr::Un(_, a) => a.reads_mut(f),
+            Expr::Scalar(_) | Expr::Const(..) => {}
+            Expr::Un(_, a) | Expr::Cast(_, a) => a.reads_mut(f),
             Expr::Bin(_, a, b) => {
                 a.reads_mut(f);
                 b.reads_mut(f);
@@ -154,8 +254,8 @@ impl Expr {
     pub fn reads(&self, f: &mut impl FnMut(Access, [i32; 3])) {
         match self {
             Expr::Read(a, o) => f(*a, *o),
-            Expr::Scalar(_) | Expr::Const(_) => {}
-            Expr::Un(_, a) => a.reads(f),
+            Expr::Scalar(_) | Expr::Const(..) => {}
+            Expr::Un(_, a) | Expr::Cast(_, a) => a.reads(f),
             Expr::Bin(_, a, b) => {
                 a.reads(f);
                 b.reads(f);
@@ -185,10 +285,33 @@ pub struct Stmt {
 pub struct FieldDecl {
     /// Name.
     pub name: String,
+    /// Element type.
+    pub ty: Ty,
     /// Whether it has an I, J, K axis.
     pub axes: [bool; 3],
     /// Data-dim extents.
     pub data_shape: Vec<usize>,
+}
+
+/// A scalar parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalarDecl {
+    /// Name.
+    pub name: String,
+    /// Type.
+    pub ty: Ty,
+}
+
+/// A temporary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TempDecl {
+    /// Name.
+    pub name: String,
+    /// Type: declared, or (None) that of its first assignment.
+    pub ty: Option<Ty>,
+    /// Whether it has an I, J, K axis: `[true, true, false]` for a 2-D temporary, one value
+    /// per column carried across levels.
+    pub axes: [bool; 3],
 }
 
 impl FieldDecl {
@@ -228,14 +351,12 @@ pub struct Section {
 pub struct Program {
     /// Name.
     pub name: String,
-    /// Element type of every field.
-    pub dtype: FloatType,
     /// Field parameters in argument order.
     pub fields: Vec<FieldDecl>,
     /// Scalar parameters in argument order.
-    pub scalars: Vec<String>,
+    pub scalars: Vec<ScalarDecl>,
     /// Temporaries.
-    pub temps: Vec<String>,
+    pub temps: Vec<TempDecl>,
     /// Sections in execution order.
     pub sections: Vec<Section>,
 }
@@ -247,6 +368,13 @@ pub(crate) fn def_error(line: u32, message: impl Into<String>) -> Error {
         value: format!("at line {line}"),
         expected: message.into(),
     }
+}
+
+fn parse_dims(dims: &str, ln: usize) -> Result<[bool; 3]> {
+    if dims.chars().any(|c| !"IJK".contains(c)) || dims.is_empty() {
+        return Err(ir_error(ln, format!("bad dims {dims:?}")));
+    }
+    Ok([dims.contains('I'), dims.contains('J'), dims.contains('K')])
 }
 
 fn ir_error(line: usize, message: impl Into<String>) -> Error {
@@ -282,6 +410,22 @@ impl<'a> Tokens<'a> {
         Ok(i)
     }
 
+    fn ty(&mut self) -> Result<Ty> {
+        let t = self.next()?;
+        Ty::parse(t).ok_or_else(|| ir_error(self.line, format!("unknown type {t:?}")))
+    }
+
+    /// A type if the next token names one (else the token is left for the caller).
+    fn opt_ty(&mut self) -> (Option<Ty>, Option<&'a str>) {
+        match self.it.next() {
+            Some(t) => match Ty::parse(t) {
+                Some(ty) => (Some(ty), None),
+                None => (None, Some(t)),
+            },
+            None => (None, None),
+        }
+    }
+
     fn level(&mut self) -> Result<Level> {
         let from_end = match self.next()? {
             "S" => false,
@@ -307,7 +451,7 @@ impl Program {
         }
     }
 
-    fn expr(&self, t: &mut Tokens<'_>, depth: usize) -> Result<Expr> {
+    fn expr(&self, t: &mut Tokens<'_>, depth: usize, default: Ty) -> Result<Expr> {
         if depth > 200 {
             return Err(ir_error(t.line, "expression nested too deeply"));
         }
@@ -330,7 +474,7 @@ impl Program {
             _ => None,
         };
         if let Some(u) = unary {
-            return Ok(Expr::Un(u, Box::new(self.expr(t, depth + 1)?)));
+            return Ok(Expr::Un(u, Box::new(self.expr(t, depth + 1, default)?)));
         }
         let binary = match op {
             "add" => Some(BinOp::Add),
@@ -353,8 +497,8 @@ impl Program {
             _ => None,
         };
         if let Some(b) = binary {
-            let a = self.expr(t, depth + 1)?;
-            let c = self.expr(t, depth + 1)?;
+            let a = self.expr(t, depth + 1, default)?;
+            let c = self.expr(t, depth + 1, default)?;
             return Ok(Expr::Bin(b, Box::new(a), Box::new(c)));
         }
         match op {
@@ -364,11 +508,24 @@ impl Program {
                 Ok(Expr::Read(a, off))
             }
             "s" => Ok(Expr::Scalar(t.index(self.scalars.len(), "scalar")?)),
-            "c" => Ok(Expr::Const(t.num()?)),
+            "c" => Ok(Expr::Const(Value::F(t.num()?), default)),
+            "lit" => {
+                let ty = t.ty()?;
+                let v = if ty.is_float() {
+                    Value::F(t.num()?)
+                } else {
+                    Value::I(t.num()?)
+                };
+                Ok(Expr::Const(v, ty))
+            }
+            "cast" => {
+                let ty = t.ty()?;
+                Ok(Expr::Cast(ty, Box::new(self.expr(t, depth + 1, default)?)))
+            }
             "sel" => {
-                let c = self.expr(t, depth + 1)?;
-                let a = self.expr(t, depth + 1)?;
-                let b = self.expr(t, depth + 1)?;
+                let c = self.expr(t, depth + 1, default)?;
+                let a = self.expr(t, depth + 1, default)?;
+                let b = self.expr(t, depth + 1, default)?;
                 Ok(Expr::Select(Box::new(c), Box::new(a), Box::new(b)))
             }
             _ => Err(ir_error(t.line, format!("unknown operator {op:?}"))),
@@ -379,12 +536,13 @@ impl Program {
     pub fn parse(text: &str) -> Result<Program> {
         let mut p = Program {
             name: String::new(),
-            dtype: FloatType::F64,
             fields: Vec::new(),
             scalars: Vec::new(),
             temps: Vec::new(),
             sections: Vec::new(),
         };
+        // The type of declarations and `c` literals that name none.
+        let mut default = Ty::F64;
         let mut comp: Option<(usize, IterOrder)> = None;
         let mut n_comp = 0;
         for (ln, line) in text.lines().enumerate() {
@@ -396,24 +554,20 @@ impl Program {
             match kw {
                 "stencil" => {
                     p.name = t.next()?.to_owned();
-                    p.dtype = match t.next()? {
-                        "float64" => FloatType::F64,
-                        "float32" => FloatType::F32,
-                        d => {
-                            return Err(ir_error(
-                                ln,
-                                format!("dtype {d:?}: expected float64 or float32"),
-                            ))
-                        }
-                    };
+                    if let Some(d) = t.it.next() {
+                        default = Ty::parse(d)
+                            .filter(|d| d.is_float())
+                            .ok_or_else(|| ir_error(ln, format!("dtype {d:?}: expected float64 or float32")))?;
+                    }
                 }
                 "field" => {
                     let name = t.next()?.to_owned();
-                    let dims = t.next()?;
-                    let axes = [dims.contains('I'), dims.contains('J'), dims.contains('K')];
-                    if dims.chars().any(|c| !"IJK".contains(c)) || dims.is_empty() {
-                        return Err(ir_error(ln, format!("bad dims {dims:?}")));
-                    }
+                    let (ty, rest) = t.opt_ty();
+                    let dims = match rest {
+                        Some(d) => d,
+                        None => t.next()?,
+                    };
+                    let axes = parse_dims(dims, ln)?;
                     let mut data_shape = Vec::new();
                     for n in t.it.by_ref() {
                         data_shape.push(
@@ -426,12 +580,38 @@ impl Program {
                     }
                     p.fields.push(FieldDecl {
                         name,
+                        ty: ty.unwrap_or(default),
                         axes,
                         data_shape,
                     });
                 }
-                "scalar" => p.scalars.push(t.next()?.to_owned()),
-                "temp" => p.temps.push(t.next()?.to_owned()),
+                "scalar" => {
+                    let name = t.next()?.to_owned();
+                    let (ty, rest) = t.opt_ty();
+                    if rest.is_some() {
+                        return Err(ir_error(ln, "trailing tokens"));
+                    }
+                    p.scalars.push(ScalarDecl {
+                        name,
+                        ty: ty.unwrap_or(default),
+                    })
+                }
+                "temp" => {
+                    let name = t.next()?.to_owned();
+                    let (ty, rest) = match t.opt_ty() {
+                        (None, Some("auto")) => (None, t.it.next()),
+                        (None, None) => (Some(default), None),
+                        other => other,
+                    };
+                    let axes = match rest {
+                        Some(d) => parse_dims(d, ln)?,
+                        None => [true; 3],
+                    };
+                    if axes != [true; 3] && axes != [true, true, false] {
+                        return Err(ir_error(ln, "a temporary has dims IJK or IJ"));
+                    }
+                    p.temps.push(TempDecl { name, ty, axes })
+                }
                 "comp" => {
                     let order = match t.next()? {
                         "PARALLEL" => IterOrder::Parallel,
@@ -462,7 +642,7 @@ impl Program {
                         return Err(ir_error(ln, "statement target must be f or t"));
                     }
                     let target = p.access(&mut t, kind)?;
-                    let expr = p.expr(&mut t, 0)?;
+                    let expr = p.expr(&mut t, 0, default)?;
                     if t.it.next().is_some() {
                         return Err(ir_error(ln, "trailing tokens"));
                     }
@@ -504,6 +684,21 @@ mod tests {
         assert_eq!(p.fields.len(), 2);
         assert_eq!(p.sections[0].stmts[0].line, 3);
         assert!(Program::parse("stencil x float16\n").is_err());
+        let p = Program::parse(
+            "stencil t\nfield m bool IJK\nfield n int32 IJ\nfield o float32 IJK 3\nscalar s int64\n\
+             temp a auto IJ\ntemp b float32\ncomp FORWARD\ninterval S 0 E 0\n\
+             stmt 1 f 2 1 cast float32 add lit int64 3 f 1 0 0 0 0\n",
+        )
+        .unwrap();
+        assert_eq!(p.fields[0].ty, Ty::Bool);
+        assert_eq!((p.fields[1].ty, p.fields[1].axes), (Ty::I32, [true, true, false]));
+        assert_eq!(p.scalars[0].ty, Ty::I64);
+        assert_eq!((p.temps[0].ty, p.temps[0].axes), (None, [true, true, false]));
+        assert_eq!(p.temps[1].ty, Some(Ty::F32));
+        assert!(matches!(
+            &p.sections[0].stmts[0].expr,
+            Expr::Cast(Ty::F32, e) if matches!(**e, Expr::Bin(BinOp::Add, ref a, _) if **a == Expr::Const(Value::I(3), Ty::I64))
+        ));
         assert!(Program::parse("stencil x float64\nfield a IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 0 0 f 1 0 0 0 0\n").is_err());
     }
 }

@@ -2,7 +2,8 @@
 //! typed IR ([`ir`]), checked and planned once ([`plan`]) and run by a tiled vector
 //! interpreter ([`eval`]) with no compiler at run time.
 //!
-//! The IR arrives as text ([`ir::Program::parse`]); [`compile`] parses it, inlines
+//! The IR arrives as text ([`ir::Program::parse`]); [`compile`] parses it, types it by GT4Py's
+//! rules ([`types`]), inlines
 //! temporaries read only at their own point (`inline`) and plans it; [`eval::Jit`] turns each
 //! statement into machine code (Cranelift), and [`eval::run`] runs a plan on the field views
 //! the binder checked.
@@ -11,16 +12,18 @@ pub mod eval;
 mod inline;
 pub mod ir;
 pub mod plan;
+pub mod types;
 
-pub use eval::{run, FieldMem, Jit, Num};
-pub use ir::{FloatType, Program};
-pub use plan::Plan;
+pub use eval::{run, FieldMem, Jit, Lane, Num};
+pub use ir::{Program, Ty, Value};
+pub use plan::{Lanes, Plan};
 
 /// Parses the IR text, inlines the temporaries that need no storage of their own, and plans
 /// it. `GRIDBUF_GTSCRIPT_SWEEP=0` drops the sweep schedules, so every stencil runs in blocks
 /// (for comparing the two).
 pub fn compile(text: &str) -> crate::Result<Plan> {
     let mut program = Program::parse(text)?;
+    types::check(&mut program)?;
     inline::inline_temps(&mut program);
     let mut plan = plan::plan(program)?;
     if std::env::var("GRIDBUF_GTSCRIPT_SWEEP").is_ok_and(|v| v == "0") {

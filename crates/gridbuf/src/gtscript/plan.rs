@@ -4,7 +4,8 @@
 //! the sweep schedule (each statement's delay in planes, the temporaries' rolling window) where
 //! the stencil can run as sweeps.
 
-use super::ir::{def_error, Access, BinOp, Expr, IterOrder, Level, Program, UnOp};
+use super::ir::{def_error, Access, BinOp, Expr, IterOrder, Level, Program, Ty, UnOp, Value};
+use super::types::type_of;
 use crate::error::{Error, Result};
 
 /// Horizontal reach below and above a region: (I lower, I upper, J lower, J upper); negative
@@ -36,9 +37,12 @@ pub enum Src {
     Q(u32, [i32; 3]),
     /// A scalar parameter.
     Scalar(u32),
-    /// A literal.
-    Const(f64),
+    /// A literal (of the instruction's operand type).
+    Const(Value),
 }
+
+/// The constant zero, for unused operands.
+const ZERO_SRC: Src = Src::Const(Value::I(0));
 
 /// A tape operation.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -51,6 +55,8 @@ pub enum Op {
     Bin(BinOp),
     /// `b` where `a` is nonzero, else `c`.
     Sel,
+    /// `a` converted to a type (from the instruction's operand type).
+    Cast(Ty),
     /// `(a op1 b) op2 c` in one pass, for two arithmetic operators (`Add`, `Sub`, `Mul`,
     /// `Div`): the same two roundings as two instructions.
     Bin2(BinOp, BinOp),
@@ -69,7 +75,7 @@ fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
     let mut out: Vec<Instr> = Vec::with_capacity(tape.len());
     for ins in tape {
         if let (Some(prev), Some(op2)) = (out.last().copied(), arith(ins.op)) {
-            if let Some(op1) = arith(prev.op) {
+            if let Some(op1) = arith(prev.op).filter(|_| prev.ty == ins.ty && ins.ty.is_float()) {
                 let r = Src::Reg(prev.dst);
                 let other = if ins.args[0] == r && ins.args[1] != r {
                     Some(ins.args[1])
@@ -90,6 +96,7 @@ fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
                         op: Op::Bin2(op1, op2),
                         dst: ins.dst,
                         args: [prev.args[0], prev.args[1], c],
+                        ty: ins.ty,
                     });
                     continue;
                 }
@@ -109,6 +116,10 @@ pub struct Instr {
     pub dst: u32,
     /// Operands (unused ones are `Const(0)`).
     pub args: [Src; 3],
+    /// The type the operation computes in: that of its operands (for a select, of its second
+    /// and third; its first is a boolean). Comparisons, `not`, `isnan`, `isinf` give booleans,
+    /// a cast gives its target type.
+    pub ty: Ty,
 }
 
 /// A planned statement.
@@ -179,6 +190,9 @@ pub enum Kind {
         reach: Reach,
         /// Largest K offset it is read at, either way.
         k_margin: usize,
+        /// Whether it has an I, J, K axis (a 2-D temporary has no K axis: one value per
+        /// column, carried across levels).
+        axes: [bool; 3],
     },
 }
 
@@ -201,6 +215,8 @@ pub struct Plan {
     pub first_output: Option<usize>,
     /// The fewest K levels a call may have (as GT4Py computes it from the intervals).
     pub min_k: usize,
+    /// How the evaluator holds values.
+    pub lanes: Lanes,
     /// Per sweep axis I, J, K: every section's sweep schedule along it, where the stencil can
     /// run as sweeps (see `eval`'s `sweep`); `None` runs it in blocks.
     pub sweeps: [Option<Vec<SectionSweep>>; 3],
@@ -269,28 +285,72 @@ impl Regs {
 }
 
 fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
-    let zero = Src::Const(0.0);
-    let (op, args) = match expr {
+    let zero = ZERO_SRC;
+    let (op, args, ty) = match expr {
         Expr::Read(a, off) => return Src::Q(quantity(p, *a) as u32, *off),
         Expr::Scalar(s) => return Src::Scalar(*s as u32),
-        Expr::Const(v) => return Src::Const(*v),
-        Expr::Un(op, a) => (Op::Un(*op), [compile(a, p, tape, regs), zero, zero]),
+        Expr::Const(v, _) => return Src::Const(*v),
+        Expr::Cast(t, a) => (
+            Op::Cast(*t),
+            [compile(a, p, tape, regs), zero, zero],
+            type_of(p, a),
+        ),
+        Expr::Un(op, a) => (
+            Op::Un(*op),
+            [compile(a, p, tape, regs), zero, zero],
+            type_of(p, a),
+        ),
         Expr::Bin(op, a, b) => {
+            let ty = type_of(p, a);
             let a = compile(a, p, tape, regs);
             let b = compile(b, p, tape, regs);
-            (Op::Bin(*op), [a, b, zero])
+            (Op::Bin(*op), [a, b, zero], ty)
         }
         Expr::Select(c, a, b) => {
+            let ty = type_of(p, a);
             let c = compile(c, p, tape, regs);
             let a = compile(a, p, tape, regs);
             let b = compile(b, p, tape, regs);
-            (Op::Sel, [c, a, b])
+            (Op::Sel, [c, a, b], ty)
         }
     };
     let dst = regs.take();
     regs.release(&args);
-    tape.push(Instr { op, dst, args });
+    tape.push(Instr { op, dst, args, ty });
     Src::Reg(dst)
+}
+
+/// How the evaluator holds values: in the one float type of a stencil whose fields, scalars
+/// and operations are all of that type (booleans as 1 and 0), else in 64-bit lanes that hold
+/// any type ([`crate::gtscript::Lane`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Lanes {
+    /// Everything `float64` (or boolean).
+    F64,
+    /// Everything `float32` (or boolean).
+    F32,
+    /// Mixed types.
+    Wide,
+}
+
+fn lanes(p: &Program, sections: &[SectionPlan]) -> Lanes {
+    let mut decl = p.fields.iter().map(|f| f.ty).chain(p.scalars.iter().map(|s| s.ty));
+    let Some(first) = decl.next() else {
+        return Lanes::Wide;
+    };
+    let float = [Ty::F64, Ty::F32].into_iter().find(|&f| f == first);
+    let Some(f) = float else { return Lanes::Wide };
+    let ok = |t: Ty| t == f || t == Ty::Bool;
+    let homogeneous = decl.all(|t| t == f)
+        && p.temps.iter().all(|t| t.ty.is_none_or(ok))
+        && sections.iter().flat_map(|s| &s.stmts).flat_map(|st| &st.tape).all(|ins| {
+            ok(ins.ty) && !matches!(ins.op, Op::Cast(t) if !ok(t))
+        });
+    match (homogeneous, f) {
+        (true, Ty::F64) => Lanes::F64,
+        (true, _) => Lanes::F32,
+        _ => Lanes::Wide,
+    }
 }
 
 /// Checks and plans a program.
@@ -318,17 +378,30 @@ pub fn plan(program: Program) -> Result<Plan> {
             let tq = quantity(p, st.target);
             if let Access::Field { field, .. } = st.target {
                 let f = &p.fields[field];
-                if f.axes != [true; 3] {
+                if !f.axes[0] || !f.axes[1] {
                     return Err(def_error(
                         st.line,
                         format!(
-                            "assignment to field {:?} with dims {}: only I, J, K fields can be written",
+                            "assignment to field {:?} with dims {}: fields without an I or J axis cannot be written (GT4Py refuses it too)",
                             f.name,
                             f.dims()
                         ),
                     ));
                 }
                 field_written[field] = true;
+            }
+            let target_axes = match st.target {
+                Access::Field { field, .. } => p.fields[field].axes,
+                Access::Temp(t) => p.temps[t].axes,
+            };
+            if !target_axes[2] && s.order == IterOrder::Parallel {
+                return Err(def_error(
+                    st.line,
+                    format!(
+                        "assignment to {:?}, which has no K axis, in a PARALLEL computation: write it in a FORWARD or BACKWARD one (GT4Py's rule)",
+                        name_of(p, st.target)
+                    ),
+                ));
             }
             if !written_in_comp[tq].contains(&s.computation) {
                 written_in_comp[tq].push(s.computation);
@@ -343,18 +416,20 @@ pub fn plan(program: Program) -> Result<Plan> {
                     sections_of[q].push(si);
                 }
                 k_margin[q] = k_margin[q].max(off[2].unsigned_abs() as usize);
-                if let Access::Field { field, .. } = a {
-                    let f = &p.fields[field];
-                    for (ax, name) in ["I", "J", "K"].iter().enumerate() {
-                        if !f.axes[ax] && off[ax] != 0 {
-                            err.get_or_insert(def_error(
-                                st.line,
-                                format!(
-                                    "offset {} along {name} on field {:?}, which has no {name} axis",
-                                    off[ax], f.name
-                                ),
-                            ));
-                        }
+                let axes = match a {
+                    Access::Field { field, .. } => p.fields[field].axes,
+                    Access::Temp(t) => p.temps[t].axes,
+                };
+                for (ax, name) in ["I", "J", "K"].iter().enumerate() {
+                    if !axes[ax] && off[ax] != 0 {
+                        err.get_or_insert(def_error(
+                            st.line,
+                            format!(
+                                "offset {} along {name} on {:?}, which has no {name} axis",
+                                off[ax],
+                                name_of(p, a)
+                            ),
+                        ));
                     }
                 }
                 if q == tq && (off[0] != 0 || off[1] != 0) {
@@ -475,10 +550,11 @@ pub fn plan(program: Program) -> Result<Plan> {
                     field,
                     comp: q - first,
                 }
-            } else if k_margin[q] > 0 || sections_of[q].len() > 1 {
+            } else if k_margin[q] > 0 || sections_of[q].len() > 1 || !p.temps[q - n_comp].axes[2] {
                 Kind::Stored {
                     reach: reach[q],
                     k_margin: k_margin[q],
+                    axes: p.temps[q - n_comp].axes,
                 }
             } else {
                 Kind::Local
@@ -523,7 +599,8 @@ pub fn plan(program: Program) -> Result<Plan> {
                 tape.push(Instr {
                     op: Op::Mov,
                     dst,
-                    args: [last, Src::Const(0.0), Src::Const(0.0)],
+                    args: [last, ZERO_SRC, ZERO_SRC],
+                    ty: type_of(p, &st.expr),
                 });
             }
             max_regs = max_regs.max(regs.count as usize);
@@ -610,7 +687,9 @@ pub fn plan(program: Program) -> Result<Plan> {
         });
     }
     let first_output = field_written.iter().position(|&w| w);
+    let lanes = lanes(&program, &sections);
     let mut plan = Plan {
+        lanes,
         min_k: min_k_size(&program),
         kinds,
         field_extent,
@@ -628,7 +707,7 @@ pub fn plan(program: Program) -> Result<Plan> {
 fn name_of(p: &Program, a: Access) -> String {
     match a {
         Access::Field { field, .. } => p.fields[field].name.clone(),
-        Access::Temp(t) => p.temps[t].clone(),
+        Access::Temp(t) => p.temps[t].name.clone(),
     }
 }
 

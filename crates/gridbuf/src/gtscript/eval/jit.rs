@@ -15,7 +15,7 @@
 //! interpreter, statement by statement.
 
 use crate::error::{Error, Result};
-use crate::gtscript::ir::{BinOp, UnOp};
+use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -92,7 +92,8 @@ fn supported(tape: &[Instr]) -> bool {
     tape.iter().all(|ins| {
         !matches!(
             ins.op,
-            Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan) | Op::Bin(BinOp::Pow)
+            Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan)
+                | Op::Bin(BinOp::Pow | BinOp::Mod | BinOp::FloorDiv)
         )
     })
 }
@@ -116,9 +117,11 @@ impl Jit {
             isa,
             cranelift_module::default_libcall_names(),
         ));
-        let elem = match plan.program.dtype {
-            crate::gtscript::FloatType::F64 => types::F64,
-            crate::gtscript::FloatType::F32 => types::F32,
+        let elem = match plan.lanes {
+            crate::gtscript::Lanes::F64 => types::F64,
+            crate::gtscript::Lanes::F32 => types::F32,
+            // Mixed types run on the interpreter.
+            crate::gtscript::Lanes::Wide => return Ok(None),
         };
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
@@ -290,7 +293,7 @@ impl Emit<'_> {
                         })
                     }
                     Src::Scalar(i) => self.widen(b, vt, self.scalars[i as usize]),
-                    Src::Const(v) => self.constant(b, vt, v),
+                    Src::Const(v) => self.constant(b, vt, v.as_f64()),
                 });
             }
             let [a, x, y] = args;
@@ -298,6 +301,14 @@ impl Emit<'_> {
             let mut mask = None;
             let v = match ins.op {
                 Op::Mov => a,
+                Op::Cast(t) if t != Ty::Bool => a,
+                Op::Cast(_) => {
+                    // To a boolean: nonzero (NaN too) is 1.
+                    let z = self.constant(b, vt, 0.0);
+                    let c = b.ins().fcmp(FloatCC::NotEqual, a, z);
+                    mask = Some(c);
+                    self.truth(b, vt, c)
+                }
                 Op::Un(u) => match u {
                     UnOp::Neg => b.ins().fneg(a),
                     UnOp::Abs => b.ins().fabs(a),
@@ -432,7 +443,7 @@ impl Emit<'_> {
 /// Whether operand `n` (1 or 2) of `op` is read.
 fn uses_arg(op: Op, n: usize) -> bool {
     match op {
-        Op::Mov | Op::Un(_) => false,
+        Op::Mov | Op::Cast(_) | Op::Un(_) => false,
         Op::Bin(_) => n == 1,
         Op::Bin2(..) | Op::Sel => true,
     }

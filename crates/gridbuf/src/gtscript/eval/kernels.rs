@@ -6,25 +6,32 @@ use crate::gtscript::plan::Op;
 
 /// An operand over one strip.
 #[derive(Copy, Clone)]
-pub(super) enum Arg<'a, T> {
+pub enum Arg<'a, T> {
+    /// One value per point of the strip.
     S(&'a [T]),
+    /// One value for every point.
     V(T),
 }
 
 #[inline(always)]
-fn un<T: Num>(d: &mut [T], a: Arg<'_, T>, f: impl Fn(T) -> T) {
+pub(super) fn un<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, f: impl Fn(T) -> U) {
     match a {
         Arg::S(x) => {
             for (d, x) in d.iter_mut().zip(x) {
                 *d = f(*x);
             }
         }
-        Arg::V(x) => d.fill(f(x)),
+        Arg::V(x) => {
+            let v = f(x);
+            for d in d.iter_mut() {
+                *d = v;
+            }
+        }
     }
 }
 
 #[inline(always)]
-fn bin<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, f: impl Fn(T, T) -> T) {
+pub(super) fn bin<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, b: Arg<'_, T>, f: impl Fn(T, T) -> U) {
     match (a, b) {
         (Arg::S(x), Arg::S(y)) => {
             for ((d, x), y) in d.iter_mut().zip(x).zip(y) {
@@ -41,7 +48,12 @@ fn bin<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, f: impl Fn(T, T) -> T)
                 *d = f(x, *y);
             }
         }
-        (Arg::V(x), Arg::V(y)) => d.fill(f(x, y)),
+        (Arg::V(x), Arg::V(y)) => {
+            let v = f(x, y);
+            for d in d.iter_mut() {
+                *d = v;
+            }
+        }
     }
 }
 
@@ -76,6 +88,37 @@ fn tri<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>, f: impl
     }
 }
 
+/// Floor division and remainder of floats as NumPy computes them (its `npy_divmod`): the
+/// quotient from the exact remainder, so that `1 // 0.1` is 9 as in NumPy, not 10.
+#[inline(always)]
+pub(super) fn divmod<T: Num>(a: T, b: T) -> (T, T) {
+    let m = a.fmod(b);
+    if b == T::ZERO {
+        return (a / b, m);
+    }
+    let mut div = (a - m) / b;
+    let mut m = m;
+    if m != T::ZERO {
+        if (b < T::ZERO) != (m < T::ZERO) {
+            m = m + b;
+            div = div - T::ONE;
+        }
+    } else {
+        m = T::ZERO.copysign(b);
+    }
+    let q = if div != T::ZERO {
+        let f = div.floor();
+        if div - f > T::from_f64(0.5) {
+            f + T::ONE
+        } else {
+            f
+        }
+    } else {
+        T::ZERO.copysign(a / b)
+    };
+    (q, m)
+}
+
 #[inline(always)]
 fn arith<T: Num>(op: BinOp, x: T, y: T) -> T {
     match op {
@@ -96,7 +139,7 @@ fn truth<T: Num>(b: bool) -> T {
 }
 
 #[inline(always)]
-fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
+pub(super) fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
     match a {
         Arg::S(x) => x[i],
         Arg::V(v) => v,
@@ -107,6 +150,10 @@ fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
 pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>) {
     match op {
         Op::Mov => un(d, a, |x| x),
+        // A homogeneous float stencil converts only between its float type and booleans
+        // (1 and 0): to a boolean tests for nonzero (NaN is true, as in NumPy).
+        Op::Cast(crate::gtscript::ir::Ty::Bool) => un(d, a, |x| truth(x != T::ZERO)),
+        Op::Cast(_) => un(d, a, |x| x),
         Op::Un(u) => match u {
             UnOp::Neg => un(d, a, |x| -x),
             UnOp::Not => un(d, a, |x| truth(x == T::ZERO)),
@@ -129,8 +176,8 @@ pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
             BinOp::Mul => bin(d, a, b, |x, y| x * y),
             BinOp::Div => bin(d, a, b, |x, y| x / y),
             BinOp::Pow => bin(d, a, b, Num::powf),
-            BinOp::Mod => bin(d, a, b, |x, y| x - (x / y).floor() * y),
-            BinOp::FloorDiv => bin(d, a, b, |x, y| (x / y).floor()),
+            BinOp::Mod => bin(d, a, b, |x, y| divmod(x, y).1),
+            BinOp::FloorDiv => bin(d, a, b, |x, y| divmod(x, y).0),
             BinOp::Min => bin(d, a, b, |x, y| if y < x { y } else { x }),
             BinOp::Max => bin(d, a, b, |x, y| if y > x { y } else { x }),
             BinOp::Lt => bin(d, a, b, |x, y| truth(x < y)),

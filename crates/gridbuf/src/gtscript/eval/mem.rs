@@ -1,8 +1,9 @@
 //! Memory views of fields and temporaries, a block's flat geometry, and the copies and row
 //! look-ups between them.
 
-use super::num::Num;
+use super::lane::Elem;
 use crate::error::{Error, Result};
+use crate::gtscript::ir::{Ty, Value};
 
 /// One field component's memory: the view the binder checked.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -20,6 +21,8 @@ pub struct FieldMem {
     pub axes: [bool; 3],
     /// Whether the evaluator may write it.
     pub writable: bool,
+    /// Element type (strides count elements of it).
+    pub ty: Ty,
 }
 
 /// Memory a block moves data from or to: a field component or a tile's stored temporary.
@@ -34,6 +37,11 @@ pub(super) struct Mem {
     pub(super) writable: bool,
     /// Stores use non-temporal (streaming) stores: a large output nothing reads back.
     pub(super) stream: bool,
+    /// Element type in memory.
+    pub(super) ty: Ty,
+    /// Whether memory holds the evaluator's element type as it is (else every load and store
+    /// converts, and the memory is never read or written in place).
+    pub(super) native: bool,
 }
 
 impl Mem {
@@ -131,7 +139,7 @@ impl Geo {
 /// Copies between memory and a block buffer over the box `[lo, hi)`; `load` picks the
 /// direction. The box is checked against the memory's view first.
 #[inline(always)]
-pub(super) fn transfer<T: Num>(
+pub(super) fn transfer<T: Elem>(
     mem: &Mem,
     geo: &Geo,
     buf: &mut [T],
@@ -150,6 +158,9 @@ pub(super) fn transfer<T: Num>(
         ));
     }
     let base = mem.check(lo, hi)?;
+    if !mem.native {
+        return transfer_converting(mem, geo, buf, lo, hi, load, base);
+    }
     let [o, m, i] = geo.order;
     let len = (hi[i] - lo[i]) as usize;
     let si = mem.stride(i);
@@ -193,6 +204,103 @@ pub(super) fn transfer<T: Num>(
                 } else {
                     for (t, r) in row.iter().enumerate() {
                         *ptr.wrapping_offset(t as isize * si) = *r;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads the element of type `ty` at `p`.
+///
+/// # Safety
+/// `p` must point to a readable, aligned element of type `ty`.
+#[inline(always)]
+unsafe fn read_value(p: *const u8, ty: Ty) -> Value {
+    // SAFETY: as the caller promises.
+    unsafe {
+        match ty {
+            Ty::Bool => Value::I((*p != 0) as i64),
+            Ty::I8 => Value::I(*p.cast::<i8>() as i64),
+            Ty::I16 => Value::I(*p.cast::<i16>() as i64),
+            Ty::I32 => Value::I(*p.cast::<i32>() as i64),
+            Ty::I64 => Value::I(*p.cast::<i64>()),
+            Ty::F32 => Value::F(*p.cast::<f32>() as f64),
+            Ty::F64 => Value::F(*p.cast::<f64>()),
+        }
+    }
+}
+
+/// Writes `v` (a value of type `ty`) as an element of type `ty` at `p`.
+///
+/// # Safety
+/// `p` must point to a writable, aligned element of type `ty`.
+#[inline(always)]
+unsafe fn write_value(p: *mut u8, ty: Ty, v: Value) {
+    let (f, i) = match v {
+        Value::F(x) => (x, x as i64),
+        Value::I(x) => (x as f64, x),
+    };
+    // SAFETY: as the caller promises.
+    unsafe {
+        match ty {
+            Ty::Bool => *p = (i != 0) as u8,
+            Ty::I8 => *p.cast::<i8>() = i as i8,
+            Ty::I16 => *p.cast::<i16>() = i as i16,
+            Ty::I32 => *p.cast::<i32>() = i as i32,
+            Ty::I64 => *p.cast::<i64>() = i,
+            Ty::F32 => *p.cast::<f32>() = f as f32,
+            Ty::F64 => *p.cast::<f64>() = f,
+        }
+    }
+}
+
+/// [`transfer`] for memory of another element type than the buffer's: element by element,
+/// converting.
+#[inline(never)]
+fn transfer_converting<T: Elem>(
+    mem: &Mem,
+    geo: &Geo,
+    buf: &mut [T],
+    lo: [i64; 3],
+    hi: [i64; 3],
+    load: bool,
+    base: isize,
+) -> Result<()> {
+    let [o, m, i] = geo.order;
+    let len = (hi[i] - lo[i]) as usize;
+    let size = mem.ty.itemsize() as isize;
+    let si = mem.stride(i);
+    for po in lo[o]..hi[o] {
+        for pm in lo[m]..hi[m] {
+            let mut p = [0i64; 3];
+            p[o] = po;
+            p[m] = pm;
+            p[i] = lo[i];
+            let f = geo.flat(p);
+            if f < 0 || f as usize + len > buf.len() {
+                return Err(Error::invalid(
+                    "gtscript block",
+                    (lo, hi),
+                    "a region inside the block (internal planning error)",
+                ));
+            }
+            let row = &mut buf[f as usize..f as usize + len];
+            let moff = base
+                + (po - lo[o]) as isize * mem.stride(o)
+                + (pm - lo[m]) as isize * mem.stride(m);
+            for (t, r) in row.iter_mut().enumerate() {
+                let ptr = std::ptr::with_exposed_provenance_mut::<u8>(mem.addr)
+                    .wrapping_offset((moff + t as isize * si) * size);
+                // SAFETY: `check` verified that every point of the box lies inside the view
+                // (strides in elements of `mem.ty`, whose memory the caller of `run` vouched
+                // for); stores go only to written fields, as in `transfer`.
+                unsafe {
+                    if load {
+                        *r = T::from_value(read_value(ptr, mem.ty));
+                    } else {
+                        write_value(ptr, mem.ty, r.to_value(mem.ty));
                     }
                 }
             }

@@ -16,6 +16,7 @@
 //! block copies what it wrote back to memory.
 
 mod jit;
+mod lane;
 #[cfg(test)]
 mod jit_tests;
 mod kernels;
@@ -29,6 +30,8 @@ mod tile;
 
 pub use jit::Jit;
 pub use mem::FieldMem;
+pub use kernels::Arg;
+pub use lane::{Elem, Lane};
 pub use num::Num;
 pub use tile::run;
 

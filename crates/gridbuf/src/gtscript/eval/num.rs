@@ -1,4 +1,7 @@
-//! The element trait of the evaluator (`f64`, `f32`) and each thread's pool of reusable buffers.
+//! The float trait of the evaluator's kernels (`f64`, `f32`) and each thread's pool of reusable
+//! buffers.
+
+use super::lane::Elem;
 
 /// The element types the evaluator runs on.
 pub trait Num: crate::kernels::Float {
@@ -26,13 +29,14 @@ pub trait Num: crate::kernels::Float {
     fn trunc(self) -> Self;
     /// `x^y`.
     fn powf(self, y: Self) -> Self;
+    /// The C library's `fmod`.
+    fn fmod(self, y: Self) -> Self;
+    /// The magnitude of `self` with the sign of `y`.
+    fn copysign(self, y: Self) -> Self;
     /// Not a number.
     fn is_nan(self) -> bool;
     /// Infinite.
     fn is_inf(self) -> bool;
-    /// This thread's pool of buffers, reused across calls so that large per-tile storage is
-    /// not allocated and zeroed on every call.
-    fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>>;
 }
 
 /// Buffers a pool keeps per thread at most.
@@ -40,7 +44,7 @@ const POOL_MAX: usize = 64;
 
 /// A buffer of `len` elements from this thread's pool (values left by earlier use, zero where
 /// it grows), or a new zeroed one.
-pub(super) fn take_buf<T: Num>(len: usize) -> Vec<T> {
+pub(super) fn take_buf<T: Elem>(len: usize) -> Vec<T> {
     let mut v = T::pool()
         .with(|p| {
             let mut p = p.borrow_mut();
@@ -58,7 +62,7 @@ pub(super) fn take_buf<T: Num>(len: usize) -> Vec<T> {
 
 /// Makes `b` a buffer of `len` elements: from this thread's pool if it has none yet, else
 /// resized (a block buffer kept from the previous block or section).
-pub(super) fn fit_buf<T: Num>(b: &mut Vec<T>, len: usize) {
+pub(super) fn fit_buf<T: Elem>(b: &mut Vec<T>, len: usize) {
     if b.capacity() == 0 {
         *b = take_buf(len);
     } else if b.len() != len {
@@ -67,7 +71,7 @@ pub(super) fn fit_buf<T: Num>(b: &mut Vec<T>, len: usize) {
 }
 
 /// Returns buffers to this thread's pool.
-pub(super) fn give_bufs<T: Num>(bufs: impl IntoIterator<Item = Vec<T>>) {
+pub(super) fn give_bufs<T: Elem>(bufs: impl IntoIterator<Item = Vec<T>>) {
     T::pool().with(|p| {
         let mut p = p.borrow_mut();
         for b in bufs {
@@ -130,19 +134,20 @@ macro_rules! impl_num {
                 <$t>::powf(self, y)
             }
             #[inline(always)]
+            fn fmod(self, y: Self) -> Self {
+                self % y
+            }
+            #[inline(always)]
+            fn copysign(self, y: Self) -> Self {
+                <$t>::copysign(self, y)
+            }
+            #[inline(always)]
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
             #[inline(always)]
             fn is_inf(self) -> bool {
                 <$t>::is_infinite(self)
-            }
-            fn pool() -> &'static std::thread::LocalKey<std::cell::RefCell<Vec<Vec<Self>>>> {
-                thread_local! {
-                    static POOL: std::cell::RefCell<Vec<Vec<$t>>> =
-                        const { std::cell::RefCell::new(Vec::new()) };
-                }
-                &POOL
             }
         }
     };

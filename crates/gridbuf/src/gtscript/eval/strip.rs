@@ -1,9 +1,9 @@
 //! Running one statement's register tape over its region, strip by strip.
 
 use super::jit::StmtCode;
-use super::kernels::{apply, Arg};
+use super::kernels::Arg;
 use super::mem::{mem_row, Geo, Mem};
-use super::num::Num;
+use super::lane::Elem;
 use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::plan::{Instr, Op, Src, StmtPlan};
@@ -27,7 +27,7 @@ struct Strip<'a, T> {
     n: usize,
 }
 
-impl<'a, T: Num> Strip<'a, T> {
+impl<'a, T: Elem> Strip<'a, T> {
     #[inline(always)]
     fn operand<'r>(&self, src: Src, regs: &'r [Vec<T>]) -> Result<Arg<'r, T>>
     where
@@ -66,7 +66,7 @@ impl<'a, T: Num> Strip<'a, T> {
                 Arg::S(&buf[s as usize..s as usize + n])
             }
             Src::Scalar(i) => Arg::V(self.scalars[i as usize]),
-            Src::Const(v) => Arg::V(T::from_f64(v)),
+            Src::Const(v) => Arg::V(T::from_value(v)),
         })
     }
 }
@@ -75,7 +75,7 @@ impl<'a, T: Num> Strip<'a, T> {
 /// most [`STRIP`] points.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn run_stmt<T: Num>(
+pub(super) fn run_stmt<T: Elem>(
     st: &StmtPlan,
     geo: &Geo,
     bufs: &mut [Vec<T>],
@@ -122,7 +122,7 @@ pub(super) fn run_stmt<T: Num>(
                         strip.operand(ins.args[1], regs)?,
                         strip.operand(ins.args[2], regs)?,
                     ];
-                    apply(ins.op, &mut d[..n], a[0], a[1], a[2]);
+                    T::apply(ins, &mut d[..n], a[0], a[1], a[2]);
                     regs[ins.dst as usize] = d;
                 }
                 let f0 = f0 as usize;
@@ -142,7 +142,7 @@ pub(super) fn run_stmt<T: Num>(
                                 strip.operand(ins.args[1], regs)?,
                                 strip.operand(ins.args[2], regs)?,
                             ];
-                            apply(ins.op, row, a[0], a[1], a[2]);
+                            T::apply(ins, row, a[0], a[1], a[2]);
                             None
                         }
                         Some(ins) => {
@@ -152,7 +152,7 @@ pub(super) fn run_stmt<T: Num>(
                                 strip.operand(ins.args[1], regs)?,
                                 strip.operand(ins.args[2], regs)?,
                             ];
-                            apply(ins.op, &mut d[..n], a[0], a[1], a[2]);
+                            T::apply(ins, &mut d[..n], a[0], a[1], a[2]);
                             regs[scratch] = d;
                             Some(scratch)
                         }
@@ -182,7 +182,7 @@ pub(super) fn run_stmt<T: Num>(
                                 strip.operand(ins.args[1], regs)?,
                                 strip.operand(ins.args[2], regs)?,
                             ];
-                            apply(ins.op, &mut tb[f0..f0 + n], a[0], a[1], a[2]);
+                            T::apply(ins, &mut tb[f0..f0 + n], a[0], a[1], a[2]);
                         }
                         None => tb[f0..f0 + n].copy_from_slice(&regs[result_reg][..n]),
                     }
@@ -202,7 +202,7 @@ pub(super) fn run_stmt<T: Num>(
 /// call per strip of at most [`STRIP`] points.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn run_stmt_code<T: Num>(
+pub(super) fn run_stmt_code<T: Elem>(
     code: &StmtCode,
     st: &StmtPlan,
     geo: &Geo,
@@ -374,7 +374,7 @@ pub(super) fn run_stmt_code<T: Num>(
 /// tape interpreter.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn run_statement<T: Num>(
+pub(super) fn run_statement<T: Elem>(
     code: Option<&StmtCode>,
     st: &StmtPlan,
     geo: &Geo,

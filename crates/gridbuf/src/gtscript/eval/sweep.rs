@@ -10,7 +10,8 @@
 
 use super::jit::Jit;
 use super::mem::{Geo, Mem};
-use super::num::{fit_buf, give_bufs, take_buf, Num};
+use super::lane::Elem;
+use super::num::{fit_buf, give_bufs, take_buf};
 use super::strip::run_statement;
 use super::STRIP;
 use crate::error::Result;
@@ -32,7 +33,7 @@ pub(super) struct SweepCtx<'a, T> {
 
 /// Runs every section of the tile with core `[lo, hi)` (I, J, K) as a sweep.
 #[inline(always)]
-pub(super) fn run_sweep_tile<T: Num>(
+pub(super) fn run_sweep_tile<T: Elem>(
     ctx: &SweepCtx<'_, T>,
     lo: [i64; 3],
     hi: [i64; 3],

@@ -3,12 +3,13 @@
 
 use super::jit::Jit;
 use super::mem::{transfer, FieldMem, Geo, Mem};
-use super::num::{fit_buf, give_bufs, take_buf, Num};
+use super::lane::Elem;
+use super::num::{fit_buf, give_bufs, take_buf};
 use super::strip::run_statement;
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
 use crate::error::{Error, Result};
-use crate::gtscript::ir::IterOrder;
+use crate::gtscript::ir::{IterOrder, Value};
 use crate::gtscript::plan::{k_bounds_error, Kind, Plan, Reach, SectionPlan};
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
@@ -46,7 +47,7 @@ struct TileTask<'a, T> {
     tile: Tile,
 }
 
-impl<T: Num> SimdTask for TileTask<'_, T> {
+impl<T: Elem> SimdTask for TileTask<'_, T> {
     type Output = Result<()>;
     #[inline(always)]
     fn run(self) -> Result<()> {
@@ -78,34 +79,50 @@ pub(super) fn reach_box(
 }
 
 #[inline(always)]
-fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
+fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     let plan = ctx.plan;
     let nq = plan.kinds.len();
     // Stored temporaries of this tile, I fastest.
     let mut stored: Vec<Vec<T>> = vec![Vec::new(); nq];
     let mut mems: Vec<Mem> = ctx.mems.to_vec();
     for (q, kind) in plan.kinds.iter().enumerate() {
-        if let Kind::Stored { reach, k_margin } = *kind {
-            let (lo, hi) = reach_box(
+        if let Kind::Stored {
+            reach,
+            k_margin,
+            axes,
+        } = *kind
+        {
+            let (lo, mut hi) = reach_box(
                 [tile.lo[0], tile.lo[1], 0],
                 [tile.hi[0], tile.hi[1], ctx.nk as i64],
                 reach,
                 (k_margin as i32, k_margin as i32),
             );
+            if !axes[2] {
+                // A 2-D temporary: one plane, which every level maps to.
+                hi[2] = lo[2] + 1;
+            }
             let n = [
                 (hi[0] - lo[0]).max(0) as usize,
                 (hi[1] - lo[1]).max(0) as usize,
                 (hi[2] - lo[2]).max(0) as usize,
             ];
             stored[q] = take_buf(n[0] * n[1] * n[2]);
+            if !axes[2] {
+                // GT4Py leaves a 2-D temporary uninitialised; zeros make a read before the
+                // first write at least repeatable.
+                stored[q].fill(T::ZERO);
+            }
             mems.push(Mem {
                 addr: stored[q].as_mut_ptr().expose_provenance(),
                 shape: n,
                 strides: [1, n[0] as isize, (n[0] * n[1]) as isize],
                 origin: [-lo[0], -lo[1], -lo[2]],
-                axes: [true; 3],
+                axes,
                 writable: true,
                 stream: false,
+                ty: crate::gtscript::ir::Ty::F64,
+                native: true,
             });
         } else {
             mems.push(Mem {
@@ -116,6 +133,8 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 axes: [true; 3],
                 writable: false,
                 stream: false,
+                ty: crate::gtscript::ir::Ty::F64,
+                native: true,
             });
         }
     }
@@ -157,7 +176,7 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                     return None;
                 }
                 let m = *mem_of(q);
-                (m.axes[inner] && m.strides[inner] == 1).then_some(m)
+                (m.native && m.axes[inner] && m.strides[inner] == 1).then_some(m)
             })
             .collect();
         for (k0, k1) in levels {
@@ -174,7 +193,7 @@ fn run_tile<T: Num>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn run_block<'m, T: Num>(
+fn run_block<'m, T: Elem>(
     ctx: &Ctx<'_, T>,
     s: usize,
     bufs: &mut [Vec<T>],
@@ -253,7 +272,8 @@ fn run_block<'m, T: Num>(
 }
 
 /// Runs a planned stencil on `fields` (one entry per field component, in quantity order) over
-/// `domain` (I, J, K; 1 along an axis no field has), with `scalars` in declaration order,
+/// `domain` (I, J, K; 1 along an axis no field has), with `scalars` in declaration order
+/// (each a value of its declared type),
 /// using the compiled statements of `jit` (made from this `plan`) where it has them.
 ///
 /// Checks first that every K read stays inside the fields' views, so an error leaves every
@@ -263,11 +283,11 @@ fn run_block<'m, T: Num>(
 /// Every [`FieldMem`] must describe memory that is alive for the call, aligned for `T`, inside
 /// its allocation for every index within `shape`, not written by anyone else during the call,
 /// and, for components of written fields, writable and overlapping no other component's memory.
-pub unsafe fn run<T: Num>(
+pub unsafe fn run<T: Elem>(
     plan: &Plan,
     jit: Option<&Jit>,
     fields: &[FieldMem],
-    scalars: &[f64],
+    scalars: &[Value],
     domain: [usize; 3],
     threads: Threads,
 ) -> Result<()> {
@@ -345,7 +365,12 @@ pub unsafe fn run<T: Num>(
             origin: [f.origin[0] as i64, f.origin[1] as i64, f.origin[2] as i64],
             axes: f.axes,
             writable: f.writable,
-            stream: f.writable && !r && exec::streaming::<T>(f.shape.iter().product()),
+            stream: f.writable
+                && !r
+                && T::native(f.ty)
+                && exec::streaming::<T>(f.shape.iter().product()),
+            ty: f.ty,
+            native: T::native(f.ty),
         })
         .collect();
     // The output's unit-stride axis.
@@ -362,7 +387,7 @@ pub unsafe fn run<T: Num>(
                 .min_by_key(|&a| (f.strides[a].unsigned_abs(), 2 - a))
         })
         .unwrap_or(0);
-    let scal: Vec<T> = scalars.iter().map(|&v| T::from_f64(v)).collect();
+    let scal: Vec<T> = scalars.iter().map(|&v| T::from_value(v)).collect();
     let points = domain.iter().product::<usize>();
     let threads = if exec::parallel(threads, points) {
         threads
@@ -388,7 +413,7 @@ pub unsafe fn run<T: Num>(
     });
     let light = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
         && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
-        && mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1)
+        && mems.iter().all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
         && (inner == 2 || !written_read_along_k);
     if !light {
         if let Some(order) = sweep_order(plan, &mems, inner, domain) {
@@ -511,7 +536,7 @@ fn run_all<I: Send>(
 /// component has unit stride along `inner`: the sweep follows the output's outermost memory
 /// axis, so each field is read plane after plane in memory order.
 fn sweep_order(plan: &Plan, mems: &[Mem], inner: usize, domain: [usize; 3]) -> Option<[usize; 3]> {
-    if !mems.iter().all(|m| m.axes[inner] && m.strides[inner] == 1) {
+    if !mems.iter().all(|m| m.native && m.axes[inner] && m.strides[inner] == 1) {
         return None;
     }
     let out = plan.first_output.and_then(|field| {
@@ -540,7 +565,7 @@ struct SweepTask<'a, T> {
     hi: [i64; 3],
 }
 
-impl<T: Num> SimdTask for SweepTask<'_, T> {
+impl<T: Elem> SimdTask for SweepTask<'_, T> {
     type Output = Result<()>;
     #[inline(always)]
     fn run(self) -> Result<()> {
