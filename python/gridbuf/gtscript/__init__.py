@@ -23,7 +23,8 @@ a vector and a scalar (also unary ``-``, and scalar subexpressions, which GT4Py 
 on), matrix ``@`` vector, ``m.T``, and a scalar assigned to every component. Matrix @ matrix,
 vector @ vector, element-wise operations on matrices, math functions, ``x if c else y`` and
 temporaries of whole vectors, and whole-vector assignments inside ``if`` are rejected, as GT4Py
-rejects them. Anything else is rejected when the stencil is defined, with a
+rejects them; so is a component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment,
+which GT4Py reads as the whole vector (assign it to a temporary first). Anything else is rejected when the stencil is defined, with a
 :class:`gridbuf.GridbufValueError` naming the construct and the line.
 """
 

@@ -9,12 +9,16 @@ supported mirrors what GT4Py computes:
 
 - a data-dim field read whole, at any offset: ``a``, ``a[1, 0, 0]`` (vectors and matrices);
 - element-wise ``+ - * / ** %`` between vectors of the same length, and between a vector and
-  a scalar (a literal, a scalar parameter, a scalar field, a field component or any scalar
+  a scalar (a literal, a scalar parameter, a scalar field or temporary, or any scalar
   expression of them), and unary ``-``/``+`` of a vector;
 - ``m @ v`` (a matrix of shape (r, c) times a vector of length c gives a vector of length r,
   each component summed left to right as GT4Py does) and ``m.T``;
 - assignment of a vector or matrix to a data-dim field of the same shape, and of a scalar
   to every component of one.
+
+A data-dim component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment is refused:
+GT4Py 1.1.12 reads the whole field there, its index ignored (``out = a + a[0, 0, 0][1]`` gives
+``a + a``); through a temporary (``c = a[0, 0, 0][1]``, then ``out = a * c``) it is fine.
 
 Everything else on whole vectors is rejected when the stencil is defined, with the construct
 and the line: GT4Py 1.1.12 fails on ``matrix @ matrix``, ``vector @ vector``, ``vector @
@@ -169,12 +173,33 @@ def target_error(low: Lowering, ctx: _Ctx, node: ast.stmt, target: ast.expr, val
     return low.error(ctx, node, f"`{_src(node)}`: assignment of {a.describe()} to {what}")
 
 
+def _reject_components(low: Lowering, ctx: _Ctx, node: ast.stmt) -> None:
+    """Refuses a data-dim component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment:
+    GT4Py 1.1.12 unrolls it as the whole field ``a``, its index ignored, which computes something
+    else than it reads (``out = a + a[0, 0, 0][1]`` gives ``out = a + a``)."""
+    from ._frontend import _Ref
+
+    value = getattr(node, "value", None)
+    if value is None:
+        return
+    for sub in ast.walk(value):
+        if not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Subscript)):
+            continue
+        try:
+            ref = low.value(ctx, sub)
+        except Exception:  # noqa: BLE001 - reported where the expression itself is lowered
+            continue
+        if isinstance(ref, _Ref) and ref.kind == "f" and ref.comp is not None and low.fields[ref.index][1].data_shape:
+            raise low.error(ctx, sub, f"`{_src(sub)}` in `{_src(node)}`: a data-dim component on the right of a whole-vector assignment; GT4Py 1.1.12 reads the whole field there, its index ignored. Assign the component to a temporary first (`c = {_src(sub)}`)")
+
+
 def assign(low: Lowering, ctx: _Ctx, node: ast.stmt, index: int, value: Any, mask: Expr | None) -> None:
     """``field = value`` for a data-dim field ``index`` written whole: one statement per component."""
     name, ftype = low.fields[index]
     shape = ftype.data_shape
     if mask is not None:
         raise low.error(ctx, node, f"`{_src(node)}`: a whole-vector assignment to {name!r} inside `if`; GT4Py 1.1.12 does not unroll it there: assign the components, e.g. {name}[0, 0, 0][{', '.join('0' * len(shape))}] = ...")
+    _reject_components(low, ctx, node)
     v = lift(low, ctx, node, value)
     if v is None:
         s = low.as_expr(ctx, node, value)
