@@ -15,8 +15,17 @@ parameters, ``with computation(PARALLEL|FORWARD|BACKWARD), interval(...)`` block
 ``with interval`` blocks), assignments to fields and temporaries at offset zero, relative
 offsets, data-dim indices, arithmetic, comparisons, ``and``/``or``/``not``, ``x if c else y``,
 ``if``/``elif``/``else``, the math functions, ``gtscript.function`` helpers and externals
-(``from __externals__ import NAME``). Anything else is rejected when the stencil is defined,
-with a :class:`gridbuf.GridbufValueError` naming the construct and the line.
+(``from __externals__ import NAME``). Data-dim fields (vectors ``(dtype, (n,))`` and matrices
+``(dtype, (r, c))``) can also be used whole, as in GT4Py, on the right of an assignment to a
+whole data-dim field of the same shape (``out = a``, ``out[0, 0, 0] = m @ v``), which writes
+one component after the other: element-wise ``+ - * / ** %`` between vectors of one length or
+a vector and a scalar (also unary ``-``, and scalar subexpressions, which GT4Py 1.1.12 fails
+on), matrix ``@`` vector, ``m.T``, and a scalar assigned to every component. Matrix @ matrix,
+vector @ vector, element-wise operations on matrices, math functions, ``x if c else y`` and
+temporaries of whole vectors, and whole-vector assignments inside ``if`` are rejected, as GT4Py
+rejects them; so is a component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment,
+which GT4Py reads as the whole vector (assign it to a temporary first). Anything else is rejected when the stencil is defined, with a
+:class:`gridbuf.GridbufValueError` naming the construct and the line.
 """
 
 from __future__ import annotations

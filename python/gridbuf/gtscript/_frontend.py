@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
+from . import _vectors
 
 # Expression trees are tuples in the IR's prefix form: ("f", field, comp, (di, dj, dk)),
 # ("t", temp, (di, dj, dk)), ("s", scalar), ("c", value), (op, *operands).
@@ -379,18 +380,25 @@ class Lowering:
     def assign(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: ast.expr, mask: Expr | None) -> None:
         if isinstance(target, ast.Tuple):
             if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts):
-                vals = [self.expr(ctx, v) for v in value.elts]
+                vals = [self.value(ctx, v) for v in value.elts]
             else:
                 v = self.value(ctx, value)
                 if not isinstance(v, list) or len(v) != len(target.elts):
                     raise self.error(ctx, node, "tuple assignment needs as many values as targets")
-                vals = [self.as_expr(ctx, value, x) for x in v]
+                vals = v
             for t, v in zip(target.elts, vals):
                 self.store(ctx, node, t, v, mask)
             return
-        self.store(ctx, node, target, self.expr(ctx, value), mask)
+        self.store(ctx, node, target, self.value(ctx, value), mask)
 
-    def store(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Expr, mask: Expr | None) -> None:
+    def store(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any, mask: Expr | None) -> None:
+        whole = self.whole_vector_target(ctx, target)
+        if whole is not None:  # a data-dim field written whole: one statement per component
+            _vectors.assign(self, ctx, node, whole, value, mask)
+            return
+        if _vectors.is_vector(self, value):
+            raise _vectors.target_error(self, ctx, node, target, value)
+        value = self.as_expr(ctx, node, value)
         comp: int | None = 0
         if isinstance(target, ast.Subscript):
             ref = self.value(ctx, target)
@@ -425,6 +433,13 @@ class Lowering:
             value = ("sel", mask, value, old)
         self.emit(ctx, node, (kind, index, comp) if kind == "f" else ("t", index), value)
 
+    def whole_vector_target(self, ctx: _Ctx, target: ast.expr) -> int | None:
+        """The index of the data-dim field that ``target`` writes whole (``out``, ``out[0, 0, 0]``), if any."""
+        ref = self.value(ctx, target) if isinstance(target, ast.Subscript) else ctx.local.get(target.id) if isinstance(target, ast.Name) else None
+        if isinstance(ref, _Ref) and ref.kind == "f" and ref.comp is None and self.fields[ref.index][1].data_shape and ref.offset == (0, 0, 0):
+            return ref.index
+        return None
+
     def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
         tgt = f"f {target[1]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
@@ -435,6 +450,8 @@ class Lowering:
         return self.as_expr(ctx, node, self.value(ctx, node))
 
     def as_expr(self, ctx: _Ctx, node: ast.AST, v: Any) -> Expr:
+        if _vectors.is_vector(self, v):
+            raise _vectors.scalar_error(self, ctx, node, v)
         if isinstance(v, _Ref):
             if v.kind == "f":
                 f = self.fields[v.index]
@@ -468,6 +485,8 @@ class Lowering:
                 return ("c", float(v))
             return v
         if isinstance(node, ast.Attribute):
+            if node.attr == "T" and _vectors.is_vector(self, base := self.value(ctx, node.value)):
+                return _vectors.transpose(self, ctx, node, base)
             if self.is_const(ctx, node):
                 return ("c", float(self.const(ctx, node)))
             try:
@@ -475,12 +494,18 @@ class Lowering:
             except Exception:  # noqa: BLE001
                 raise self.error(ctx, node, f"attribute {ast.unparse(node)!r}") from None
         if isinstance(node, ast.BinOp):
+            left, right = self.value(ctx, node.left), self.value(ctx, node.right)
+            if isinstance(node.op, ast.MatMult) or _vectors.is_vector(self, left) or _vectors.is_vector(self, right):
+                return _vectors.binop(self, ctx, node, left, right)
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
-            return _fold((op, self.expr(ctx, node.left), self.expr(ctx, node.right)))
+            return _fold((op, self.as_expr(ctx, node.left, left), self.as_expr(ctx, node.right, right)))
         if isinstance(node, ast.UnaryOp):
-            a = self.expr(ctx, node.operand)
+            operand = self.value(ctx, node.operand)
+            if _vectors.is_vector(self, operand):
+                return _vectors.unary(self, ctx, node, operand)
+            a = self.as_expr(ctx, node.operand, operand)
             if isinstance(node.op, ast.USub):
                 return ("c", -a[1]) if a[0] == "c" else ("neg", a)
             if isinstance(node.op, ast.UAdd):
@@ -642,6 +667,8 @@ class Lowering:
                 v = self.value(inner, s.value)
                 if isinstance(v, list):
                     return [self.as_expr(inner, s, x) for x in v]
+                if _vectors.is_vector(self, v):
+                    return _vectors.lift(self, inner, s, v)  # a whole vector, for the caller's expression
                 return self.as_expr(inner, s, v)
             else:
                 raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.If) else 'an if statement'} in a gtscript function")
