@@ -80,7 +80,12 @@ impl GtProgram {
     /// NumPy names of the scalar parameters' types.
     #[getter]
     fn scalar_dtypes(&self) -> Vec<&'static str> {
-        self.plan.program.scalars.iter().map(|s| s.ty.name()).collect()
+        self.plan
+            .program
+            .scalars
+            .iter()
+            .map(|s| s.ty.name())
+            .collect()
     }
 
     /// Runs the program on the binder's views (positional, field order) and scalars.
@@ -104,9 +109,8 @@ impl GtProgram {
             let v = scalars
                 .and_then(|d| d.get_item(&s.name).ok().flatten())
                 .ok_or_else(|| to_py(py, Error::gtscript_missing_scalar(&p.name, &s.name)))?;
-            let bad = |what: &str| {
-                crate::convert::type_error(&format!("scalar {:?}", s.name), &v, what)
-            };
+            let bad =
+                |what: &str| crate::convert::type_error(&format!("scalar {:?}", s.name), &v, what);
             // Floats take any real number (rounded to float32 where declared so); integers
             // and booleans only values of their kind, as GT4Py checks them.
             let x = match s.ty {
@@ -114,16 +118,23 @@ impl GtProgram {
                     v.extract::<f64>()
                         .map_err(|_| bad("expected a real number"))?,
                 ),
-                Ty::Bool => Value::I(
-                    v.extract::<bool>()
-                        .map_err(|_| bad("expected a bool"))? as i64,
-                ),
+                Ty::Bool => {
+                    Value::I(v.extract::<bool>().map_err(|_| bad("expected a bool"))? as i64)
+                }
                 _ => {
-                    if v.is_instance_of::<pyo3::types::PyBool>() || v.is_instance_of::<pyo3::types::PyFloat>() {
-                        return Err(bad(&format!("expected an integer for a {} parameter", s.ty.name())));
+                    if v.is_instance_of::<pyo3::types::PyBool>()
+                        || v.is_instance_of::<pyo3::types::PyFloat>()
+                    {
+                        return Err(bad(&format!(
+                            "expected an integer for a {} parameter",
+                            s.ty.name()
+                        )));
                     }
                     Value::I(v.extract::<i64>().map_err(|_| {
-                        bad(&format!("expected an integer for a {} parameter", s.ty.name()))
+                        bad(&format!(
+                            "expected an integer for a {} parameter",
+                            s.ty.name()
+                        ))
                     })?)
                 }
             };

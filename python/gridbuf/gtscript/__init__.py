@@ -100,6 +100,9 @@ class Field:
         try:
             dtype = np.dtype(params)
         except TypeError:
+            if isinstance(params, str):
+                # A symbol given at stencil creation: `dtypes={"DT": np.float32}`.
+                return FieldType(np.dtype(np.float64), axes, data_shape, symbol=params)
             raise GridbufTypeError(f"invalid Field dtype {params!r}: expected a NumPy dtype") from None
         return FieldType(dtype, axes, data_shape)
 
@@ -166,19 +169,18 @@ class GTStencil:
     fields and scalar parameters given positionally or by name.
     """
 
-    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None) -> None:
-        lowering = Lowering(definition, externals, name)
+    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None = None) -> None:
+        lowering = Lowering(definition, externals, name, dtypes)
         self.ir: str = lowering.lower()
         self.definition_func = definition
         self.__name__ = self.name = lowering.name
         self.__doc__ = definition.__doc__
         self._params = lowering.params
         self._program = _gridbuf.gtscript_compile(self.ir)
-        dtype = np.dtype(self._program.dtype)
         fields = []
         for f in self._program.fields:
             f = dict(f)
-            f["dtype"] = dtype
+            f["dtype"] = np.dtype(f["dtype"])
             fields.append(f)
         self.field_names: tuple[str, ...] = tuple(f["name"] for f in fields)
         self.scalar_names: tuple[str, ...] = tuple(self._program.scalars)
@@ -201,7 +203,7 @@ class GTStencil:
         scalars = {}
         for s in self.scalar_names:
             v = values[s]
-            if not isinstance(v, (int, float, np.number)) or isinstance(v, np.ndarray):
+            if not isinstance(v, (int, float, np.number, np.bool_)) or isinstance(v, np.ndarray):
                 raise GridbufTypeError(f"invalid type for scalar parameter {s!r} of stencil {self.name!r} ({type(v).__name__}): expected a real number")
             scalars[s] = v
         fields = [values[f] for f in self.field_names]
@@ -220,6 +222,7 @@ def stencil(
     *,
     externals: dict[str, Any] | None = None,
     name: str | None = None,
+    dtypes: dict[str, Any] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Build a stencil from a gtscript definition, as ``gt4py.cartesian.gtscript.stencil``.
@@ -234,8 +237,10 @@ def stencil(
         Compile-time constants and gtscript functions for ``from __externals__ import ...``.
     name : str, optional
         Name used in messages.
+    dtypes : dict, optional
+        Dtypes of symbols used in annotations (``Field["DT"]``, ``s: "DT"``), as in GT4Py.
     **kwargs
-        Other GT4Py options (``rebuild``, ``dtypes``, ``build_info``, ...), accepted and ignored.
+        Other GT4Py options (``rebuild``, ``build_info``, ...), accepted and ignored.
 
     Returns
     -------
@@ -245,7 +250,7 @@ def stencil(
     if definition is None and callable(backend) and not isinstance(backend, str):
         definition, backend = backend, None
     if definition is None:
-        return lambda d: GTStencil(d, externals, name)
+        return lambda d: GTStencil(d, externals, name, dtypes)
     if not inspect.isfunction(definition):
         raise GridbufTypeError(f"invalid type for definition ({definition!r}): expected a Python function")
-    return GTStencil(definition, externals, name)
+    return GTStencil(definition, externals, name, dtypes)

@@ -35,6 +35,21 @@ _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq
 _UNARY_FUNCS = ("abs", "sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "trunc", "isnan", "isinf")
 _BINARY_FUNCS = ("min", "max", "mod")
 
+# GT4Py's types, and the names that convert to one (`float32(x)`, `int(x)`, ...).
+_DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64))
+_CASTS = {"int32": "int32", "int64": "int64", "float32": "float32", "float64": "float64", "int": "int64", "float": "float64"}
+
+
+def _annotation_namespace() -> dict[str, Any]:
+    """Names an annotation may use unimported, as in GT4Py: the gtscript names and the types."""
+    import importlib
+
+    names = vars(importlib.import_module(__package__ or "gridbuf.gtscript"))
+    out = {k: v for k, v in names.items() if not k.startswith("_")}
+    out.update({"np": np, "int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64})
+    return out
+
+
 _CONSTRUCTS = {
     ast.For: "a for loop",
     ast.While: "a while loop",
@@ -71,6 +86,8 @@ class FieldType:
     dtype: np.dtype[Any]
     axes: str = "IJK"
     data_shape: tuple[int, ...] = ()
+    # A `dtypes=` symbol (`Field["DT"]`), resolved when the stencil is built.
+    symbol: str | None = None
 
 
 @dataclass(frozen=True)
@@ -115,7 +132,7 @@ def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
 class Lowering:
     """Lowers one stencil definition to the IR text."""
 
-    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None) -> None:
+    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None = None) -> None:
         self.definition = definition
         self.externals = dict(externals or {})
         self.name = name or definition.__name__
@@ -126,6 +143,37 @@ class Lowering:
         self.lines: list[str] = []
         self.masks = 0
         self.depth = 0
+        self.dtypes: dict[str, Any] = dict(dtypes or {})
+        self.scalar_types: list[np.dtype[Any]] = []
+        # Declared temporaries: index -> (dtype, dims).
+        self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
+
+    # -- types -----------------------------------------------------------------------------
+    def annotation(self, ctx: _Ctx, node: ast.AST, ann: Any) -> Any:
+        """A parameter's or temporary's annotation, with `dtypes=` symbols resolved."""
+        if isinstance(ann, str):
+            if ann in self.dtypes:
+                return self.dtypes[ann]
+            try:
+                return eval(ann, dict(_annotation_namespace(), **ctx.globals), dict(self.dtypes))  # noqa: S307 - the user's own annotation, as Python would evaluate it
+            except Exception as exc:  # noqa: BLE001
+                raise self.error(ctx, node, f"annotation {ann!r} cannot be evaluated ({exc}); a dtype symbol needs dtypes={{{ann!r}: ...}}") from None
+        return ann
+
+    def dtype_of(self, ctx: _Ctx, node: ast.AST, spec: Any, what: str) -> np.dtype[Any]:
+        """The dtype `spec` names (a `dtypes=` symbol, a Python or NumPy type), if gtscript has it."""
+        if isinstance(spec, str) and spec in self.dtypes:
+            spec = self.dtypes[spec]
+        if isinstance(spec, FieldType):
+            spec = spec.dtype
+        try:
+            dt = np.dtype(spec)
+        except TypeError:
+            raise self.error(ctx, node, f"{what} has the type {spec!r}, which is not a dtype (pass dtypes={{{spec!r}: ...}} for a symbol)") from None
+        if dt not in _DTYPES:
+            why = "GT4Py has no unsigned types" if dt.kind == "u" else "GT4Py's types are bool, int8, int16, int32, int64, float32 and float64"
+            raise self.error(ctx, node, f"{what} has dtype {dt}: {why}")
+        return dt
 
     # -- errors ----------------------------------------------------------------------------
     def error(self, ctx: _Ctx, node: ast.AST | None, message: str) -> GridbufValueError:
@@ -137,41 +185,38 @@ class Lowering:
         fdef, first = _source(self.definition)
         ctx = _Ctx(self.definition, first)
         try:
-            annotations = inspect.get_annotations(self.definition, eval_str=True)
-        except Exception as exc:  # noqa: BLE001 - any failure to evaluate annotations
-            raise GridbufTypeError(f"invalid stencil definition {self.name!r}: its annotations cannot be evaluated ({exc})") from None
+            annotations = dict(inspect.get_annotations(self.definition))
+        except Exception as exc:  # noqa: BLE001 - any failure to read annotations
+            raise GridbufTypeError(f"invalid stencil definition {self.name!r}: its annotations cannot be read ({exc})") from None
         args = fdef.args
         if args.vararg or args.kwarg or args.posonlyargs:
             raise self.error(ctx, fdef, "*args, **kwargs and positional-only parameters are not supported")
-        dtypes: set[np.dtype[Any]] = set()
         for a in args.args + args.kwonlyargs:
-            ann = annotations.get(a.arg)
+            ann = self.annotation(ctx, a, annotations.get(a.arg))
             if isinstance(ann, FieldType):
-                if ann.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
-                    raise self.error(ctx, a, f"field {a.arg!r} has dtype {ann.dtype}; gridbuf.gtscript runs float64 and float32 fields")
-                dtypes.add(ann.dtype)
+                ann = FieldType(self.dtype_of(ctx, a, ann.symbol or ann.dtype, f"field {a.arg!r}"), ann.axes, ann.data_shape)
                 ctx.local[a.arg] = _Ref("f", len(self.fields))
                 self.fields.append((a.arg, ann))
-            elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, np.number)) or isinstance(ann, np.dtype):
+            elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, np.generic)) or isinstance(ann, np.dtype):
                 ctx.local[a.arg] = ("s", len(self.scalars))
                 self.scalars.append(a.arg)
+                self.scalar_types.append(self.dtype_of(ctx, a, float if ann is None else ann, f"scalar parameter {a.arg!r}"))
             else:
                 raise self.error(ctx, a, f"parameter {a.arg!r} has the annotation {ann!r}: expected Field[...] or a scalar type")
             self.params.append(a.arg)
         if not self.fields:
             raise self.error(ctx, fdef, "a stencil needs at least one Field parameter")
-        if len(dtypes) > 1:
-            raise self.error(ctx, fdef, f"fields of different dtypes ({', '.join(sorted(map(str, dtypes)))}); gridbuf.gtscript needs one float dtype per stencil")
-        dtype = dtypes.pop()
         body: list[str] = []
         self.lines = body
         for stmt in fdef.body:
             self.top_stmt(ctx, stmt)
-        head = [f"stencil {self.name.replace(' ', '_')} {dtype}"]
+        head = [f"stencil {self.name.replace(' ', '_')}"]
         for n, f in self.fields:
-            head.append(" ".join(["field", n, f.axes, *map(str, f.data_shape)]))
-        head += [f"scalar {s}" for s in self.scalars]
-        head += [f"temp {t}" for t in self.temps]
+            head.append(" ".join(["field", n, f.dtype.name, f.axes, *map(str, f.data_shape)]))
+        head += [f"scalar {s} {t.name}" for s, t in zip(self.scalars, self.scalar_types)]
+        for i, t in enumerate(self.temps):
+            ty, axes = self.temp_types.get(i, (None, "IJK"))
+            head.append(f"temp {t} {ty.name if ty is not None else 'auto'} {axes}")
         return "\n".join(head + body) + "\n"
 
     # -- constant evaluation ---------------------------------------------------------------
@@ -252,7 +297,7 @@ class Lowering:
     def external_value(self, ctx: _Ctx, node: ast.AST, name: str) -> Any:
         v = self.externals[name]
         if isinstance(v, (bool, int, float, np.number)):
-            return ("c", float(v))
+            return ("c", _num(v))
         if callable(v):
             return v
         raise self.error(ctx, node, f"external {name!r} is {v!r}: externals are numbers, booleans or gtscript functions")
@@ -339,6 +384,7 @@ class Lowering:
             ast.copy_location(value, s)
             self.assign(ctx, s, s.target, value, mask)
         elif isinstance(s, ast.AnnAssign) and s.value is not None:
+            self.declare(ctx, s)
             self.assign(ctx, s, s.target, s.value, mask)
         elif isinstance(s, ast.If):
             if self.is_const(ctx, s.test):
@@ -368,6 +414,35 @@ class Lowering:
             raise self.error(ctx, s, "a `with` block inside an interval")
         else:
             raise self.error(ctx, s, f"{_describe(s)} is not supported in a stencil")
+
+    def declare(self, ctx: _Ctx, s: ast.AnnAssign) -> None:
+        """A typed temporary: `tmp: np.float32 = ...` or a 2-D one, `tmp: Field[IJ, np.float64] = ...`."""
+        if not isinstance(s.target, ast.Name):
+            raise self.error(ctx, s, "an annotation on something other than a temporary's name")
+        name = s.target.id
+        try:
+            ann = eval(compile(ast.Expression(s.annotation), "<annotation>", "eval"), dict(_annotation_namespace(), **ctx.globals), dict(self.dtypes))  # noqa: S307 - the user's own annotation
+        except Exception as exc:  # noqa: BLE001
+            raise self.error(ctx, s, f"annotation {ast.unparse(s.annotation)!r} of {name!r} cannot be evaluated ({exc})") from None
+        ann = self.annotation(ctx, s, ann)
+        axes = "IJK"
+        if isinstance(ann, FieldType):
+            if ann.axes not in ("IJK", "IJ") or ann.data_shape:
+                raise self.error(ctx, s, f"temporary {name!r} declared {ann.axes} with data dims {ann.data_shape}: temporaries are IJK or IJ, without data dims")
+            axes = ann.axes
+            ann = ann.symbol or ann.dtype
+        dt = self.dtype_of(ctx, s, ann, f"temporary {name!r}")
+        cur = ctx.local.get(name)
+        if isinstance(cur, _Ref) and cur.kind == "t":
+            if self.temp_types.get(cur.index, (None, "IJK")) != (dt, axes):
+                raise self.error(ctx, s, f"temporary {name!r} declared again with another type ({dt}, {axes})")
+            return
+        if cur is not None or name in self.params:
+            raise self.error(ctx, s, f"annotation on {name!r}, which is not a new temporary")
+        index = len(self.temps)
+        self.temps.append(name)
+        ctx.local[name] = _Ref("t", index)
+        self.temp_types[index] = (dt, axes)
 
     def new_mask(self, ctx: _Ctx, node: ast.AST, cond: Expr) -> Expr:
         name = f"__mask{self.masks}"
@@ -462,7 +537,7 @@ class Lowering:
         if isinstance(v, tuple):
             return v
         if isinstance(v, (bool, int, float, np.number)):
-            return ("c", float(v))
+            return ("c", _num(v))
         raise self.error(ctx, node, f"{_describe(node) if not isinstance(node, ast.Name) else repr(node.id)} is not a value a stencil can compute with ({v!r})")
 
     def value(self, ctx: _Ctx, node: ast.expr) -> Any:
@@ -477,18 +552,18 @@ class Lowering:
     def _value(self, ctx: _Ctx, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float)):
-                return ("c", float(node.value))
+                return ("c", node.value)
             raise self.error(ctx, node, f"the literal {node.value!r}")
         if isinstance(node, ast.Name):
             v = self.lookup(ctx, node.id, node)
             if isinstance(v, (bool, int, float, np.number)):
-                return ("c", float(v))
+                return ("c", _num(v))
             return v
         if isinstance(node, ast.Attribute):
             if node.attr == "T" and _vectors.is_vector(self, base := self.value(ctx, node.value)):
                 return _vectors.transpose(self, ctx, node, base)
             if self.is_const(ctx, node):
-                return ("c", float(self.const(ctx, node)))
+                return ("c", _num(self.const(ctx, node)))
             try:
                 return self.const(ctx, node)
             except Exception:  # noqa: BLE001
@@ -592,6 +667,9 @@ class Lowering:
     def call(self, ctx: _Ctx, node: ast.Call) -> Any:
         from . import _MATH  # the gtscript math functions by identity
 
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in _CASTS and f.id not in ctx.local and f.id not in ctx.globals:
+            return self.cast(ctx, node, np.dtype(_CASTS[f.id]))
         try:
             fn = self.const(ctx, node.func) if not isinstance(node.func, ast.Name) else self.lookup(ctx, node.func.id, node.func)
         except GridbufValueError:
@@ -623,9 +701,16 @@ class Lowering:
             return (name, args[0], args[1])
         if getattr(fn, "__gtscript_function__", False):
             return self.inline(ctx, node, fn)
-        if isinstance(fn, type) and issubclass(fn, (float, int, np.floating)) and len(node.args) == 1:
-            return self.expr(ctx, node.args[0])  # float(x), np.float64(x): a no-op cast
+        if fn in (float, int, bool) or (isinstance(fn, type) and issubclass(fn, np.generic)):
+            return self.cast(ctx, node, np.dtype(_CASTS.get(getattr(fn, "__name__", ""), fn)))
         raise self.error(ctx, node, f"call of {ast.unparse(node.func)!r}: only the gtscript math functions and gtscript.function helpers can be called")
+
+    def cast(self, ctx: _Ctx, node: ast.Call, dt: np.dtype[Any]) -> Expr:
+        """`float32(x)`, `int(x)`, `np.float64(x)`, ...: a conversion (C's, as NumPy's `astype`)."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(ctx, node, f"the conversion {ast.unparse(node.func)} takes one argument")
+        dt = self.dtype_of(ctx, node, dt, f"the conversion {ast.unparse(node.func)}")
+        return ("cast", dt.name, self.expr(ctx, node.args[0]))
 
     def inline(self, ctx: _Ctx, node: ast.Call, fn: Callable[..., Any]) -> Any:
         fdef, first = _source(fn)
@@ -675,18 +760,18 @@ class Lowering:
         raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
 
 
-_FOLD = {
-    "add": lambda a, b: a + b,
-    "sub": lambda a, b: a - b,
-    "mul": lambda a, b: a * b,
-}
-
-
 def _fold(e: Expr) -> Expr:
-    """Folds an arithmetic operation on two literals (others are left to run time)."""
-    if e[0] in _FOLD and e[1][0] == "c" and e[2][0] == "c":
-        return ("c", float(_FOLD[e[0]](e[1][1], e[2][1])))
+    """Operations on literals run in the stencil, in the literals' types, as in GT4Py."""
     return e
+
+
+def _num(v: Any) -> bool | int | float:
+    """A Python number of the literal's kind (NumPy scalars too)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    return float(v)
 
 
 def _load(target: ast.expr) -> ast.expr:
@@ -707,5 +792,12 @@ def _fmt(e: Expr) -> str:
     if tag == "s":
         return f"s {e[1]}"
     if tag == "c":
-        return f"c {float(e[1])!r}"
+        v = e[1]
+        if isinstance(v, bool):
+            return f"lit bool {int(v)}"
+        if isinstance(v, int):
+            return f"lit int64 {v}"
+        return f"lit float64 {float(v)!r}"
+    if tag == "cast":
+        return f"cast {e[1]} {_fmt(e[2])}"
     return " ".join([tag, *(_fmt(a) for a in e[1:])])

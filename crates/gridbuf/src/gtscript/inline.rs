@@ -165,6 +165,9 @@ mod tests {
         let want =
             program("stmt 1 t 0 f 0 0 0 0 0\nstmt 2 f 1 0 t 0 0 0 0\nstmt 4 f 1 0 t 0 0 0 0\n");
         assert_eq!(p.sections[0].stmts, want.sections[0].stmts);
-        assert_eq!(p.temps.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["x"]);
+        assert_eq!(
+            p.temps.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            ["x"]
+        );
     }
 }

@@ -42,7 +42,15 @@ pub enum Ty {
 
 impl Ty {
     /// Every type, in upcast order.
-    pub const ALL: [Ty; 7] = [Ty::Bool, Ty::I8, Ty::I16, Ty::I32, Ty::I64, Ty::F32, Ty::F64];
+    pub const ALL: [Ty; 7] = [
+        Ty::Bool,
+        Ty::I8,
+        Ty::I16,
+        Ty::I32,
+        Ty::I64,
+        Ty::F32,
+        Ty::F64,
+    ];
 
     /// NumPy's name of the type.
     pub fn name(self) -> &'static str {
@@ -555,9 +563,9 @@ impl Program {
                 "stencil" => {
                     p.name = t.next()?.to_owned();
                     if let Some(d) = t.it.next() {
-                        default = Ty::parse(d)
-                            .filter(|d| d.is_float())
-                            .ok_or_else(|| ir_error(ln, format!("dtype {d:?}: expected float64 or float32")))?;
+                        default = Ty::parse(d).filter(|d| d.is_float()).ok_or_else(|| {
+                            ir_error(ln, format!("dtype {d:?}: expected float64 or float32"))
+                        })?;
                     }
                 }
                 "field" => {
@@ -691,9 +699,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(p.fields[0].ty, Ty::Bool);
-        assert_eq!((p.fields[1].ty, p.fields[1].axes), (Ty::I32, [true, true, false]));
+        assert_eq!(
+            (p.fields[1].ty, p.fields[1].axes),
+            (Ty::I32, [true, true, false])
+        );
         assert_eq!(p.scalars[0].ty, Ty::I64);
-        assert_eq!((p.temps[0].ty, p.temps[0].axes), (None, [true, true, false]));
+        assert_eq!(
+            (p.temps[0].ty, p.temps[0].axes),
+            (None, [true, true, false])
+        );
         assert_eq!(p.temps[1].ty, Some(Ty::F32));
         assert!(matches!(
             &p.sections[0].stmts[0].expr,

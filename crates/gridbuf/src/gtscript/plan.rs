@@ -334,7 +334,11 @@ pub enum Lanes {
 }
 
 fn lanes(p: &Program, sections: &[SectionPlan]) -> Lanes {
-    let mut decl = p.fields.iter().map(|f| f.ty).chain(p.scalars.iter().map(|s| s.ty));
+    let mut decl = p
+        .fields
+        .iter()
+        .map(|f| f.ty)
+        .chain(p.scalars.iter().map(|s| s.ty));
     let Some(first) = decl.next() else {
         return Lanes::Wide;
     };
@@ -343,9 +347,11 @@ fn lanes(p: &Program, sections: &[SectionPlan]) -> Lanes {
     let ok = |t: Ty| t == f || t == Ty::Bool;
     let homogeneous = decl.all(|t| t == f)
         && p.temps.iter().all(|t| t.ty.is_none_or(ok))
-        && sections.iter().flat_map(|s| &s.stmts).flat_map(|st| &st.tape).all(|ins| {
-            ok(ins.ty) && !matches!(ins.op, Op::Cast(t) if !ok(t))
-        });
+        && sections
+            .iter()
+            .flat_map(|s| &s.stmts)
+            .flat_map(|st| &st.tape)
+            .all(|ins| ok(ins.ty) && !matches!(ins.op, Op::Cast(t) if !ok(t)));
     match (homogeneous, f) {
         (true, Ty::F64) => Lanes::F64,
         (true, _) => Lanes::F32,

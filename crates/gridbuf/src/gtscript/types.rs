@@ -33,7 +33,14 @@ pub fn bin_types(op: BinOp, a: Ty, b: Ty) -> (Ty, Ty) {
 pub fn float_only(op: UnOp) -> bool {
     !matches!(
         op,
-        UnOp::Neg | UnOp::Not | UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Trunc | UnOp::IsNan | UnOp::IsInf
+        UnOp::Neg
+            | UnOp::Not
+            | UnOp::Abs
+            | UnOp::Floor
+            | UnOp::Ceil
+            | UnOp::Trunc
+            | UnOp::IsNan
+            | UnOp::IsInf
     )
 }
 
@@ -54,6 +61,9 @@ pub fn un_types(op: UnOp, a: Ty) -> (Ty, Ty) {
     }
 }
 
+/// 2^63, the first float beyond `int64`.
+pub const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
 /// The value `v` converted to `to` as NumPy converts on this machine (x86-64): floats to
 /// integers truncate toward zero, and a NaN, an infinity or a value out of range becomes the
 /// smallest `int32` (`int64` for `int64`), which `int8` and `int16` then wrap (to 0); integers
@@ -66,7 +76,7 @@ pub fn convert(v: Value, to: Ty) -> Value {
         (Value::F(x), Ty::F32) => Value::F(x as f32 as f64),
         (Value::I(x), Ty::F64) => Value::F(x as f64),
         (Value::I(x), Ty::F32) => Value::F(x as f32 as f64),
-        (Value::F(x), Ty::I64) => Value::I(if x.is_nan() || !(-9.223372036854775808e18..9.223372036854775808e18).contains(&x) {
+        (Value::F(x), Ty::I64) => Value::I(if x.is_nan() || !(-TWO_63..TWO_63).contains(&x) {
             i64::MIN
         } else {
             x as i64
@@ -343,14 +353,20 @@ mod tests {
         assert_eq!(bin_types(BinOp::Add, Ty::I32, Ty::F32), (Ty::F32, Ty::F32));
         assert_eq!(bin_types(BinOp::Div, Ty::I32, Ty::I32), (Ty::F32, Ty::F32));
         assert_eq!(bin_types(BinOp::Div, Ty::I64, Ty::F64), (Ty::F64, Ty::F64));
-        assert_eq!(bin_types(BinOp::FloorDiv, Ty::Bool, Ty::Bool), (Ty::I8, Ty::I8));
+        assert_eq!(
+            bin_types(BinOp::FloorDiv, Ty::Bool, Ty::Bool),
+            (Ty::I8, Ty::I8)
+        );
         assert_eq!(bin_types(BinOp::Lt, Ty::I8, Ty::I16), (Ty::I16, Ty::Bool));
         assert_eq!(un_types(UnOp::Sqrt, Ty::I64), (Ty::F32, Ty::F32));
         assert_eq!(un_types(UnOp::Neg, Ty::Bool), (Ty::I8, Ty::I8));
         assert_eq!(convert(Value::F(-2.7), Ty::I32), Value::I(-2));
         assert_eq!(convert(Value::I(300), Ty::I8), Value::I(44));
         assert_eq!(convert(Value::F(0.1), Ty::F32), Value::F(0.1f32 as f64));
-        assert_eq!(convert(Value::F(f64::NAN), Ty::I32), Value::I(i32::MIN as i64));
+        assert_eq!(
+            convert(Value::F(f64::NAN), Ty::I32),
+            Value::I(i32::MIN as i64)
+        );
         assert_eq!(convert(Value::F(1e20), Ty::I8), Value::I(0));
         assert_eq!(convert(Value::F(f64::NAN), Ty::Bool), Value::I(1));
         assert_eq!(convert(Value::I(16777217), Ty::F32), Value::F(16777216.0));

@@ -14,9 +14,10 @@
 //! Cranelift has no instruction for (`exp`, `log`, `sin`, `cos`, `tan`, `**`) stay with the
 //! interpreter, statement by statement.
 
+use super::lane::Elem;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
-use crate::gtscript::plan::{Instr, Op, Plan, Src};
+use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, Type, Value,
@@ -67,8 +68,8 @@ unsafe impl Sync for CodeMemory {}
 pub struct Jit {
     /// Per section, per statement: its code, or `None` where the interpreter runs it.
     stmts: Vec<Vec<Option<StmtCode>>>,
-    /// Bytes per element the code was made for.
-    elem: usize,
+    /// The element type the code was made for.
+    lanes: Lanes,
     _memory: CodeMemory,
 }
 
@@ -87,14 +88,17 @@ fn jit_error(what: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Whether Cranelift has instructions for every operation of `tape`.
-fn supported(tape: &[Instr]) -> bool {
-    tape.iter().all(|ins| {
-        !matches!(
-            ins.op,
-            Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan)
-                | Op::Bin(BinOp::Pow | BinOp::Mod | BinOp::FloorDiv)
-        )
+/// Whether Cranelift has instructions for every operation of `tape` (`wide`: a mixed-type
+/// tape, whose float floor divisions and remainders also stay with the interpreter).
+fn supported(tape: &[Instr], wide: bool) -> bool {
+    tape.iter().all(|ins| match ins.op {
+        Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan) => false,
+        Op::Bin(o @ (BinOp::Pow | BinOp::Mod | BinOp::FloorDiv)) => {
+            wide && !ins.ty.is_float()
+                && (o != BinOp::Pow
+                    || matches!(ins.args[1], Src::Const(crate::gtscript::Value::I(e)) if e >= 0))
+        }
+        _ => true,
     })
 }
 
@@ -117,18 +121,17 @@ impl Jit {
             isa,
             cranelift_module::default_libcall_names(),
         ));
-        let elem = match plan.lanes {
-            crate::gtscript::Lanes::F64 => types::F64,
-            crate::gtscript::Lanes::F32 => types::F32,
-            // Mixed types run on the interpreter.
-            crate::gtscript::Lanes::Wide => return Ok(None),
+        let (elem, wide) = match plan.lanes {
+            Lanes::F64 => (types::F64, false),
+            Lanes::F32 => (types::F32, false),
+            Lanes::Wide => (types::I64, true),
         };
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
-                if !supported(&st.tape) || st.tape.is_empty() {
+                if !supported(&st.tape, wide) || st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
@@ -143,6 +146,7 @@ impl Jit {
                     &st.tape,
                     &operands,
                     elem,
+                    wide,
                     ptr,
                     module.target_config(),
                 )?;
@@ -179,15 +183,15 @@ impl Jit {
         }
         Ok(Some(Jit {
             stmts,
-            elem: elem.bytes() as usize,
+            lanes: plan.lanes,
             _memory: CodeMemory(Some(module)),
         }))
     }
 
     /// The code of statement `stmt` of section `sec`, if it was compiled for `T`.
     #[inline]
-    pub(super) fn stmt<T>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
-        if self.elem != std::mem::size_of::<T>() {
+    pub(super) fn stmt<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
+        if self.lanes != T::LANES {
             return None;
         }
         self.stmts.get(sec)?.get(stmt)?.as_ref()
@@ -360,13 +364,17 @@ impl Emit<'_> {
                             let q = b.ins().fdiv(a, x);
                             b.ins().floor(q)
                         }
-                        BinOp::Min => {
-                            let c = b.ins().fcmp(FloatCC::LessThan, x, a);
-                            self.pick(b, vt, c, x, a)
-                        }
-                        BinOp::Max => {
-                            let c = b.ins().fcmp(FloatCC::GreaterThan, x, a);
-                            self.pick(b, vt, c, x, a)
+                        // NumPy's minimum and maximum: NaN wins (as the interpreter).
+                        BinOp::Min | BinOp::Max => {
+                            let cc = if o == BinOp::Min {
+                                FloatCC::LessThanOrEqual
+                            } else {
+                                FloatCC::GreaterThanOrEqual
+                            };
+                            let c1 = b.ins().fcmp(cc, a, x);
+                            let c2 = b.ins().fcmp(FloatCC::Unordered, a, a);
+                            let c = b.ins().bor(c1, c2);
+                            self.pick(b, vt, c, a, x)
                         }
                         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
                             let cc = match o {
@@ -440,6 +448,338 @@ impl Emit<'_> {
     }
 }
 
+/// Emits one point of a mixed-type tape. Operands live in 64-bit lanes (floats as `f64`,
+/// integers as `i64`, booleans 0 and 1, see `lane`); each operation computes in its own type:
+/// `float32` ones on `f32` values (demoted, computed, promoted back), integer ones on `i64`
+/// values wrapped to their width afterwards, exactly as the interpreter does.
+struct WideEmit<'a> {
+    tape: &'a [Instr],
+    operands: &'a [(u32, [i32; 3])],
+    /// Scalar parameters as lanes (`i64`).
+    scalars: &'a [Value],
+}
+
+impl WideEmit<'_> {
+    /// `v` (a lane value of the Cranelift type `F64` or `I64`) as the register type of `ty`.
+    fn as_ty(b: &mut FunctionBuilder<'_>, v: Value, ty: Ty) -> Value {
+        let want = if ty.is_float() {
+            types::F64
+        } else {
+            types::I64
+        };
+        let have = b.func.dfg.value_type(v);
+        if have == want {
+            v
+        } else {
+            b.ins().bitcast(want, MemFlagsData::new(), v)
+        }
+    }
+
+    fn wrap(b: &mut FunctionBuilder<'_>, v: Value, ty: Ty) -> Value {
+        let narrow = match ty {
+            Ty::I8 => types::I8,
+            Ty::I16 => types::I16,
+            Ty::I32 => types::I32,
+            _ => return v,
+        };
+        let r = b.ins().ireduce(narrow, v);
+        b.ins().sextend(types::I64, r)
+    }
+
+    fn boolean(b: &mut FunctionBuilder<'_>, c: Value) -> Value {
+        b.ins().uextend(types::I64, c)
+    }
+
+    /// A float operand in the operation's type (`f32` for `float32`).
+    fn narrow(b: &mut FunctionBuilder<'_>, v: Value, ty: Ty) -> Value {
+        if ty == Ty::F32 {
+            b.ins().fdemote(types::F32, v)
+        } else {
+            v
+        }
+    }
+
+    fn widen(b: &mut FunctionBuilder<'_>, v: Value, ty: Ty) -> Value {
+        if ty == Ty::F32 {
+            b.ins().fpromote(types::F64, v)
+        } else {
+            v
+        }
+    }
+
+    fn cast(b: &mut FunctionBuilder<'_>, v: Value, from: Ty, to: Ty) -> Value {
+        match (from.is_float(), to) {
+            (true, Ty::Bool) => {
+                let z = b.ins().f64const(0.0);
+                let c = b.ins().fcmp(FloatCC::NotEqual, v, z);
+                Self::boolean(b, c)
+            }
+            (false, Ty::Bool) => {
+                let c = b.ins().icmp_imm_s(IntCC::NotEqual, v, 0);
+                Self::boolean(b, c)
+            }
+            (true, Ty::F64) => v,
+            (true, Ty::F32) => {
+                let n = b.ins().fdemote(types::F32, v);
+                b.ins().fpromote(types::F64, n)
+            }
+            (false, Ty::F64) => b.ins().fcvt_from_sint(types::F64, v),
+            (false, Ty::F32) => {
+                let n = b.ins().fcvt_from_sint(types::F32, v);
+                b.ins().fpromote(types::F64, n)
+            }
+            (false, t) => Self::wrap(b, v, t),
+            (true, t) => {
+                // NumPy on x86-64: truncation, and the smallest int32 (int64) for a NaN, an
+                // infinity or a value out of range (see `types::convert`).
+                let (lo, hi, bad) = if t == Ty::I64 {
+                    (
+                        -crate::gtscript::types::TWO_63,
+                        crate::gtscript::types::TWO_63,
+                        i64::MIN,
+                    )
+                } else {
+                    (-2147483648.0, 2147483648.0, i32::MIN as i64)
+                };
+                let lo = b.ins().f64const(lo);
+                let hi = b.ins().f64const(hi);
+                let c1 = b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, lo);
+                let c2 = b.ins().fcmp(FloatCC::LessThan, v, hi);
+                let ok = b.ins().band(c1, c2);
+                let s = b.ins().fcvt_to_sint_sat(types::I64, v);
+                let bad = b.ins().iconst(types::I64, bad);
+                let r = b.ins().select(ok, s, bad);
+                Self::wrap(b, r, t)
+            }
+        }
+    }
+
+    /// `a // b` and `a % b` of integers, floored, 0 for a zero divisor, without the traps of
+    /// `sdiv` and `srem` (zero, and the smallest value over -1).
+    fn int_divmod(b: &mut FunctionBuilder<'_>, x: Value, y: Value) -> (Value, Value) {
+        let is0 = b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        let ism1 = b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+        let bad = b.ins().bor(is0, ism1);
+        let one = b.ins().iconst(types::I64, 1);
+        let yy = b.ins().select(bad, one, y);
+        let q = b.ins().sdiv(x, yy);
+        let r = b.ins().srem(x, yy);
+        // Floor: a nonzero remainder of the other sign than the divisor moves one down.
+        let rz = b.ins().icmp_imm_s(IntCC::NotEqual, r, 0);
+        let sx = b.ins().bxor(r, yy);
+        let neg = b.ins().icmp_imm_s(IntCC::SignedLessThan, sx, 0);
+        let adj = b.ins().band(rz, neg);
+        let q1 = b.ins().iadd_imm_s(q, -1);
+        let r1 = b.ins().iadd(r, yy);
+        let q = b.ins().select(adj, q1, q);
+        let r = b.ins().select(adj, r1, r);
+        let zero = b.ins().iconst(types::I64, 0);
+        let negx = b.ins().ineg(x);
+        let q = b.ins().select(ism1, negx, q);
+        let r = b.ins().select(ism1, zero, r);
+        let q = b.ins().select(is0, zero, q);
+        let r = b.ins().select(is0, zero, r);
+        (q, r)
+    }
+
+    fn step(&self, b: &mut FunctionBuilder<'_>, addrs: &[Value], at: i32) -> Value {
+        let mut regs: Vec<Option<Value>> = Vec::new();
+        let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
+        let mut last = None;
+        for ins in self.tape {
+            let mut args = [None; 3];
+            for (n, a) in ins.args.iter().enumerate() {
+                if n > 0 && !uses_arg(ins.op, n) {
+                    continue;
+                }
+                // The type operand `n` is read as.
+                let ty = if ins.op == Op::Sel && n == 0 {
+                    Ty::Bool
+                } else {
+                    ins.ty
+                };
+                let v = match *a {
+                    Src::Reg(r) => regs[r as usize].expect("tape reads a register it wrote"),
+                    Src::Q(q, off) => {
+                        let k = self
+                            .operands
+                            .iter()
+                            .position(|&o| o == (q, off))
+                            .expect("operand listed");
+                        *loaded[k].get_or_insert_with(|| {
+                            b.ins().load(
+                                types::I64,
+                                MemFlagsData::new().with_notrap(),
+                                addrs[k],
+                                at,
+                            )
+                        })
+                    }
+                    Src::Scalar(i) => self.scalars[i as usize],
+                    Src::Const(crate::gtscript::Value::F(x)) => b.ins().f64const(x),
+                    Src::Const(crate::gtscript::Value::I(x)) => b.ins().iconst(types::I64, x),
+                };
+                args[n] = Some(Self::as_ty(b, v, ty));
+            }
+            let [a, x, y] = args;
+            let a = a.expect("every op has a first operand");
+            let ty = ins.ty;
+            let v = match ins.op {
+                Op::Mov => a,
+                Op::Cast(to) => Self::cast(b, a, ty, to),
+                Op::Sel => {
+                    let c = b.ins().icmp_imm_s(IntCC::NotEqual, a, 0);
+                    b.ins().select(c, x.expect("select"), y.expect("select"))
+                }
+                Op::Un(u) if ty.is_float() => {
+                    let v = Self::narrow(b, a, ty);
+                    match u {
+                        UnOp::IsNan => {
+                            let c = b.ins().fcmp(FloatCC::Unordered, v, v);
+                            Self::boolean(b, c)
+                        }
+                        UnOp::IsInf => {
+                            let m = b.ins().fabs(a);
+                            let inf = b.ins().f64const(f64::INFINITY);
+                            let c = b.ins().fcmp(FloatCC::Equal, m, inf);
+                            Self::boolean(b, c)
+                        }
+                        _ => {
+                            let r = match u {
+                                UnOp::Neg => b.ins().fneg(v),
+                                UnOp::Abs => b.ins().fabs(v),
+                                UnOp::Sqrt => b.ins().sqrt(v),
+                                UnOp::Floor => b.ins().floor(v),
+                                UnOp::Ceil => b.ins().ceil(v),
+                                UnOp::Trunc => b.ins().trunc(v),
+                                _ => unreachable!("filtered by `supported`"),
+                            };
+                            Self::widen(b, r, ty)
+                        }
+                    }
+                }
+                Op::Un(u) => match u {
+                    UnOp::Neg => {
+                        let r = b.ins().ineg(a);
+                        Self::wrap(b, r, ty)
+                    }
+                    UnOp::Abs => {
+                        let r = b.ins().iabs(a);
+                        Self::wrap(b, r, ty)
+                    }
+                    UnOp::Not => {
+                        let c = b.ins().icmp_imm_s(IntCC::Equal, a, 0);
+                        Self::boolean(b, c)
+                    }
+                    UnOp::IsNan | UnOp::IsInf => b.ins().iconst(types::I64, 0),
+                    _ => a,
+                },
+                Op::Bin(o) | Op::Bin2(o, _) if ty.is_float() => {
+                    let x = x.expect("binary op has a second operand");
+                    let (a, x) = (Self::narrow(b, a, ty), Self::narrow(b, x, ty));
+                    let cmp = |cc| Some(cc);
+                    let cc = match o {
+                        BinOp::Lt => cmp(FloatCC::LessThan),
+                        BinOp::Le => cmp(FloatCC::LessThanOrEqual),
+                        BinOp::Gt => cmp(FloatCC::GreaterThan),
+                        BinOp::Ge => cmp(FloatCC::GreaterThanOrEqual),
+                        BinOp::Eq => cmp(FloatCC::Equal),
+                        BinOp::Ne => cmp(FloatCC::NotEqual),
+                        _ => None,
+                    };
+                    if let Some(cc) = cc {
+                        let c = b.ins().fcmp(cc, a, x);
+                        Self::boolean(b, c)
+                    } else {
+                        let r = match o {
+                            BinOp::Min | BinOp::Max => {
+                                let cc = if o == BinOp::Min {
+                                    FloatCC::LessThanOrEqual
+                                } else {
+                                    FloatCC::GreaterThanOrEqual
+                                };
+                                let c1 = b.ins().fcmp(cc, a, x);
+                                let c2 = b.ins().fcmp(FloatCC::Unordered, a, a);
+                                let c = b.ins().bor(c1, c2);
+                                b.ins().select(c, a, x)
+                            }
+                            _ => Emit::arith(b, o, a, x),
+                        };
+                        let r = match ins.op {
+                            Op::Bin2(_, o2) => {
+                                let z = Self::narrow(b, y.expect("fused op"), ty);
+                                Emit::arith(b, o2, r, z)
+                            }
+                            _ => r,
+                        };
+                        Self::widen(b, r, ty)
+                    }
+                }
+                Op::Bin(o) => {
+                    let x = x.expect("binary op has a second operand");
+                    let cmp = |cc| Some(cc);
+                    let cc = match o {
+                        BinOp::Lt => cmp(IntCC::SignedLessThan),
+                        BinOp::Le => cmp(IntCC::SignedLessThanOrEqual),
+                        BinOp::Gt => cmp(IntCC::SignedGreaterThan),
+                        BinOp::Ge => cmp(IntCC::SignedGreaterThanOrEqual),
+                        BinOp::Eq => cmp(IntCC::Equal),
+                        BinOp::Ne => cmp(IntCC::NotEqual),
+                        _ => None,
+                    };
+                    if let Some(cc) = cc {
+                        let c = b.ins().icmp(cc, a, x);
+                        Self::boolean(b, c)
+                    } else {
+                        let r = match o {
+                            BinOp::Add => b.ins().iadd(a, x),
+                            BinOp::Sub => b.ins().isub(a, x),
+                            BinOp::Mul => b.ins().imul(a, x),
+                            BinOp::Min => b.ins().smin(a, x),
+                            BinOp::Max => b.ins().smax(a, x),
+                            BinOp::And => b.ins().band(a, x),
+                            BinOp::Or => b.ins().bor(a, x),
+                            BinOp::FloorDiv | BinOp::Div => Self::int_divmod(b, a, x).0,
+                            BinOp::Mod => Self::int_divmod(b, a, x).1,
+                            BinOp::Pow => {
+                                // The exponent is a non-negative literal (the types pass
+                                // refuses others): square and multiply, unrolled.
+                                let Src::Const(crate::gtscript::Value::I(mut e)) = ins.args[1]
+                                else {
+                                    unreachable!("filtered by `supported`")
+                                };
+                                let mut r = b.ins().iconst(types::I64, 1);
+                                let mut base = a;
+                                while e > 0 {
+                                    if e & 1 == 1 {
+                                        r = b.ins().imul(r, base);
+                                    }
+                                    e >>= 1;
+                                    if e > 0 {
+                                        base = b.ins().imul(base, base);
+                                    }
+                                }
+                                r
+                            }
+                            _ => unreachable!("comparisons handled above"),
+                        };
+                        Self::wrap(b, r, ty)
+                    }
+                }
+                Op::Bin2(..) => unreachable!("only float operations are fused"),
+            };
+            let d = ins.dst as usize;
+            if regs.len() <= d {
+                regs.resize(d + 1, None);
+            }
+            regs[d] = Some(v);
+            last = Some(v);
+        }
+        let v = last.expect("tape is not empty");
+        Self::as_ty(b, v, Ty::I64)
+    }
+}
+
 /// Whether operand `n` (1 or 2) of `op` is read.
 fn uses_arg(op: Op, n: usize) -> bool {
     match op {
@@ -459,17 +799,25 @@ const UNROLL: u32 = 8;
 /// (operand `k`'s row `r` starts at `operands[k] + r * strides[k]` bytes, the output's at
 /// `out + r * out_stride`), a vector loop over the whole steps of the row, then a scalar loop
 /// over the rest.
+#[allow(clippy::too_many_arguments)]
 fn build(
     func: &mut cranelift_codegen::ir::Function,
     fctx: &mut FunctionBuilderContext,
     tape: &[Instr],
     operands: &[(u32, [i32; 3])],
     elem: Type,
+    wide: bool,
     ptr: Type,
     config: cranelift_codegen::isa::TargetFrontendConfig,
 ) -> Result<()> {
-    let lanes = 16 / elem.bytes();
-    let vt = elem.by(lanes).ok_or_else(|| jit_error("vector type"))?;
+    // Mixed-type tapes run one point per step (each value in its own type), homogeneous ones
+    // in 128-bit vectors.
+    let lanes = if wide { 1 } else { 16 / elem.bytes() };
+    let vt = if wide {
+        elem
+    } else {
+        elem.by(lanes).ok_or_else(|| jit_error("vector type"))?
+    };
     let size = elem.bytes() as i64;
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
@@ -509,6 +857,11 @@ fn build(
         operands,
         scalars: &scalars,
         elem,
+    };
+    let wide_emit = WideEmit {
+        tape,
+        operands,
+        scalars: &scalars,
     };
     // Blocks inside a row carry the current addresses (operands, then the output) as
     // parameters, advanced by each iteration: row bases computed once per row and indexed in
@@ -564,7 +917,11 @@ fn build(
         // `unroll` independent steps per iteration, for instruction-level parallelism.
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
-            let v = emit.step(b, vt, addrs, at);
+            let v = if wide {
+                wide_emit.step(b, addrs, at)
+            } else {
+                emit.step(b, vt, addrs, at)
+            };
             b.ins().store(flags, v, *dst, at);
         }
         let advance = step * unroll as i64;
@@ -586,6 +943,7 @@ fn build(
     );
     counted(&mut b, v1head, v1body, shead, whole1, vt, lanes as i64, 1);
     counted(&mut b, shead, sbody, rnext, n, elem, 1, 1);
+    let _ = wide;
     b.switch_to_block(rnext);
     let r2 = b.ins().iadd_imm_s(r, 1);
     b.ins().jump(rhead, &[r2.into()]);

@@ -217,30 +217,82 @@ impl Scope {
         }
     }
 
-    fn expr(&self, e: &Raw, out: &mut String) {
+    /// Renders `e` type-correctly (GT4Py's rules: `not`, `and`, `or` and conditions take
+    /// booleans, arithmetic at most one); returns whether the value is a boolean.
+    fn expr(&self, e: &Raw, out: &mut String) -> bool {
         match e {
-            Raw::Leaf(k, i, o) => out.push_str(&self.leaf(*k, *i, *o)),
+            Raw::Leaf(k, i, o) => {
+                out.push_str(&self.leaf(*k, *i, *o));
+                false
+            }
             Raw::Un(o, a) => {
-                out.push_str(UN[*o as usize % UN.len()]);
+                let op = UN[*o as usize % UN.len()];
+                out.push_str(op);
                 out.push(' ');
-                self.expr(a, out);
+                if op == "not" {
+                    self.boolean(a, out);
+                    true
+                } else {
+                    self.number(a, out);
+                    matches!(op, "isnan" | "isinf")
+                }
             }
             Raw::Bin(o, a, b) => {
-                out.push_str(BIN[*o as usize % BIN.len()]);
+                let op = BIN[*o as usize % BIN.len()];
+                out.push_str(op);
                 out.push(' ');
-                self.expr(a, out);
-                out.push(' ');
-                self.expr(b, out);
+                match op {
+                    "and" | "or" => {
+                        self.boolean(a, out);
+                        out.push(' ');
+                        self.boolean(b, out);
+                        true
+                    }
+                    "lt" | "le" | "gt" | "ge" | "eq" | "ne" => {
+                        self.expr(a, out);
+                        out.push(' ');
+                        self.expr(b, out);
+                        true
+                    }
+                    _ => {
+                        self.number(a, out);
+                        out.push(' ');
+                        self.number(b, out);
+                        false
+                    }
+                }
             }
             Raw::Sel(c, a, b) => {
                 out.push_str("sel ");
-                self.expr(c, out);
+                self.boolean(c, out);
                 out.push(' ');
-                self.expr(a, out);
+                self.number(a, out);
                 out.push(' ');
-                self.expr(b, out);
+                self.number(b, out);
+                false
             }
         }
+    }
+
+    /// `e` as a boolean (`ne e 0` where it is a number).
+    fn boolean(&self, e: &Raw, out: &mut String) {
+        let mut s = String::new();
+        if self.expr(e, &mut s) {
+            out.push_str(&s);
+        } else {
+            out.push_str("ne ");
+            out.push_str(&s);
+            out.push_str(" c 0");
+        }
+    }
+
+    /// `e` as a number (`add c 0 e` where it is a boolean).
+    fn number(&self, e: &Raw, out: &mut String) {
+        let mut s = String::new();
+        if self.expr(e, &mut s) {
+            out.push_str("add c 0 ");
+        }
+        out.push_str(&s);
     }
 }
 
@@ -391,7 +443,7 @@ impl Rng {
     }
 }
 
-trait Elem: Num {
+trait Elem: Num + super::lane::Elem {
     fn same(self, other: Self) -> bool;
 }
 
@@ -462,6 +514,11 @@ impl<T: Num> Arr<T> {
             origin: self.lo,
             axes: self.axes,
             writable,
+            ty: if std::mem::size_of::<T>() == 8 {
+                crate::gtscript::ir::Ty::F64
+            } else {
+                crate::gtscript::ir::Ty::F32
+            },
         }
     }
 }
@@ -528,20 +585,21 @@ fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
         BinOp::Pow => x.powf(y),
-        BinOp::Mod => x - (x / y).floor() * y,
-        BinOp::FloorDiv => (x / y).floor(),
+        BinOp::Mod => super::kernels::divmod(x, y).1,
+        BinOp::FloorDiv => super::kernels::divmod(x, y).0,
+        // NumPy's minimum and maximum: NaN wins.
         BinOp::Min => {
-            if y < x {
-                y
-            } else {
+            if x <= y || x.is_nan() {
                 x
+            } else {
+                y
             }
         }
         BinOp::Max => {
-            if y > x {
-                y
-            } else {
+            if x >= y || x.is_nan() {
                 x
+            } else {
+                y
             }
         }
         BinOp::Lt => truth(x < y),
@@ -607,7 +665,19 @@ fn reference<T: Num>(
                 .unwrap_or(nan)
             }
             Expr::Scalar(s) => scalars[*s],
-            Expr::Const(v) => T::from_f64(*v),
+            Expr::Const(v, _) => T::from_f64(v.as_f64()),
+            Expr::Cast(t, a) => {
+                let v = eval(a, pt, fields, temps, scalars);
+                if *t == crate::gtscript::ir::Ty::Bool {
+                    if v != T::ZERO {
+                        T::ONE
+                    } else {
+                        T::ZERO
+                    }
+                } else {
+                    v
+                }
+            }
             Expr::Un(op, a) => un(*op, eval(a, pt, fields, temps, scalars)),
             Expr::Bin(op, a, b) => bin(
                 *op,
@@ -706,8 +776,13 @@ fn check_one<T: Elem>(
     let mut rng = Rng(seed);
     let extra = (seed % 2) as usize;
     let inputs = arrays::<T>(plan, domain, fortran, extra, &mut rng);
-    let scalars: Vec<f64> = plan.program.scalars.iter().map(|_| rng.value()).collect();
-    let tscal: Vec<T> = scalars.iter().map(|&v| T::from_f64(v)).collect();
+    let scalars: Vec<crate::gtscript::Value> = plan
+        .program
+        .scalars
+        .iter()
+        .map(|_| crate::gtscript::Value::F(rng.value()))
+        .collect();
+    let tscal: Vec<T> = scalars.iter().map(|&v| T::from_f64(v.as_f64())).collect();
     let enough_k = domain[2] >= plan.min_k;
     let mut want = inputs.clone();
     if enough_k {

@@ -31,7 +31,12 @@ pub(super) fn un<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, f: impl Fn(T) -> 
 }
 
 #[inline(always)]
-pub(super) fn bin<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, b: Arg<'_, T>, f: impl Fn(T, T) -> U) {
+pub(super) fn bin<T: Copy, U: Copy>(
+    d: &mut [U],
+    a: Arg<'_, T>,
+    b: Arg<'_, T>,
+    f: impl Fn(T, T) -> U,
+) {
     match (a, b) {
         (Arg::S(x), Arg::S(y)) => {
             for ((d, x), y) in d.iter_mut().zip(x).zip(y) {
@@ -178,8 +183,9 @@ pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
             BinOp::Pow => bin(d, a, b, Num::powf),
             BinOp::Mod => bin(d, a, b, |x, y| divmod(x, y).1),
             BinOp::FloorDiv => bin(d, a, b, |x, y| divmod(x, y).0),
-            BinOp::Min => bin(d, a, b, |x, y| if y < x { y } else { x }),
-            BinOp::Max => bin(d, a, b, |x, y| if y > x { y } else { x }),
+            // NumPy's minimum and maximum: NaN wins.
+            BinOp::Min => bin(d, a, b, |x, y| if x <= y || x.is_nan() { x } else { y }),
+            BinOp::Max => bin(d, a, b, |x, y| if x >= y || x.is_nan() { x } else { y }),
             BinOp::Lt => bin(d, a, b, |x, y| truth(x < y)),
             BinOp::Le => bin(d, a, b, |x, y| truth(x <= y)),
             BinOp::Gt => bin(d, a, b, |x, y| truth(x > y)),

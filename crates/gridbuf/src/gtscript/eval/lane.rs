@@ -10,7 +10,7 @@
 use super::kernels::{self, bin, un, Arg};
 use super::num::Num;
 use crate::gtscript::ir::{BinOp, Ty, UnOp, Value};
-use crate::gtscript::plan::{Instr, Op};
+use crate::gtscript::plan::{Instr, Lanes, Op};
 use crate::gtscript::types::{convert, wrap};
 use std::cell::RefCell;
 use std::thread::LocalKey;
@@ -21,6 +21,8 @@ pub trait Elem:
 {
     /// Zero bits: 0 of every type.
     const ZERO: Self;
+    /// The plans this element type runs.
+    const LANES: Lanes;
     /// Whether memory holding values of type `ty` holds this element type as it is (else the
     /// evaluator converts on every load and store).
     fn native(ty: Ty) -> bool;
@@ -47,9 +49,10 @@ macro_rules! pool {
 }
 
 macro_rules! float_elem {
-    ($t:ty, $ty:expr) => {
+    ($t:ty, $ty:expr, $lanes:expr) => {
         impl Elem for $t {
             const ZERO: Self = 0.0;
+            const LANES: Lanes = $lanes;
             fn native(ty: Ty) -> bool {
                 ty == $ty
             }
@@ -74,8 +77,8 @@ macro_rules! float_elem {
         }
     };
 }
-float_elem!(f64, Ty::F64);
-float_elem!(f32, Ty::F32);
+float_elem!(f64, Ty::F64, Lanes::F64);
+float_elem!(f32, Ty::F32, Lanes::F32);
 
 /// 64 bits holding a value of any gtscript type (see the module documentation).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -186,7 +189,13 @@ pub(super) fn int_pow(mut x: i64, mut e: i64) -> i64 {
     r
 }
 
-fn float_ops<T: InLane>(ins: &Instr, d: &mut [Lane], a: Arg<'_, Lane>, b: Arg<'_, Lane>, c: Arg<'_, Lane>) {
+fn float_ops<T: InLane>(
+    ins: &Instr,
+    d: &mut [Lane],
+    a: Arg<'_, Lane>,
+    b: Arg<'_, Lane>,
+    c: Arg<'_, Lane>,
+) {
     let g = T::get;
     match ins.op {
         Op::Un(UnOp::IsNan) => un(d, a, |x| Lane::of_bool(g(x).is_nan())),
@@ -224,7 +233,13 @@ fn float_ops<T: InLane>(ins: &Instr, d: &mut [Lane], a: Arg<'_, Lane>, b: Arg<'_
                     Arg::S(_) => Arg::S(&store[..n]),
                 }
             }
-            kernels::apply(op, &mut buf[..n], pick(a, xa, n), pick(b, xb, n), pick(c, xc, n));
+            kernels::apply(
+                op,
+                &mut buf[..n],
+                pick(a, xa, n),
+                pick(b, xb, n),
+                pick(c, xc, n),
+            );
             for (o, v) in d.iter_mut().zip(&buf[..n]) {
                 *o = v.put();
             }
@@ -269,6 +284,7 @@ fn int_ops(ins: &Instr, d: &mut [Lane], a: Arg<'_, Lane>, b: Arg<'_, Lane>) {
 
 impl Elem for Lane {
     const ZERO: Self = Lane(0);
+    const LANES: Lanes = Lanes::Wide;
 
     fn native(ty: Ty) -> bool {
         matches!(ty, Ty::F64 | Ty::I64)

@@ -16,10 +16,10 @@
 //! block copies what it wrote back to memory.
 
 mod jit;
-mod lane;
 #[cfg(test)]
 mod jit_tests;
 mod kernels;
+mod lane;
 mod mem;
 mod num;
 mod strip;
@@ -27,11 +27,13 @@ mod sweep;
 #[cfg(test)]
 mod tests;
 mod tile;
+#[cfg(test)]
+mod typed_tests;
 
 pub use jit::Jit;
-pub use mem::FieldMem;
 pub use kernels::Arg;
 pub use lane::{Elem, Lane};
+pub use mem::FieldMem;
 pub use num::Num;
 pub use tile::run;
 

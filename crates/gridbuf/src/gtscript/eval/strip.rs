@@ -2,8 +2,8 @@
 
 use super::jit::StmtCode;
 use super::kernels::Arg;
-use super::mem::{mem_row, Geo, Mem};
 use super::lane::Elem;
+use super::mem::{mem_row, Geo, Mem};
 use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::plan::{Instr, Op, Src, StmtPlan};

@@ -9,8 +9,8 @@
 //! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the README's gtscript table).
 
 use super::jit::Jit;
-use super::mem::{Geo, Mem};
 use super::lane::Elem;
+use super::mem::{Geo, Mem};
 use super::num::{fit_buf, give_bufs, take_buf};
 use super::strip::run_statement;
 use super::STRIP;

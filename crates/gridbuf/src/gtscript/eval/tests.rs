@@ -14,6 +14,7 @@ fn field(data: &mut [f64], shape: [usize; 3], lo: [usize; 3], writable: bool) ->
         origin: lo,
         axes: [true; 3],
         writable,
+        ty: crate::gtscript::ir::Ty::F64,
     }
 }
 

@@ -2,8 +2,8 @@
 //! blocks each tile runs section by section.
 
 use super::jit::Jit;
-use super::mem::{transfer, FieldMem, Geo, Mem};
 use super::lane::Elem;
+use super::mem::{transfer, FieldMem, Geo, Mem};
 use super::num::{fit_buf, give_bufs, take_buf};
 use super::strip::run_statement;
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
@@ -413,7 +413,9 @@ pub unsafe fn run<T: Elem>(
     });
     let light = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
         && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
-        && mems.iter().all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
+        && mems
+            .iter()
+            .all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
         && (inner == 2 || !written_read_along_k);
     if !light {
         if let Some(order) = sweep_order(plan, &mems, inner, domain) {
@@ -536,7 +538,10 @@ fn run_all<I: Send>(
 /// component has unit stride along `inner`: the sweep follows the output's outermost memory
 /// axis, so each field is read plane after plane in memory order.
 fn sweep_order(plan: &Plan, mems: &[Mem], inner: usize, domain: [usize; 3]) -> Option<[usize; 3]> {
-    if !mems.iter().all(|m| m.native && m.axes[inner] && m.strides[inner] == 1) {
+    if !mems
+        .iter()
+        .all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
+    {
         return None;
     }
     let out = plan.first_output.and_then(|field| {
