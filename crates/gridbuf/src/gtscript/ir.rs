@@ -609,6 +609,7 @@ impl Program {
                     let (ty, rest) = match t.opt_ty() {
                         (None, Some("auto")) => (None, t.it.next()),
                         (None, None) => (Some(default), None),
+                        (Some(ty), _) => (Some(ty), t.it.next()),
                         other => other,
                     };
                     let axes = match rest {
@@ -709,6 +710,8 @@ mod tests {
             (None, [true, true, false])
         );
         assert_eq!(p.temps[1].ty, Some(Ty::F32));
+        let q = Program::parse("stencil t\nfield a IJK\ntemp x float64 IJ\n").unwrap();
+        assert_eq!(q.temps[0].axes, [true, true, false]);
         assert!(matches!(
             &p.sections[0].stmts[0].expr,
             Expr::Cast(Ty::F32, e) if matches!(**e, Expr::Bin(BinOp::Add, ref a, _) if **a == Expr::Const(Value::I(3), Ty::I64))

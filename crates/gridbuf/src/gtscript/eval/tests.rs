@@ -144,3 +144,28 @@ fn plan_rejects_racy_reads_with_the_line() {
         );
     }
 }
+
+/// A 2-D temporary carries one value per column across levels: a column sum.
+#[test]
+fn two_d_temporary_sums_columns() {
+    let plan = compile(
+        "stencil s\nfield x float64 IJK\nfield out float64 IJK\ntemp t float64 IJ\n\
+         comp FORWARD\ninterval S 0 S 1\nstmt 1 t 0 lit float64 0\n\
+         comp FORWARD\ninterval S 0 E 0\nstmt 2 t 0 add t 0 0 0 0 f 0 0 0 0 0\nstmt 3 f 1 0 t 0 0 0 0\n",
+    )
+    .unwrap();
+    for n in [[1, 1, 4], [3, 2, 5]] {
+        let len = n[0] * n[1] * n[2];
+        let mut x = vec![1.0; len];
+        let mut out = vec![0.0; len];
+        let fields = [
+            field(&mut x, n, [0; 3], false),
+            field(&mut out, n, [0; 3], true),
+        ];
+        // SAFETY: two arrays of `n` points, alive for the call.
+        unsafe { run::<f64>(&plan, None, &fields, &[], n, Threads::ONE).unwrap() };
+        for (p, v) in out.iter().enumerate() {
+            assert_eq!(*v, (p % n[2] + 1) as f64, "{n:?} {out:?}");
+        }
+    }
+}
