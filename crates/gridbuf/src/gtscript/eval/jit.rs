@@ -10,16 +10,19 @@
 //!
 //! The code computes exactly what the interpreter computes: the same IEEE operations in the
 //! same order, no contraction into fused multiply-adds, the same comparisons (`!=` true on
-//! NaN, the ordered ones false) and the same `min`/`max` choice. Tapes with an operation
-//! Cranelift has no instruction for (`exp`, `log`, `sin`, `cos`, `tan`, `**`) stay with the
-//! interpreter, statement by statement.
+//! NaN, the ordered ones false) and the same `min`/`max` choice. Operations with no instruction
+//! (`exp`, `log`, the trigonometric and hyperbolic functions, `gamma`, `erf`, `**`, `mod`, ...)
+//! call the `extern "C"` functions of [`super::math`] that the interpreter calls too, by
+//! address (registered as symbols of the module), one vector lane at a time; so every tape is
+//! compiled.
 
+use super::math;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{BinOp, UnOp};
 use crate::gtscript::plan::{Instr, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, Block, BlockArg, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -87,14 +90,17 @@ fn jit_error(what: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Whether Cranelift has instructions for every operation of `tape`.
-fn supported(tape: &[Instr]) -> bool {
-    tape.iter().all(|ins| {
-        !matches!(
-            ins.op,
-            Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan) | Op::Bin(BinOp::Pow)
-        )
-    })
+/// The symbol name of the function of [`math`] that computes `op` on elements of type `elem`,
+/// for the operations with no instruction.
+fn callee(op: Op, elem: Type) -> Option<&'static str> {
+    let f64 = elem == types::F64;
+    match op {
+        Op::Un(u) if f64 => math::unary_f64(u).map(|f| f.0),
+        Op::Un(u) => math::unary_f32(u).map(|f| f.0),
+        Op::Bin(o) if f64 => math::binary_f64(o).map(|f| f.0),
+        Op::Bin(o) => math::binary_f32(o).map(|f| f.0),
+        _ => None,
+    }
 }
 
 impl Jit {
@@ -112,10 +118,9 @@ impl Jit {
         let isa = isa_builder
             .finish(settings::Flags::new(flags))
             .map_err(jit_error)?;
-        let mut module = JITModule::new(JITBuilder::with_isa(
-            isa,
-            cranelift_module::default_libcall_names(),
-        ));
+        let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        builder.symbols(math::symbols());
+        let mut module = JITModule::new(builder);
         let elem = match plan.program.dtype {
             crate::gtscript::FloatType::F64 => types::F64,
             crate::gtscript::FloatType::F32 => types::F32,
@@ -125,7 +130,7 @@ impl Jit {
         let mut ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
-                if !supported(&st.tape) || st.tape.is_empty() {
+                if st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
@@ -134,11 +139,32 @@ impl Jit {
                 for _ in 0..7 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
+                // The math functions the tape calls, imported into the function.
+                let mut calls: Vec<(Op, FuncRef)> = Vec::new();
+                for ins in &st.tape {
+                    let Some(name) = callee(ins.op, elem) else {
+                        continue;
+                    };
+                    if calls.iter().any(|c| c.0 == ins.op) {
+                        continue;
+                    }
+                    let mut sig = module.make_signature();
+                    let arity = if matches!(ins.op, Op::Bin(_)) { 2 } else { 1 };
+                    for _ in 0..arity {
+                        sig.params.push(AbiParam::new(elem));
+                    }
+                    sig.returns.push(AbiParam::new(elem));
+                    let id = module
+                        .declare_function(name, Linkage::Import, &sig)
+                        .map_err(jit_error)?;
+                    calls.push((ins.op, module.declare_func_in_func(id, &mut ctx.func)));
+                }
                 build(
                     &mut ctx.func,
                     &mut fctx,
                     &st.tape,
                     &operands,
+                    &calls,
                     elem,
                     ptr,
                     module.target_config(),
@@ -213,6 +239,8 @@ struct Emit<'a> {
     operands: &'a [(u32, [i32; 3])],
     /// Scalar parameters, loaded once in the entry block (element type).
     scalars: &'a [Value],
+    /// The math functions the tape calls, by operation.
+    calls: &'a [(Op, FuncRef)],
     elem: Type,
 }
 
@@ -252,6 +280,30 @@ impl Emit<'_> {
         let one = self.constant(b, vt, 1.0);
         let zero = self.constant(b, vt, 0.0);
         self.pick(b, vt, c, one, zero)
+    }
+
+    /// Calls `f` on `args`, lane by lane for vectors.
+    fn call(&self, b: &mut FunctionBuilder<'_>, vt: Type, op: Op, args: &[Value]) -> Value {
+        let f = self
+            .calls
+            .iter()
+            .find(|c| c.0 == op)
+            .expect("callee imported")
+            .1;
+        let one = |b: &mut FunctionBuilder<'_>, xs: &[Value]| {
+            let call = b.ins().call(f, xs);
+            b.inst_results(call)[0]
+        };
+        if !vt.is_vector() {
+            return one(b, args);
+        }
+        let mut out = args[0];
+        for lane in 0..vt.lane_count() as u8 {
+            let xs: Vec<Value> = args.iter().map(|&a| b.ins().extractlane(a, lane)).collect();
+            let r = one(b, &xs);
+            out = b.ins().insertlane(out, r, lane);
+        }
+        out
     }
 
     fn arith(b: &mut FunctionBuilder<'_>, op: BinOp, x: Value, y: Value) -> Value {
@@ -305,6 +357,31 @@ impl Emit<'_> {
                     UnOp::Floor => b.ins().floor(a),
                     UnOp::Ceil => b.ins().ceil(a),
                     UnOp::Trunc => b.ins().trunc(a),
+                    UnOp::Round => b.ins().nearest(a),
+                    UnOp::RoundAway => {
+                        // t = trunc(a), plus one toward a's side where |a - t| >= 0.5 (a - t
+                        // is exact): Rust's `round`, bit for bit.
+                        let t = b.ins().trunc(a);
+                        let d = b.ins().fsub(a, t);
+                        let ad = b.ins().fabs(d);
+                        let half = self.constant(b, vt, 0.5);
+                        let up = b.ins().fcmp(FloatCC::GreaterThanOrEqual, ad, half);
+                        let zero = self.constant(b, vt, 0.0);
+                        let neg = b.ins().fcmp(FloatCC::LessThan, d, zero);
+                        let (m1, p1) = (self.constant(b, vt, -1.0), self.constant(b, vt, 1.0));
+                        let step = self.pick(b, vt, neg, m1, p1);
+                        let r = b.ins().fadd(t, step);
+                        self.pick(b, vt, up, r, t)
+                    }
+                    UnOp::IsFinite => {
+                        let m = b.ins().fabs(a);
+                        let inf = self.constant(b, vt, f64::INFINITY);
+                        let c = b.ins().fcmp(FloatCC::LessThan, m, inf);
+                        {
+                            mask = Some(c);
+                            self.truth(b, vt, c)
+                        }
+                    }
                     UnOp::Not => {
                         let z = self.constant(b, vt, 0.0);
                         let c = b.ins().fcmp(FloatCC::Equal, a, z);
@@ -329,9 +406,7 @@ impl Emit<'_> {
                             self.truth(b, vt, c)
                         }
                     }
-                    UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan => {
-                        unreachable!("filtered by `supported`")
-                    }
+                    _ => self.call(b, vt, ins.op, &[a]),
                 },
                 Op::Bin(o) => {
                     let x = x.expect("binary op has a second operand");
@@ -339,12 +414,7 @@ impl Emit<'_> {
                         BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
                             Self::arith(b, o, a, x)
                         }
-                        BinOp::Mod => {
-                            let q = b.ins().fdiv(a, x);
-                            let f = b.ins().floor(q);
-                            let m = b.ins().fmul(f, x);
-                            b.ins().fsub(a, m)
-                        }
+                        BinOp::Mod | BinOp::Pow => self.call(b, vt, ins.op, &[a, x]),
                         BinOp::FloorDiv => {
                             let q = b.ins().fdiv(a, x);
                             b.ins().floor(q)
@@ -386,7 +456,6 @@ impl Emit<'_> {
                                 self.truth(b, vt, c)
                             }
                         }
-                        BinOp::Pow => unreachable!("filtered by `supported`"),
                     }
                 }
                 Op::Bin2(o1, o2) => {
@@ -448,11 +517,13 @@ const UNROLL: u32 = 8;
 /// (operand `k`'s row `r` starts at `operands[k] + r * strides[k]` bytes, the output's at
 /// `out + r * out_stride`), a vector loop over the whole steps of the row, then a scalar loop
 /// over the rest.
+#[allow(clippy::too_many_arguments)]
 fn build(
     func: &mut cranelift_codegen::ir::Function,
     fctx: &mut FunctionBuilderContext,
     tape: &[Instr],
     operands: &[(u32, [i32; 3])],
+    calls: &[(Op, FuncRef)],
     elem: Type,
     ptr: Type,
     config: cranelift_codegen::isa::TargetFrontendConfig,
@@ -497,6 +568,7 @@ fn build(
         tape,
         operands,
         scalars: &scalars,
+        calls,
         elem,
     };
     // Blocks inside a row carry the current addresses (operands, then the output) as

@@ -19,6 +19,7 @@ mod jit;
 #[cfg(test)]
 mod jit_tests;
 mod kernels;
+pub mod math;
 mod mem;
 mod num;
 mod strip;
