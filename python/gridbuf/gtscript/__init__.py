@@ -14,7 +14,7 @@ Supported subset: ``Field[dtype]``, ``Field[IJ, dtype]``, ``Field[K, dtype]``,
 parameters, ``with computation(PARALLEL|FORWARD|BACKWARD), interval(...)`` blocks (also nested
 ``with interval`` blocks), assignments to fields and temporaries at offset zero, relative
 offsets, data-dim indices, arithmetic, comparisons, ``and``/``or``/``not``, ``x if c else y``,
-``if``/``elif``/``else``, the math functions, ``gtscript.function`` helpers and externals
+``if``/``elif``/``else``, ``**``, GT4Py's native math functions (imported or bare), ``gtscript.function`` helpers and externals
 (``from __externals__ import NAME``). Data-dim fields (vectors ``(dtype, (n,))`` and matrices
 ``(dtype, (r, c))``) can also be used whole, as in GT4Py, on the right of an assignment to a
 whole data-dim field of the same shape (``out = a``, ``out[0, 0, 0] = m @ v``), which writes
@@ -30,6 +30,7 @@ which GT4Py reads as the whole vector (assign it to a temporary first). Anything
 
 from __future__ import annotations
 
+import builtins as _b
 import inspect
 import math as _m
 from collections.abc import Callable
@@ -43,8 +44,10 @@ from ._frontend import FieldType, Lowering
 
 __all__ = [
     "BACKWARD", "FORWARD", "PARALLEL", "I", "J", "K", "IJ", "IJK", "Field", "GTStencil",
-    "abs", "ceil", "computation", "cos", "exp", "floor", "function", "interval", "isinf",
-    "isnan", "log", "max", "min", "mod", "sin", "sqrt", "stencil", "tan", "trunc",
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "computation",
+    "cos", "cosh", "erf", "erfc", "exp", "floor", "function", "gamma", "interval", "isfinite",
+    "isinf", "isnan", "log", "log10", "max", "min", "mod", "round", "round_away_from_zero",
+    "sin", "sinh", "sqrt", "stencil", "tan", "tanh", "trunc",
 ]  # fmt: skip
 
 
@@ -126,6 +129,10 @@ def _math(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def _round_away_from_zero(x: Any) -> Any:
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)
+
+
 abs = _math("abs", np.abs)  # noqa: A001 - GT4Py's names
 min = _math("min", np.minimum)  # noqa: A001
 max = _math("max", np.maximum)  # noqa: A001
@@ -133,27 +140,59 @@ mod = _math("mod", np.mod)
 sqrt = _math("sqrt", np.sqrt)
 exp = _math("exp", np.exp)
 log = _math("log", np.log)
+log10 = _math("log10", np.log10)
 sin = _math("sin", np.sin)
 cos = _math("cos", np.cos)
 tan = _math("tan", np.tan)
+asin = _math("asin", np.arcsin)
+acos = _math("acos", np.arccos)
+atan = _math("atan", np.arctan)
+sinh = _math("sinh", np.sinh)
+cosh = _math("cosh", np.cosh)
+tanh = _math("tanh", np.tanh)
+asinh = _math("asinh", np.arcsinh)
+acosh = _math("acosh", np.arccosh)
+atanh = _math("atanh", np.arctanh)
+gamma = _math("gamma", np.vectorize(_m.gamma, otypes=[float]))
+cbrt = _math("cbrt", np.cbrt)
+erf = _math("erf", np.vectorize(_m.erf, otypes=[float]))
+erfc = _math("erfc", np.vectorize(_m.erfc, otypes=[float]))
 floor = _math("floor", np.floor)
 ceil = _math("ceil", np.ceil)
 trunc = _math("trunc", np.trunc)
+round = _math("round", np.round)  # noqa: A001
+round_away_from_zero = _math("round_away_from_zero", _round_away_from_zero)
+isfinite = _math("isfinite", np.isfinite)
 isnan = _math("isnan", np.isnan)
 isinf = _math("isinf", np.isinf)
 
+# GT4Py's native functions by name: the frontend resolves a bare name among them (``sqrt(x)``
+# without an import) when the definition binds no such name itself.
+_NATIVE: dict[str, Callable[..., Any]] = {
+    _name: globals()[_name]
+    for _name in (
+        "abs", "min", "max", "mod", "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin",
+        "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "gamma", "cbrt", "erf",
+        "erfc", "floor", "ceil", "trunc", "round", "round_away_from_zero", "isfinite", "isnan",
+        "isinf",
+    )
+}  # fmt: skip
+
 # The math functions by identity, for the frontend (also math.* and numpy's).
 _MATH: dict[int, str] = {}
-for _name in ("abs", "min", "max", "mod", "sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "trunc", "isnan", "isinf"):
-    _MATH[id(globals()[_name])] = _name
+for _name, _f in _NATIVE.items():
+    _MATH[id(_f)] = _name
     for _mod in (_m, np):
         if hasattr(_mod, _name):
             _MATH[id(getattr(_mod, _name))] = _name
-_MATH[id(np.minimum)] = "min"
-_MATH[id(np.maximum)] = "max"
-_MATH[id(np.absolute)] = "abs"
-_MATH[id(np.fabs)] = "abs"
-_MATH[id(_m.fabs)] = "abs"
+for _f, _name in (
+    (np.minimum, "min"), (np.maximum, "max"), (np.absolute, "abs"), (np.fabs, "abs"),
+    (_m.fabs, "abs"), (np.arcsin, "asin"), (np.arccos, "acos"), (np.arctan, "atan"),
+    (np.arcsinh, "asinh"), (np.arccosh, "acosh"), (np.arctanh, "atanh"), (np.rint, "round"),
+    (np.around, "round"), (_b.round, "round"), (np.remainder, "mod"), (np.power, "pow"),
+    (_m.pow, "pow"),
+):  # fmt: skip
+    _MATH[id(_f)] = _name
 
 
 def function(func: Callable[..., Any]) -> Callable[..., Any]:

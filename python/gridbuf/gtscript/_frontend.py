@@ -32,8 +32,12 @@ _BINOPS = {
     ast.FloorDiv: "floordiv",
 }
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
-_UNARY_FUNCS = ("abs", "sqrt", "exp", "log", "sin", "cos", "tan", "floor", "ceil", "trunc", "isnan", "isinf")
-_BINARY_FUNCS = ("min", "max", "mod")
+_UNARY_FUNCS = (
+    "abs", "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "gamma", "cbrt", "erf", "erfc", "floor", "ceil", "trunc", "round",
+    "round_away_from_zero", "isfinite", "isnan", "isinf",
+)  # fmt: skip
+_BINARY_FUNCS = ("min", "max", "mod", "pow")
 
 # GT4Py's types, and the names that convert to one (`float32(x)`, `int(x)`, ...).
 _DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64))
@@ -227,6 +231,10 @@ class Lowering:
             return ctx.globals[name]
         if hasattr(builtins, name):
             return getattr(builtins, name)
+        from . import _NATIVE  # GT4Py resolves its native functions by name: bare `sqrt(x)`
+
+        if name in _NATIVE:
+            return _NATIVE[name]
         raise self.error(ctx, node, f"name {name!r} is not defined (fields, scalars, temporaries, externals and module constants are)")
 
     def const(self, ctx: _Ctx, node: ast.expr) -> Any:

@@ -16,7 +16,10 @@
 //! ```
 //!
 //! Expressions: `f FIELD COMPONENT DI DJ DK`, `t TEMP DI DJ DK`, `s SCALAR`, `c VALUE`, an
-//! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...).
+//! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...). The unary
+//! functions are GT4Py's native ones by their gtscript names (`sqrt`, `exp`, `log`, `log10`,
+//! `sin` ... `atanh`, `gamma`, `cbrt`, `erf`, `erfc`, `floor`, `ceil`, `trunc`, `round`,
+//! `round_away_from_zero`, `isfinite`, `isnan`, `isinf`); `mod` is NumPy's `remainder`.
 
 use crate::error::{Error, Result};
 
@@ -173,12 +176,32 @@ pub enum UnOp {
     Sqrt,
     Exp,
     Log,
+    Log10,
     Sin,
     Cos,
     Tan,
+    Asin,
+    Acos,
+    Atan,
+    Sinh,
+    Cosh,
+    Tanh,
+    Asinh,
+    Acosh,
+    Atanh,
+    /// The gamma function.
+    Gamma,
+    Cbrt,
+    Erf,
+    Erfc,
     Floor,
     Ceil,
     Trunc,
+    /// To the nearest integer, half to even (NumPy's `round`).
+    Round,
+    /// To the nearest integer, half away from zero.
+    RoundAway,
+    IsFinite,
     IsNan,
     IsInf,
 }
@@ -471,12 +494,29 @@ impl Program {
             "sqrt" => Some(UnOp::Sqrt),
             "exp" => Some(UnOp::Exp),
             "log" => Some(UnOp::Log),
+            "log10" => Some(UnOp::Log10),
             "sin" => Some(UnOp::Sin),
             "cos" => Some(UnOp::Cos),
             "tan" => Some(UnOp::Tan),
+            "asin" => Some(UnOp::Asin),
+            "acos" => Some(UnOp::Acos),
+            "atan" => Some(UnOp::Atan),
+            "sinh" => Some(UnOp::Sinh),
+            "cosh" => Some(UnOp::Cosh),
+            "tanh" => Some(UnOp::Tanh),
+            "asinh" => Some(UnOp::Asinh),
+            "acosh" => Some(UnOp::Acosh),
+            "atanh" => Some(UnOp::Atanh),
+            "gamma" => Some(UnOp::Gamma),
+            "cbrt" => Some(UnOp::Cbrt),
+            "erf" => Some(UnOp::Erf),
+            "erfc" => Some(UnOp::Erfc),
             "floor" => Some(UnOp::Floor),
             "ceil" => Some(UnOp::Ceil),
             "trunc" => Some(UnOp::Trunc),
+            "round" => Some(UnOp::Round),
+            "round_away_from_zero" => Some(UnOp::RoundAway),
+            "isfinite" => Some(UnOp::IsFinite),
             "isnan" => Some(UnOp::IsNan),
             "isinf" => Some(UnOp::IsInf),
             _ => None,

@@ -47,7 +47,7 @@ pub fn float_only(op: UnOp) -> bool {
 /// The type a unary operation on an operand of type `a` computes in, and its result's type.
 pub fn un_types(op: UnOp, a: Ty) -> (Ty, Ty) {
     match op {
-        UnOp::Not | UnOp::IsNan | UnOp::IsInf => (a, Ty::Bool),
+        UnOp::Not | UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite => (a, Ty::Bool),
         // NumPy's negative has no bool loop.
         UnOp::Neg => {
             let t = a.max(Ty::I8);

@@ -10,17 +10,20 @@
 //!
 //! The code computes exactly what the interpreter computes: the same IEEE operations in the
 //! same order, no contraction into fused multiply-adds, the same comparisons (`!=` true on
-//! NaN, the ordered ones false) and the same `min`/`max` choice. Tapes with an operation
-//! Cranelift has no instruction for (`exp`, `log`, `sin`, `cos`, `tan`, `**`) stay with the
-//! interpreter, statement by statement.
+//! NaN, the ordered ones false) and the same `min`/`max` choice. Operations with no instruction
+//! (`exp`, `log`, the trigonometric and hyperbolic functions, `gamma`, `erf`, `**`, `mod`, ...)
+//! call the `extern "C"` functions of [`super::math`] that the interpreter calls too, by
+//! address (registered as symbols of the module), one vector lane at a time; so every tape is
+//! compiled.
 
 use super::lane::Elem;
+use super::math;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, Endianness, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, Block, BlockArg, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -88,18 +91,28 @@ fn jit_error(what: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Whether Cranelift has instructions for every operation of `tape` (`wide`: a mixed-type
-/// tape, whose float floor divisions and remainders also stay with the interpreter).
-fn supported(tape: &[Instr], wide: bool) -> bool {
+/// Whether the code generator handles every operation of `tape` (an integer power needs a
+/// literal exponent, which the types pass guarantees).
+fn supported(tape: &[Instr]) -> bool {
     tape.iter().all(|ins| match ins.op {
-        Op::Un(UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan) => false,
-        Op::Bin(o @ (BinOp::Pow | BinOp::Mod | BinOp::FloorDiv)) => {
-            wide && !ins.ty.is_float()
-                && (o != BinOp::Pow
-                    || matches!(ins.args[1], Src::Const(crate::gtscript::Value::I(e)) if e >= 0))
+        Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
+            matches!(ins.args[1], Src::Const(crate::gtscript::Value::I(e)) if e >= 0)
         }
         _ => true,
     })
+}
+
+/// The symbol name of the function of [`math`] that computes `op` on elements of type `elem`,
+/// for the operations with no instruction.
+fn callee(op: Op, elem: Type) -> Option<&'static str> {
+    let f64 = elem == types::F64;
+    match op {
+        Op::Un(u) if f64 => math::unary_f64(u).map(|f| f.0),
+        Op::Un(u) => math::unary_f32(u).map(|f| f.0),
+        Op::Bin(o) if f64 => math::binary_f64(o).map(|f| f.0),
+        Op::Bin(o) => math::binary_f32(o).map(|f| f.0),
+        _ => None,
+    }
 }
 
 impl Jit {
@@ -117,10 +130,9 @@ impl Jit {
         let isa = isa_builder
             .finish(settings::Flags::new(flags))
             .map_err(jit_error)?;
-        let mut module = JITModule::new(JITBuilder::with_isa(
-            isa,
-            cranelift_module::default_libcall_names(),
-        ));
+        let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+        builder.symbols(math::symbols());
+        let mut module = JITModule::new(builder);
         let (elem, wide) = match plan.lanes {
             Lanes::F64 => (types::F64, false),
             Lanes::F32 => (types::F32, false),
@@ -131,7 +143,7 @@ impl Jit {
         let mut ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
-                if !supported(&st.tape, wide) || st.tape.is_empty() {
+                if !supported(&st.tape) || st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
@@ -140,11 +152,39 @@ impl Jit {
                 for _ in 0..7 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
+                // The math functions the tape calls, imported into the function.
+                let mut calls: Vec<(Op, Type, FuncRef)> = Vec::new();
+                for ins in &st.tape {
+                    // A mixed-type tape calls the function of each operation's own float type.
+                    let ft = match (wide, ins.ty) {
+                        (false, _) => elem,
+                        (true, Ty::F64) => types::F64,
+                        (true, Ty::F32) => types::F32,
+                        (true, _) => continue,
+                    };
+                    let Some(name) = callee(ins.op, ft) else {
+                        continue;
+                    };
+                    if calls.iter().any(|c| c.0 == ins.op && c.1 == ft) {
+                        continue;
+                    }
+                    let mut sig = module.make_signature();
+                    let arity = if matches!(ins.op, Op::Bin(_)) { 2 } else { 1 };
+                    for _ in 0..arity {
+                        sig.params.push(AbiParam::new(ft));
+                    }
+                    sig.returns.push(AbiParam::new(ft));
+                    let id = module
+                        .declare_function(name, Linkage::Import, &sig)
+                        .map_err(jit_error)?;
+                    calls.push((ins.op, ft, module.declare_func_in_func(id, &mut ctx.func)));
+                }
                 build(
                     &mut ctx.func,
                     &mut fctx,
                     &st.tape,
                     &operands,
+                    &calls,
                     elem,
                     wide,
                     ptr,
@@ -220,6 +260,8 @@ struct Emit<'a> {
     operands: &'a [(u32, [i32; 3])],
     /// Scalar parameters, loaded once in the entry block (element type).
     scalars: &'a [Value],
+    /// The math functions the tape calls, by operation.
+    calls: &'a [(Op, Type, FuncRef)],
     elem: Type,
 }
 
@@ -259,6 +301,30 @@ impl Emit<'_> {
         let one = self.constant(b, vt, 1.0);
         let zero = self.constant(b, vt, 0.0);
         self.pick(b, vt, c, one, zero)
+    }
+
+    /// Calls `f` on `args`, lane by lane for vectors.
+    fn call(&self, b: &mut FunctionBuilder<'_>, vt: Type, op: Op, args: &[Value]) -> Value {
+        let f = self
+            .calls
+            .iter()
+            .find(|c| c.0 == op && c.1 == self.elem)
+            .expect("callee imported")
+            .2;
+        let one = |b: &mut FunctionBuilder<'_>, xs: &[Value]| {
+            let call = b.ins().call(f, xs);
+            b.inst_results(call)[0]
+        };
+        if !vt.is_vector() {
+            return one(b, args);
+        }
+        let mut out = args[0];
+        for lane in 0..vt.lane_count() as u8 {
+            let xs: Vec<Value> = args.iter().map(|&a| b.ins().extractlane(a, lane)).collect();
+            let r = one(b, &xs);
+            out = b.ins().insertlane(out, r, lane);
+        }
+        out
     }
 
     fn arith(b: &mut FunctionBuilder<'_>, op: BinOp, x: Value, y: Value) -> Value {
@@ -320,6 +386,28 @@ impl Emit<'_> {
                     UnOp::Floor => b.ins().floor(a),
                     UnOp::Ceil => b.ins().ceil(a),
                     UnOp::Trunc => b.ins().trunc(a),
+                    UnOp::Round => b.ins().nearest(a),
+                    UnOp::RoundAway => {
+                        // GT4Py's numpy backend: copysign(floor(|a| + 0.5), a).
+                        let m = b.ins().fabs(a);
+                        let half = self.constant(b, vt, 0.5);
+                        let h = b.ins().fadd(m, half);
+                        let f = b.ins().floor(h);
+                        // copysign(f, a) in bit operations (x86 has no vector copysign).
+                        let sign = self.constant(b, vt, -0.0);
+                        let mag = b.ins().band_not(f, sign);
+                        let s = b.ins().band(a, sign);
+                        b.ins().bor(mag, s)
+                    }
+                    UnOp::IsFinite => {
+                        let m = b.ins().fabs(a);
+                        let inf = self.constant(b, vt, f64::INFINITY);
+                        let c = b.ins().fcmp(FloatCC::LessThan, m, inf);
+                        {
+                            mask = Some(c);
+                            self.truth(b, vt, c)
+                        }
+                    }
                     UnOp::Not => {
                         let z = self.constant(b, vt, 0.0);
                         let c = b.ins().fcmp(FloatCC::Equal, a, z);
@@ -344,9 +432,7 @@ impl Emit<'_> {
                             self.truth(b, vt, c)
                         }
                     }
-                    UnOp::Exp | UnOp::Log | UnOp::Sin | UnOp::Cos | UnOp::Tan => {
-                        unreachable!("filtered by `supported`")
-                    }
+                    _ => self.call(b, vt, ins.op, &[a]),
                 },
                 Op::Bin(o) => {
                     let x = x.expect("binary op has a second operand");
@@ -354,15 +440,8 @@ impl Emit<'_> {
                         BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
                             Self::arith(b, o, a, x)
                         }
-                        BinOp::Mod => {
-                            let q = b.ins().fdiv(a, x);
-                            let f = b.ins().floor(q);
-                            let m = b.ins().fmul(f, x);
-                            b.ins().fsub(a, m)
-                        }
-                        BinOp::FloorDiv => {
-                            let q = b.ins().fdiv(a, x);
-                            b.ins().floor(q)
+                        BinOp::Mod | BinOp::Pow | BinOp::FloorDiv => {
+                            self.call(b, vt, ins.op, &[a, x])
                         }
                         // NumPy's minimum and maximum: NaN wins (as the interpreter).
                         BinOp::Min | BinOp::Max => {
@@ -405,7 +484,6 @@ impl Emit<'_> {
                                 self.truth(b, vt, c)
                             }
                         }
-                        BinOp::Pow => unreachable!("filtered by `supported`"),
                     }
                 }
                 Op::Bin2(o1, o2) => {
@@ -457,6 +535,8 @@ struct WideEmit<'a> {
     operands: &'a [(u32, [i32; 3])],
     /// Scalar parameters as lanes (`i64`).
     scalars: &'a [Value],
+    /// The math functions the tape calls, per operation and float type.
+    calls: &'a [(Op, Type, FuncRef)],
 }
 
 impl WideEmit<'_> {
@@ -582,6 +662,23 @@ impl WideEmit<'_> {
         (q, r)
     }
 
+    /// Calls the math function of `op` for the float type `ty` on `args` (already of it).
+    fn call(&self, b: &mut FunctionBuilder<'_>, op: Op, ty: Ty, args: &[Value]) -> Value {
+        let ft = if ty == Ty::F32 {
+            types::F32
+        } else {
+            types::F64
+        };
+        let f = self
+            .calls
+            .iter()
+            .find(|c| c.0 == op && c.1 == ft)
+            .expect("callee imported")
+            .2;
+        let call = b.ins().call(f, args);
+        b.inst_results(call)[0]
+    }
+
     fn step(&self, b: &mut FunctionBuilder<'_>, addrs: &[Value], at: i32) -> Value {
         let mut regs: Vec<Option<Value>> = Vec::new();
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
@@ -638,10 +735,15 @@ impl WideEmit<'_> {
                             let c = b.ins().fcmp(FloatCC::Unordered, v, v);
                             Self::boolean(b, c)
                         }
-                        UnOp::IsInf => {
+                        UnOp::IsInf | UnOp::IsFinite => {
                             let m = b.ins().fabs(a);
                             let inf = b.ins().f64const(f64::INFINITY);
-                            let c = b.ins().fcmp(FloatCC::Equal, m, inf);
+                            let cc = if u == UnOp::IsInf {
+                                FloatCC::Equal
+                            } else {
+                                FloatCC::LessThan
+                            };
+                            let c = b.ins().fcmp(cc, m, inf);
                             Self::boolean(b, c)
                         }
                         _ => {
@@ -652,7 +754,20 @@ impl WideEmit<'_> {
                                 UnOp::Floor => b.ins().floor(v),
                                 UnOp::Ceil => b.ins().ceil(v),
                                 UnOp::Trunc => b.ins().trunc(v),
-                                _ => unreachable!("filtered by `supported`"),
+                                UnOp::Round => b.ins().nearest(v),
+                                UnOp::RoundAway => {
+                                    // GT4Py's numpy backend: copysign(floor(|v| + 0.5), v).
+                                    let m = b.ins().fabs(v);
+                                    let half = if ty == Ty::F32 {
+                                        b.ins().f32const(0.5)
+                                    } else {
+                                        b.ins().f64const(0.5)
+                                    };
+                                    let h = b.ins().fadd(m, half);
+                                    let f = b.ins().floor(h);
+                                    b.ins().fcopysign(f, v)
+                                }
+                                _ => self.call(b, ins.op, ty, &[v]),
                             };
                             Self::widen(b, r, ty)
                         }
@@ -672,6 +787,7 @@ impl WideEmit<'_> {
                         Self::boolean(b, c)
                     }
                     UnOp::IsNan | UnOp::IsInf => b.ins().iconst(types::I64, 0),
+                    UnOp::IsFinite => b.ins().iconst(types::I64, 1),
                     _ => a,
                 },
                 Op::Bin(o) | Op::Bin2(o, _) if ty.is_float() => {
@@ -702,6 +818,9 @@ impl WideEmit<'_> {
                                 let c2 = b.ins().fcmp(FloatCC::Unordered, a, a);
                                 let c = b.ins().bor(c1, c2);
                                 b.ins().select(c, a, x)
+                            }
+                            BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
+                                self.call(b, ins.op, ty, &[a, x])
                             }
                             _ => Emit::arith(b, o, a, x),
                         };
@@ -805,6 +924,7 @@ fn build(
     fctx: &mut FunctionBuilderContext,
     tape: &[Instr],
     operands: &[(u32, [i32; 3])],
+    calls: &[(Op, Type, FuncRef)],
     elem: Type,
     wide: bool,
     ptr: Type,
@@ -856,12 +976,14 @@ fn build(
         tape,
         operands,
         scalars: &scalars,
+        calls,
         elem,
     };
     let wide_emit = WideEmit {
         tape,
         operands,
         scalars: &scalars,
+        calls,
     };
     // Blocks inside a row carry the current addresses (operands, then the output) as
     // parameters, advanced by each iteration: row bases computed once per row and indexed in

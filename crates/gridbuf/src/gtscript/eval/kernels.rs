@@ -164,25 +164,29 @@ pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
             UnOp::Not => un(d, a, |x| truth(x == T::ZERO)),
             UnOp::Abs => un(d, a, Num::abs),
             UnOp::Sqrt => un(d, a, Num::sqrt),
-            UnOp::Exp => un(d, a, Num::exp),
-            UnOp::Log => un(d, a, Num::ln),
-            UnOp::Sin => un(d, a, Num::sin),
-            UnOp::Cos => un(d, a, Num::cos),
-            UnOp::Tan => un(d, a, Num::tan),
             UnOp::Floor => un(d, a, Num::floor),
             UnOp::Ceil => un(d, a, Num::ceil),
             UnOp::Trunc => un(d, a, Num::trunc),
+            UnOp::Round => un(d, a, Num::round_even),
+            UnOp::RoundAway => un(d, a, Num::round_away),
+            UnOp::IsFinite => un(d, a, |x| truth(x.is_finite())),
             UnOp::IsNan => un(d, a, |x| truth(x.is_nan())),
             UnOp::IsInf => un(d, a, |x| truth(x.is_inf())),
+            // The functions of `math.rs`, the same the compiled code calls.
+            _ => {
+                let (_, f) = T::unary_fn(u).expect("every other unary op has a function");
+                un(d, a, |x| f(x))
+            }
         },
         Op::Bin(o) => match o {
             BinOp::Add => bin(d, a, b, |x, y| x + y),
             BinOp::Sub => bin(d, a, b, |x, y| x - y),
             BinOp::Mul => bin(d, a, b, |x, y| x * y),
             BinOp::Div => bin(d, a, b, |x, y| x / y),
-            BinOp::Pow => bin(d, a, b, Num::powf),
-            BinOp::Mod => bin(d, a, b, |x, y| divmod(x, y).1),
-            BinOp::FloorDiv => bin(d, a, b, |x, y| divmod(x, y).0),
+            BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
+                let (_, f) = T::binary_fn(o).expect("pow, mod and floordiv have functions");
+                bin(d, a, b, |x, y| f(x, y))
+            }
             // NumPy's minimum and maximum: NaN wins.
             BinOp::Min => bin(d, a, b, |x, y| if x <= y || x.is_nan() { x } else { y }),
             BinOp::Max => bin(d, a, b, |x, y| if x >= y || x.is_nan() { x } else { y }),

@@ -200,6 +200,7 @@ fn float_ops<T: InLane>(
     match ins.op {
         Op::Un(UnOp::IsNan) => un(d, a, |x| Lane::of_bool(g(x).is_nan())),
         Op::Un(UnOp::IsInf) => un(d, a, |x| Lane::of_bool(g(x).is_inf())),
+        Op::Un(UnOp::IsFinite) => un(d, a, |x| Lane::of_bool(g(x).is_finite())),
         Op::Bin(o @ (BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne)) => {
             bin(d, a, b, |x, y| {
                 let (x, y) = (g(x), g(y));
@@ -256,6 +257,7 @@ fn int_ops(ins: &Instr, d: &mut [Lane], a: Arg<'_, Lane>, b: Arg<'_, Lane>) {
             UnOp::Abs => un(d, a, |x| w(x.i().wrapping_abs())),
             UnOp::Not => un(d, a, |x| Lane::of_bool(x.0 == 0)),
             UnOp::IsNan | UnOp::IsInf => un(d, a, |_| Lane::of_bool(false)),
+            UnOp::IsFinite => un(d, a, |_| Lane::of_bool(true)),
             // floor, ceil, trunc of an integer; the float functions never see one (the types
             // pass casts their operand to a float).
             _ => un(d, a, |x| x),

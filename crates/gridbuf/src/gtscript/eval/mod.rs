@@ -20,6 +20,7 @@ mod jit;
 mod jit_tests;
 mod kernels;
 mod lane;
+pub mod math;
 mod mem;
 mod num;
 mod strip;

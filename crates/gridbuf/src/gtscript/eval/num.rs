@@ -3,6 +3,9 @@
 
 use super::lane::Elem;
 
+use super::math::{self, Fn1, Fn2};
+use crate::gtscript::ir::{BinOp, UnOp};
+
 /// The element types the evaluator runs on.
 pub trait Num: crate::kernels::Float {
     /// From `f64` (rounding for `f32`).
@@ -11,28 +14,27 @@ pub trait Num: crate::kernels::Float {
     fn abs(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
-    /// `e^x`.
-    fn exp(self) -> Self;
-    /// Natural logarithm.
-    fn ln(self) -> Self;
-    /// Sine.
-    fn sin(self) -> Self;
-    /// Cosine.
-    fn cos(self) -> Self;
-    /// Tangent.
-    fn tan(self) -> Self;
+    /// The function of [`super::math`] computing `op` for this type, with its symbol name, for
+    /// the operations with no instruction; the interpreter and the compiled code both call it.
+    fn unary_fn(op: UnOp) -> Option<(&'static str, Fn1<Self>)>;
+    /// Likewise for binary operations (`**`, `mod`).
+    fn binary_fn(op: BinOp) -> Option<(&'static str, Fn2<Self>)>;
     /// Floor.
     fn floor(self) -> Self;
     /// Ceiling.
     fn ceil(self) -> Self;
     /// Truncation toward zero.
     fn trunc(self) -> Self;
-    /// `x^y`.
-    fn powf(self, y: Self) -> Self;
     /// The C library's `fmod`.
     fn fmod(self, y: Self) -> Self;
     /// The magnitude of `self` with the sign of `y`.
     fn copysign(self, y: Self) -> Self;
+    /// To the nearest integer, half to even.
+    fn round_even(self) -> Self;
+    /// To the nearest integer, half away from zero, as GT4Py computes it.
+    fn round_away(self) -> Self;
+    /// Neither infinite nor NaN.
+    fn is_finite(self) -> bool;
     /// Not a number.
     fn is_nan(self) -> bool;
     /// Infinite.
@@ -83,7 +85,7 @@ pub(super) fn give_bufs<T: Elem>(bufs: impl IntoIterator<Item = Vec<T>>) {
 }
 
 macro_rules! impl_num {
-    ($t:ty) => {
+    ($t:ty, $un:ident, $bin:ident) => {
         impl Num for $t {
             #[inline(always)]
             fn from_f64(v: f64) -> Self {
@@ -98,24 +100,12 @@ macro_rules! impl_num {
                 <$t>::sqrt(self)
             }
             #[inline(always)]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
+            fn unary_fn(op: UnOp) -> Option<(&'static str, Fn1<Self>)> {
+                math::$un(op)
             }
             #[inline(always)]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline(always)]
-            fn sin(self) -> Self {
-                <$t>::sin(self)
-            }
-            #[inline(always)]
-            fn cos(self) -> Self {
-                <$t>::cos(self)
-            }
-            #[inline(always)]
-            fn tan(self) -> Self {
-                <$t>::tan(self)
+            fn binary_fn(op: BinOp) -> Option<(&'static str, Fn2<Self>)> {
+                math::$bin(op)
             }
             #[inline(always)]
             fn floor(self) -> Self {
@@ -130,8 +120,18 @@ macro_rules! impl_num {
                 <$t>::trunc(self)
             }
             #[inline(always)]
-            fn powf(self, y: Self) -> Self {
-                <$t>::powf(self, y)
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            #[inline(always)]
+            fn round_away(self) -> Self {
+                // GT4Py's numpy backend: copysign(floor(|x| + 0.5), x) (so 0.49999999999999994
+                // rounds to 1, unlike C's `round`).
+                (<$t>::abs(self) + 0.5).floor().copysign(self)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
             }
             #[inline(always)]
             fn fmod(self, y: Self) -> Self {
@@ -152,5 +152,5 @@ macro_rules! impl_num {
         }
     };
 }
-impl_num!(f64);
-impl_num!(f32);
+impl_num!(f64, unary_f64, binary_f64);
+impl_num!(f32, unary_f32, binary_f32);
