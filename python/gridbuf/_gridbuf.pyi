@@ -218,7 +218,7 @@ def full(
 ) -> npt.NDArray[Any]: ...
 def from_array(
     data: npt.ArrayLike,
-    dtype: npt.DTypeLike = None,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
