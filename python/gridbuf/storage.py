@@ -83,7 +83,7 @@ Decisions where the documents contradict each other or are silent
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -382,8 +382,13 @@ class Storage(np.lib.mixins.NDArrayOperatorsMixin):
     #: "gt4py", "cuda" or None.
     managed: ClassVar[str | None] = None
 
-    # Provided by the subclasses (a Field's, or delegated to one).
-    dims: tuple[str, ...]
+    if TYPE_CHECKING:  # provided by the subclasses (a Field's, or delegated to one)
+        dims: tuple[str, ...]
+        halo: tuple[tuple[int, int], ...]
+
+        def to_numpy(self) -> np.ndarray: ...
+        def to_cupy(self) -> Any: ...
+        def to_ndarray(self) -> Any: ...
 
     # -- documents' attributes ------------------------------------------------------------------
     @property
@@ -618,12 +623,12 @@ class GPUStorage(_FieldStorage):
     def __cuda_array_interface__(self) -> dict[str, Any]:
         if self.device == "host":
             raise AttributeError("a GPUStorage on the stand-in device has no __cuda_array_interface__")
-        return Field.__cuda_array_interface__.fget(self)  # type: ignore[attr-defined, no-any-return]
+        return Field.__cuda_array_interface__.fget(self)  # type: ignore[attr-defined]
 
     @property
     def __gt_data_interface__(self) -> dict[Any, dict[str, Any]]:
         if self.device == "gpu":
-            return Field.__gt_data_interface__.fget(self)  # type: ignore[attr-defined, no-any-return]
+            return Field.__gt_data_interface__.fget(self)  # type: ignore[attr-defined]
         entry = {**self._data().__array_interface__, "version": 3, "dims": self.dims, "halo": self.halo}
         return {"gpu": entry, "cuda": entry}
 
@@ -748,7 +753,7 @@ class SoftwareManagedGPUStorage(Storage):
     size = property(lambda self: self._f.size, doc="Number of elements.")
     strides = property(lambda self: self._f.strides, doc="Byte strides (the same on both sides).")
     nbytes = property(lambda self: self._f.nbytes, doc="Bytes of the elements (padding excluded).")
-    dims = property(lambda self: self._f.dims, doc="Dims per axis.")  # type: ignore[assignment]
+    dims = property(lambda self: self._f.dims, doc="Dims per axis.")
     origin = property(lambda self: self._f.origin, doc="Start of the compute domain.")
     domain_shape = property(lambda self: self._f.domain_shape, doc="Shape without the halo.")
     alignment = property(lambda self: self._f.alignment, doc="Row alignment in bytes.")
@@ -956,10 +961,10 @@ def _make(req: _Request, dtype: Any, fill: str, value: Any = None, data: Any = N
     shape, kw, device = req.shape, req.kw, req.device
     if device is None:
         if fill == "copy":
-            return _recls(Field.from_array(data, dtype, **kw), CPUStorage)  # type: ignore[no-any-return]
+            return _recls(Field.from_array(data, dtype, **kw), CPUStorage)
         fn = {"empty": Field.empty, "zeros": Field.zeros, "ones": Field.ones}.get(fill)
         f = fn(shape, dtype, **kw) if fn is not None else Field.full(shape, value, dtype, **kw)
-        return _recls(f, CPUStorage)  # type: ignore[no-any-return]
+        return _recls(f, CPUStorage)
     if req.managed == "gt4py":
         if fill == "copy":
             m = _mirrored.from_array(data, dtype, device=device, **kw)
@@ -1057,7 +1062,7 @@ def _template(data: Any) -> tuple[Any, dict[str, Any]]:
         raise GridbufTypeError(f"invalid type for data ({type(data).__name__}): expected a gridbuf.storage.Storage")
     extra: dict[str, Any] = {"device": data.device, "managed": data.managed if data.device is not None else _UNSET}
     if isinstance(data, SoftwareManagedGPUStorage):
-        return data._m._pair.host if data._m.plan is None else data._m._host, {**extra, "defaults": data.defaults}
+        return data._m._host, extra
     return data._labels()._data(), extra
 
 
@@ -1068,14 +1073,13 @@ def _like(data: Any, dtype: Any, kwargs: dict[str, Any], fill: str, value: Any =
     req = _resolve(data.shape, {**extra, **kwargs})
     # gridbuf's *_like rule: the template's plan, with what the keywords override recomputed.
     overrides = dict(req.kw)
-    overrides.setdefault("halo", data.halo)
     overrides.setdefault("dims", data.dims)
+    if "halo" not in overrides and "aligned_index" not in overrides:  # the storage's halo may have been set
+        overrides["halo"], overrides["aligned_index"] = data.halo, data.aligned_index
     if "layout" not in overrides and not any(k in kwargs for k in ("defaults", "backend", "axes", "dims")):
         overrides["layout"] = data.layout
     shape, dt, kw = _like_keywords(template, dtype if dtype is not None else data.dtype, overrides)
     kw.pop("managed", None)
-    if req.device is not None and isinstance(data, SoftwareManagedGPUStorage) and "defaults" not in kwargs:
-        kw["backend"] = data.defaults
     return _make(_Request(shape, kw, req.device, req.managed), dt, fill, value)
 
 
@@ -1129,7 +1133,7 @@ def full_like(data: Storage, fill_value: Any, dtype: Any = None, **kwargs: Any) 
     return _like(data, dtype, kwargs, "full", fill_value)
 
 
-def _check_buffer_layout(array: Any, req: _Request) -> None:
+def _check_buffer_layout(array: Any, req: _Request, given: dict[str, Any]) -> None:
     """``as_storage``: a ``layout`` or ``defaults`` given must be the buffer's stride order."""
     if "layout" not in req.kw and "backend" not in req.kw:
         return
@@ -1138,9 +1142,9 @@ def _check_buffer_layout(array: Any, req: _Request) -> None:
     expected = tuple(_gridbuf.plan(tuple(array.shape), np.dtype(array.dtype), **req.kw).layout)
     actual = tuple(layout_from_strides(array.strides))
     if expected != actual:
-        which = "layout" if "layout" in req.kw else "defaults"
+        which = "layout" if "layout" in req.kw else ("defaults" if "defaults" in given else "backend")
         raise GridbufValueError(
-            f"invalid {which} {req.kw.get('layout', req.kw.get('backend'))!r} for the buffer: it asks for the layout map "
+            f"invalid {which} {given.get(which)!r} for the buffer: it asks for the layout map "
             f"{expected}, but the buffer's strides {tuple(array.strides)} have {actual}; as_storage does not copy"
         )
 
@@ -1189,7 +1193,7 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
         if _device_only(data):
             raise GridbufDeviceError(f"invalid data ({type(data).__name__}): it lives on the GPU, but device=None keeps host memory")
         array = data if isinstance(data, np.ndarray) else np.asarray(data)
-        _check_buffer_layout(array, req)
+        _check_buffer_layout(array, req, kwargs)
         return CPUStorage(array, dims=dims, halo=halo)
     if req.managed == "gt4py":
         if data is None or device_data is None:
@@ -1200,7 +1204,7 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
         m = as_mirrored(data, device_data, sync_state="clean" if sync_state is None else sync_state)
         if (m.device_kind == "gpu") != (req.device == "gpu"):
             raise GridbufDeviceError(f"invalid device {req.device!r} for device_data of type {type(device_data).__name__}")
-        _check_buffer_layout(m._host, req)
+        _check_buffer_layout(m._host, req, kwargs)
         return SoftwareManagedGPUStorage(m, dims=dims, halo=halo)
     if sync_state is not None:
         raise GridbufValueError(f"invalid sync_state {sync_state!r} with managed={req.managed!r}: only managed='gt4py' keeps a sync state")
@@ -1213,14 +1217,14 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
 
             if managed_owner(buf) is None:
                 raise GridbufDeviceError("invalid data for managed='cuda': it is not CUDA managed memory (allocate it with managed='cuda')")
-        _check_buffer_layout(buf, req)
+        _check_buffer_layout(buf, req, kwargs)
         return CudaManagedGPUStorage(buf, dims=dims, halo=halo)
     buf = device_data if device_data is not None else data
     if req.device == "gpu" and not _device_only(buf):
         raise GridbufDeviceError(f"invalid device_data ({type(buf).__name__}) for device='gpu': expected a CuPy array")
     if req.device == "host" and not isinstance(buf, np.ndarray):
         raise GridbufTypeError(f"invalid device_data ({type(buf).__name__}) for the stand-in device='host': expected a NumPy array")
-    _check_buffer_layout(buf, req)
+    _check_buffer_layout(buf, req, kwargs)
     return GPUStorage(buf, dims=dims, halo=halo)
 
 
