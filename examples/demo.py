@@ -5,7 +5,7 @@ Part 3 runs a horizontal-diffusion time loop through the stencil binder; part 4 
 gtscript stencil and times it from definition to first result, beside GT4Py's build of the same
 definition when GT4Py is installed; part 5 runs a halo exchange on 2 MPI ranks
 (``examples/halo_exchange_demo.py`` under the venv's ``mpiexec``) and checks it against the
-global array. Without GT4Py it takes under a minute; GT4Py's C++ build adds about a minute or two.
+global array. It takes about a minute, half of it GT4Py's C++ build when GT4Py is installed.
 benchmarks/bench_allocation.py, bench_stencil.py and bench_gtscript.py do the thorough measurements.
 """
 
