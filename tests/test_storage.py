@@ -639,3 +639,16 @@ def test_import_of_gridbuf_does_not_import_the_storage_module_or_optional_depend
         "assert not {'cupy', 'xarray', 'gt4py'} & set(sys.modules), sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_plain_arrays_of_other_shapes_are_refused():
+    # 000 "Mixing Types": only the broadcast shape, or 3-D with ones where broadcasting is needed.
+    with pytest.raises(GridbufValueError):
+        gs.ones((3, 4, 5)) + np.ones((4, 5))
+
+
+def test_software_managed_element_reads_see_the_newest_side():
+    s = gs.zeros(SHAPE, device="host")
+    s.to_cupy()[2, 3, 1] = 8.0  # device modified
+    assert s[2, 3, 1] == 8.0 and s.sync_state.device_to_host == 1
+    assert np.array_equal(s[[2, 0], [3, 0], [1, 0]], [8.0, 0.0])

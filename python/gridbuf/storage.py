@@ -682,6 +682,12 @@ class CudaManagedGPUStorage(_FieldStorage):
     def _device_field(self) -> Field:
         return self if self.device == "host" else Field._view(self.to_cupy(), self.dims, self.halo, self.origin)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # 001: written on the device iff the value is on the device (the memory is the same).
+        side = "device" if _on_device_value(value) else "host"
+        target = self if side == "host" else self._device_field()
+        Field.__setitem__(target, key, _to_side(value, side, self, False))
+
     def _compute_side(self, operands: Sequence[Any]) -> str:
         arrays = [x for x in operands if not _is_scalar(x)]
         if all(_on_device_value(x) for x in arrays):
@@ -875,11 +881,10 @@ class SoftwareManagedGPUStorage(Storage):
 
     def __getitem__(self, key: Any) -> Any:
         labels = Field.__getitem__(self._f, key)
-        if not isinstance(labels, Field):  # one element, or advanced indexing: values
-            side = "host" if self.sync_state.state != "device_dirty" else "device"
-            with self._m.access(side, write=False) as a:
+        if not isinstance(labels, Field):  # one element, or advanced indexing: values, read on the host
+            with self._m.access("host", write=False) as a:
                 values = a[key]
-                return values.copy() if hasattr(values, "copy") and not _is_scalar(values) else values
+                return values.copy() if isinstance(values, np.ndarray) else values
         return SoftwareManagedGPUStorage._of(self._m[key], labels._meta)
 
     def __setitem__(self, key: Any, value: Any) -> None:
