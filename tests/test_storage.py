@@ -652,3 +652,39 @@ def test_software_managed_element_reads_see_the_newest_side():
     s.to_cupy()[2, 3, 1] = 8.0  # device modified
     assert s[2, 3, 1] == 8.0 and s.sync_state.device_to_host == 1
     assert np.array_equal(s[[2, 0], [3, 0], [1, 0]], [8.0, 0.0])
+
+
+# -- the device="gpu" code paths against tests/fake_cupy.py (host memory behind CuPy's API) -------
+
+
+@pytest.fixture
+def fake_cp(monkeypatch):
+    import fake_cupy
+
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    fake_cupy.reset()
+    return fake_cupy
+
+
+def test_gpu_paths_with_a_fake_cupy_allocate_sync_and_refuse(fake_cp):
+    m = gs.zeros(SHAPE, device="gpu", halo=(1, 1, 0))
+    assert type(m) is gs.SoftwareManagedGPUStorage and m.device == "gpu" and m.halo == ((1, 1), (1, 1), (0, 0))
+    assert isinstance(m.to_cupy(), fake_cp.ndarray) and m.sync_state.state == "device_dirty"
+    m.to_numpy()[...] = 3.0  # one device-to-host copy (the device side was marked), then host modified
+    m.host_to_device()
+    assert fake_cp.TRANSFERS == {"host_to_device": 1, "device_to_host": 1} and m.sync_state.state == "clean"
+    assert np.all(m.to_cupy().get() == 3.0)  # .get() is a transfer of its own
+    before = fake_cp.TRANSFERS["device_to_host"]
+    m.synchronize()  # the device side is marked modified by to_cupy: one copy back
+    assert fake_cp.TRANSFERS["device_to_host"] == before + 1 and m.sync_state.state == "clean"
+
+    g = gs.ones(SHAPE, device="gpu", managed=None, defaults="gt:cpu_kfirst")
+    assert type(g) is gs.GPUStorage and g.device == "gpu" and isinstance(g.to_cupy(), fake_cp.ndarray)
+    assert g.strides == gb.plan(SHAPE, np.float64, backend="gt:cpu_kfirst").strides  # the preset's layout, on the device
+    assert g.data is None and g.device_data is not None and "gpu" in g.__gt_data_interface__
+    with pytest.raises(GridbufDeviceError):
+        g.to_numpy()
+    with pytest.raises(GridbufDeviceError):
+        gs.ones(SHAPE) + g  # a CPU storage never reads device memory
+    w = gs.as_storage(device_data=g.to_cupy())
+    assert type(w) is gs.GPUStorage and w.to_cupy().data.ptr == g.to_cupy().data.ptr

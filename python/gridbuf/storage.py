@@ -73,6 +73,8 @@ Decisions where the documents contradict each other or are silent
 - Results of operations are storages of the handling class: software-managed results are
   allocated on the side they were computed on, with that side marked modified; CUDA-managed
   results live in managed memory.
+- ``as_storage`` without ``device`` takes the device from the buffers (001's inference order:
+  keywords, then the buffers, then the defaults).
 - ``storage(data)`` keeps the dtype of ``data`` unless ``dtype`` is given (as ``numpy.array``),
   and takes its axes and halo from ``data`` when it declares them. ``as_storage`` with
   ``managed="gt4py"`` needs both buffers (it never copies; :func:`storage` copies).
@@ -1168,7 +1170,10 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
         the storage the buffers were taken from. Default ``"clean"``.
     **kwargs
         Keywords of :func:`empty`; ``axes`` and ``halo`` label the buffers, ``layout`` and
-        ``defaults`` are checked against their strides.
+        ``defaults`` are checked against their strides. Without ``device``, the buffers decide:
+        ``device_data`` (a CuPy array: ``"gpu"``, a NumPy array: the stand-in ``"host"``) with
+        ``data`` makes a software-managed storage, alone a :class:`GPUStorage`; a CuPy array
+        as ``data`` alone a :class:`GPUStorage`.
 
     Returns
     -------
@@ -1190,8 +1195,13 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
     device_given = "device" in kwargs
     req = _resolve(None, kwargs, ndim=len(np.shape(data if data is not None else device_data)) if data is not None or device_data is not None else None)
     dims, halo = req.kw.get("dims"), req.kw.get("halo")
-    if not device_given and device_data is None and data is not None and _device_only(data):
-        req.device, req.managed = "gpu", None  # a device array alone: a GPU storage
+    if not device_given:  # inferred from the buffers (001's search order: keywords, then the buffers)
+        if device_data is not None:
+            req.device = "gpu" if _device_only(device_data) else "host"
+            if "managed" not in kwargs:
+                req.managed = "gt4py" if data is not None else None
+        elif data is not None and _device_only(data):
+            req.device, req.managed = "gpu", None  # a device array alone: a GPU storage
     if req.device is None:
         if device_data is not None:
             raise GridbufValueError("invalid device_data with device=None: a CPU storage has no device buffer; pass device='gpu'")
