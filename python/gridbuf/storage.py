@@ -289,13 +289,6 @@ def _device_only(x: Any) -> bool:
     return _on_gpu(x)
 
 
-def _host_only(x: Any) -> bool:
-    """Whether ``x`` is host memory that the device cannot read (NumPy arrays, CPU storages)."""
-    if isinstance(x, (SoftwareManagedGPUStorage, GPUStorage, CudaManagedGPUStorage, MirroredField)) or _is_scalar(x):
-        return False
-    return not _on_device_value(x)
-
-
 def _refuse(x: Any, side: str, lead: Any) -> GridbufDeviceError:
     where = "the device" if side == "device" else "the host"
     return GridbufDeviceError(
