@@ -206,13 +206,12 @@ def test_default_layout_table_of_the_documents(defaults, axes, unit):
 
 
 @pytest.mark.parametrize("defaults", sorted(gb.presets()))
-def test_defaults_are_gridbufs_presets(defaults):
-    if gb.preset(defaults).device == "gpu":
-        s = gs.zeros(SHAPE, defaults=defaults, device="host", managed=None)
-    else:
-        s = gs.zeros(SHAPE, defaults=defaults)
-    assert s.strides == gb.plan(SHAPE, np.float64, backend=defaults).strides
-    assert s.defaults == (defaults if gb.preset(defaults).device == "cpu" else "C")
+@pytest.mark.parametrize("device, managed, cls", [k for k in KINDS if k.values[0] != "gpu"])
+def test_defaults_are_gridbufs_presets_on_any_device(defaults, device, managed, cls):
+    s = gs.zeros(SHAPE, np.float32, defaults=defaults, aligned_index=(1, 0, 0), device=device, managed=managed)
+    # device alone decides where the buffers live; the preset gives the layout and alignment
+    assert type(s) is cls
+    assert s.strides == gb.plan(SHAPE, np.float32, backend=defaults, aligned_index=(1, 0, 0)).strides
 
 
 @pytest.mark.parametrize("axes", ["IJK", "KJI", "JI", "K", "IK", "JK"])
@@ -688,3 +687,18 @@ def test_gpu_paths_with_a_fake_cupy_allocate_sync_and_refuse(fake_cp):
         gs.ones(SHAPE) + g  # a CPU storage never reads device memory
     w = gs.as_storage(device_data=g.to_cupy())
     assert type(w) is gs.GPUStorage and w.to_cupy().data.ptr == g.to_cupy().data.ptr
+
+
+@given(
+    n=st.integers(6, 12),
+    ha=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    hb=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    hij=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+)
+def test_output_halo_is_the_intersection_for_any_halos(n, ha, hb, hij):
+    # Equal shapes: the intersection of [lo, n - hi) per axis has halo (max lo, max hi).
+    a = gs.ones((n, 5, 4), halo=(ha, hij, 0))
+    b = gs.ones((n, 5, 4), halo=(hb, 0, 0), device="host")
+    expected = ((max(ha[0], hb[0]), max(ha[1], hb[1])), hij, (0, 0))
+    assert (a * b).halo == expected and (b - a).halo == expected
+    assert (a * b).domain_shape == (n - expected[0][0] - expected[0][1], 5 - sum(hij), 4)

@@ -42,7 +42,9 @@ Decisions where the documents contradict each other or are silent
 - ``defaults`` takes every gridbuf preset, ``"C"``, ``"F"`` and the documents' old backend names
   ``"gtx86"``, ``"gtmc"``, ``"gtcuda"`` (GT4Py's names since: ``gt:cpu_kfirst``,
   ``gt:cpu_ifirst``, ``gt:gpu``). ``device="gpu"`` without ``defaults`` uses ``"gt:gpu"``; a CPU
-  preset with a device keeps that preset's layout on the device.
+  preset with a device keeps that preset's layout on the device, and a GPU preset without a
+  device gives host memory with that preset's layout and alignment (``device`` alone decides
+  where buffers live).
 - ``device`` is None (host only), ``"gpu"`` or the stand-in ``"host"``. ``managed`` defaults to
   ``"gt4py"`` when a device is given (both documents); an explicit ``managed`` other than None
   without a device raises :class:`gridbuf.GridbufValueError` (000 says "no effect"; silently
@@ -960,6 +962,11 @@ def _make(req: _Request, dtype: Any, fill: str, value: Any = None, data: Any = N
     """Allocate the storage ``req`` asks for; ``fill`` is "empty", "zeros", "ones", "full" or "copy"."""
     shape, kw, device = req.shape, req.kw, req.device
     if device is None:
+        if kw.get("backend") is not None and _gridbuf.preset(kw["backend"]).device == "gpu":
+            # A GPU preset without a device: host memory with that preset's layout and alignment.
+            shape_of = shape if fill != "copy" else np.shape(data)
+            dtype_of = dtype if dtype is not None or fill != "copy" else getattr(data, "dtype", None)
+            kw = _on_device_keywords(shape_of, dtype_of, kw, "host")
         if fill == "copy":
             return _recls(Field.from_array(data, dtype, **kw), CPUStorage)
         fn = {"empty": Field.empty, "zeros": Field.zeros, "ones": Field.ones}.get(fill)
