@@ -5,7 +5,7 @@ byte count (the floor).
 Run under MPI (2 and 4 ranks on this machine):
 
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/bench_halo.py
-    .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/bench_halo.py [--reps 40] [--plot halo.png]
+    .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/bench_halo.py [--reps 40] [--plot /path/halo.png]
 
 With GHEX: install gridbuf (and requirements.txt) into the venv where ghex is built, and run that
 venv's mpiexec and python the same way.
@@ -275,7 +275,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--widths", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument("--plot", default="benchmarks/bench_halo.png")
+    parser.add_argument(
+        "--plot",
+        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_halo.png"),
+        help="where the plot goes (default: bench_halo.png next to this script; _nN is added for N ranks)",
+    )
     args = parser.parse_args()
     procs = MPI.Compute_dims(SIZE, 2)
     dec = Decomposition(COMM, (N * procs[0], N * procs[1], NK), procs=procs, periodic=True)

@@ -1,14 +1,24 @@
 """gridbuf demo: allocate fields for several presets, look at their memory, time them against NumPy.
 
 Run it with ``.venv/bin/python examples/demo.py`` (or ``bash scripts/demo.sh``, which builds first).
-It takes about 20 seconds. Part 3 runs a horizontal-diffusion time loop through the stencil
-binder. benchmarks/bench_allocation.py and benchmarks/bench_stencil.py do the thorough measurements.
+Part 3 runs a horizontal-diffusion time loop through the stencil binder; part 4 defines a
+gtscript stencil and times it from definition to first result, beside GT4Py's build of the same
+definition when GT4Py is installed; part 5 runs a halo exchange on 2 MPI ranks
+(``examples/halo_exchange_demo.py`` under the venv's ``mpiexec``) and checks it against the
+global array. It takes about a minute, half of it GT4Py's C++ build when GT4Py is installed.
+benchmarks/bench_allocation.py, bench_stencil.py and bench_gtscript.py do the thorough measurements.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 import timeit
 
@@ -180,8 +190,106 @@ def part3_hdiff_loop(steps: int = 10) -> None:
     print("\n  (gb.kernels.* use GRIDBUF_NUM_THREADS threads, default all cores; benchmarks/bench_stencil.py compares with GT4Py)")
 
 
+# A gtscript definition, written once and loaded twice: with gridbuf's gtscript and with GT4Py's.
+STENCIL_SOURCE = """
+from {frontend} import gtscript
+from {frontend}.gtscript import PARALLEL, Field, computation, interval
+
+
+@gtscript.function
+def lap(phi):
+    return -4.0 * phi + phi[1, 0, 0] + phi[-1, 0, 0] + phi[0, 1, 0] + phi[0, -1, 0]
+
+
+def smooth(inp: Field[float], out: Field[float], *, w: float):
+    with computation(PARALLEL), interval(...):
+        tmp = lap(inp)
+        out = inp - w * lap(tmp) if inp > 0.0 else inp
+"""
+
+
+def load_definition(frontend: str, where: str):
+    """The module of STENCIL_SOURCE for ``frontend`` ("gridbuf" or "gt4py.cartesian"), from a file
+    (GT4Py reads a definition's source)."""
+    name = "demo_stencil_" + frontend.replace(".", "_")
+    path = os.path.join(where, name + ".py")
+    with open(path, "w") as fh:
+        fh.write(STENCIL_SOURCE.format(frontend=frontend))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def definition_to_first_result(gtscript, definition, backend: str, inp, out, **call) -> float:
+    """Seconds from ``gtscript.stencil(...)`` of ``definition`` to its first result in ``out``."""
+    t0 = time.perf_counter()
+    stencil = gtscript.stencil(backend=backend, definition=definition)
+    stencil(inp, out, **call)
+    return time.perf_counter() - t0
+
+
+def part4_gtscript(where: str) -> None:
+    n, nk, h = 128, 64, 2
+    shape, call = (n + 2 * h, n + 2 * h, nk), {"w": 0.05, "origin": (h, h, 0), "domain": (n, n, nk)}
+    init = np.random.default_rng(5).random(shape) - 0.3
+    print(f"\n4) A gtscript stencil (a smoothing with a temporary), {n}x{n}x{nk} float64, from definition to first result\n")
+    mod = load_definition("gridbuf", where)
+    rows, results = [], {}
+    for backend in ["gt:cpu_ifirst", "gt:cpu_kfirst"]:
+        times = []
+        for _ in range(5):  # a fresh definition each time: parse, plan, machine code, call
+            inp, out = gb.from_array(init, backend=backend), gb.zeros(shape, backend=backend)
+            times.append(definition_to_first_result(mod.gtscript, mod.smooth, backend, inp, out, **call))
+        results[("gridbuf", backend)] = np.array(out)
+        rows.append([f"gridbuf.gtscript, {backend}", f"{statistics.median(times) * 1e3:.1f} ms", "median of 5", "-"])
+    if importlib.util.find_spec("gt4py") is None:
+        rows.append(["GT4Py", "-", "not installed (pip install -r requirements-dev.txt)", "-"])
+    else:
+        os.environ.setdefault("GT_CACHE_ROOT", os.path.join(where, "gt_cache"))  # a fresh build cache
+        backends = os.environ.get("GRIDBUF_DEMO_GT4PY_BACKENDS", "numpy,gt:cpu_ifirst").split(",")
+        try:
+            gt_mod = load_definition("gt4py.cartesian", where)
+        except Exception as exc:  # noqa: BLE001 - an incompatible GT4Py: say so, go on
+            gt_mod, backends = None, []
+            rows.append(["GT4Py", "-", f"cannot load the definition: {type(exc).__name__}: {exc}"[:90], "-"])
+        for backend in backends:
+            inp = gb.from_array(init, backend=backend if backend != "numpy" else "numpy")
+            out = gb.zeros(shape, backend=backend if backend != "numpy" else "numpy")
+            try:
+                t = definition_to_first_result(gt_mod.gtscript, gt_mod.smooth, backend, inp, out, **call)
+            except Exception as exc:  # noqa: BLE001 - e.g. no C++ compiler: report and go on
+                rows.append([f"GT4Py {backend}", "-", f"failed: {type(exc).__name__}: {exc}"[:90], "-"])
+                continue
+            ref = results[("gridbuf", "gt:cpu_ifirst")]
+            diff = float(np.max(np.abs(np.array(out) - ref)))
+            rows.append([f"GT4Py {backend}", f"{t * 1e3:.0f} ms", "one build, fresh cache", f"{diff:.1e}"])
+    print_table(["stencil", "definition to first result", "", "max |GT4Py - gridbuf|"], rows)
+    print("\n  (same source for both; benchmarks/bench_gtscript.py times more stencils and the calls after the first)")
+
+
+def part5_halo_exchange() -> None:
+    print("\n5) A halo exchange on 2 MPI ranks (examples/halo_exchange_demo.py), checked against the global array\n")
+    if importlib.util.find_spec("mpi4py") is None:
+        print("  skipped: mpi4py is not installed (pip install -r requirements.txt installs mpi4py and mpich)")
+        return
+    venv_mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    mpiexec = venv_mpiexec if os.path.exists(venv_mpiexec) else shutil.which("mpiexec")
+    if mpiexec is None:
+        print("  skipped: no mpiexec (pip install mpich puts one in the virtual environment)")
+        return
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "halo_exchange_demo.py")
+    proc = subprocess.run([mpiexec, "-n", "2", sys.executable, script], capture_output=True, text=True, timeout=300)
+    print(proc.stdout.rstrip() or proc.stderr[-3000:])
+    if proc.returncode != 0:
+        raise SystemExit(f"the halo exchange on 2 ranks failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+
+
 if __name__ == "__main__":
     print(f"gridbuf {gb.__version__}, NumPy {np.__version__}\n")
     part1_presets()
     part2_timings()
     part3_hdiff_loop()
+    with tempfile.TemporaryDirectory(prefix="gridbuf_demo_") as tmp:
+        part4_gtscript(tmp)
+    part5_halo_exchange()

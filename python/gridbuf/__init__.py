@@ -7,6 +7,8 @@ drop-in for ``gt4py.storage``'s.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from . import errors
 from ._acquire import acquired
 from ._allocation import empty_like, full_like, ones_like, zeros_like
@@ -52,6 +54,19 @@ __version__ = "0.1.0"
 
 _register_xarray_on_import()
 
+if TYPE_CHECKING:
+    from . import storage
+else:
+
+    def __getattr__(name: str) -> Any:
+        # gridbuf.storage (GDP-3's Storage API) is imported on first use, keeping `import gridbuf` lean.
+        if name == "storage":
+            import importlib
+
+            return importlib.import_module(".storage", __name__)
+        raise AttributeError(f"module 'gridbuf' has no attribute {name!r}")
+
+
 __all__ = [
     "Alignment",
     "Allocation",
@@ -64,6 +79,7 @@ __all__ = [
     "mirrored",
     "kernels",
     "stencil",
+    "storage",
     "ArrayInfo",
     "DLPackOwner",
     "Field",

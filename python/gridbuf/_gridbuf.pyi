@@ -161,7 +161,7 @@ class Preset:
 
 def empty(
     shape: _Shape,
-    dtype: npt.DTypeLike = ...,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
@@ -175,7 +175,7 @@ def empty(
 ) -> npt.NDArray[Any]: ...
 def zeros(
     shape: _Shape,
-    dtype: npt.DTypeLike = ...,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
@@ -189,7 +189,7 @@ def zeros(
 ) -> npt.NDArray[Any]: ...
 def ones(
     shape: _Shape,
-    dtype: npt.DTypeLike = ...,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
@@ -204,7 +204,7 @@ def ones(
 def full(
     shape: _Shape,
     fill_value: Any,
-    dtype: npt.DTypeLike = ...,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
@@ -218,7 +218,7 @@ def full(
 ) -> npt.NDArray[Any]: ...
 def from_array(
     data: npt.ArrayLike,
-    dtype: npt.DTypeLike = None,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
@@ -232,7 +232,7 @@ def from_array(
 ) -> npt.NDArray[Any]: ...
 def plan(
     shape: _Shape,
-    dtype: npt.DTypeLike = ...,
+    dtype: npt.DTypeLike | None = None,
     *,
     backend: str | None = None,
     defaults: str | None = None,
