@@ -2,7 +2,7 @@
 
 The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) run through
 ``gridbuf.gtscript``: the very same source file, with only its two gt4py import lines replaced by
-``from gridbuf import gtscript`` ones. Two tables:
+``from gridbuf import gtscript`` ones. Three tables:
 
 1. Time per call on an N x N x NZ float64 domain (default 256 x 256 x 80; halo 2): gridbuf.gtscript
    and the native ``gb.kernels`` on gt:cpu_ifirst and gt:cpu_kfirst arrays, GT4Py's gt:cpu_ifirst,
@@ -12,8 +12,12 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    its first call. GT4Py's backends build in a fresh cache directory made for this run, so the
    compiled backends pay their full C++ build.
 
+3. The typed stencils of ``_typed_stencils.py`` (a land mask of bool and int fields, a
+   saturation formula heavy in exp/log, a column integral in a 2-D temporary written to an IJ
+   field): time per call and definition to first result, against GT4Py's backends.
+
 Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
-[--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+[--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy] [--typed landmask,column]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
 """
 
 from __future__ import annotations
@@ -48,18 +52,18 @@ GT4PY_BACKENDS = ("gt:cpu_ifirst", "gt:cpu_kfirst", "numpy")
 HALO = 2
 
 
-def gridbuf_definitions():
-    """The module _gt4py_stencils with its gt4py imports replaced by gridbuf's."""
+def gridbuf_definitions(module: str = "_gt4py_stencils"):
+    """The module ``module`` (GT4Py definitions) with its gt4py imports replaced by gridbuf's."""
     here = os.path.dirname(os.path.abspath(__file__))
-    with open(os.path.join(here, "_gt4py_stencils.py")) as fh:
+    with open(os.path.join(here, f"{module}.py")) as fh:
         src = fh.read()
     src = src.replace("from gt4py.cartesian import gtscript", "from gridbuf import gtscript")
     src = src.replace("from gt4py.cartesian.gtscript import", "from gridbuf.gtscript import")
     assert "gt4py" not in src.split('"""', 2)[2].split("def build")[0], "an import was not replaced"
-    path = os.path.join(_GT_CACHE, "_gridbuf_gtscript_defs.py")
+    path = os.path.join(_GT_CACHE, f"_gridbuf{module}.py")
     with open(path, "w") as fh:
         fh.write(src)
-    spec = importlib.util.spec_from_file_location("_gridbuf_gtscript_defs", path)
+    spec = importlib.util.spec_from_file_location(f"_gridbuf{module}", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -102,6 +106,7 @@ def main() -> None:
     ap.add_argument("--repeat-seconds", type=float, default=0.3)
     ap.add_argument("--kernels", default=",".join(KERNELS))
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
+    ap.add_argument("--typed", default="landmask,saturation,column", help="typed stencils to time after the kernels ('' for none)")
     args = ap.parse_args()
     kernels_ = args.kernels.split(",")
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
@@ -169,6 +174,83 @@ def main() -> None:
     for name in kernels_:
         frows.append([name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols])
     print("\n### Definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+    print(markdown_table(["stencil", *fcols], frows))
+    typed = [t for t in args.typed.split(",") if t]
+    if typed:
+        if gs is None:
+            raise SystemExit("the typed rows need gt4py (their definitions import it)")
+        typed_rows(typed, n, nz, args.repeats, args.repeat_seconds, backends)
+
+
+def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
+    """The typed stencils of ``_typed_stencils`` (mixed dtypes, exp/log, a 2-D temporary):
+    gridbuf.gtscript on both layouts against GT4Py's backends; time per call and definition to
+    first result. Every output is checked against NumPy first."""
+    import _typed_stencils as ts
+    from gridbuf import gtscript
+
+    defs = gridbuf_definitions("_typed_stencils")
+    shape = (n, n, nz)
+    origin, domain = (0, 0, 0), (n, n, nz)
+    times: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], float] = {}
+
+    def make(mod, name, data, layout):
+        outs = [
+            mod.zeros(shape[: len(dims)], dtype, backend=layout, dimensions=dims)
+            if mod is gb
+            else mod.zeros(shape[: len(dims)], dtype, backend=layout, aligned_index=origin[: len(dims)], dimensions=dims)
+            for _, dtype, dims in ts.SIGNATURES[name][1]
+        ]
+        ins = [gb.from_array(d, backend=layout) if mod is gb else gs.from_array(d, backend=layout, aligned_index=origin) for d in data]
+        return ins + outs
+
+    for name in names:
+        data = ts.inputs(name, shape, np.random.default_rng(0))
+        want = ts.reference(name, data)
+        n_in = len(data)
+        cands, outs = [], {}
+        t_first = []
+        for _ in range(5):
+            args = make(gb, name, data, LAYOUTS[0])
+            t0 = time.perf_counter()
+            st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name])
+            st(*args, origin=origin, domain=domain)
+            t_first.append(time.perf_counter() - t0)
+        first[name, "gridbuf.gtscript"] = statistics.median(t_first)
+        for layout in LAYOUTS:
+            a = make(gb, name, data, layout)
+            st(*a, origin=origin, domain=domain)
+            outs[f"gtscript {layout}"] = a[n_in:]
+            cands.append(Candidate(f"gtscript {layout}", lambda a=a: st(*a, origin=origin, domain=domain)))
+        for backend in backends:
+            print(f"building gt4py {backend} {name} ...", file=sys.stderr, flush=True)
+            g = make(gs, name, data, backend)
+            t0 = time.perf_counter()
+            gst = ts.build(name, backend)
+            gst(*g, origin=origin, domain=domain)
+            first[name, f"gt4py {backend}"] = time.perf_counter() - t0
+            outs[f"gt4py {backend}"] = g[n_in:]
+            cands.append(Candidate(f"gt4py {backend}", lambda g=g, s=gst: s(*g, origin=origin, domain=domain)))
+        for label, o in outs.items():
+            for got, w in zip(o, want):
+                err = float(np.max(np.abs(np.asarray(got) - w)))
+                if not err <= 1e-12 * max(1.0, float(np.max(np.abs(w)))):
+                    raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
+        for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
+            times[name, r.label] = r.median
+        print(f"{name}: timed", file=sys.stderr, flush=True)
+    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
+    rows = []
+    for name in names:
+        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
+        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
+        rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
+    print(f"\n### Typed stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz}\n")
+    print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
+    fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
+    frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
+    print("\n### Typed stencils: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
     print(markdown_table(["stencil", *fcols], frows))
 
 

@@ -48,6 +48,7 @@ if not os.environ.get("_GRIDBUF_CONFORMANCE_NO_GT4PY"):
         pass
 
 needs_gt4py = pytest.mark.skipif(not HAVE_GT4PY, reason="gt4py is not installed")
+pytestmark = pytest.mark.filterwarnings("ignore:2D temporaries is an experimental feature")
 
 LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
 DOMAIN = (13, 9, 7)
@@ -976,8 +977,9 @@ RND_CASTS = ["int32", "int64", "float32", "float64", "int", "float"]
 # gridbuf refuses what GT4Py computes with a stale ("naive") type (notes §2b): a true division
 # of integers, a float function of an integer or a float32 power inside a larger expression.
 # GT4Py silently truncates those or fails to build; gridbuf's refusal is deliberate.
-# Also refused, though GT4Py accepts it: `%`, min and max of two booleans (NumPy's int8 and
-# bool loops); gridbuf calls every binary operation on two booleans but a comparison arithmetic.
+# Also refused though GT4Py accepts them: `%`, min and max of two booleans (GT4Py's bool check
+# covers the arithmetic operators only; NumPy then uses its int8 and bool loops). gridbuf
+# refuses every non-comparison, non-logical binary operation on two booleans.
 DELIBERATE_REFUSALS = ("true division of integers", "arithmetic on two booleans")
 
 
@@ -1289,3 +1291,30 @@ def test_int_scalar_out_of_range_refused():
     with pytest.raises((GridbufTypeError, GridbufValueError, GridbufError)):
         st_(np.ones(shape, np.int32), np.ones(shape, np.float32), np.ones(shape, bool), out, np.zeros(shape, np.float32), s=np.int32(1), t=300)
     assert (out == -77).all()
+
+
+def test_numpy_type_casts_match_gtscript_casts():
+    """`np.float32(x)`, `np.int32(x)`, ... (which GT4Py 1.1.12 refuses in a definition) convert
+    as gtscript's `float32(x)`, `int32(x)`: NumPy's C conversion."""
+    st_ = gb_define(
+        """
+        def npcast(d: Field[np.float64], o1: Field[np.float32], o2: Field[np.float32], o3: Field[np.int64], o4: Field[np.int64], o5: Field[np.float64], o6: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                o1 = np.float32(d) * 1.1
+                o2 = float32(d) * 1.1
+                o3 = np.int32(d * 1000.0) * 3
+                o4 = int32(d * 1000.0) * 3
+                o5 = np.float64(np.float32(d))
+                o6 = float64(float32(d))
+        """,
+        "npcast",
+    )
+    rng = np.random.default_rng(11)
+    d = values(np.dtype(np.float64), (7, 5, 3), rng, "huge")
+    outs = [np.zeros((7, 5, 3), t) for t in (np.float32, np.float32, np.int64, np.int64, np.float64, np.float64)]
+    st_(d, *outs)
+    for x, y in zip(outs[::2], outs[1::2]):
+        assert_same({"x": x}, {"x": y}, {"d": d}, "np.T(x) against T(x)")
+    with np.errstate(all="ignore"):
+        assert_same({"o1": outs[0]}, {"o1": (d.astype(np.float32).astype(np.float64) * 1.1).astype(np.float32)}, {"d": d}, "np.float32(d) * 1.1")
+        assert_same({"o3": outs[2]}, {"o3": (d * 1000.0).astype(np.int32).astype(np.int64) * 3}, {"d": d}, "np.int32(d * 1000.0) * 3")

@@ -130,9 +130,13 @@ impl GtProgram {
                             s.ty.name()
                         )));
                     }
-                    Value::I(v.extract::<i64>().map_err(|_| {
+                    let x = v
+                        .extract::<i64>()
+                        .ok()
+                        .filter(|&x| gridbuf::gtscript::types::wrap(x, s.ty) == x);
+                    Value::I(x.ok_or_else(|| {
                         bad(&format!(
-                            "expected an integer for a {} parameter",
+                            "expected an integer in the range of {} (GT4Py takes no other)",
                             s.ty.name()
                         ))
                     })?)

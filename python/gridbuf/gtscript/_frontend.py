@@ -251,7 +251,7 @@ class Lowering:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.const(ctx, node.operand)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return not self.const(ctx, node.operand)
+            return not self.const_cond(ctx, node.operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             a, b = self.const(ctx, node.left), self.const(ctx, node.right)
             return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else math.nan,
@@ -261,11 +261,18 @@ class Lowering:
             op = _CMPOPS.get(type(node.ops[0]))
             return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[op] if op else None
         if isinstance(node, ast.BoolOp):
-            vals = [self.const(ctx, v) for v in node.values]
+            vals = [self.const_cond(ctx, v) for v in node.values]
             return all(vals) if isinstance(node.op, ast.And) else any(vals)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED":
             return self.const(ctx, node.args[0])
         raise self.error(ctx, node, f"{_describe(node)} is not a compile-time constant")
+
+    def const_cond(self, ctx: _Ctx, node: ast.expr) -> bool:
+        """A compile-time condition: GT4Py takes booleans only (`if 1:` is refused)."""
+        v = self.const(ctx, node)
+        if not isinstance(v, (bool, np.bool_)):
+            raise self.error(ctx, node, f"the condition {ast.unparse(node)!r} is {v!r}, not a boolean: GT4Py takes boolean conditions only")
+        return bool(v)
 
     def is_const(self, ctx: _Ctx, node: ast.expr) -> bool:
         try:
@@ -287,7 +294,7 @@ class Lowering:
         elif isinstance(stmt, ast.With):
             self.with_block(ctx, stmt, None)
         elif isinstance(stmt, ast.If) and self.is_const(ctx, stmt.test):
-            for s in stmt.body if self.const(ctx, stmt.test) else stmt.orelse:
+            for s in stmt.body if self.const_cond(ctx, stmt.test) else stmt.orelse:
                 self.top_stmt(ctx, s)
         else:
             raise self.error(ctx, stmt, f"{_describe(stmt) if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.If)) else 'a statement'} outside a `with computation(...), interval(...)` block")
@@ -396,13 +403,14 @@ class Lowering:
             self.assign(ctx, s, s.target, s.value, mask)
         elif isinstance(s, ast.If):
             if self.is_const(ctx, s.test):
-                for b in s.body if self.const(ctx, s.test) else s.orelse:
+                for b in s.body if self.const_cond(ctx, s.test) else s.orelse:
                     self.stmt(ctx, b, mask)
                 return
             # The condition is evaluated once per point, before either branch runs (GT4Py's
             # rule): a branch may write what the condition reads, so both masks are computed
             # from the one value stored here.
-            cond = self.new_mask(ctx, s, self.expr(ctx, s.test))
+            # `sel c True False`: the types pass checks that `c` is a boolean, at this line.
+            cond = self.new_mask(ctx, s, ("sel", self.expr(ctx, s.test), ("c", True), ("c", False)))
             m = cond if mask is None else self.new_mask(ctx, s, ("and", mask, cond))
             m2 = None
             if s.orelse:
@@ -590,6 +598,8 @@ class Lowering:
                 return _vectors.unary(self, ctx, node, operand)
             a = self.as_expr(ctx, node.operand, operand)
             if isinstance(node.op, ast.USub):
+                if a[0] == "c" and isinstance(a[1], bool):
+                    raise self.error(ctx, node, "unary minus on a boolean (GT4Py refuses it)")
                 return ("c", -a[1]) if a[0] == "c" else ("neg", a)
             if isinstance(node.op, ast.UAdd):
                 return a
@@ -617,7 +627,8 @@ class Lowering:
             return chain
         if isinstance(node, ast.IfExp):
             if self.is_const(ctx, node.test):
-                return self.value(ctx, node.body if self.const(ctx, node.test) else node.orelse)
+                # Both branches are computed, in the larger of their types, as in GT4Py.
+                return ("sel", ("c", self.const_cond(ctx, node.test)), self.expr(ctx, node.body), self.expr(ctx, node.orelse))
             return ("sel", self.expr(ctx, node.test), self.expr(ctx, node.body), self.expr(ctx, node.orelse))
         if isinstance(node, ast.Subscript):
             return self.subscript(ctx, node)

@@ -207,11 +207,12 @@ impl Checker<'_> {
                         "`and`/`or` on a value that is not a boolean: GT4Py takes booleans only (compare it, e.g. `x != 0`)",
                     ));
                 }
-                let arithmetic = !logical
-                    && !matches!(
-                        op,
-                        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
-                    );
+                // GT4Py refuses its arithmetic operators on two booleans; its native
+                // functions (`%`, `**`, min, max) take them.
+                let arithmetic = matches!(
+                    op,
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv
+                );
                 if arithmetic && at == Ty::Bool && bt == Ty::Bool {
                     return Err(refuse(
                         line,

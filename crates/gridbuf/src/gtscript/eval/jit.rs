@@ -446,9 +446,9 @@ impl Emit<'_> {
                         // NumPy's minimum and maximum: NaN wins (as the interpreter).
                         BinOp::Min | BinOp::Max => {
                             let cc = if o == BinOp::Min {
-                                FloatCC::LessThanOrEqual
+                                FloatCC::LessThan
                             } else {
-                                FloatCC::GreaterThanOrEqual
+                                FloatCC::GreaterThan
                             };
                             let c1 = b.ins().fcmp(cc, a, x);
                             let c2 = b.ins().fcmp(FloatCC::Unordered, a, a);
@@ -810,9 +810,9 @@ impl WideEmit<'_> {
                         let r = match o {
                             BinOp::Min | BinOp::Max => {
                                 let cc = if o == BinOp::Min {
-                                    FloatCC::LessThanOrEqual
+                                    FloatCC::LessThan
                                 } else {
-                                    FloatCC::GreaterThanOrEqual
+                                    FloatCC::GreaterThan
                                 };
                                 let c1 = b.ins().fcmp(cc, a, x);
                                 let c2 = b.ins().fcmp(FloatCC::Unordered, a, a);

@@ -630,14 +630,14 @@ fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
         }
         // NumPy's minimum and maximum: NaN wins.
         BinOp::Min => {
-            if x <= y || x.is_nan() {
+            if x < y || x.is_nan() {
                 x
             } else {
                 y
             }
         }
         BinOp::Max => {
-            if x >= y || x.is_nan() {
+            if x > y || x.is_nan() {
                 x
             } else {
                 y

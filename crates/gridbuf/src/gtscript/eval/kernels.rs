@@ -187,9 +187,9 @@ pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
                 let (_, f) = T::binary_fn(o).expect("pow, mod and floordiv have functions");
                 bin(d, a, b, |x, y| f(x, y))
             }
-            // NumPy's minimum and maximum: NaN wins.
-            BinOp::Min => bin(d, a, b, |x, y| if x <= y || x.is_nan() { x } else { y }),
-            BinOp::Max => bin(d, a, b, |x, y| if x >= y || x.is_nan() { x } else { y }),
+            // NumPy's minimum and maximum: NaN wins, and a tie (0 and -0) gives the second.
+            BinOp::Min => bin(d, a, b, |x, y| if x < y || x.is_nan() { x } else { y }),
+            BinOp::Max => bin(d, a, b, |x, y| if x > y || x.is_nan() { x } else { y }),
             BinOp::Lt => bin(d, a, b, |x, y| truth(x < y)),
             BinOp::Le => bin(d, a, b, |x, y| truth(x <= y)),
             BinOp::Gt => bin(d, a, b, |x, y| truth(x > y)),

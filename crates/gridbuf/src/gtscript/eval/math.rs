@@ -103,11 +103,19 @@ extern "C" fn gridbuf_floordiv_f32(a: f32, b: f32) -> f32 {
     super::kernels::divmod(a, b).0
 }
 
+/// `x ** y`; NumPy squares exactly (`x * x`) where `y` is 2.
 extern "C" fn gridbuf_pow_f64(x: f64, y: f64) -> f64 {
+    if y == 2.0 {
+        return x * x;
+    }
     x.powf(y)
 }
 
+/// See [`gridbuf_pow_f64`].
 extern "C" fn gridbuf_pow_f32(x: f32, y: f32) -> f32 {
+    if y == 2.0 {
+        return x * x;
+    }
     x.powf(y)
 }
 
