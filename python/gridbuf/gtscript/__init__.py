@@ -31,23 +31,28 @@ which GT4Py reads as the whole vector (assign it to a temporary first). Anything
 from __future__ import annotations
 
 import builtins as _b
+import collections
 import inspect
 import math as _m
+import numbers
+import types
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Dict, Type, Union  # noqa: F401, UP035 - GT4Py's gtscript exports these names
 
 import numpy as np
 
 from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
-from ._frontend import FieldType, Lowering
+from ._frontend import FieldType, Lowering, TableType
 
 __all__ = [
-    "BACKWARD", "FORWARD", "PARALLEL", "I", "J", "K", "IJ", "IJK", "Field", "GTStencil",
-    "abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "cbrt", "ceil", "computation",
-    "cos", "cosh", "erf", "erfc", "exp", "floor", "function", "gamma", "interval", "isfinite",
-    "isinf", "isnan", "log", "log10", "max", "min", "mod", "round", "round_away_from_zero",
-    "sin", "sinh", "sqrt", "stencil", "tan", "tanh", "trunc",
+    "BACKWARD", "FORWARD", "PARALLEL", "I", "J", "K", "IJ", "IK", "JK", "IJK", "Field", "GTStencil",
+    "GlobalTable", "LazyStencil", "Sequence", "abs", "acos", "acosh", "asin", "asinh", "atan",
+    "atanh", "cbrt", "ceil", "compile_assert", "computation", "cos", "cosh", "erf", "erfc", "exp",
+    "externals", "float32", "float64", "floor", "function", "gamma", "horizontal", "int32", "int64",
+    "interval", "isfinite", "isinf", "isnan", "lazy_stencil", "log", "log10", "max", "min", "mod",
+    "region", "round", "round_away_from_zero", "sin", "sinh", "sqrt", "stencil", "tan", "tanh",
+    "trunc", "__INLINED", "__externals__", "__gtscript__",
 ]  # fmt: skip
 
 
@@ -64,20 +69,122 @@ FORWARD = _Order("FORWARD")
 BACKWARD = _Order("BACKWARD")
 
 
-class _Axis:
+class AxisIndex:
+    """``I[0]``, ``J[-1] + 2``: a position relative to the compute domain's start (index >= 0)
+    or end (index < 0), as GT4Py's; used by horizontal regions, which gridbuf refuses for now."""
+
+    def __init__(self, axis: str, index: int, offset: int = 0) -> None:
+        self.axis, self.index, self.offset = axis, index, offset
+
+    def __repr__(self) -> str:
+        return f"AxisIndex(axis={self.axis}, index={self.index}, offset={self.offset})"
+
+    def __eq__(self, other: object) -> bool:
+        return repr(self) == repr(other)
+
+    def __hash__(self) -> int:
+        return hash(repr(self))
+
+    def __str__(self) -> str:
+        return f"{self.axis}[{self.index}] + {self.offset}"
+
+    def __add__(self, offset: int) -> AxisIndex:
+        if not isinstance(offset, int):
+            raise TypeError(f"Can only add type int, got {type(offset)}")
+        return AxisIndex(self.axis, self.index, self.offset + offset)
+
+    __radd__ = __add__
+
+    def __sub__(self, offset: int) -> AxisIndex:
+        return self + (-offset)
+
+
+class AxisInterval:
+    """``I[1:3]``: a slice of an axis, as GT4Py's."""
+
+    def __init__(self, axis: str, start: Any, end: Any) -> None:
+        self.axis, self.start, self.end = axis, start, end
+
+    def __repr__(self) -> str:
+        return f"AxisInterval(axis={self.axis}, start={self.start}, end={self.end})"
+
+    def __str__(self) -> str:
+        return f"{self.axis}[{self.start}:{self.end}]"
+
+    def __len__(self) -> int:
+        return int(self.end - self.start)
+
+
+class ShiftedAxis:
+    """``I + 1``: an axis shifted by a constant, as GT4Py's."""
+
+    def __init__(self, name: str, shift: int) -> None:
+        self.name, self.shift = name, shift
+
+    def __repr__(self) -> str:
+        return f"ShiftedAxis(name={self.name}, shift={self.shift})"
+
+    def __str__(self) -> str:
+        return f"{self.name}+{self.shift}"
+
+    def __add__(self, shift: int) -> ShiftedAxis:
+        if not isinstance(shift, int):
+            raise TypeError(f"Can only add type int, got {type(shift)}")
+        return ShiftedAxis(self.name, self.shift + shift)
+
+    def __sub__(self, shift: int) -> ShiftedAxis:
+        return self + (-shift)
+
+
+class Axis:
+    """A domain axis, ``I``, ``J`` or ``K``; ``I[0]``, ``I[1:3]`` and ``I + 1`` as in GT4Py."""
+
     def __init__(self, name: str) -> None:
         self.name = name
+
+    @property
+    def __gt_axis_name__(self) -> str:
+        return self.name
 
     def __repr__(self) -> str:
         return self.name
 
+    def __str__(self) -> str:
+        return self.name
 
-I = _Axis("I")  # noqa: E741 - GT4Py's name
-J = _Axis("J")
-K = _Axis("K")
+    def __getitem__(self, interval: Any) -> AxisIndex | AxisInterval:
+        if isinstance(interval, slice):
+            return AxisInterval(self.name, interval.start, interval.stop)
+        if isinstance(interval, int):
+            return AxisIndex(self.name, interval)
+        raise TypeError("Unrecognized index type")
+
+    def __add__(self, shift: int) -> ShiftedAxis:
+        if not isinstance(shift, int):
+            raise TypeError(f"Can only add type int, got {type(shift)}")
+        return ShiftedAxis(self.name, shift)
+
+    def __sub__(self, shift: int) -> ShiftedAxis:
+        return self + (-shift)
+
+
+_Axis = Axis
+I = Axis("I")  # noqa: E741 - GT4Py's name
+J = Axis("J")
+K = Axis("K")
 IJ = (I, J)
+IK = (I, K)
+JK = (J, K)
 IJK = (I, J, K)
 _AXIS_SETS = {(I, J, K): "IJK", (I, J): "IJ", (K,): "K", (I,): "I", (J,): "J", (I, K): "IK", (J, K): "JK"}
+
+
+def mask_from_axes(axes: Any) -> list[bool]:
+    """``[has I, has J, has K]`` of an axis or axes, as GT4Py's."""
+    if isinstance(axes, Axis):
+        axes = (axes,)
+    names = [a.name for a in axes]
+    return [a in names for a in ("I", "J", "K")]
 
 
 def _axes(spec: Any) -> str:
@@ -108,6 +215,68 @@ class Field:
                 return FieldType(np.dtype(np.float64), axes, data_shape, symbol=params)
             raise GridbufTypeError(f"invalid Field dtype {params!r}: expected a NumPy dtype") from None
         return FieldType(dtype, axes, data_shape)
+
+
+class _GlobalTableMaker:
+    """``GlobalTable[(dtype, (n, ...))]``: an array without spatial axes, read with ``t.A[i]``."""
+
+    def __getitem__(self, spec: Any) -> TableType:
+        if not (isinstance(spec, tuple) and len(spec) == 2):
+            raise GridbufTypeError("GlobalTable is defined by a tuple (type, [axes_size..])")
+        dtype, shape = spec
+        shape = shape if isinstance(shape, tuple) else (shape,)
+        return TableType(np.dtype(dtype), tuple(int(n) for n in shape))
+
+
+GlobalTable = _GlobalTableMaker()
+
+
+class _SequenceMaker:
+    """``Sequence[dtype]``: GT4Py's descriptor, kept for its name (GT4Py uses it nowhere)."""
+
+    def __getitem__(self, dtype: Any, length: Any = None) -> Any:
+        return dtype, length
+
+
+Sequence = _SequenceMaker()
+__externals__ = "Placeholder"
+__gtscript__ = "Placeholder"
+
+
+def externals(*args: Any) -> Any:
+    """GT4Py's placeholder: externals are imported with ``from __externals__ import NAME``."""
+    return args
+
+
+def horizontal(*args: Any) -> Any:
+    """``with horizontal(region[...])``: GT4Py's horizontal regions. Not supported by gridbuf
+    yet: a stencil that uses one is refused when it is defined."""
+    raise GridbufValueError("horizontal(...) can only be used inside a gtscript stencil definition (and gridbuf does not support horizontal regions yet)")
+
+
+class _Region:
+    def __getitem__(self, *args: Any) -> Any:
+        """``region[I[0], :]``: a region of the parallel axes, for ``horizontal``."""
+        return args
+
+
+region = _Region()
+
+
+def __INLINED(compile_if_expression: Any) -> Any:  # noqa: N802 - GT4Py's name
+    """``if __INLINED(COND):``: the condition is evaluated when the stencil is defined and only the
+    chosen branch is compiled."""
+    return compile_if_expression
+
+
+def compile_assert(expr: Any) -> None:
+    """``compile_assert(COND)``: a definition error, naming the line, if COND is false."""
+
+
+int32 = np.int32
+int64 = np.int64
+float32 = np.float32
+float64 = np.float64
 
 
 def computation(order: Any) -> Any:
@@ -211,6 +380,9 @@ class GTStencil:
     def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None = None) -> None:
         lowering = Lowering(definition, externals, name, dtypes)
         self.ir: str = lowering.lower()
+        # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
+        # program, so that they may be passed as None, as GT4Py allows.
+        self.unused_fields: tuple[str, ...] = tuple(lowering.unused_fields)
         self.definition_func = definition
         self.__name__ = self.name = lowering.name
         self.__doc__ = definition.__doc__
@@ -247,6 +419,8 @@ class GTStencil:
             scalars[s] = v
         fields = [values[f] for f in self.field_names]
         for f, v in zip(self.field_names, fields):
+            if v is None:
+                raise GridbufTypeError(f"field {f!r} of stencil {self.name!r} is None, but the stencil uses it: only a field whose every use the externals prune may be None")
             if isinstance(v, (int, float, np.number)):
                 raise GridbufTypeError(f"invalid type for field {f!r} of stencil {self.name!r} ({type(v).__name__}): expected an array")
         self._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
@@ -293,3 +467,99 @@ def stencil(
     if not inspect.isfunction(definition):
         raise GridbufTypeError(f"invalid type for definition ({definition!r}): expected a Python function")
     return GTStencil(definition, externals, name, dtypes)
+
+
+class LazyStencil:
+    """A stencil built on first use (a call, ``.build()`` or ``.implementation``), as GT4Py's
+    ``lazy_stencil`` returns. The definition is checked when it is created (``check_syntax``)."""
+
+    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None, backend: Any = None) -> None:
+        self.definition_func = definition
+        self.backend = backend
+        self._args = (externals, name, dtypes)
+        self._impl: GTStencil | None = None
+        self.__name__ = name or definition.__name__
+        self.__doc__ = definition.__doc__
+
+    def check_syntax(self) -> None:
+        """Lowers the definition: definition errors are raised here, before any build."""
+        externals, name, dtypes = self._args
+        Lowering(self.definition_func, externals, name, dtypes).lower()
+
+    def build(self) -> GTStencil:
+        """The built stencil (built once)."""
+        if self._impl is None:
+            self._impl = GTStencil(self.definition_func, *self._args)
+        return self._impl
+
+    @property
+    def implementation(self) -> GTStencil:
+        return self.build()
+
+    @property
+    def field_info(self) -> Any:
+        return self.build().fields
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self.build()(*args, **kwargs)
+
+    def run(self, *args: Any, **kwargs: Any) -> None:
+        self.build()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyStencil({self.__name__!r}, built={self._impl is not None})"
+
+
+DaCeLazyStencil = LazyStencil
+
+
+def lazy_stencil(
+    backend: Any = None,
+    definition: Callable[..., Any] | None = None,
+    *,
+    externals: dict[str, Any] | None = None,
+    name: str | None = None,
+    dtypes: dict[str, Any] | None = None,
+    eager: bool = False,
+    check_syntax: bool = True,
+    **kwargs: Any,
+) -> Any:
+    """Like :func:`stencil`, but the stencil is built on first call or ``.build()``, as
+    ``gt4py.cartesian.gtscript.lazy_stencil``. ``check_syntax=True`` (the default) checks the
+    definition at once; ``eager=True`` builds at once and returns the :class:`GTStencil`."""
+    if definition is None and callable(backend) and not isinstance(backend, str):
+        definition, backend = backend, None
+
+    def decorator(d: Callable[..., Any]) -> Any:
+        if not inspect.isfunction(d):
+            d = getattr(d, "definition_func", d)
+        if not inspect.isfunction(d):
+            raise GridbufTypeError(f"invalid type for definition ({d!r}): expected a Python function")
+        lazy = LazyStencil(d, externals, name, dtypes, backend)
+        if eager:
+            return lazy.build()
+        if check_syntax:
+            lazy.check_syntax()
+        return lazy
+
+    return decorator if definition is None else decorator(definition)
+
+
+# GT4Py's sets of gtscript names, with the same contents.
+MATH_BUILTINS = {
+    "abs", "min", "max", "mod", "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
+    "asinh", "acosh", "atanh", "sqrt", "exp", "log", "log10", "gamma", "cbrt", "isfinite", "isinf",
+    "isnan", "floor", "ceil", "trunc", "erf", "erfc", "round", "round_away_from_zero",
+}  # fmt: skip
+TYPE_HINT_AND_CAST_BUILTINS = {"int32", "int64", "float32", "float64", "int", "float"}
+builtins = {
+    "I", "J", "K", "IJ", "IK", "JK", "IJK", "FORWARD", "BACKWARD", "PARALLEL", "Field", "Sequence",
+    "externals", "computation", "interval", "horizontal", "region", "__gtscript__", "__externals__",
+    "__INLINED", "compile_assert", *MATH_BUILTINS, *TYPE_HINT_AND_CAST_BUILTINS,
+}  # fmt: skip
+IGNORE_WHEN_INLINING = {*MATH_BUILTINS, *TYPE_HINT_AND_CAST_BUILTINS, "compile_assert"}
+IGNORE_IN_ALL = {"int", "float"}
+
+# GT4Py's `gtscript.gt_definitions` is its build-options module; gridbuf has no build step, so
+# this stands in for the name only.
+gt_definitions = types.ModuleType("gridbuf.gtscript.gt_definitions", "Placeholder for GT4Py's build definitions: gridbuf has no build step.")

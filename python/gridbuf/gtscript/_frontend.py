@@ -95,6 +95,22 @@ class FieldType:
 
 
 @dataclass(frozen=True)
+class TableType:
+    """``GlobalTable[(dtype, (n, ...))]``: an array without spatial axes."""
+
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Undefined:
+    """A function local assigned in one branch of an ``if`` only: an error where it is read."""
+
+    name: str
+    line: int
+
+
+@dataclass(frozen=True)
 class _Ref:
     """A field or temporary named in the source, before an offset or data index is applied."""
 
@@ -144,11 +160,14 @@ class Lowering:
         self.scalars: list[str] = []
         self.params: list[str] = []
         self.temps: list[str] = []
-        self.lines: list[str] = []
+        # IR lines: strings, and statements as (line, target, value) until the fields are numbered.
+        self.lines: list[Any] = []
         self.masks = 0
         self.depth = 0
         self.dtypes: dict[str, Any] = dict(dtypes or {})
         self.scalar_types: list[np.dtype[Any]] = []
+        # Field parameters the body never uses (left out of the IR; they may be passed as None).
+        self.unused_fields: list[str] = []
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
 
@@ -201,6 +220,8 @@ class Lowering:
                 ann = FieldType(self.dtype_of(ctx, a, ann.symbol or ann.dtype, f"field {a.arg!r}"), ann.axes, ann.data_shape)
                 ctx.local[a.arg] = _Ref("f", len(self.fields))
                 self.fields.append((a.arg, ann))
+            elif isinstance(ann, TableType):
+                raise self.error(ctx, a, f"parameter {a.arg!r} is a GlobalTable: gridbuf's IR has no arrays without spatial axes, so table reads ({a.arg}.A[...]) cannot be compiled yet")
             elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, np.generic)) or isinstance(ann, np.dtype):
                 ctx.local[a.arg] = ("s", len(self.scalars))
                 self.scalars.append(a.arg)
@@ -210,23 +231,35 @@ class Lowering:
             self.params.append(a.arg)
         if not self.fields:
             raise self.error(ctx, fdef, "a stencil needs at least one Field parameter")
-        body: list[str] = []
+        body: list[Any] = []
         self.lines = body
         for stmt in fdef.body:
             self.top_stmt(ctx, stmt)
+        # Fields the body never reads or writes (GT4Py's AccessKind.NONE, e.g. every use pruned by
+        # externals) are left out of the program: they may be passed as None and do not bound
+        # the domain, as in GT4Py.
+        used = sorted({i for item in body if isinstance(item, tuple) for i in _field_uses(item[1:])})
+        keep = used if used else list(range(len(self.fields)))
+        remap = {old: new for new, old in enumerate(keep)}
+        self.unused_fields = [n for i, (n, _) in enumerate(self.fields) if i not in remap]
         head = [f"stencil {self.name.replace(' ', '_')}"]
-        for n, f in self.fields:
+        for i in keep:
+            n, f = self.fields[i]
             head.append(" ".join(["field", n, f.dtype.name, f.axes, *map(str, f.data_shape)]))
         head += [f"scalar {s} {t.name}" for s, t in zip(self.scalars, self.scalar_types)]
         for i, t in enumerate(self.temps):
             ty, axes = self.temp_types.get(i, (None, "IJK"))
             head.append(f"temp {t} {ty.name if ty is not None else 'auto'} {axes}")
-        return "\n".join(head + body) + "\n"
+        text = [item if isinstance(item, str) else _fmt_stmt(item, remap) for item in body]
+        return "\n".join(head + text) + "\n"
 
     # -- constant evaluation ---------------------------------------------------------------
     def lookup(self, ctx: _Ctx, name: str, node: ast.AST) -> Any:
         if name in ctx.local:
-            return ctx.local[name]
+            v = ctx.local[name]
+            if isinstance(v, _Undefined):
+                raise self.error(ctx, node, f"{name!r} is read after the `if` at line {v.line}, which assigns it in one branch only (GT4Py would read an uninitialised temporary): assign it before the `if` or in both branches")
+            return v
         if name in ctx.globals:
             return ctx.globals[name]
         if hasattr(builtins, name):
@@ -268,7 +301,10 @@ class Lowering:
         raise self.error(ctx, node, f"{_describe(node)} is not a compile-time constant")
 
     def const_cond(self, ctx: _Ctx, node: ast.expr) -> bool:
-        """A compile-time condition: GT4Py takes booleans only (`if 1:` is refused)."""
+        """A compile-time condition: GT4Py takes booleans only (`if 1:` is refused), but decides
+        `__INLINED(x)` by Python's truth value."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED" and len(node.args) == 1:
+            return bool(self.const(ctx, node.args[0]))
         v = self.const(ctx, node)
         if not isinstance(v, (bool, np.bool_)):
             raise self.error(ctx, node, f"the condition {ast.unparse(node)!r} is {v!r}, not a boolean: GT4Py takes boolean conditions only")
@@ -291,13 +327,43 @@ class Lowering:
             pass  # docstring
         elif isinstance(stmt, ast.Pass):
             pass
+        elif self.compile_assert(ctx, stmt):
+            pass
         elif isinstance(stmt, ast.With):
             self.with_block(ctx, stmt, None)
-        elif isinstance(stmt, ast.If) and self.is_const(ctx, stmt.test):
+        elif isinstance(stmt, ast.If) and self.inlined_test(ctx, stmt.test):
             for s in stmt.body if self.const_cond(ctx, stmt.test) else stmt.orelse:
                 self.top_stmt(ctx, s)
         else:
             raise self.error(ctx, stmt, f"{_describe(stmt) if not isinstance(stmt, (ast.Assign, ast.AugAssign, ast.If)) else 'a statement'} outside a `with computation(...), interval(...)` block")
+
+    def compile_assert(self, ctx: _Ctx, stmt: ast.stmt) -> bool:
+        """``compile_assert(COND)`` as a statement: checked now (a false one is a definition error
+        naming the line, as GT4Py's GTScriptAssertionError); True if ``stmt`` was one."""
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and self.call_name(ctx, stmt.value) == "compile_assert"):
+            return False
+        call = stmt.value
+        if len(call.args) != 1 or call.keywords:
+            raise self.error(ctx, stmt, "invalid assertion: the syntax is compile_assert(condition)")
+        src = ast.unparse(call.args[0])
+        try:
+            v = self.const(ctx, call.args[0])
+        except Exception:  # noqa: BLE001 - any failure to evaluate it now
+            raise self.error(ctx, stmt, f"compile_assert({src}): the condition is not a compile-time constant (externals, literals and module constants are)") from None
+        if not v:
+            raise self.error(ctx, stmt, f"compile_assert({src}) failed")
+        return True
+
+    def inlined_test(self, ctx: _Ctx, test: ast.expr) -> bool:
+        """True if an ``if`` test is decided now: a constant, or ``__INLINED(...)`` (which must be
+        a constant: GT4Py fails such a definition too)."""
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "__INLINED":
+            if len(test.args) != 1 or test.keywords:
+                raise self.error(ctx, test, "__INLINED takes one argument")
+            if not self.is_const(ctx, test.args[0]):
+                raise self.error(ctx, test, f"__INLINED({ast.unparse(test.args[0])}): the condition is not a compile-time constant (externals, literals and module constants are)")
+            return True
+        return self.is_const(ctx, test)
 
     def import_from(self, ctx: _Ctx, stmt: ast.ImportFrom) -> None:
         if stmt.module == "__gtscript__":
@@ -313,8 +379,8 @@ class Lowering:
         v = self.externals[name]
         if isinstance(v, (bool, int, float, np.number)):
             return ("c", _num(v))
-        if callable(v):
-            return v
+        if callable(v) or _is_axis_value(v):
+            return v  # axis positions (I[0] + 1) are refused where used: they need regions
         raise self.error(ctx, node, f"external {name!r} is {v!r}: externals are numbers, booleans or gtscript functions")
 
     def call_name(self, ctx: _Ctx, node: ast.expr) -> Any:
@@ -328,6 +394,7 @@ class Lowering:
 
     def with_block(self, ctx: _Ctx, stmt: ast.With, order: str | None) -> None:
         items = [i.context_expr for i in stmt.items]
+        self.refuse_horizontal(ctx, stmt)
         comp = [i for i in items if self.call_name(ctx, i) == "computation"]
         intv = [i for i in items if self.call_name(ctx, i) == "interval"]
         if len(comp) + len(intv) != len(items) or len(comp) > 1 or len(intv) > 1:
@@ -348,6 +415,8 @@ class Lowering:
                 # Nested `with interval(...)` blocks: run in iteration order.
                 blocks = []
                 for s in stmt.body:
+                    if isinstance(s, ast.With):
+                        self.refuse_horizontal(ctx, s)
                     if not (isinstance(s, ast.With) and all(self.call_name(ctx, i.context_expr) == "interval" for i in s.items)):
                         raise self.error(ctx, s, "inside `with computation(...)` only `with interval(...)` blocks are allowed")
                     blocks.append((self.interval(ctx, s.items[0].context_expr), s))
@@ -370,6 +439,8 @@ class Lowering:
             return (0, 0, 1, 0)
         if len(args) != 2 or call.keywords:
             raise self.error(ctx, call, "interval takes `...` or (start, end)")
+        for a in args:
+            self.runtime_bound(ctx, call, a)
         s, e = (self.const(ctx, a) for a in args)
         for v in (s, e):
             if v is not None and not isinstance(v, (int, np.integer)):
@@ -379,6 +450,21 @@ class Lowering:
         start = (1, int(s)) if s < 0 else (0, int(s))
         end = (1, 0) if e is None else ((1, int(e)) if e < 0 or (e == 0 and s < 0) else (0, int(e)))
         return (*start, *end)
+
+    def runtime_bound(self, ctx: _Ctx, call: ast.expr, bound: ast.expr) -> None:
+        """Refuses an interval bound known only at run time (a scalar parameter or a field)."""
+        for n in ast.walk(bound):
+            if isinstance(n, ast.Name) and n.id in ctx.local and isinstance(ctx.local[n.id], (_Ref, tuple)) and not (isinstance(ctx.local[n.id], tuple) and ctx.local[n.id][0] == "c"):
+                raise self.error(
+                    ctx, call,
+                    f"interval bound {ast.unparse(bound)!r} is known only at run time ({n.id!r} is a parameter or temporary): "
+                    "GT4Py's numpy backend cannot run such intervals and gridbuf refuses them; pass the bound as an external",
+                )  # fmt: skip
+
+    def refuse_horizontal(self, ctx: _Ctx, stmt: ast.With) -> None:
+        for i in stmt.items:
+            if self.call_name(ctx, i.context_expr) == "horizontal":
+                raise self.error(ctx, stmt, f"horizontal regions (`with {ast.unparse(i.context_expr)}`) are not supported by gridbuf yet")
 
     def emit_interval(self, ctx: _Ctx, bounds: tuple[int, int, int, int], body: list[ast.stmt]) -> None:
         se, so, ee, eo = bounds
@@ -402,7 +488,7 @@ class Lowering:
             self.declare(ctx, s)
             self.assign(ctx, s, s.target, s.value, mask)
         elif isinstance(s, ast.If):
-            if self.is_const(ctx, s.test):
+            if self.inlined_test(ctx, s.test):
                 for b in s.body if self.const_cond(ctx, s.test) else s.orelse:
                     self.stmt(ctx, b, mask)
                 return
@@ -426,7 +512,10 @@ class Lowering:
             pass
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
             pass
+        elif self.compile_assert(ctx, s):
+            pass
         elif isinstance(s, ast.With):
+            self.refuse_horizontal(ctx, s)
             raise self.error(ctx, s, "a `with` block inside an interval")
         else:
             raise self.error(ctx, s, f"{_describe(s)} is not supported in a stencil")
@@ -491,6 +580,8 @@ class Lowering:
             raise _vectors.target_error(self, ctx, node, target, value)
         value = self.as_expr(ctx, node, value)
         comp: int | None = 0
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "A":
+            raise self.error(ctx, node, f"assignment to {ast.unparse(target)}: writing through `.A` (absolute data-dim index) is forbidden, as in GT4Py")
         if isinstance(target, ast.Subscript):
             ref = self.value(ctx, target)
             if not isinstance(ref, _Ref):
@@ -519,6 +610,9 @@ class Lowering:
                 ctx.local[name] = _Ref("t", index)
         else:
             raise self.error(ctx, node, f"assignment to {_describe(target)}")
+        if kind == "f" and self.fields[index][1].axes in ("IK", "JK", "I", "J"):
+            name, ft = self.fields[index]
+            raise self.error(ctx, node, f"assignment to field {name!r} with axes {ft.axes}: GT4Py writes only fields with the I and J axes (and K in PARALLEL computations)")
         if mask is not None:
             old = ("f", index, comp, (0, 0, 0)) if kind == "f" else ("t", index, (0, 0, 0))
             value = ("sel", mask, value, old)
@@ -533,8 +627,7 @@ class Lowering:
 
     def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
-        tgt = f"f {target[1]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
-        self.lines.append(f"stmt {line} {tgt} {_fmt(value)}")
+        self.lines.append((line, target, value))
 
     # -- expressions -----------------------------------------------------------------------
     def expr(self, ctx: _Ctx, node: ast.expr) -> Expr:
@@ -574,8 +667,12 @@ class Lowering:
             v = self.lookup(ctx, node.id, node)
             if isinstance(v, (bool, int, float, np.number)):
                 return ("c", _num(v))
+            if _is_axis_value(v):
+                raise self.error(ctx, node, f"the axis position {node.id!r} ({v}): axis positions such as I[0] + 1 are used in horizontal regions, which gridbuf does not support yet")
             return v
         if isinstance(node, ast.Attribute):
+            if node.attr == "A" and isinstance(self.value(ctx, node.value), _Ref):
+                raise self.error(ctx, node, f"{ast.unparse(node)} without an index: read one component, e.g. {ast.unparse(node)}[0]")
             if node.attr == "T" and _vectors.is_vector(self, base := self.value(ctx, node.value)):
                 return _vectors.transpose(self, ctx, node, base)
             if self.is_const(ctx, node):
@@ -649,7 +746,14 @@ class Lowering:
         return out
 
     def subscript(self, ctx: _Ctx, node: ast.Subscript) -> Any:
-        base = self.value(ctx, node.value)
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "A":
+            # `v.A[i]`: GT4Py's absolute data-dim index, read at offset zero.
+            base = self.value(ctx, node.value.value)
+            if not (isinstance(base, _Ref) and base.kind == "f" and self.fields[base.index][1].data_shape and not base.indexed):
+                raise self.error(ctx, node, f"{ast.unparse(node.value)}[...]: `.A` indexes the data dims of a field with data dims")
+            base = _Ref("f", base.index, (0, 0, 0), None, True)
+        else:
+            base = self.value(ctx, node.value)
         if not isinstance(base, _Ref):
             if isinstance(base, tuple) and self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
                 return base  # an expression argument of a function read at offset zero
@@ -687,6 +791,14 @@ class Lowering:
         from . import _MATH  # the gtscript math functions by identity
 
         f = node.func
+        if isinstance(f, ast.Name) and f.id == "__INLINED":
+            if len(node.args) != 1 or not self.is_const(ctx, node.args[0]):
+                raise self.error(ctx, node, f"{ast.unparse(node)}: __INLINED takes one compile-time constant (externals, literals and module constants)")
+            return ("c", _num(self.const(ctx, node.args[0])))
+        if isinstance(f, ast.Name) and f.id == "compile_assert":
+            raise self.error(ctx, node, "compile_assert(...) is a statement, not a value")
+        if isinstance(f, ast.Attribute) and f.attr == "at" and isinstance(self.value(ctx, f.value), _Ref):
+            raise self.error(ctx, node, f"absolute K indexing ({ast.unparse(node)}) is not supported by gridbuf yet")
         if isinstance(f, ast.Name) and f.id in _CASTS and f.id not in ctx.local and f.id not in ctx.globals:
             return self.cast(ctx, node, np.dtype(_CASTS[f.id]))
         try:
@@ -750,33 +862,98 @@ class Lowering:
         inner = _Ctx(fn, first, local)
         if self.depth > 100:
             raise self.error(ctx, node, f"{fn.__name__} calls itself too deeply")
-        for s in fdef.body:
+        self.depth += 1
+        try:
+            ret = self.func_block(inner, fdef.body, top=True)
+        finally:
+            self.depth -= 1
+        if ret is None:
+            raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
+        return ret
+
+    def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool) -> Any:
+        """Runs the statements of an inlined function on its local names (expressions); returns
+        the value of its `return` (None if there is none)."""
+        for s in body:
             if isinstance(s, ast.ImportFrom):
                 self.import_from(inner, s)
-            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) or isinstance(s, ast.Pass):
+                continue
+            elif self.compile_assert(inner, s):
                 continue
             elif isinstance(s, ast.Assign) and len(s.targets) == 1:
-                t, v = s.targets[0], s.value
-                if isinstance(t, ast.Name):
-                    inner.local[t.id] = self.expr(inner, v)
-                elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
-                    vals = self.value(inner, v)
-                    if not isinstance(vals, list) or len(vals) != len(t.elts):
-                        raise self.error(inner, s, "tuple assignment needs as many values as targets")
-                    for e, x in zip(t.elts, vals):
-                        inner.local[e.id] = self.as_expr(inner, s, x)  # type: ignore[attr-defined]
-                else:
-                    raise self.error(inner, s, "assignment to something other than a local name in a gtscript function")
+                self.func_assign(inner, s, s.targets[0], s.value)
+            elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                if type(s.op) not in _BINOPS:
+                    raise self.error(inner, s, f"augmented assignment with {type(s.op).__name__}")
+                value = ast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+                ast.copy_location(value, s)
+                self.func_assign(inner, s, s.target, value)
+            elif isinstance(s, ast.If):
+                if self.inlined_test(inner, s.test):
+                    ret = self.func_block(inner, s.body if self.const_cond(inner, s.test) else s.orelse, top)
+                    if ret is not None:
+                        return ret
+                    continue
+                self.func_if(inner, s)
             elif isinstance(s, ast.Return) and s.value is not None:
+                if not top:
+                    raise self.error(inner, s, "a return statement inside an if in a gtscript function: GT4Py allows one return statement, at the function's end")
                 v = self.value(inner, s.value)
                 if isinstance(v, list):
                     return [self.as_expr(inner, s, x) for x in v]
                 if _vectors.is_vector(self, v):
                     return _vectors.lift(self, inner, s, v)  # a whole vector, for the caller's expression
                 return self.as_expr(inner, s, v)
+            elif isinstance(s, ast.With):
+                self.refuse_horizontal(inner, s)
+                raise self.error(inner, s, "a `with` block in a gtscript function")
             else:
-                raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.If) else 'an if statement'} in a gtscript function")
-        raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
+                raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.AugAssign) else 'an augmented assignment to a subscript'} in a gtscript function")
+        return None
+
+    def func_assign(self, inner: _Ctx, s: ast.stmt, t: ast.expr, v: ast.expr) -> None:
+        if isinstance(t, ast.Name):
+            inner.local[t.id] = self.expr(inner, v)
+        elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+            vals = self.value(inner, v)
+            if not isinstance(vals, list) or len(vals) != len(t.elts):
+                raise self.error(inner, s, "tuple assignment needs as many values as targets")
+            for e, x in zip(t.elts, vals):
+                inner.local[e.id] = self.as_expr(inner, s, x)  # type: ignore[attr-defined]
+        else:
+            raise self.error(inner, s, "assignment to something other than a local name in a gtscript function")
+
+    def func_if(self, inner: _Ctx, s: ast.If) -> None:
+        """An `if` on values computed at run time in a gtscript function: both branches run on
+        copies of the local names, which are merged with selects on the condition. The condition
+        is computed once, before either branch (a mask temporary), as for the stencil's `if`."""
+        cond = self.new_mask(inner, s, ("sel", self.expr(inner, s.test), ("c", True), ("c", False)))
+        before = dict(inner.local)
+        inner.local = dict(before)
+        self.func_block(inner, s.body, top=False)
+        then = inner.local
+        inner.local = dict(before)
+        self.func_block(inner, s.orelse, top=False)
+        other = inner.local
+        merged = dict(before)
+        line = inner.line0 + s.lineno - 1
+        for name in {**then, **other}:
+            a, b = then.get(name), other.get(name)
+            if a is b:
+                merged[name] = a
+            elif a is None or b is None or isinstance(a, _Undefined) or isinstance(b, _Undefined):
+                merged[name] = _Undefined(name, line)
+            else:
+                merged[name] = ("sel", cond, self.as_expr(inner, s, a), self.as_expr(inner, s, b))
+        inner.local = merged
+
+
+def _is_axis_value(v: Any) -> bool:
+    """An axis position or slice (`I[0] + 1`, `J[-1]`, `I[1:3]`, `I + 1`)."""
+    from . import AxisIndex, AxisInterval, ShiftedAxis
+
+    return isinstance(v, (AxisIndex, AxisInterval, ShiftedAxis))
 
 
 def _fold(e: Expr) -> Expr:
@@ -802,10 +979,26 @@ def _load(target: ast.expr) -> ast.expr:
     return node
 
 
-def _fmt(e: Expr) -> str:
+def _field_uses(e: Any) -> Any:
+    """The field indices an expression, target or statement names."""
+    if isinstance(e, tuple) and e:
+        if e[0] == "f":
+            yield e[1]
+        else:
+            for x in e:
+                yield from _field_uses(x)
+
+
+def _fmt_stmt(item: tuple, remap: dict[int, int]) -> str:
+    line, target, value = item
+    tgt = f"f {remap[target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
+    return f"stmt {line} {tgt} {_fmt(value, remap)}"
+
+
+def _fmt(e: Expr, remap: dict[int, int] | None = None) -> str:
     tag = e[0]
     if tag == "f":
-        return f"f {e[1]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
+        return f"f {e[1] if remap is None else remap[e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
     if tag == "t":
         return f"t {e[1]} {e[2][0]} {e[2][1]} {e[2][2]}"
     if tag == "s":
@@ -818,5 +1011,5 @@ def _fmt(e: Expr) -> str:
             return f"lit int64 {v}"
         return f"lit float64 {float(v)!r}"
     if tag == "cast":
-        return f"cast {e[1]} {_fmt(e[2])}"
-    return " ".join([tag, *(_fmt(a) for a in e[1:])])
+        return f"cast {e[1]} {_fmt(e[2], remap)}"
+    return " ".join([tag, *(_fmt(a, remap) for a in e[1:])])
