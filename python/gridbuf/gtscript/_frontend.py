@@ -915,6 +915,10 @@ class Lowering:
     def func_assign(self, inner: _Ctx, s: ast.stmt, t: ast.expr, v: ast.expr) -> None:
         if isinstance(t, ast.Name):
             inner.local[t.id] = self.expr(inner, v)
+        elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts) and isinstance(v, ast.Tuple) and len(v.elts) == len(t.elts):
+            # One assignment after the other, as GT4Py unrolls it: `lo, hi = hi, lo` gives both hi.
+            for e, x in zip(t.elts, v.elts):
+                inner.local[e.id] = self.expr(inner, x)  # type: ignore[attr-defined]
         elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
             vals = self.value(inner, v)
             if not isinstance(vals, list) or len(vals) != len(t.elts):

@@ -1,0 +1,587 @@
+"""gridbuf.gtscript's compile-time side of issue 22, against GT4Py 1.1.12's numpy backend.
+
+Conformance definitions (run by both engines on the same random inputs, every array argument
+compared bit for bit afterwards, in the layouts C, F, gt:cpu_ifirst and gt:cpu_kfirst, and on the
+tape interpreter): ``__INLINED`` with optional fields passed as None, ``compile_assert``, ``if``
+statements and augmented assignments inside ``gtscript.function`` helpers, ``IK`` and ``JK``
+fields, ``lazy_stencil``. Then GT4Py's names (``dir()``), and bad input: each refused construct
+raises a GridbufValueError naming the construct and the line, and nothing is written.
+
+GT4Py's behaviour relied on (checked with gt4py 1.1.12): a false ``compile_assert`` fails the
+definition (GTScriptAssertionError naming the line); ``if __INLINED(C)`` keeps one branch when the
+stencil is defined; a field the kept code never uses has AccessKind.NONE and may be passed as
+None, while None for a used field fails the call before anything runs; a function's ``if`` is
+computed like the stencil's (the condition once, before either branch); a function has one
+``return``, at its end; IK/JK fields are read with two offsets and never written; runtime interval
+bounds raise NotImplementedError on the numpy backend.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import os
+import re
+import sys
+import tempfile
+import textwrap
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import gridbuf as gb
+from gridbuf import gtscript
+from gridbuf.errors import GridbufTypeError, GridbufValueError
+
+os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_frontend22_"))
+try:
+    import gt4py.cartesian.gtscript as gt_gtscript
+
+    HAVE_GT4PY = True
+except ImportError:  # pragma: no cover - gt4py is a dev requirement
+    gt_gtscript = None
+    HAVE_GT4PY = False
+
+needs_gt4py = pytest.mark.skipif(not HAVE_GT4PY, reason="gt4py is not installed")
+
+LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
+DOMAIN = (7, 6, 5)
+HEADERS = {
+    "gb": "import numpy as np\nfrom gridbuf import gtscript\nfrom gridbuf.gtscript import *\n",
+    "gt": "import numpy as np\nfrom gt4py.cartesian import gtscript\nfrom gt4py.cartesian.gtscript import *\n",
+}
+
+
+# ============================================================================ the registry
+@dataclass
+class Case:
+    """A definition (`fn`, in SOURCE) run with `externals`; fields in `none` are passed as None."""
+
+    fn: str
+    halo: tuple[int, int, int] = (0, 0, 0)
+    externals: dict = field(default_factory=dict)
+    none: tuple[str, ...] = ()
+    scalars: dict = field(default_factory=dict)
+    lazy: bool = False
+
+
+SOURCE = textwrap.dedent(
+    '''
+    @gtscript.function
+    def scaled(x, y):
+        from __externals__ import MODE
+        if __INLINED(MODE == 1):
+            r = x * 2.0
+        elif __INLINED(MODE == 2):
+            r = x + y[1, 0, 0]
+        else:
+            r = -x
+        return r
+
+
+    def inlined_optional(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64], out: Field[np.float64]):
+        from __externals__ import USE_B, USE_C, MODE
+        with computation(PARALLEL), interval(...):
+            compile_assert(MODE >= 0)
+            out = a
+            if __INLINED(USE_B):
+                out = out + b[-1, 0, 0]
+            if __INLINED(USE_C and not USE_B):
+                out = out * c
+            else:
+                out = out - 1.0
+            out = out + scaled(a, b)
+
+
+    @gtscript.function
+    def branchy(x, y):
+        z = x
+        if x > 0.0:
+            z = y * 2.0
+            z += 1.0
+            if y < 0.5:
+                z *= 3.0
+        elif x < -1.0:
+            z -= 3.0
+        else:
+            z = z / 2.0
+        w = 1.0
+        if z > 1.0:
+            w = 2.0
+            z = -z
+        else:
+            w -= 4.0
+        return z + w
+
+
+    @gtscript.function
+    def cond_once(x):
+        y = x
+        if y > 0.0:
+            y = -1.0
+            t = 10.0
+        else:
+            t = 20.0
+        return y + t
+
+
+    @gtscript.function
+    def two(x, y):
+        lo = min(x, y)
+        hi = max(x, y)
+        if lo < 0.0:
+            lo, hi = hi, lo
+        return lo, hi
+
+
+    def func_if(a: Field[np.float64], b: Field[np.float64], o1: Field[np.float64], o2: Field[np.float64], o3: Field[np.float64]):
+        with computation(PARALLEL), interval(...):
+            o1 = branchy(a, b[0, 1, 0])
+            o2 = cond_once(a)
+            lo, hi = two(a, b)
+            o3 = hi - 2.0 * lo
+
+
+    def func_if_sequential(a: Field[np.float64], out: Field[np.float64]):
+        with computation(FORWARD):
+            with interval(0, 1):
+                out = a
+            with interval(1, None):
+                if a > 0.0:
+                    out = branchy(out[0, 0, -1], a)
+                else:
+                    out = cond_once(out[0, 0, -1]) + a
+        with computation(BACKWARD), interval(0, -1):
+            out = branchy(out, out[0, 0, 1])
+
+
+    def ik_jk(a: Field[IK, np.float64], b: Field[JK, np.float64], kf: Field[K, np.float64], c: Field[np.float64], out: Field[np.float64]):
+        with computation(PARALLEL), interval(1, None):
+            out = a[1, 0] + b[0, -1] * c + kf[-1]
+        with computation(PARALLEL), interval(0, 1):
+            out = a - b[1, 0] + c[1, 1, 0]
+
+
+    def lazy_def(a: Field[np.float64], out: Field[np.float64]):
+        with computation(PARALLEL), interval(...):
+            out = branchy(a, a * 0.25)
+    '''
+)
+
+CASES: dict[str, Case] = {
+    "inlined_all_none": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": False, "MODE": 1}, none=("b", "c")),
+    "inlined_b": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": True, "USE_C": True, "MODE": 1}, none=("c",)),
+    "inlined_c": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 0}, none=("b",)),
+    "inlined_mode2": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 2}),
+    "func_if": Case("func_if", halo=(0, 1, 0)),
+    "func_if_sequential": Case("func_if_sequential"),
+    "ik_jk": Case("ik_jk", halo=(1, 1, 1)),
+    "lazy": Case("lazy_def", lazy=True),
+}
+
+_DIR = tempfile.mkdtemp(prefix="gridbuf_frontend22_defs_")
+_MODULES: dict = {}
+_COUNTER = itertools.count()
+
+
+def load_source(key: str, source: str):
+    """Imports `source` from a file (both frontends read the definition's source)."""
+    path = os.path.join(_DIR, f"{key}.py")
+    with open(path, "w") as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location(key, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[key] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def defs(lib: str):
+    if lib not in _MODULES:
+        _MODULES[lib] = load_source(f"_gb_frontend22_defs_{lib}_{os.getpid()}", HEADERS[lib] + SOURCE)
+    return _MODULES[lib]
+
+
+def arg_kinds(name: str) -> dict[str, tuple[str, np.dtype]]:
+    """Axes and dtype of every field argument, from GT4Py's descriptors."""
+    import inspect
+
+    out = {}
+    for n, p in inspect.signature(getattr(defs("gt"), CASES[name].fn)).parameters.items():
+        ann = p.annotation
+        if isinstance(ann, gt_gtscript._FieldDescriptor):
+            out[n] = ("".join(a.name for a in ann.axes), np.dtype(ann.dtype))
+    return out
+
+
+def make_inputs(name: str) -> dict[str, np.ndarray | None]:
+    c = CASES[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    (ni, nj, nk), (hi, hj, hk) = DOMAIN, c.halo
+    sizes = {"I": ni + 2 * hi, "J": nj + 2 * hj, "K": nk + 2 * hk}
+    arrays: dict[str, np.ndarray | None] = {}
+    for n, (axes, dt) in arg_kinds(name).items():
+        if n in c.none:
+            arrays[n] = None
+            continue
+        v = rng.uniform(-3.0, 3.0, size=tuple(sizes[a] for a in axes))
+        special = rng.random(v.shape) < 0.1
+        v[special] = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 0.25, np.nan, np.inf]), size=int(special.sum()))
+        arrays[n] = v.astype(dt)
+    return arrays
+
+
+_GT: dict = {}
+_GB: dict = {}
+
+
+def gt_results(name: str):
+    """Inputs and GT4Py's numpy-backend results (one build per case)."""
+    if name not in _GT:
+        c = CASES[name]
+        st = gt_gtscript.stencil(backend="numpy", definition=getattr(defs("gt"), c.fn), externals=c.externals)
+        inputs = make_inputs(name)
+        ref = {k: None if v is None else v.copy() for k, v in inputs.items()}
+        with np.errstate(all="ignore"):
+            st(**ref, **c.scalars, origin=c.halo, domain=DOMAIN)
+        _GT[name] = (inputs, ref)
+    return _GT[name]
+
+
+def gb_stencil(name: str, mode: str):
+    key = (name, mode)
+    if key not in _GB:
+        c = CASES[name]
+        make = gtscript.lazy_stencil if c.lazy else gtscript.stencil
+        _GB[key] = make(backend="numpy", definition=getattr(defs("gb"), c.fn), externals=c.externals)
+    return _GB[key]
+
+
+def in_layout(a, layout: str, axes: str):
+    if a is None:
+        return None
+    if layout in ("C", "F") or axes == "K":
+        return np.array(a, order=layout if layout in ("C", "F") else "C")
+    return gb.from_array(a, backend=layout)
+
+
+def assert_same(got: dict, want: dict, what: str) -> None:
+    """Every array equal bit for bit (any NaN equals any NaN; the sign of a zero counts)."""
+    assert got.keys() == want.keys()
+    for k, y in want.items():
+        x = got[k]
+        if y is None:
+            assert x is None
+            continue
+        assert x.dtype == y.dtype and x.shape == y.shape, f"{what}: {k!r}"
+        bits = np.dtype(f"u{x.dtype.itemsize}")
+        same = (x.view(bits) == y.view(bits)) | (np.isnan(x) & np.isnan(y))
+        assert same.all(), f"{what}: argument {k!r} differs at {np.argwhere(~same)[:4].tolist()}: gridbuf {x[~same][:4]}, GT4Py {y[~same][:4]}"
+
+
+def run_gb(name: str, layout: str, mode: str = "jit") -> tuple[dict, dict]:
+    inputs, want = gt_results(name)
+    kinds = arg_kinds(name)
+    args = {k: in_layout(v, layout, kinds[k][0]) for k, v in inputs.items()}
+    with np.errstate(all="ignore"):
+        gb_stencil(name, mode)(**args, **CASES[name].scalars, origin=CASES[name].halo, domain=DOMAIN)
+    got = {k: None if v is None else np.array(np.asarray(v)) for k, v in args.items()}
+    return got, want
+
+
+# ============================================================================ 1. conformance
+@needs_gt4py
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_conformance(name, layout):
+    got, want = run_gb(name, layout)
+    assert_same(got, want, f"{name} on {layout}")
+
+
+@needs_gt4py
+@pytest.mark.parametrize("name", list(CASES))
+def test_conformance_interpreter(name, monkeypatch):
+    """The same on the tape interpreter (GRIDBUF_GTSCRIPT_JIT=0 is read when defined)."""
+    monkeypatch.setenv("GRIDBUF_GTSCRIPT_JIT", "0")
+    _GB.pop((name, "interpreter"), None)
+    got, want = run_gb(name, "gt:cpu_ifirst", "interpreter")
+    assert_same(got, want, f"{name}, interpreter")
+
+
+@needs_gt4py
+def test_every_gt4py_name_is_present():
+    """Every public name of gt4py.cartesian.gtscript (dir() and __all__) is in gridbuf.gtscript."""
+    public = lambda m: {n for n in dir(m) if not n.startswith("_")}  # noqa: E731
+    assert public(gt_gtscript) - public(gtscript) == set()
+    assert set(gt_gtscript.__all__) - set(gtscript.__all__) == set()
+    for n in gt_gtscript.__all__:
+        assert hasattr(gtscript, n), n
+    assert gtscript.MATH_BUILTINS == gt_gtscript.MATH_BUILTINS
+    assert gtscript.builtins == gt_gtscript.builtins
+    assert gtscript.mask_from_axes(gtscript.IK) == gt_gtscript.mask_from_axes(gt_gtscript.IK)
+    assert repr(gtscript.I[-1] + 2) == repr(gt_gtscript.I[-1] + 2)
+    assert str(gtscript.J[1:3]) == str(gt_gtscript.J[1:3])
+
+
+def test_names_importable_without_gt4py():
+    """The new names exist (and do not fail) at import: refusals come when a stencil is defined."""
+    from gridbuf.gtscript import (  # noqa: F401
+        IK, JK, GlobalTable, LazyStencil, Sequence, __INLINED, compile_assert, horizontal, lazy_stencil, region,
+    )
+
+    assert gtscript.I[0] + 1 == gtscript.AxisIndex("I", 0, 1)
+    assert isinstance(gtscript.GlobalTable[(np.float64, (3,))], object)
+    assert gtscript.compile_assert(True) is None
+
+
+# ============================================================================ 2. semantics details
+def gb_define(src: str, name: str, **kw):
+    """gridbuf's stencil `name` from `src`."""
+    mod = load_source(f"_gb_frontend22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
+    return gtscript.stencil(backend="numpy", definition=getattr(mod, name), **kw)
+
+
+def line_of(src: str, text: str) -> int:
+    """The line of `text` in the module gb_define writes (the header has 3 lines)."""
+    lines = textwrap.dedent(src).splitlines()
+    return 3 + next(i for i, ln in enumerate(lines, 1) if text in ln)
+
+
+OPTIONAL = """
+def opt(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):
+    from __externals__ import USE_B
+    with computation(PARALLEL), interval(...):
+        out = a * 2.0
+        if __INLINED(USE_B):
+            out = out + b
+"""
+
+
+def test_none_field_used_is_refused_nothing_written():
+    """None for a field the stencil uses fails the call (GT4Py: AssertionError "Invalid value for
+    'b' field."), before anything is written."""
+    st = gb_define(OPTIONAL, "opt", externals={"USE_B": True})
+    a, out = np.ones((3, 3, 2)), np.full((3, 3, 2), 7.0)
+    with pytest.raises(GridbufTypeError, match="'b'.*None"):
+        st(a, None, out)
+    assert (out == 7.0).all()
+    st(a, np.ones((3, 3, 2)), out)
+    assert (out == 3.0).all()
+
+
+def test_pruned_field_is_ignored():
+    """A pruned field may be None or any array (it does not bound the domain), as in GT4Py."""
+    st = gb_define(OPTIONAL, "opt", externals={"USE_B": False})
+    assert st.unused_fields == ("b",)
+    a, out = np.ones((3, 3, 2)), np.zeros((3, 3, 2))
+    st(a, None, out)
+    assert (out == 2.0).all()
+    st(a, np.zeros((1, 1, 1), dtype=np.float32), out=out)
+    assert (out == 2.0).all()
+    with pytest.raises(GridbufTypeError, match="misses"):
+        st(a, out=out)
+
+
+def test_inlined_truth_value_and_expression():
+    """`__INLINED(x)` decides by Python's truth value (as GT4Py's inliner) and is a constant."""
+    st = gb_define(
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            from __externals__ import N
+            with computation(PARALLEL), interval(...):
+                if __INLINED(N):
+                    out = a + __INLINED(N)
+                else:
+                    out = a
+        """,
+        "f",
+        externals={"N": 3},
+    )
+    a, out = np.ones((2, 2, 2)), np.zeros((2, 2, 2))
+    st(a, out)
+    assert (out == 4.0).all()
+
+
+def test_lazy_stencil_builds_on_first_call():
+    mod = defs("gb")
+    lazy = gtscript.lazy_stencil(backend="numpy", definition=mod.lazy_def)
+    assert isinstance(lazy, gtscript.LazyStencil) and lazy._impl is None
+    built = lazy.build()
+    assert isinstance(built, gtscript.GTStencil) and lazy.implementation is built
+    eager = gtscript.lazy_stencil(backend="numpy", definition=mod.lazy_def, eager=True)
+    assert isinstance(eager, gtscript.GTStencil)
+    deco = gtscript.lazy_stencil(backend="numpy")(mod.lazy_def)
+    assert isinstance(deco, gtscript.LazyStencil)
+
+
+def test_lazy_stencil_checks_syntax_at_creation():
+    src = """
+    def bad(a: Field[np.float64], out: Field[np.float64]):
+        with computation(PARALLEL), interval(...):
+            out = a + undefined_name
+    """
+    mod = load_source(f"_gb_frontend22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
+    with pytest.raises(GridbufValueError, match=f"line {line_of(src, 'undefined_name')}.*undefined_name"):
+        gtscript.lazy_stencil(backend="numpy", definition=mod.bad)
+    unchecked = gtscript.lazy_stencil(backend="numpy", definition=mod.bad, check_syntax=False)
+    with pytest.raises(GridbufValueError, match="undefined_name"):
+        unchecked(np.zeros((2, 2, 2)), np.zeros((2, 2, 2)))
+
+
+# ============================================================================ 3. bad input
+BAD = {
+    "compile_assert false": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            from __externals__ import N
+            with computation(PARALLEL), interval(...):
+                compile_assert(N > 2)
+                out = a
+        """,
+        "compile_assert(N > 2)", r"compile_assert\(N > 2\) failed", {"N": 1},
+    ),
+    "compile_assert false in a function": (
+        """
+        @gtscript.function
+        def g(x):
+            from __externals__ import N
+            compile_assert(N < 0)
+            return x
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = g(a)
+        """,
+        "compile_assert(N < 0)", r"compile_assert\(N < 0\) failed", {"N": 1},
+    ),
+    "compile_assert on a field": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                compile_assert(a > 0.0)
+                out = a
+        """,
+        "compile_assert(a", "compile_assert.*not a compile-time constant", {},
+    ),
+    "__INLINED on a field": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = a
+                if __INLINED(a > 0.0):
+                    out = 2.0
+        """,
+        "__INLINED", r"__INLINED\(a > 0.0\).*not a compile-time constant", {},
+    ),
+    "horizontal region": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = a
+                with horizontal(region[I[0], :]):
+                    out = 2.0
+        """,
+        "with horizontal", r"horizontal regions .*region\[I\[0\], :\].*not supported", {},
+    ),
+    "horizontal region in a function": (
+        """
+        @gtscript.function
+        def g(x):
+            with horizontal(region[:, J[-1]]):
+                y = x
+            return x
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = g(a)
+        """,
+        "with horizontal", "horizontal regions", {},
+    ),
+    "axis position external": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            from __externals__ import i_start
+            with computation(PARALLEL), interval(...):
+                out = a + i_start
+        """,
+        "a + i_start", "axis position 'i_start'.*horizontal regions", {"i_start": gtscript.I[0] + 1},
+    ),
+    "GlobalTable": (
+        """
+        def f(t: GlobalTable[(np.float64, (4,))], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = t.A[1]
+        """,
+        "def f", "parameter 't' is a GlobalTable", {},
+    ),
+    "absolute K index": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = a.at(K=0)
+        """,
+        "a.at", r"absolute K indexing \(a.at\(K=0\)\)", {},
+    ),
+    "runtime interval bound": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64], n: int):
+            with computation(PARALLEL), interval(0, n):
+                out = a
+        """,
+        "interval(0, n)", "interval bound 'n' is known only at run time", {},
+    ),
+    "IK write": (
+        """
+        def f(a: Field[np.float64], out: Field[IK, np.float64]):
+            with computation(FORWARD), interval(...):
+                out = a
+        """,
+        "out = a", "assignment to field 'out' with axes IK", {},
+    ),
+    "return inside if in a function": (
+        """
+        @gtscript.function
+        def g(x):
+            if x > 0.0:
+                return x
+            return -x
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = g(a)
+        """,
+        "return x", "return statement inside an if", {},
+    ),
+    "local set in one branch": (
+        """
+        @gtscript.function
+        def g(x):
+            if x > 0.0:
+                y = x
+            return y
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = g(a)
+        """,
+        "return y", "'y' is read after the `if` at line .*one branch only", {},
+    ),
+    "while loop": (
+        """
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = a
+                while out > 1.0:
+                    out = out / 2.0
+        """,
+        "while", "a while loop", {},
+    ),
+}
+
+
+@pytest.mark.parametrize("what", list(BAD))
+def test_refused_at_definition(what):
+    """Each refused construct: a GridbufValueError when the stencil is defined, naming the
+    construct and its line (so no stencil exists and nothing can be written)."""
+    src, at, message, externals = BAD[what]
+    with pytest.raises(GridbufValueError, match=message) as info:
+        gb_define(src, "f", externals=externals)
+    assert f"line {line_of(src, at)} " in str(info.value), str(info.value)
