@@ -49,8 +49,8 @@ needs_gt4py = pytest.mark.skipif(not HAVE_GT4PY, reason="gt4py is not installed"
 LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
 DOMAIN = (7, 6, 5)
 HEADERS = {
-    "gb": "import numpy as np\nfrom gridbuf import gtscript\nfrom gridbuf.gtscript import *\n",
-    "gt": "import numpy as np\nfrom gt4py.cartesian import gtscript\nfrom gt4py.cartesian.gtscript import *\n",
+    "gb": "import numpy as np\nfrom gridbuf import gtscript\nfrom gridbuf.gtscript import *\nfrom gridbuf.gtscript import GlobalTable\n",
+    "gt": "import numpy as np\nfrom gt4py.cartesian import gtscript\nfrom gt4py.cartesian.gtscript import *\nfrom gt4py.cartesian.gtscript import GlobalTable\n",
 }
 
 
@@ -164,6 +164,19 @@ SOURCE = textwrap.dedent(
             out = a - b[1, 0] + c[1, 1, 0]
 
 
+    @gtscript.function
+    def lookup(tab, x):
+        return x * tab.A[2, 0] + tab.A[0, 1]
+
+
+    def table_read(t: GlobalTable[(np.float64, (4,))], m: GlobalTable[(np.float32, (3, 2))], a: Field[np.float64], out: Field[np.float64], o32: Field[np.float32]):
+        with computation(PARALLEL), interval(...):
+            out = a * t.A[1] + t.A[3] - m.A[1, 1]
+            o32 = m.A[0, 1] * a + t.A[0]
+            if a > t.A[2]:
+                o32 = lookup(m, o32)
+
+
     def lazy_def(a: Field[np.float64], out: Field[np.float64]):
         with computation(PARALLEL), interval(...):
             out = branchy(a, a * 0.25)
@@ -178,6 +191,7 @@ CASES: dict[str, Case] = {
     "func_if": Case("func_if", halo=(0, 1, 0)),
     "func_if_sequential": Case("func_if_sequential"),
     "ik_jk": Case("ik_jk", halo=(1, 1, 1)),
+    "table_read": Case("table_read"),
     "lazy": Case("lazy_def", lazy=True),
 }
 
@@ -204,15 +218,15 @@ def defs(lib: str):
     return _MODULES[lib]
 
 
-def arg_kinds(name: str) -> dict[str, tuple[str, np.dtype]]:
-    """Axes and dtype of every field argument, from GT4Py's descriptors."""
+def arg_kinds(name: str) -> dict[str, tuple[str, np.dtype, tuple[int, ...]]]:
+    """Axes, dtype and data dims of every field and table argument, from GT4Py's descriptors."""
     import inspect
 
     out = {}
     for n, p in inspect.signature(getattr(defs("gt"), CASES[name].fn)).parameters.items():
         ann = p.annotation
         if isinstance(ann, gt_gtscript._FieldDescriptor):
-            out[n] = ("".join(a.name for a in ann.axes), np.dtype(ann.dtype))
+            out[n] = ("".join(a.name for a in ann.axes), np.dtype(ann.dtype), tuple(ann.data_dims))
     return out
 
 
@@ -222,11 +236,11 @@ def make_inputs(name: str) -> dict[str, np.ndarray | None]:
     (ni, nj, nk), (hi, hj, hk) = DOMAIN, c.halo
     sizes = {"I": ni + 2 * hi, "J": nj + 2 * hj, "K": nk + 2 * hk}
     arrays: dict[str, np.ndarray | None] = {}
-    for n, (axes, dt) in arg_kinds(name).items():
+    for n, (axes, dt, data_dims) in arg_kinds(name).items():
         if n in c.none:
             arrays[n] = None
             continue
-        v = rng.uniform(-3.0, 3.0, size=tuple(sizes[a] for a in axes))
+        v = rng.uniform(-3.0, 3.0, size=tuple(sizes[a] for a in axes) + data_dims)
         special = rng.random(v.shape) < 0.1
         v[special] = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 0.25, np.nan, np.inf]), size=int(special.sum()))
         arrays[n] = v.astype(dt)
@@ -262,6 +276,8 @@ def gb_stencil(name: str, mode: str):
 def in_layout(a, layout: str, axes: str):
     if a is None:
         return None
+    if axes == "":  # a GlobalTable: a NumPy array, as GT4Py takes it
+        return np.array(a)
     if layout in ("C", "F") or axes == "K":
         return np.array(a, order=layout if layout in ("C", "F") else "C")
     return gb.from_array(a, backend=layout)
@@ -344,9 +360,9 @@ def gb_define(src: str, name: str, **kw):
 
 
 def line_of(src: str, text: str) -> int:
-    """The line of `text` in the module gb_define writes (the header has 3 lines)."""
+    """The line of `text` in the module gb_define writes (the header has 4 lines)."""
     lines = textwrap.dedent(src).splitlines()
-    return 3 + next(i for i, ln in enumerate(lines, 1) if text in ln)
+    return 4 + next(i for i, ln in enumerate(lines, 1) if text in ln)
 
 
 OPTIONAL = """
@@ -382,6 +398,23 @@ def test_pruned_field_is_ignored():
     assert (out == 2.0).all()
     with pytest.raises(GridbufTypeError, match="misses"):
         st(a, out=out)
+
+
+def test_table_of_another_dtype_is_refused_nothing_written():
+    st = gb_define(
+        """
+        def f(t: GlobalTable[(np.float32, (2,))], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = t.A[1]
+        """,
+        "f",
+    )
+    out = np.zeros((2, 2, 2))
+    with pytest.raises(GridbufTypeError, match="GlobalTable 't'.*float64.*expected a NumPy array of float32, shape \\(2,\\)"):
+        st(np.ones(2), out)
+    assert (out == 0.0).all()
+    st(np.array([1.0, 2.5], dtype=np.float32), out)
+    assert (out == 2.5).all()
 
 
 def test_inlined_truth_value_and_expression():
@@ -506,13 +539,21 @@ BAD = {
         """,
         "a + i_start", "axis position 'i_start'.*horizontal regions", {"i_start": gtscript.I[0] + 1},
     ),
-    "GlobalTable": (
+    "GlobalTable at a run-time index": (
+        """
+        def f(t: GlobalTable[(np.float64, (4,))], i: Field[np.int32], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = t.A[i]
+        """,
+        "t.A[i]", r"t.A\[i\]: GlobalTable 't' read at an index known only at run time", {},
+    ),
+    "GlobalTable index out of range": (
         """
         def f(t: GlobalTable[(np.float64, (4,))], out: Field[np.float64]):
             with computation(PARALLEL), interval(...):
-                out = t.A[1]
+                out = t.A[-1]
         """,
-        "def f", "parameter 't' is a GlobalTable", {},
+        "t.A[-1]", r"index \(-1,\) of GlobalTable 't' with shape \(4,\)", {},
     ),
     "absolute K index": (
         """

@@ -47,7 +47,7 @@ from ._frontend import FieldType, Lowering, TableType
 
 __all__ = [
     "BACKWARD", "FORWARD", "PARALLEL", "I", "J", "K", "IJ", "IK", "JK", "IJK", "Field", "GTStencil",
-    "GlobalTable", "LazyStencil", "Sequence", "abs", "acos", "acosh", "asin", "asinh", "atan",
+    "LazyStencil", "Sequence", "abs", "acos", "acosh", "asin", "asinh", "atan",
     "atanh", "cbrt", "ceil", "compile_assert", "computation", "cos", "cosh", "erf", "erfc", "exp",
     "externals", "float32", "float64", "floor", "function", "gamma", "horizontal", "int32", "int64",
     "interval", "isfinite", "isinf", "isnan", "lazy_stencil", "log", "log10", "max", "min", "mod",
@@ -383,6 +383,8 @@ class GTStencil:
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
         # program, so that they may be passed as None, as GT4Py allows.
         self.unused_fields: tuple[str, ...] = tuple(lowering.unused_fields)
+        self._tables = dict(lowering.tables)
+        self._table_reads = dict(lowering.table_reads)
         self.definition_func = definition
         self.__name__ = self.name = lowering.name
         self.__doc__ = definition.__doc__
@@ -411,6 +413,13 @@ class GTStencil:
         missing = [p for p in self._params if p not in values]
         if missing:
             raise GridbufTypeError(f"stencil {self.name!r} misses the arguments {', '.join(map(repr, missing))}")
+        for t, tt in self._tables.items():
+            table = values[t]
+            if not isinstance(table, np.ndarray) or table.shape != tt.shape or table.dtype != tt.dtype:
+                what = type(table).__name__ if not isinstance(table, np.ndarray) else f"an array of {table.dtype}, shape {table.shape}"
+                raise GridbufTypeError(f"invalid GlobalTable {t!r} of stencil {self.name!r} ({what}): expected a NumPy array of {tt.dtype}, shape {tt.shape}")
+        for s, (t, idx) in self._table_reads.items():
+            values[s] = values[t][idx]
         scalars = {}
         for s in self.scalar_names:
             v = values[s]

@@ -111,6 +111,14 @@ class _Undefined:
 
 
 @dataclass(frozen=True)
+class _Table:
+    """A GlobalTable parameter."""
+
+    name: str
+    type: TableType
+
+
+@dataclass(frozen=True)
 class _Ref:
     """A field or temporary named in the source, before an offset or data index is applied."""
 
@@ -168,6 +176,10 @@ class Lowering:
         self.scalar_types: list[np.dtype[Any]] = []
         # Field parameters the body never uses (left out of the IR; they may be passed as None).
         self.unused_fields: list[str] = []
+        # GlobalTable parameters and the hidden scalars of their element reads
+        # (scalar name -> (table, index)).
+        self.tables: dict[str, TableType] = {}
+        self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
 
@@ -221,7 +233,11 @@ class Lowering:
                 ctx.local[a.arg] = _Ref("f", len(self.fields))
                 self.fields.append((a.arg, ann))
             elif isinstance(ann, TableType):
-                raise self.error(ctx, a, f"parameter {a.arg!r} is a GlobalTable: gridbuf's IR has no arrays without spatial axes, so table reads ({a.arg}.A[...]) cannot be compiled yet")
+                # Read at constant indices only (`t.A[2]`): each element read is a hidden scalar
+                # parameter, taken from the table at call time.
+                table = TableType(self.dtype_of(ctx, a, ann.dtype, f"GlobalTable {a.arg!r}"), ann.shape)
+                ctx.local[a.arg] = _Table(a.arg, table)
+                self.tables[a.arg] = table
             elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, np.generic)) or isinstance(ann, np.dtype):
                 ctx.local[a.arg] = ("s", len(self.scalars))
                 self.scalars.append(a.arg)
@@ -667,6 +683,8 @@ class Lowering:
             v = self.lookup(ctx, node.id, node)
             if isinstance(v, (bool, int, float, np.number)):
                 return ("c", _num(v))
+            if isinstance(v, _Table):
+                raise self.error(ctx, node, f"GlobalTable {node.id!r} used as a value: read one element, e.g. {node.id}.A[0]")
             if _is_axis_value(v):
                 raise self.error(ctx, node, f"the axis position {node.id!r} ({v}): axis positions such as I[0] + 1 are used in horizontal regions, which gridbuf does not support yet")
             return v
@@ -748,7 +766,10 @@ class Lowering:
     def subscript(self, ctx: _Ctx, node: ast.Subscript) -> Any:
         if isinstance(node.value, ast.Attribute) and node.value.attr == "A":
             # `v.A[i]`: GT4Py's absolute data-dim index, read at offset zero.
-            base = self.value(ctx, node.value.value)
+            inner = node.value.value
+            if isinstance(inner, ast.Name) and isinstance(table := ctx.local.get(inner.id), _Table):
+                return self.table_read(ctx, node, table)
+            base = self.value(ctx, inner)
             if not (isinstance(base, _Ref) and base.kind == "f" and self.fields[base.index][1].data_shape and not base.indexed):
                 raise self.error(ctx, node, f"{ast.unparse(node.value)}[...]: `.A` indexes the data dims of a field with data dims")
             base = _Ref("f", base.index, (0, 0, 0), None, True)
@@ -786,6 +807,22 @@ class Lowering:
             off = tuple(idx)
         total = tuple(a + b for a, b in zip(base.offset, off))
         return _Ref(base.kind, base.index, total, base.comp, True)  # type: ignore[arg-type]
+
+    def table_read(self, ctx: _Ctx, node: ast.Subscript, table: _Table) -> Expr:
+        """`t.A[i, j]` at constant indices: a hidden scalar parameter holding that element."""
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not all(self.is_const(ctx, e) for e in elts):
+            raise self.error(ctx, node, f"{ast.unparse(node)}: GlobalTable {table.name!r} read at an index known only at run time; gridbuf's IR reads tables at constant indices only")
+        idx = tuple(self.offsets(ctx, node.slice))
+        shape = table.type.shape
+        if len(idx) != len(shape) or any(not 0 <= i < n for i, n in zip(idx, shape)):
+            raise self.error(ctx, node, f"{ast.unparse(node)}: index {idx} of GlobalTable {table.name!r} with shape {shape} (indices are from 0, as in GT4Py)")
+        name = f"__{table.name}_" + "_".join(map(str, idx))
+        if name not in self.table_reads:
+            self.table_reads[name] = (table.name, idx)
+            self.scalars.append(name)
+            self.scalar_types.append(table.type.dtype)
+        return ("s", self.scalars.index(name))
 
     def call(self, ctx: _Ctx, node: ast.Call) -> Any:
         from . import _MATH  # the gtscript math functions by identity
@@ -854,6 +891,9 @@ class Lowering:
         for pname, p in sig.parameters.items():
             if pname in bound.arguments:
                 arg = bound.arguments[pname]
+                if isinstance(arg, ast.Name) and isinstance(ctx.local.get(arg.id), _Table):
+                    local[pname] = ctx.local[arg.id]  # a GlobalTable, read as t.A[...] inside
+                    continue
                 local[pname] = self.value(ctx, arg)
                 if isinstance(local[pname], list):
                     raise self.error(ctx, node, f"tuple argument to {fn.__name__}")
