@@ -24,7 +24,25 @@ on), matrix ``@`` vector, ``m.T``, and a scalar assigned to every component. Mat
 vector @ vector, element-wise operations on matrices, math functions, ``x if c else y`` and
 temporaries of whole vectors, and whole-vector assignments inside ``if`` are rejected, as GT4Py
 rejects them; so is a component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment,
-which GT4Py reads as the whole vector (assign it to a temporary first). Anything else is rejected when the stencil is defined, with a
+which GT4Py reads as the whole vector (assign it to a temporary first).
+
+Compile-time control and the remaining names (issue 22): ``if __INLINED(COND):`` (one branch kept
+at definition, COND by its truth value), ``compile_assert(COND)`` (a false one is a definition error
+naming the line), fields the kept code never uses left out of the program (they may be passed as
+``None``, as GT4Py's AccessKind.NONE fields; ``None`` for a used field is a GridbufTypeError at
+call, before anything runs), ``if``/``elif``/``else`` and augmented assignments in
+``gtscript.function`` helpers (the condition is computed once into a mask temporary and the locals
+are merged with selects; a local assigned in one branch only cannot be read after the ``if``; one
+``return``, at the end; tuple assignments one target after the other, as GT4Py unrolls them),
+``IK``/``JK`` fields (read with two offsets; never written, as in GT4Py), ``GlobalTable`` read at
+constant indices (``t.A[i, j]``: each element read is a hidden scalar parameter taken from the
+table at call time), ``v.A[i]`` on data-dim fields, and :func:`lazy_stencil`. Every public name of
+``gt4py.cartesian.gtscript`` exists here and importing never fails; what gridbuf cannot run yet -
+``with horizontal(region[...])``, axis positions (``I[0] + 1``) used in an expression,
+``while``, ``a.at(K=k)``, a table read at a run-time index, interval bounds known only at run
+time (which GT4Py's numpy backend refuses too) - is refused when the stencil is defined.
+
+Anything else is rejected when the stencil is defined, with a
 :class:`gridbuf.GridbufValueError` naming the construct and the line.
 """
 
