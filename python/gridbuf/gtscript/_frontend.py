@@ -143,6 +143,9 @@ class _Ctx:
         except (TypeError, ValueError):
             pass
         self.local: dict[str, Any] = dict(local or {})
+        # In an inlined function: the locals written in the current `if` branch (see
+        # Lowering.func_if).
+        self.written: set[str] = set()
 
 
 def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
@@ -179,6 +182,8 @@ class Lowering:
         # GlobalTable parameters and the hidden scalars of their element reads
         # (scalar name -> (table, index)).
         self.tables: dict[str, TableType] = {}
+        # Temporaries that hold the locals of inlined functions.
+        self.func_temps: set[int] = set()
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
@@ -911,9 +916,14 @@ class Lowering:
             raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
         return ret
 
-    def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool) -> Any:
-        """Runs the statements of an inlined function on its local names (expressions); returns
-        the value of its `return` (None if there is none)."""
+    def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None = None) -> Any:
+        """Lowers the statements of an inlined function; returns the value of its `return`
+        (None if there is none). As in GT4Py, a function's locals are temporaries typed by their
+        first assignment (a parameter's: its argument's): a new local assigned once,
+        unconditionally, stays an expression (the same thing, computed in place); a local or
+        parameter assigned again or inside an `if` becomes a temporary, whose later assignments
+        are cast to its type (`z = int_field; z *= 2.5` truncates), and an `if` writes it under a
+        mask computed once, like the stencil's `if`."""
         for s in body:
             if isinstance(s, ast.ImportFrom):
                 self.import_from(inner, s)
@@ -922,22 +932,22 @@ class Lowering:
             elif self.compile_assert(inner, s):
                 continue
             elif isinstance(s, ast.Assign) and len(s.targets) == 1:
-                self.func_assign(inner, s, s.targets[0], s.value)
+                self.func_assign(inner, s, s.targets[0], s.value, mask)
             elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
                 if type(s.op) not in _BINOPS:
                     raise self.error(inner, s, f"augmented assignment with {type(s.op).__name__}")
                 value = ast.BinOp(left=_load(s.target), op=s.op, right=s.value)
                 ast.copy_location(value, s)
-                self.func_assign(inner, s, s.target, value)
+                self.func_assign(inner, s, s.target, value, mask)
             elif isinstance(s, ast.If):
                 if self.inlined_test(inner, s.test):
-                    ret = self.func_block(inner, s.body if self.const_cond(inner, s.test) else s.orelse, top)
+                    ret = self.func_block(inner, s.body if self.const_cond(inner, s.test) else s.orelse, top, mask)
                     if ret is not None:
                         return ret
                     continue
-                self.func_if(inner, s)
+                self.func_if(inner, s, mask)
             elif isinstance(s, ast.Return) and s.value is not None:
-                if not top:
+                if not top or mask is not None:
                     raise self.error(inner, s, "a return statement inside an if in a gtscript function: GT4Py allows one return statement, at the function's end")
                 v = self.value(inner, s.value)
                 if isinstance(v, list):
@@ -952,45 +962,63 @@ class Lowering:
                 raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.AugAssign) else 'an augmented assignment to a subscript'} in a gtscript function")
         return None
 
-    def func_assign(self, inner: _Ctx, s: ast.stmt, t: ast.expr, v: ast.expr) -> None:
+    def func_assign(self, inner: _Ctx, s: ast.stmt, t: ast.expr, v: ast.expr, mask: Expr | None) -> None:
         if isinstance(t, ast.Name):
-            inner.local[t.id] = self.expr(inner, v)
+            self.func_local(inner, s, t.id, self.expr(inner, v), mask)
         elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts) and isinstance(v, ast.Tuple) and len(v.elts) == len(t.elts):
             # One assignment after the other, as GT4Py unrolls it: `lo, hi = hi, lo` gives both hi.
             for e, x in zip(t.elts, v.elts):
-                inner.local[e.id] = self.expr(inner, x)  # type: ignore[attr-defined]
+                self.func_local(inner, s, e.id, self.expr(inner, x), mask)  # type: ignore[attr-defined]
         elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
             vals = self.value(inner, v)
             if not isinstance(vals, list) or len(vals) != len(t.elts):
                 raise self.error(inner, s, "tuple assignment needs as many values as targets")
             for e, x in zip(t.elts, vals):
-                inner.local[e.id] = self.as_expr(inner, s, x)  # type: ignore[attr-defined]
+                self.func_local(inner, s, e.id, self.as_expr(inner, s, x), mask)  # type: ignore[attr-defined]
         else:
             raise self.error(inner, s, "assignment to something other than a local name in a gtscript function")
 
-    def func_if(self, inner: _Ctx, s: ast.If) -> None:
-        """An `if` on values computed at run time in a gtscript function: both branches run on
-        copies of the local names, which are merged with selects on the condition. The condition
-        is computed once, before either branch (a mask temporary), as for the stencil's `if`."""
+    def func_local(self, inner: _Ctx, s: ast.stmt, name: str, value: Expr, mask: Expr | None) -> None:
+        """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
+        inner.written.add(name)
+        cur = inner.local.get(name)
+        if mask is None and name not in inner.local:
+            inner.local[name] = value  # a new local's first value: an expression, computed in place
+            return
+        if not (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps):
+            index = len(self.temps)
+            self.temps.append(f"__{inner.name}_{name}{index}")
+            self.func_temps.add(index)
+            if name in inner.local and not isinstance(cur, _Undefined):
+                # Its earlier value (a local's or a parameter's) first: the temporary takes its type.
+                self.emit(inner, s, ("t", index), self.as_expr(inner, s, cur))
+            cur = _Ref("t", index)
+            inner.local[name] = cur
+        old = ("t", cur.index, (0, 0, 0))
+        self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
+
+    def func_if(self, inner: _Ctx, s: ast.If, mask: Expr | None) -> None:
+        """An `if` on values computed at run time in a gtscript function: its condition is
+        computed once, before either branch, into a mask temporary (as for the stencil's `if`,
+        and as GT4Py does); the locals either branch writes are temporaries written under it. A
+        local first assigned in one branch only cannot be read after the `if`."""
         cond = self.new_mask(inner, s, ("sel", self.expr(inner, s.test), ("c", True), ("c", False)))
-        before = dict(inner.local)
-        inner.local = dict(before)
-        self.func_block(inner, s.body, top=False)
-        then = inner.local
-        inner.local = dict(before)
-        self.func_block(inner, s.orelse, top=False)
-        other = inner.local
-        merged = dict(before)
+        m = cond if mask is None else self.new_mask(inner, s, ("and", mask, cond))
+        before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
+        outer_written = inner.written
+        inner.written = set()
+        self.func_block(inner, s.body, top=False, mask=m)
+        then = inner.written
+        inner.written = set()
+        if s.orelse:
+            notc = ("not", cond)
+            m2 = self.new_mask(inner, s, notc if mask is None else ("and", mask, notc))
+            self.func_block(inner, s.orelse, top=False, mask=m2)
+        other = inner.written
+        inner.written = outer_written | then | other
         line = inner.line0 + s.lineno - 1
-        for name in {**then, **other}:
-            a, b = then.get(name), other.get(name)
-            if a is b:
-                merged[name] = a
-            elif a is None or b is None or isinstance(a, _Undefined) or isinstance(b, _Undefined):
-                merged[name] = _Undefined(name, line)
-            else:
-                merged[name] = ("sel", cond, self.as_expr(inner, s, a), self.as_expr(inner, s, b))
-        inner.local = merged
+        for name in (then ^ other) - before:
+            inner.local[name] = _Undefined(name, line)
 
 
 def _is_axis_value(v: Any) -> bool:
