@@ -136,12 +136,57 @@ SOURCE = textwrap.dedent(
         return lo, hi
 
 
-    def func_if(a: Field[np.float64], b: Field[np.float64], o1: Field[np.float64], o2: Field[np.float64], o3: Field[np.float64]):
+    @gtscript.function
+    def both_branches(x):
+        if x > 0.5:
+            if x > 1.0:
+                r = 1.0
+            else:
+                r = x * 3.0
+        elif x < -0.5:
+            r = -x
+        else:
+            r = 2.0
+            x = x + r
+        return r - x
+
+
+    def func_if(a: Field[np.float64], b: Field[np.float64], o1: Field[np.float64], o2: Field[np.float64], o3: Field[np.float64], o4: Field[np.float64]):
         with computation(PARALLEL), interval(...):
             o1 = branchy(a, b[0, 1, 0])
             o2 = cond_once(a)
             lo, hi = two(a, b)
             o3 = hi - 2.0 * lo
+            o4 = both_branches(a) + both_branches(b[0, -1, 0] * 0.5)
+
+
+    @gtscript.function
+    def retyped(x, y):
+        z = x
+        z *= 2.5
+        w = x
+        if y > 0.0:
+            w = y * 1.5
+            x = y
+        else:
+            w += 0.75
+        return z + w + x
+
+
+    @gtscript.function
+    def scaled32(x, y):
+        r = x
+        if y > 1.0:
+            r = r * 2.0
+        r -= 0.1
+        return r
+
+
+    def func_mixed_types(a: Field[np.int32], b: Field[np.float64], c: Field[np.float32], o1: Field[np.float64], o2: Field[np.float32], o3: Field[np.int32]):
+        with computation(PARALLEL), interval(...):
+            o1 = retyped(a, b)
+            o2 = scaled32(c, b)
+            o3 = retyped(a + 1, c)
 
 
     def func_if_sequential(a: Field[np.float64], out: Field[np.float64]):
@@ -190,6 +235,7 @@ CASES: dict[str, Case] = {
     "inlined_mode2": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 2}),
     "func_if": Case("func_if", halo=(0, 1, 0)),
     "func_if_sequential": Case("func_if_sequential"),
+    "func_mixed_types": Case("func_mixed_types"),
     "ik_jk": Case("ik_jk", halo=(1, 1, 1)),
     "table_read": Case("table_read"),
     "lazy": Case("lazy_def", lazy=True),
@@ -241,7 +287,9 @@ def make_inputs(name: str) -> dict[str, np.ndarray | None]:
             arrays[n] = None
             continue
         v = rng.uniform(-3.0, 3.0, size=tuple(sizes[a] for a in axes) + data_dims)
-        special = rng.random(v.shape) < 0.1
+        if dt.kind == "i":
+            v = np.round(v * 20.0)
+        special = (rng.random(v.shape) < 0.1) & (dt.kind == "f")
         v[special] = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, 0.25, np.nan, np.inf]), size=int(special.sum()))
         arrays[n] = v.astype(dt)
     return arrays
@@ -603,7 +651,22 @@ BAD = {
             with computation(PARALLEL), interval(...):
                 out = g(a)
         """,
-        "return y", "'y' is read after the `if` at line .*one branch only", {},
+        "return y", "'y' is assigned in one branch only of the `if` at line .*cannot be read after", {},
+    ),
+    "local of one branch read in the other": (
+        """
+        @gtscript.function
+        def g(x):
+            if x > 0.0:
+                y = x
+            else:
+                y = y + 1.0
+            return y
+        def f(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                out = g(a)
+        """,
+        "y = y + 1.0", "'y' is assigned in one branch only of the `if` at line", {},
     ),
     "while loop": (
         """

@@ -108,6 +108,8 @@ class _Undefined:
 
     name: str
     line: int
+    # The value the `if`'s first branch gave it, while the other branch is lowered.
+    value: Any = None
 
 
 @dataclass(frozen=True)
@@ -279,7 +281,7 @@ class Lowering:
         if name in ctx.local:
             v = ctx.local[name]
             if isinstance(v, _Undefined):
-                raise self.error(ctx, node, f"{name!r} is read after the `if` at line {v.line}, which assigns it in one branch only (GT4Py would read an uninitialised temporary): assign it before the `if` or in both branches")
+                raise self.error(ctx, node, f"{name!r} is assigned in one branch only of the `if` at line {v.line}: it cannot be read after that `if` or in its other branch (GT4Py would read an uninitialised temporary); assign it before the `if` or in both branches")
             return v
         if name in ctx.globals:
             return ctx.globals[name]
@@ -982,26 +984,38 @@ class Lowering:
         """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
         inner.written.add(name)
         cur = inner.local.get(name)
-        if mask is None and name not in inner.local:
-            inner.local[name] = value  # a new local's first value: an expression, computed in place
+        if isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps:
+            old: Expr = ("t", cur.index, (0, 0, 0))
+            self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
             return
-        if not (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps):
-            index = len(self.temps)
-            self.temps.append(f"__{inner.name}_{name}{index}")
-            self.func_temps.add(index)
-            if name in inner.local and not isinstance(cur, _Undefined):
-                # Its earlier value (a local's or a parameter's) first: the temporary takes its type.
-                self.emit(inner, s, ("t", index), self.as_expr(inner, s, cur))
-            cur = _Ref("t", index)
-            inner.local[name] = cur
-        old = ("t", cur.index, (0, 0, 0))
-        self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
+        if isinstance(cur, _Undefined):
+            cur = cur.value  # set by the other branch of an `if` (None: by neither)
+        if cur is None:
+            # A new local: an expression computed in place. Under a mask, the points the mask
+            # leaves out are never read: either the other branch assigns them too, or the local
+            # cannot be read after the `if`.
+            inner.local[name] = value
+            return
+        before = self.as_expr(inner, s, cur)
+        dt = _dtype(self, before)
+        if dt is not None and dt == _dtype(self, value):
+            # Same type: no cast, the new value stays an expression.
+            inner.local[name] = value if mask is None else ("sel", mask, value, before)
+            return
+        # Another type, or one this frontend cannot tell: a temporary typed by the earlier value
+        # (GT4Py's function temporaries), to which the new one is cast.
+        index = len(self.temps)
+        self.temps.append(f"__{inner.name}_{name}{index}")
+        self.func_temps.add(index)
+        self.emit(inner, s, ("t", index), before)
+        inner.local[name] = _Ref("t", index)
+        self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ("t", index, (0, 0, 0))))
 
     def func_if(self, inner: _Ctx, s: ast.If, mask: Expr | None) -> None:
         """An `if` on values computed at run time in a gtscript function: its condition is
         computed once, before either branch, into a mask temporary (as for the stencil's `if`,
-        and as GT4Py does); the locals either branch writes are temporaries written under it. A
-        local first assigned in one branch only cannot be read after the `if`."""
+        and as GT4Py does); the locals the branches assign are selected by it. A local first
+        assigned in one branch only cannot be read after the `if` (nor in the other branch)."""
         cond = self.new_mask(inner, s, ("sel", self.expr(inner, s.test), ("c", True), ("c", False)))
         m = cond if mask is None else self.new_mask(inner, s, ("and", mask, cond))
         before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
@@ -1009,6 +1023,9 @@ class Lowering:
         inner.written = set()
         self.func_block(inner, s.body, top=False, mask=m)
         then = inner.written
+        line = inner.line0 + s.lineno - 1
+        for name in then - before:
+            inner.local[name] = _Undefined(name, line, inner.local[name])
         inner.written = set()
         if s.orelse:
             notc = ("not", cond)
@@ -1016,9 +1033,44 @@ class Lowering:
             self.func_block(inner, s.orelse, top=False, mask=m2)
         other = inner.written
         inner.written = outer_written | then | other
-        line = inner.line0 + s.lineno - 1
         for name in (then ^ other) - before:
             inner.local[name] = _Undefined(name, line)
+
+
+_FLOAT_SAME = {
+    "add", "sub", "mul", "div", "pow", "mod", "min", "max", "neg", "abs", "sqrt", "exp", "log",
+    "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "cbrt", "floor", "ceil", "trunc", "round", "round_away_from_zero",
+}  # fmt: skip
+_BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
+
+
+def _dtype(low: Lowering, e: Expr) -> np.dtype[Any] | None:
+    """The dtype of `e` where it is plain (one float type throughout, or a boolean), else None:
+    a conservative subset of the core's typing, enough to tell that a reassignment needs no
+    cast."""
+    tag = e[0]
+    if tag == "f":
+        return low.fields[e[1]][1].dtype
+    if tag == "s":
+        return low.scalar_types[e[1]]
+    if tag == "c":
+        v = e[1]
+        return np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)
+    if tag == "t":
+        return low.temp_types.get(e[1], (None, ""))[0]
+    if tag == "cast":
+        return np.dtype(e[1])
+    if tag in _BOOL_OPS:
+        return np.dtype(np.bool_)
+    if tag == "sel":
+        a, b = _dtype(low, e[2]), _dtype(low, e[3])
+        return a if a is not None and a == b else None
+    if tag in _FLOAT_SAME:
+        dts = {_dtype(low, x) for x in e[1:]}
+        if len(dts) == 1 and (dt := dts.pop()) is not None and dt.kind == "f":
+            return dt
+    return None
 
 
 def _is_axis_value(v: Any) -> bool:
