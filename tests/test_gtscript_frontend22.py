@@ -81,7 +81,7 @@ SOURCE = textwrap.dedent(
         return r
 
 
-    def inlined_optional(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64], out: Field[np.float64]):
+    def inlined_optional(a: Field[np.float64], b: Field[np.float64], c: Field[np.float64], out: Field[np.float64], w: float):
         from __externals__ import USE_B, USE_C, MODE
         with computation(PARALLEL), interval(...):
             compile_assert(MODE >= 0)
@@ -89,7 +89,7 @@ SOURCE = textwrap.dedent(
             if __INLINED(USE_B):
                 out = out + b[-1, 0, 0]
             if __INLINED(USE_C and not USE_B):
-                out = out * c
+                out = out * c * w
             else:
                 out = out - 1.0
             out = out + scaled(a, b)
@@ -229,10 +229,11 @@ SOURCE = textwrap.dedent(
 )
 
 CASES: dict[str, Case] = {
-    "inlined_all_none": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": False, "MODE": 1}, none=("b", "c")),
-    "inlined_b": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": True, "USE_C": True, "MODE": 1}, none=("c",)),
-    "inlined_c": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 0}, none=("b",)),
-    "inlined_mode2": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 2}),
+    # Fields and scalars whose every use the externals prune are passed as None.
+    "inlined_all_none": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": False, "MODE": 1}, none=("b", "c"), scalars={"w": None}),
+    "inlined_b": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": True, "USE_C": True, "MODE": 1}, none=("c",), scalars={"w": None}),
+    "inlined_c": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 0}, none=("b",), scalars={"w": 0.5}),
+    "inlined_mode2": Case("inlined_optional", halo=(1, 1, 0), externals={"USE_B": False, "USE_C": True, "MODE": 2}, scalars={"w": 1.5}),
     "func_if": Case("func_if", halo=(0, 1, 0)),
     "func_if_sequential": Case("func_if_sequential"),
     "func_mixed_types": Case("func_mixed_types"),
@@ -463,6 +464,27 @@ def test_table_of_another_dtype_is_refused_nothing_written():
     assert (out == 0.0).all()
     st(np.array([1.0, 2.5], dtype=np.float32), out)
     assert (out == 2.5).all()
+
+
+def test_unused_scalar_may_be_none():
+    st = gb_define(
+        """
+        def f(a: Field[np.float64], out: Field[np.float64], w: float, v: np.float32):
+            from __externals__ import USE_W
+            with computation(PARALLEL), interval(...):
+                out = a + v
+                if __INLINED(USE_W):
+                    out = out * w
+        """,
+        "f",
+        externals={"USE_W": False},
+    )
+    assert st.unused_scalars == ("w",)
+    out = np.zeros((2, 2, 2))
+    st(np.ones((2, 2, 2)), out, w=None, v=np.float32(0.5))
+    assert (out == 1.5).all()
+    with pytest.raises(GridbufTypeError, match="'v'"):
+        st(np.ones((2, 2, 2)), out, w=None, v=None)
 
 
 def test_inlined_truth_value_and_expression():

@@ -28,12 +28,14 @@ which GT4Py reads as the whole vector (assign it to a temporary first).
 
 Compile-time control and the remaining names (issue 22): ``if __INLINED(COND):`` (one branch kept
 at definition, COND by its truth value), ``compile_assert(COND)`` (a false one is a definition error
-naming the line), fields the kept code never uses left out of the program (they may be passed as
-``None``, as GT4Py's AccessKind.NONE fields; ``None`` for a used field is a GridbufTypeError at
-call, before anything runs), ``if``/``elif``/``else`` and augmented assignments in
-``gtscript.function`` helpers (the condition is computed once into a mask temporary and the locals
-are merged with selects; a local assigned in one branch only cannot be read after the ``if``; one
-``return``, at the end; tuple assignments one target after the other, as GT4Py unrolls them),
+naming the line), fields and scalars the kept code never uses left out of the program (they may
+be passed as ``None``, as GT4Py's AccessKind.NONE arguments; ``None`` for a used one is a
+GridbufTypeError at call, before anything runs), ``if``/``elif``/``else`` and augmented
+assignments in ``gtscript.function`` helpers (the condition is computed once into a mask
+temporary; locals keep the type of their first value, as GT4Py's function temporaries, and stay
+expressions selected by the mask where that type provably does not change; a local assigned in one
+branch only cannot be read after the ``if``; one ``return``, at the end; tuple assignments one
+target after the other, as GT4Py unrolls them),
 ``IK``/``JK`` fields (read with two offsets; never written, as in GT4Py), ``GlobalTable`` read at
 constant indices (``t.A[i, j]``: each element read is a hidden scalar parameter taken from the
 table at call time), ``v.A[i]`` on data-dim fields, and :func:`lazy_stencil`. Every public name of
@@ -401,6 +403,7 @@ class GTStencil:
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
         # program, so that they may be passed as None, as GT4Py allows.
         self.unused_fields: tuple[str, ...] = tuple(lowering.unused_fields)
+        self.unused_scalars: tuple[str, ...] = tuple(lowering.unused_scalars)
         self._tables = dict(lowering.tables)
         self._table_reads = dict(lowering.table_reads)
         self.definition_func = definition

@@ -181,6 +181,7 @@ class Lowering:
         self.scalar_types: list[np.dtype[Any]] = []
         # Field parameters the body never uses (left out of the IR; they may be passed as None).
         self.unused_fields: list[str] = []
+        self.unused_scalars: list[str] = []
         # GlobalTable parameters and the hidden scalars of their element reads
         # (scalar name -> (table, index)).
         self.tables: dict[str, TableType] = {}
@@ -261,19 +262,23 @@ class Lowering:
         # Fields the body never reads or writes (GT4Py's AccessKind.NONE, e.g. every use pruned by
         # externals) are left out of the program: they may be passed as None and do not bound
         # the domain, as in GT4Py.
-        used = sorted({i for item in body if isinstance(item, tuple) for i in _field_uses(item[1:])})
+        # Scalars likewise (GT4Py neither checks nor needs an unused scalar parameter).
+        used = sorted({i for item in body if isinstance(item, tuple) for i in _uses(item[1:], "f")})
         keep = used if used else list(range(len(self.fields)))
         remap = {old: new for new, old in enumerate(keep)}
         self.unused_fields = [n for i, (n, _) in enumerate(self.fields) if i not in remap]
+        used_s = sorted({i for item in body if isinstance(item, tuple) for i in _uses(item[1:], "s")})
+        remap_s = {old: new for new, old in enumerate(used_s)}
+        self.unused_scalars = [n for i, n in enumerate(self.scalars) if i not in remap_s]
         head = [f"stencil {self.name.replace(' ', '_')}"]
         for i in keep:
             n, f = self.fields[i]
             head.append(" ".join(["field", n, f.dtype.name, f.axes, *map(str, f.data_shape)]))
-        head += [f"scalar {s} {t.name}" for s, t in zip(self.scalars, self.scalar_types)]
+        head += [f"scalar {self.scalars[i]} {self.scalar_types[i].name}" for i in used_s]
         for i, t in enumerate(self.temps):
             ty, axes = self.temp_types.get(i, (None, "IJK"))
             head.append(f"temp {t} {ty.name if ty is not None else 'auto'} {axes}")
-        text = [item if isinstance(item, str) else _fmt_stmt(item, remap) for item in body]
+        text = [item if isinstance(item, str) else _fmt_stmt(item, (remap, remap_s)) for item in body]
         return "\n".join(head + text) + "\n"
 
     # -- constant evaluation ---------------------------------------------------------------
@@ -1103,30 +1108,34 @@ def _load(target: ast.expr) -> ast.expr:
     return node
 
 
-def _field_uses(e: Any) -> Any:
-    """The field indices an expression, target or statement names."""
+def _uses(e: Any, tag: str) -> Any:
+    """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
+    statement names."""
     if isinstance(e, tuple) and e:
-        if e[0] == "f":
+        if e[0] == tag:
             yield e[1]
-        else:
+        elif e[0] not in ("f", "s", "c"):
             for x in e:
-                yield from _field_uses(x)
+                yield from _uses(x, tag)
 
 
-def _fmt_stmt(item: tuple, remap: dict[int, int]) -> str:
+_Remap = tuple[dict[int, int], dict[int, int]]
+
+
+def _fmt_stmt(item: tuple, remap: _Remap) -> str:
     line, target, value = item
-    tgt = f"f {remap[target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
+    tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
     return f"stmt {line} {tgt} {_fmt(value, remap)}"
 
 
-def _fmt(e: Expr, remap: dict[int, int] | None = None) -> str:
+def _fmt(e: Expr, remap: _Remap | None = None) -> str:
     tag = e[0]
     if tag == "f":
-        return f"f {e[1] if remap is None else remap[e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
+        return f"f {e[1] if remap is None else remap[0][e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
     if tag == "t":
         return f"t {e[1]} {e[2][0]} {e[2][1]} {e[2][2]}"
     if tag == "s":
-        return f"s {e[1]}"
+        return f"s {e[1] if remap is None else remap[1][e[1]]}"
     if tag == "c":
         v = e[1]
         if isinstance(v, bool):
