@@ -492,19 +492,22 @@ def test_inlined_truth_value_and_expression():
     st = gb_define(
         """
         def f(a: Field[np.float64], out: Field[np.float64]):
-            from __externals__ import N
+            from __externals__ import N, M
             with computation(PARALLEL), interval(...):
+                compile_assert(N and not M)
                 if __INLINED(N):
                     out = a + __INLINED(N)
                 else:
                     out = a
+                if __INLINED(N and not M):
+                    out = out * 2.0
         """,
         "f",
-        externals={"N": 3},
+        externals={"N": 3, "M": 0},
     )
     a, out = np.ones((2, 2, 2)), np.zeros((2, 2, 2))
     st(a, out)
-    assert (out == 4.0).all()
+    assert (out == 8.0).all()
 
 
 def test_lazy_stencil_builds_on_first_call():

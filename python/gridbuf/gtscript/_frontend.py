@@ -324,15 +324,28 @@ class Lowering:
         if isinstance(node, ast.BoolOp):
             vals = [self.const_cond(ctx, v) for v in node.values]
             return all(vals) if isinstance(node.op, ast.And) else any(vals)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED":
-            return self.const(ctx, node.args[0])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED" and len(node.args) == 1:
+            return self.py_const(ctx, node.args[0], "__INLINED")
         raise self.error(ctx, node, f"{_describe(node)} is not a compile-time constant")
+
+    def py_const(self, ctx: _Ctx, node: ast.expr, what: str) -> Any:
+        """The value of an `__INLINED(...)` or `compile_assert(...)` argument, evaluated now with
+        Python's own rules (as GT4Py's ast_eval: `A and not B` on integers too) on the
+        compile-time values of the names it uses."""
+        ns: dict[str, Any] = {}
+        try:
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name):
+                    ns[n.id] = self.const(ctx, n)
+            return eval(compile(ast.fix_missing_locations(ast.Expression(body=node)), "<gtscript>", "eval"), {"__builtins__": builtins}, ns)  # noqa: S307 - the user's own condition
+        except Exception:  # noqa: BLE001 - any failure to evaluate it now
+            raise self.error(ctx, node, f"{what}({ast.unparse(node)}): the condition is not a compile-time constant (externals, literals and module constants are)") from None
 
     def const_cond(self, ctx: _Ctx, node: ast.expr) -> bool:
         """A compile-time condition: GT4Py takes booleans only (`if 1:` is refused), but decides
         `__INLINED(x)` by Python's truth value."""
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED" and len(node.args) == 1:
-            return bool(self.const(ctx, node.args[0]))
+            return bool(self.py_const(ctx, node.args[0], "__INLINED"))
         v = self.const(ctx, node)
         if not isinstance(v, (bool, np.bool_)):
             raise self.error(ctx, node, f"the condition {ast.unparse(node)!r} is {v!r}, not a boolean: GT4Py takes boolean conditions only")
@@ -374,10 +387,7 @@ class Lowering:
         if len(call.args) != 1 or call.keywords:
             raise self.error(ctx, stmt, "invalid assertion: the syntax is compile_assert(condition)")
         src = ast.unparse(call.args[0])
-        try:
-            v = self.const(ctx, call.args[0])
-        except Exception:  # noqa: BLE001 - any failure to evaluate it now
-            raise self.error(ctx, stmt, f"compile_assert({src}): the condition is not a compile-time constant (externals, literals and module constants are)") from None
+        v = self.py_const(ctx, call.args[0], "compile_assert")
         if not v:
             raise self.error(ctx, stmt, f"compile_assert({src}) failed")
         return True
@@ -388,8 +398,7 @@ class Lowering:
         if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "__INLINED":
             if len(test.args) != 1 or test.keywords:
                 raise self.error(ctx, test, "__INLINED takes one argument")
-            if not self.is_const(ctx, test.args[0]):
-                raise self.error(ctx, test, f"__INLINED({ast.unparse(test.args[0])}): the condition is not a compile-time constant (externals, literals and module constants are)")
+            self.py_const(ctx, test.args[0], "__INLINED")
             return True
         return self.is_const(ctx, test)
 
@@ -841,9 +850,12 @@ class Lowering:
 
         f = node.func
         if isinstance(f, ast.Name) and f.id == "__INLINED":
-            if len(node.args) != 1 or not self.is_const(ctx, node.args[0]):
-                raise self.error(ctx, node, f"{ast.unparse(node)}: __INLINED takes one compile-time constant (externals, literals and module constants)")
-            return ("c", _num(self.const(ctx, node.args[0])))
+            if len(node.args) != 1 or node.keywords:
+                raise self.error(ctx, node, "__INLINED takes one argument")
+            v = self.py_const(ctx, node.args[0], "__INLINED")
+            if not isinstance(v, (bool, int, float, np.number)):
+                raise self.error(ctx, node, f"{ast.unparse(node)} is {v!r}, not a number a stencil can compute with")
+            return ("c", _num(v))
         if isinstance(f, ast.Name) and f.id == "compile_assert":
             raise self.error(ctx, node, "compile_assert(...) is a statement, not a value")
         if isinstance(f, ast.Attribute) and f.attr == "at" and isinstance(self.value(ctx, f.value), _Ref):
