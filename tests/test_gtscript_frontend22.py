@@ -714,3 +714,14 @@ def test_refused_at_definition(what):
     with pytest.raises(GridbufValueError, match=message) as info:
         gb_define(src, "f", externals=externals)
     assert f"line {line_of(src, at)} " in str(info.value), str(info.value)
+
+
+def test_function_if_costs_no_temporary_write_when_types_stay():
+    """A function's `if` on float locals lowers to selects on one mask temporary (the core folds
+    it); a local whose type may change is a temporary typed by its first value, as in GT4Py."""
+    mod = defs("gb")
+    st = gtscript.stencil(backend="numpy", definition=mod.lazy_def)
+    temps = [ln for ln in st.ir.splitlines() if ln.startswith("temp ")]
+    assert temps and all(ln.split()[1].startswith("__mask") for ln in temps), st.ir
+    mixed = gtscript.stencil(backend="numpy", definition=mod.func_mixed_types)
+    assert any(ln.startswith("temp __retyped_z") for ln in mixed.ir.splitlines()), mixed.ir
