@@ -276,6 +276,12 @@ impl Checker<'_> {
                         format!("a condition of type {}: GT4Py takes boolean conditions only (compare it, e.g. `x != 0`)", ct.name()),
                     ));
                 }
+                // `c ? true : false` (how the frontend has an `if` condition checked) is `c`.
+                let lit =
+                    |e: &Expr, v: i64| matches!(e, Expr::Const(Value::I(x), Ty::Bool) if *x == v);
+                if lit(a, 1) && lit(b, 0) {
+                    return Ok(plain(c, Ty::Bool));
+                }
                 let (a, at, an) = self.operand(a, line)?;
                 let (b, bt, bn) = self.operand(b, line)?;
                 let t = at.max(bt);
