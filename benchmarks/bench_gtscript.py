@@ -202,7 +202,7 @@ def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
             else mod.zeros(shape[: len(dims)], dtype, backend=layout, aligned_index=origin[: len(dims)], dimensions=dims)
             for _, dtype, dims in ts.SIGNATURES[name][1]
         ]
-        ins = [gb.from_array(d, backend=layout) if mod is gb else gs.from_array(d, backend=layout, aligned_index=origin) for d in data]
+        ins = [gb.from_array(d, backend=layout) if mod is gb else gs.from_array(d, d.dtype, backend=layout, aligned_index=origin) for d in data]
         return ins + outs
 
     for name in names:

@@ -13,12 +13,19 @@
 //!
 //! The result is the same arithmetic on the same values, in the same order.
 
-use super::ir::{Access, Expr, Program};
+use super::ir::{Access, BinOp, Expr, Program, UnOp};
 
 /// Inlines every temporary that qualifies (see the module documentation), until none does,
 /// and drops the temporaries no statement mentions any more.
 pub(crate) fn inline_temps(p: &mut Program) {
-    while (0..p.temps.len()).any(|t| inline_one(p, t)) {}
+    loop {
+        while (0..p.temps.len()).any(|t| inline_one(p, t)) {}
+        let before: usize = p.sections.iter().map(|s| s.stmts.len()).sum();
+        merge_branches(p);
+        if p.sections.iter().map(|s| s.stmts.len()).sum::<usize>() == before {
+            break;
+        }
+    }
     let mut t = p.temps.len();
     while t > 0 {
         t -= 1;
@@ -74,6 +81,11 @@ fn inline_one(p: &mut Program, t: usize) -> bool {
     let Some(r) = reader else {
         return false;
     };
+    // A value read more than once is computed once per read when inlined: worth it for
+    // arithmetic, not for a math function's call.
+    if reads_of(&p.sections[s].stmts[r].expr, temp).len() > 1 && calls(&def.expr) {
+        return false;
+    }
     let mut deps = Vec::new();
     def.expr.reads(&mut |a, _| deps.push(a));
     if p.sections[s].stmts[d + 1..=r]
@@ -85,6 +97,69 @@ fn inline_one(p: &mut Program, t: usize) -> bool {
     let value = p.sections[s].stmts.remove(d).expr;
     substitute(&mut p.sections[s].stmts[r - 1].expr, temp, &value);
     true
+}
+
+/// Whether `e` calls a math function (an operation with no machine instruction).
+fn calls(e: &Expr) -> bool {
+    match e {
+        Expr::Read(..) | Expr::Scalar(_) | Expr::Const(..) => false,
+        Expr::Un(op, a) => {
+            !matches!(
+                op,
+                UnOp::Neg
+                    | UnOp::Not
+                    | UnOp::Abs
+                    | UnOp::Sqrt
+                    | UnOp::Floor
+                    | UnOp::Ceil
+                    | UnOp::Trunc
+                    | UnOp::Round
+                    | UnOp::RoundAway
+                    | UnOp::IsNan
+                    | UnOp::IsInf
+                    | UnOp::IsFinite
+            ) || calls(a)
+        }
+        Expr::Cast(_, a) => calls(a),
+        Expr::Bin(op, a, b) => {
+            matches!(op, BinOp::Pow | BinOp::Mod | BinOp::FloorDiv) || calls(a) || calls(b)
+        }
+        Expr::Select(c, a, b) => calls(c) || calls(a) || calls(b),
+    }
+}
+
+/// Merges the two masked assignments an `if`/`else` becomes, `t = m ? a : t` followed by
+/// `t = !m ? b : t`, into `t = m ? a : b`: at each point one branch applies, and the second
+/// statement sees the first one's target unchanged wherever it applies (so `b` may read `t` at
+/// its own point, not at another, where the first branch may have written it).
+pub(crate) fn merge_branches(p: &mut Program) {
+    for sec in &mut p.sections {
+        let mut k = 0;
+        while k + 1 < sec.stmts.len() {
+            let (x, y) = (&sec.stmts[k], &sec.stmts[k + 1]);
+            let own = |e: &Expr| matches!(e, Expr::Read(a, [0, 0, 0]) if *a == x.target);
+            let merged = match (&x.expr, &y.expr) {
+                (Expr::Select(m, a, old1), Expr::Select(nm, b, old2))
+                    if x.target == y.target
+                        && own(old1)
+                        && own(old2)
+                        && matches!(&**nm, Expr::Un(UnOp::Not, m2) if m2 == m)
+                        && reads_of(b, x.target).iter().all(|o| *o == [0; 3])
+                        && reads_of(m, x.target).is_empty() =>
+                {
+                    Some(Expr::Select(m.clone(), a.clone(), b.clone()))
+                }
+                _ => None,
+            };
+            match merged {
+                Some(e) => {
+                    sec.stmts[k].expr = e;
+                    sec.stmts.remove(k + 1);
+                }
+                None => k += 1,
+            }
+        }
+    }
 }
 
 /// Replaces every read of `t` (all at offset zero) in `e` by `value`.
@@ -169,5 +244,27 @@ mod tests {
             p.temps.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
             ["x"]
         );
+    }
+
+    /// `if m: b = a[1] else: b = -a` is one select; a branch reading `b` at another point
+    /// keeps two statements.
+    #[test]
+    fn if_else_branches_merge() {
+        let mut p = program(
+            "stmt 1 t 0 gt f 0 0 0 0 0 c 0\nstmt 2 f 1 0 sel t 0 0 0 0 f 0 0 1 0 0 f 1 0 0 0 0\n\
+             stmt 3 f 1 0 sel not t 0 0 0 0 neg f 0 0 0 0 0 f 1 0 0 0 0\n",
+        );
+        inline_temps(&mut p);
+        let stmts = &p.sections[0].stmts;
+        assert_eq!(stmts.len(), 1, "{stmts:?}");
+        assert!(
+            matches!(&stmts[0].expr, Expr::Select(_, _, b) if matches!(**b, Expr::Un(UnOp::Neg, _)))
+        );
+        let mut q = program(
+            "stmt 1 t 0 gt f 0 0 0 0 0 c 0\nstmt 2 f 1 0 sel t 0 0 0 0 f 0 0 1 0 0 f 1 0 0 0 0\n\
+             stmt 3 f 1 0 sel not t 0 0 0 0 f 1 0 1 0 0 f 1 0 0 0 0\n",
+        );
+        merge_branches(&mut q);
+        assert_eq!(q.sections[0].stmts.len(), 3);
     }
 }

@@ -151,32 +151,51 @@ impl Checker<'_> {
         }
     }
 
-    /// A typed operand: an operation whose NumPy type differs from GT4Py's is refused here,
-    /// since GT4Py computes something else than NumPy would for it (it truncates the value to
-    /// the assumed type, or fails to build).
-    fn operand(&self, e: &Expr, line: u32) -> Result<(Expr, Ty)> {
+    /// A typed operand. Where GT4Py assumes another type than NumPy computes (see [`Typed`]):
+    /// a division of integers or a float function of an integer is refused (GT4Py assumes an
+    /// integer there and a parent's cast truncates the value); a power computed in `float64`
+    /// whose type GT4Py takes for `float32` is kept, since every parent computes in NumPy's
+    /// `float64` then, as here: returns its assumed type too.
+    fn operand(&self, e: &Expr, line: u32) -> Result<(Expr, Ty, Ty)> {
         let t = self.expr(e, line)?;
-        if t.naive.is_some() {
+        match t.naive {
+            Some(n) if !n.is_float() => Err(refuse(
+                line,
+                "a true division of integers or a float function of an integer used inside a larger expression: GT4Py computes it in its operands' integer type there, unlike NumPy; assign it to a float field or a typed float temporary first",
+            )),
+            n => Ok((t.e, t.ty, n.unwrap_or(t.ty))),
+        }
+    }
+
+    /// Checks that GT4Py, which casts the operands of an operation to `assumed` (computed from
+    /// the types it assumes), gives them the values they have here, cast to `real`: where a
+    /// power's real type is wider than GT4Py assumes, an operand beside it is cast to
+    /// `float32` by GT4Py before NumPy widens it, which rounds integers beyond 2^24.
+    fn siblings(&self, line: u32, assumed: Ty, real: Ty, tys: &[Ty]) -> Result<()> {
+        let exact = |t: Ty| matches!(t, Ty::Bool | Ty::I8 | Ty::I16) || t.is_float();
+        if assumed != real && !tys.iter().all(|&t| exact(t)) {
             return Err(refuse(
                 line,
-                "a true division of integers, a float function of an integer or a float32 power with an integer exponent used inside a larger expression: GT4Py computes it in its operands' type there, unlike NumPy; assign it to a float field or a typed float temporary first",
+                "a float32 power with an integer exponent beside an int32 or int64 value: GT4Py rounds that value to float32 before NumPy computes in float64; cast it explicitly",
             ));
         }
-        Ok((t.e, t.ty))
+        Ok(())
     }
 
     fn expr(&self, e: &Expr, line: u32) -> Result<Typed> {
         let plain = |e: Expr, ty: Ty| Typed { e, ty, naive: None };
+        let naive = |assumed: Ty, real: Ty| (assumed != real).then_some(assumed);
         Ok(match e {
             Expr::Read(a, _) => plain(e.clone(), self.access_ty(*a, line)?),
             Expr::Scalar(s) => plain(e.clone(), self.p.scalars[*s].ty),
             Expr::Const(_, t) => plain(e.clone(), *t),
             Expr::Cast(t, a) => {
-                let (a, at) = self.operand(a, line)?;
+                // GT4Py's casts convert NumPy's value, whatever type it assumed.
+                let (a, at, _) = self.operand(a, line)?;
                 plain(cast(a, at, *t), *t)
             }
             Expr::Un(op, a) => {
-                let (a, at) = self.operand(a, line)?;
+                let (a, at, an) = self.operand(a, line)?;
                 match (op, at) {
                     (UnOp::Neg, Ty::Bool) => {
                         return Err(refuse(line, "unary minus on a boolean (GT4Py refuses it)"))
@@ -190,16 +209,20 @@ impl Checker<'_> {
                     _ => {}
                 }
                 let (t, r) = un_types(*op, at);
-                let naive = (float_only(*op) && !at.is_float()).then_some(at);
+                let assumed = if float_only(*op) && !at.is_float() {
+                    at
+                } else {
+                    un_types(*op, an).1
+                };
                 Typed {
                     e: Expr::Un(*op, Box::new(cast(a, at, t))),
                     ty: r,
-                    naive,
+                    naive: naive(assumed, r),
                 }
             }
             Expr::Bin(op, a, b) => {
-                let (a, at) = self.operand(a, line)?;
-                let (b, bt) = self.operand(b, line)?;
+                let (a, at, an) = self.operand(a, line)?;
+                let (b, bt, bn) = self.operand(b, line)?;
                 let logical = matches!(op, BinOp::And | BinOp::Or);
                 if logical && (at != Ty::Bool || bt != Ty::Bool) {
                     return Err(refuse(
@@ -220,16 +243,18 @@ impl Checker<'_> {
                     ));
                 }
                 let (mut t, mut r) = bin_types(*op, at, bt);
-                let mut naive = None;
+                let (tg, mut assumed) = bin_types(*op, an, bn);
+                if *op != BinOp::Pow {
+                    self.siblings(line, tg, t, &[at, bt])?;
+                }
                 if *op == BinOp::Div && !at.is_float() && !bt.is_float() {
-                    naive = Some(at.max(bt));
+                    assumed = at.max(bt);
                 }
                 if *op == BinOp::Pow {
+                    // NumPy's power promotes its operands itself (GT4Py inserts no casts).
                     let real = numpy_pow_type(at, bt);
-                    if real != r {
-                        naive = Some(r);
-                        (t, r) = (real, real);
-                    }
+                    assumed = an.max(bn).max(Ty::I8);
+                    (t, r) = (real, real);
                     if t.is_int() && !matches!(b, Expr::Const(Value::I(n), _) if n >= 0) {
                         return Err(refuse(
                             line,
@@ -240,28 +265,37 @@ impl Checker<'_> {
                 Typed {
                     e: Expr::Bin(*op, Box::new(cast(a, at, t)), Box::new(cast(b, bt, t))),
                     ty: r,
-                    naive,
+                    naive: naive(assumed, r),
                 }
             }
             Expr::Select(c, a, b) => {
-                let (c, ct) = self.operand(c, line)?;
+                let (c, ct, _) = self.operand(c, line)?;
                 if ct != Ty::Bool {
                     return Err(refuse(
                         line,
                         format!("a condition of type {}: GT4Py takes boolean conditions only (compare it, e.g. `x != 0`)", ct.name()),
                     ));
                 }
-                let (a, at) = self.operand(a, line)?;
-                let (b, bt) = self.operand(b, line)?;
+                // `c ? true : false` (how the frontend has an `if` condition checked) is `c`.
+                let lit =
+                    |e: &Expr, v: i64| matches!(e, Expr::Const(Value::I(x), Ty::Bool) if *x == v);
+                if lit(a, 1) && lit(b, 0) {
+                    return Ok(plain(c, Ty::Bool));
+                }
+                let (a, at, an) = self.operand(a, line)?;
+                let (b, bt, bn) = self.operand(b, line)?;
                 let t = at.max(bt);
-                plain(
-                    Expr::Select(
+                let assumed = an.max(bn);
+                self.siblings(line, assumed, t, &[at, bt])?;
+                Typed {
+                    e: Expr::Select(
                         Box::new(c),
                         Box::new(cast(a, at, t)),
                         Box::new(cast(b, bt, t)),
                     ),
-                    t,
-                )
+                    ty: t,
+                    naive: naive(assumed, t),
+                }
             }
         })
     }
@@ -323,7 +357,7 @@ pub fn check(p: &mut Program) -> Result<()> {
             // the one it assumed, and where they agree NumPy's assignment rounds it as a cast
             // would: a cast to the target either way, but for a division of integers or a float
             // function of an integer GT4Py refuses integer and boolean targets.
-            if t.naive.is_some() && t.ty == Ty::F32 && !target.is_float() {
+            if t.naive.is_some_and(|n| !n.is_float()) && !target.is_float() {
                 return Err(refuse(
                     st.line,
                     format!("a true division of integers or a float function of an integer assigned to a {} target: GT4Py refuses it (type mismatch); assign it to a float field or a typed float temporary", target.name()),
@@ -371,6 +405,28 @@ mod tests {
         assert_eq!(convert(Value::F(1e20), Ty::I8), Value::I(0));
         assert_eq!(convert(Value::F(f64::NAN), Ty::Bool), Value::I(1));
         assert_eq!(convert(Value::I(16777217), Ty::F32), Value::F(16777216.0));
+    }
+
+    /// Where GT4Py assumes `float32` for a power NumPy computes in `float64`, the parents
+    /// compute in NumPy's `float64`; divisions of integers inside expressions are refused.
+    #[test]
+    fn powers_and_divisions_gt4py_mistypes() {
+        let prog = |stmt: &str| {
+            Program::parse(&format!(
+                "stencil t\nfield a float32 IJK\nfield n int32 IJK\nfield o float32 IJK\n\
+                 comp PARALLEL\ninterval S 0 E 0\nstmt 1 f 2 0 {stmt}\n"
+            ))
+            .unwrap()
+        };
+        let mut p = prog("sub pow f 0 0 0 0 0 lit int64 2 f 0 0 0 0 0");
+        check(&mut p).unwrap();
+        let Expr::Cast(Ty::F32, e) = &p.sections[0].stmts[0].expr else {
+            panic!("{:?}", p.sections[0].stmts[0].expr)
+        };
+        assert_eq!(type_of(&p, e), Ty::F64);
+        assert!(check(&mut prog("add pow f 0 0 0 0 0 lit int64 2 f 1 0 0 0 0")).is_err());
+        assert!(check(&mut prog("mul div f 1 0 0 0 0 f 1 0 0 0 0 lit int64 2")).is_err());
+        check(&mut prog("div f 1 0 0 0 0 f 1 0 0 0 0")).unwrap();
     }
 
     #[test]

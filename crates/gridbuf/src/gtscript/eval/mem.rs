@@ -212,52 +212,8 @@ pub(super) fn transfer<T: Elem>(
     Ok(())
 }
 
-/// Reads the element of type `ty` at `p`.
-///
-/// # Safety
-/// `p` must point to a readable, aligned element of type `ty`.
-#[inline(always)]
-unsafe fn read_value(p: *const u8, ty: Ty) -> Value {
-    // SAFETY: as the caller promises.
-    unsafe {
-        match ty {
-            Ty::Bool => Value::I((*p != 0) as i64),
-            Ty::I8 => Value::I(*p.cast::<i8>() as i64),
-            Ty::I16 => Value::I(*p.cast::<i16>() as i64),
-            Ty::I32 => Value::I(*p.cast::<i32>() as i64),
-            Ty::I64 => Value::I(*p.cast::<i64>()),
-            Ty::F32 => Value::F(*p.cast::<f32>() as f64),
-            Ty::F64 => Value::F(*p.cast::<f64>()),
-        }
-    }
-}
-
-/// Writes `v` (a value of type `ty`) as an element of type `ty` at `p`.
-///
-/// # Safety
-/// `p` must point to a writable, aligned element of type `ty`.
-#[inline(always)]
-unsafe fn write_value(p: *mut u8, ty: Ty, v: Value) {
-    let (f, i) = match v {
-        Value::F(x) => (x, x as i64),
-        Value::I(x) => (x as f64, x),
-    };
-    // SAFETY: as the caller promises.
-    unsafe {
-        match ty {
-            Ty::Bool => *p = (i != 0) as u8,
-            Ty::I8 => *p.cast::<i8>() = i as i8,
-            Ty::I16 => *p.cast::<i16>() = i as i16,
-            Ty::I32 => *p.cast::<i32>() = i as i32,
-            Ty::I64 => *p.cast::<i64>() = i,
-            Ty::F32 => *p.cast::<f32>() = f as f32,
-            Ty::F64 => *p.cast::<f64>() = f,
-        }
-    }
-}
-
 /// [`transfer`] for memory of another element type than the buffer's: element by element,
-/// converting.
+/// converting (one loop per element type, so the conversion is known inside it).
 #[inline(never)]
 fn transfer_converting<T: Elem>(
     mem: &Mem,
@@ -268,9 +224,37 @@ fn transfer_converting<T: Elem>(
     load: bool,
     base: isize,
 ) -> Result<()> {
+    let int = |v: Value| match v {
+        Value::F(x) => x as i64,
+        Value::I(x) => x,
+    };
+    let c = (mem, geo, lo, hi, load, base);
+    match mem.ty {
+        Ty::Bool => rows(
+            c,
+            buf,
+            |x: u8| Value::I((x != 0) as i64),
+            |v| (int(v) != 0) as u8,
+        ),
+        Ty::I8 => rows(c, buf, |x: i8| Value::I(x as i64), |v| int(v) as i8),
+        Ty::I16 => rows(c, buf, |x: i16| Value::I(x as i64), |v| int(v) as i16),
+        Ty::I32 => rows(c, buf, |x: i32| Value::I(x as i64), |v| int(v) as i32),
+        Ty::I64 => rows(c, buf, Value::I, int),
+        Ty::F32 => rows(c, buf, |x: f32| Value::F(x as f64), |v| v.as_f64() as f32),
+        Ty::F64 => rows(c, buf, Value::F, Value::as_f64),
+    }
+}
+
+/// The rows of [`transfer_converting`] for memory elements of type `E`.
+#[inline(always)]
+fn rows<T: Elem, E: Copy>(
+    (mem, geo, lo, hi, load, base): (&Mem, &Geo, [i64; 3], [i64; 3], bool, isize),
+    buf: &mut [T],
+    get: impl Fn(E) -> Value,
+    put: impl Fn(Value) -> E,
+) -> Result<()> {
     let [o, m, i] = geo.order;
     let len = (hi[i] - lo[i]) as usize;
-    let size = mem.ty.itemsize() as isize;
     let si = mem.stride(i);
     for po in lo[o]..hi[o] {
         for pm in lo[m]..hi[m] {
@@ -290,17 +274,18 @@ fn transfer_converting<T: Elem>(
             let moff = base
                 + (po - lo[o]) as isize * mem.stride(o)
                 + (pm - lo[m]) as isize * mem.stride(m);
+            let first = std::ptr::with_exposed_provenance_mut::<E>(mem.addr).wrapping_offset(moff);
             for (t, r) in row.iter_mut().enumerate() {
-                let ptr = std::ptr::with_exposed_provenance_mut::<u8>(mem.addr)
-                    .wrapping_offset((moff + t as isize * si) * size);
+                let ptr = first.wrapping_offset(t as isize * si);
                 // SAFETY: `check` verified that every point of the box lies inside the view
-                // (strides in elements of `mem.ty`, whose memory the caller of `run` vouched
-                // for); stores go only to written fields, as in `transfer`.
+                // (strides in elements of `mem.ty`, which is `E`, whose memory the caller of
+                // `run` vouched for: alive, aligned); stores go only to written fields, as in
+                // `transfer`.
                 unsafe {
                     if load {
-                        *r = T::from_value(read_value(ptr, mem.ty));
+                        *r = T::from_value(get(*ptr));
                     } else {
-                        write_value(ptr, mem.ty, r.to_value(mem.ty));
+                        *ptr = put(r.to_value(mem.ty));
                     }
                 }
             }
