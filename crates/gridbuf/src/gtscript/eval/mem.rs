@@ -161,52 +161,70 @@ pub(super) fn transfer<T: Elem>(
     if !mem.native {
         return transfer_converting(mem, geo, buf, lo, hi, load, base);
     }
+    let si = mem.stride(geo.order[2]);
+    for_rows(mem, geo, buf.len(), lo, hi, base, |f, len, moff| {
+        let row = &mut buf[f..f + len];
+        let ptr = std::ptr::with_exposed_provenance_mut::<T>(mem.addr).wrapping_offset(moff);
+        // SAFETY: `check` verified that every point of the box lies inside the view whose
+        // memory the caller of `run` vouched for (alive, aligned, writable when stored to);
+        // this row is part of the box. Stores only go to fields the plan writes, whose views
+        // no other argument overlaps (checked by the binder), over the tile's own core
+        // (distinct tiles write disjoint points), or to this tile's private storage.
+        unsafe {
+            if load {
+                if si == 1 {
+                    std::ptr::copy_nonoverlapping(ptr, row.as_mut_ptr(), len);
+                } else {
+                    for (t, r) in row.iter_mut().enumerate() {
+                        *r = *ptr.wrapping_offset(t as isize * si);
+                    }
+                }
+            } else if si == 1 && mem.stream {
+                T::stream(std::slice::from_raw_parts_mut(ptr, len), row);
+            } else if si == 1 {
+                std::ptr::copy_nonoverlapping(row.as_ptr(), ptr, len);
+            } else {
+                for (t, r) in row.iter().enumerate() {
+                    *ptr.wrapping_offset(t as isize * si) = *r;
+                }
+            }
+        }
+    })
+}
+
+/// Calls `f(flat index in the block, row length, element offset in memory)` for every row
+/// along the block's inner axis of the box `[lo, hi)`, whose first point is `base` elements
+/// into `mem`; checks each row against the block's `len` points first.
+#[inline(always)]
+fn for_rows(
+    mem: &Mem,
+    geo: &Geo,
+    len: usize,
+    lo: [i64; 3],
+    hi: [i64; 3],
+    base: isize,
+    mut f: impl FnMut(usize, usize, isize),
+) -> Result<()> {
     let [o, m, i] = geo.order;
-    let len = (hi[i] - lo[i]) as usize;
-    let si = mem.stride(i);
+    let n = (hi[i] - lo[i]) as usize;
     for po in lo[o]..hi[o] {
         for pm in lo[m]..hi[m] {
             let mut p = [0i64; 3];
             p[o] = po;
             p[m] = pm;
             p[i] = lo[i];
-            let f = geo.flat(p);
-            if f < 0 || f as usize + len > buf.len() {
+            let at = geo.flat(p);
+            if at < 0 || at as usize + n > len {
                 return Err(Error::invalid(
                     "gtscript block",
                     (lo, hi),
                     "a region inside the block (internal planning error)",
                 ));
             }
-            let row = &mut buf[f as usize..f as usize + len];
             let moff = base
                 + (po - lo[o]) as isize * mem.stride(o)
                 + (pm - lo[m]) as isize * mem.stride(m);
-            let ptr = std::ptr::with_exposed_provenance_mut::<T>(mem.addr).wrapping_offset(moff);
-            // SAFETY: `check` verified that every point of the box lies inside the view whose
-            // memory the caller of `run` vouched for (alive, aligned, writable when stored to);
-            // this row is part of the box. Stores only go to fields the plan writes, whose views
-            // no other argument overlaps (checked by the binder), over the tile's own core
-            // (distinct tiles write disjoint points), or to this tile's private storage.
-            unsafe {
-                if load {
-                    if si == 1 {
-                        std::ptr::copy_nonoverlapping(ptr, row.as_mut_ptr(), len);
-                    } else {
-                        for (t, r) in row.iter_mut().enumerate() {
-                            *r = *ptr.wrapping_offset(t as isize * si);
-                        }
-                    }
-                } else if si == 1 && mem.stream {
-                    T::stream(std::slice::from_raw_parts_mut(ptr, len), row);
-                } else if si == 1 {
-                    std::ptr::copy_nonoverlapping(row.as_ptr(), ptr, len);
-                } else {
-                    for (t, r) in row.iter().enumerate() {
-                        *ptr.wrapping_offset(t as isize * si) = *r;
-                    }
-                }
-            }
+            f(at as usize, n, moff);
         }
     }
     Ok(())
@@ -253,45 +271,25 @@ fn rows<T: Elem, E: Copy>(
     get: impl Fn(E) -> Value,
     put: impl Fn(Value) -> E,
 ) -> Result<()> {
-    let [o, m, i] = geo.order;
-    let len = (hi[i] - lo[i]) as usize;
-    let si = mem.stride(i);
-    for po in lo[o]..hi[o] {
-        for pm in lo[m]..hi[m] {
-            let mut p = [0i64; 3];
-            p[o] = po;
-            p[m] = pm;
-            p[i] = lo[i];
-            let f = geo.flat(p);
-            if f < 0 || f as usize + len > buf.len() {
-                return Err(Error::invalid(
-                    "gtscript block",
-                    (lo, hi),
-                    "a region inside the block (internal planning error)",
-                ));
-            }
-            let row = &mut buf[f as usize..f as usize + len];
-            let moff = base
-                + (po - lo[o]) as isize * mem.stride(o)
-                + (pm - lo[m]) as isize * mem.stride(m);
-            let first = std::ptr::with_exposed_provenance_mut::<E>(mem.addr).wrapping_offset(moff);
-            for (t, r) in row.iter_mut().enumerate() {
-                let ptr = first.wrapping_offset(t as isize * si);
-                // SAFETY: `check` verified that every point of the box lies inside the view
-                // (strides in elements of `mem.ty`, which is `E`, whose memory the caller of
-                // `run` vouched for: alive, aligned); stores go only to written fields, as in
-                // `transfer`.
-                unsafe {
-                    if load {
-                        *r = T::from_value(get(*ptr));
-                    } else {
-                        *ptr = put(r.to_value(mem.ty));
-                    }
+    let si = mem.stride(geo.order[2]);
+    for_rows(mem, geo, buf.len(), lo, hi, base, |at, len, moff| {
+        let row = &mut buf[at..at + len];
+        let first = std::ptr::with_exposed_provenance_mut::<E>(mem.addr).wrapping_offset(moff);
+        for (t, r) in row.iter_mut().enumerate() {
+            let ptr = first.wrapping_offset(t as isize * si);
+            // SAFETY: `check` verified that every point of the box lies inside the view
+            // (strides in elements of `mem.ty`, which is `E`, whose memory the caller of
+            // `run` vouched for: alive, aligned); stores go only to written fields, as in
+            // `transfer`.
+            unsafe {
+                if load {
+                    *r = T::from_value(get(*ptr));
+                } else {
+                    *ptr = put(r.to_value(mem.ty));
                 }
             }
         }
-    }
-    Ok(())
+    })
 }
 
 /// The memory of `mem` along the inner axis from point `p` (domain coordinates), `n` points,
