@@ -170,8 +170,19 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         // written straight in memory. A statement's target row is only borrowed after every
         // operand that could reach it has been read (see `run_stmt`), and rows at other
         // offsets are other memory.
+        // FORWARD and BACKWARD levels run one after another along rows of I, which a layout
+        // with unit stride along K strides through: the tile's columns of each field go to an
+        // I-fastest buffer once, in memory order, and the written ones come back at the end.
+        let columns = if sec.order != IterOrder::Parallel && ctx.inner == 2 {
+            columns_in::<T>(plan, sec, &mems, tile, ks, ke)?
+        } else {
+            Vec::new()
+        };
         let direct: Vec<Option<Mem>> = (0..nq)
             .map(|q| {
+                if let Some(c) = columns.iter().find(|c| c.q == q) {
+                    return Some(c.mem);
+                }
                 if matches!(plan.kinds[q], Kind::Local) {
                     return None;
                 }
@@ -184,11 +195,146 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 ctx, s, &mut bufs, &mut regs, &mem_of, &direct, tile, k0, k1, inner,
             )?;
         }
+        for mut c in columns {
+            if sec.stores.iter().any(|t| t.q as usize == c.q) {
+                c.copy(&mems[c.q], tile, ks, ke, false)?;
+            }
+            give_bufs([c.buf]);
+        }
     }
     give_bufs(stored);
     give_bufs(bufs);
     give_bufs(regs);
     Ok(())
+}
+
+/// A field's columns over a tile, I fastest (see `run_tile`).
+struct Columns<T> {
+    q: usize,
+    buf: Vec<T>,
+    /// The buffer as memory: the box `lo..hi` of domain coordinates.
+    mem: Mem,
+    lo: [i64; 3],
+    hi: [i64; 3],
+}
+
+impl<T: Elem> Columns<T> {
+    /// Copies between the field's memory `m` (unit stride along K) and the buffer: in
+    /// (`load`) the whole box, out the tile's core over levels `ks..ke`.
+    fn copy(&mut self, m: &Mem, tile: Tile, ks: usize, ke: usize, load: bool) -> Result<()> {
+        let (lo, hi) = if load {
+            (self.lo, self.hi)
+        } else {
+            (
+                [tile.lo[0], tile.lo[1], ks as i64],
+                [tile.hi[0], tile.hi[1], ke as i64],
+            )
+        };
+        if (0..3).any(|a| hi[a] <= lo[a]) {
+            return Ok(());
+        }
+        let base = m.check(lo, hi)?;
+        let n = [0, 1, 2].map(|a| (self.hi[a] - self.lo[a]) as usize);
+        let nk = (hi[2] - lo[2]) as usize;
+        if (0..3).any(|a| lo[a] < self.lo[a] || hi[a] > self.hi[a]) {
+            return Err(Error::invalid(
+                "gtscript columns",
+                (lo, hi),
+                "a box inside the buffer (internal planning error)",
+            ));
+        }
+        let len = self.buf.len();
+        let buf = self.buf.as_mut_ptr();
+        for i in lo[0]..hi[0] {
+            for j in lo[1]..hi[1] {
+                let off = base
+                    + (i - lo[0]) as isize * m.strides[0]
+                    + (j - lo[1]) as isize * m.strides[1];
+                let col = std::ptr::with_exposed_provenance_mut::<T>(m.addr).wrapping_offset(off);
+                let at = ((lo[2] - self.lo[2]) as usize * n[1] + (j - self.lo[1]) as usize) * n[0]
+                    + (i - self.lo[0]) as usize;
+                for k in 0..nk {
+                    let b = at + k * n[0] * n[1];
+                    debug_assert!(b < len);
+                    // SAFETY: `check` verified that the box lies inside the field's view (unit
+                    // stride along K, so the column's `nk` elements are `col..col + nk`), which
+                    // the caller of `run` vouched for, writable where written back (only fields
+                    // the section stores, over this tile's core); `b` indexes the buffer, whose
+                    // box contains this one (checked above). No reference to the buffer lives
+                    // during the copy.
+                    unsafe {
+                        if load {
+                            *buf.add(b) = *col.add(k);
+                        } else {
+                            *col.add(k) = *buf.add(b);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The columns of every field of section `sec` with all three axes and unit stride along K,
+/// over the tile widened by the section's halo (within each field's view), levels `ks..ke`
+/// widened likewise; loaded.
+fn columns_in<T: Elem>(
+    plan: &Plan,
+    sec: &SectionPlan,
+    mems: &[Mem],
+    tile: Tile,
+    ks: usize,
+    ke: usize,
+) -> Result<Vec<Columns<T>>> {
+    let mut out = Vec::new();
+    for &q in &sec.quantities {
+        let q = q as usize;
+        if !matches!(plan.kinds[q], Kind::Field { .. }) {
+            continue;
+        }
+        let m = mems[q];
+        if !(m.native && m.axes == [true; 3] && m.strides[2] == 1) {
+            continue;
+        }
+        let mut lo = [
+            tile.lo[0] - sec.halo[0].0 as i64,
+            tile.lo[1] - sec.halo[1].0 as i64,
+            ks as i64 - sec.halo[2].0 as i64,
+        ];
+        let mut hi = [
+            tile.hi[0] + sec.halo[0].1 as i64,
+            tile.hi[1] + sec.halo[1].1 as i64,
+            ke as i64 + sec.halo[2].1 as i64,
+        ];
+        for a in 0..3 {
+            lo[a] = lo[a].max(-m.origin[a]);
+            hi[a] = hi[a].min(m.shape[a] as i64 - m.origin[a]).max(lo[a]);
+        }
+        let n = [0, 1, 2].map(|a| (hi[a] - lo[a]) as usize);
+        let mut buf = take_buf::<T>(n[0] * n[1] * n[2]);
+        let mem = Mem {
+            addr: buf.as_mut_ptr().expose_provenance(),
+            shape: n,
+            strides: [1, n[0] as isize, (n[0] * n[1]) as isize],
+            origin: [-lo[0], -lo[1], -lo[2]],
+            axes: [true; 3],
+            writable: m.writable,
+            stream: false,
+            ty: m.ty,
+            native: true,
+        };
+        let mut c = Columns {
+            q,
+            buf,
+            mem,
+            lo,
+            hi,
+        };
+        c.copy(&m, tile, ks, ke, true)?;
+        out.push(c);
+    }
+    Ok(out)
 }
 
 #[allow(clippy::too_many_arguments)]
