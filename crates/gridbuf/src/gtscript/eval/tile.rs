@@ -245,28 +245,36 @@ impl<T: Elem> Columns<T> {
         }
         let len = self.buf.len();
         let buf = self.buf.as_mut_ptr();
-        for i in lo[0]..hi[0] {
-            for j in lo[1]..hi[1] {
-                let off = base
-                    + (i - lo[0]) as isize * m.strides[0]
-                    + (j - lo[1]) as isize * m.strides[1];
-                let col = std::ptr::with_exposed_provenance_mut::<T>(m.addr).wrapping_offset(off);
-                let at = ((lo[2] - self.lo[2]) as usize * n[1] + (j - self.lo[1]) as usize) * n[0]
-                    + (i - self.lo[0]) as usize;
-                for k in 0..nk {
-                    let b = at + k * n[0] * n[1];
-                    debug_assert!(b < len);
-                    // SAFETY: `check` verified that the box lies inside the field's view (unit
-                    // stride along K, so the column's `nk` elements are `col..col + nk`), which
-                    // the caller of `run` vouched for, writable where written back (only fields
-                    // the section stores, over this tile's core); `b` indexes the buffer, whose
-                    // box contains this one (checked above). No reference to the buffer lives
-                    // during the copy.
-                    unsafe {
-                        if load {
-                            *buf.add(b) = *col.add(k);
-                        } else {
-                            *col.add(k) = *buf.add(b);
+        // A blocked transpose: eight levels of a column (a cache line of memory) at a time,
+        // for every column of a row of I, so both sides move whole lines.
+        let plane = n[0] * n[1];
+        for j in lo[1]..hi[1] {
+            for k0 in (0..nk).step_by(8) {
+                let kn = (nk - k0).min(8);
+                for i in lo[0]..hi[0] {
+                    let off = base
+                        + (i - lo[0]) as isize * m.strides[0]
+                        + (j - lo[1]) as isize * m.strides[1];
+                    let col =
+                        std::ptr::with_exposed_provenance_mut::<T>(m.addr).wrapping_offset(off);
+                    let at = ((lo[2] - self.lo[2]) as usize * n[1] + (j - self.lo[1]) as usize)
+                        * n[0]
+                        + (i - self.lo[0]) as usize;
+                    for k in k0..k0 + kn {
+                        let b = at + k * plane;
+                        debug_assert!(b < len);
+                        // SAFETY: `check` verified that the box lies inside the field's view
+                        // (unit stride along K, so the column's `nk` elements are
+                        // `col..col + nk`), which the caller of `run` vouched for, writable
+                        // where written back (only fields the section stores, over this tile's
+                        // core); `b` indexes the buffer, whose box contains this one (checked
+                        // above). No reference to the buffer lives during the copy.
+                        unsafe {
+                            if load {
+                                *buf.add(b) = *col.add(k);
+                            } else {
+                                *col.add(k) = *buf.add(b);
+                            }
                         }
                     }
                 }
@@ -331,7 +339,11 @@ fn columns_in<T: Elem>(
             lo,
             hi,
         };
-        c.copy(&m, tile, ks, ke, true)?;
+        // A field the section only writes needs no copy in: its statements write every point
+        // of the core at every level before it is copied back.
+        if sec.loads.iter().any(|t| t.q as usize == q) {
+            c.copy(&m, tile, ks, ke, true)?;
+        }
         out.push(c);
     }
     Ok(out)
