@@ -23,6 +23,8 @@ mod lane;
 pub mod math;
 mod mem;
 mod num;
+#[cfg(test)]
+mod reference;
 mod strip;
 mod sweep;
 #[cfg(test)]
@@ -30,6 +32,7 @@ mod tests;
 mod tile;
 #[cfg(test)]
 mod typed_tests;
+mod wide;
 
 pub use jit::Jit;
 pub use kernels::Arg;
