@@ -63,7 +63,8 @@ import numpy as np
 
 from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
-from ._frontend import FieldType, Lowering, TableType
+from ._frontend import Lowering
+from ._values import FieldType, TableType
 
 __all__ = [
     "BACKWARD", "FORWARD", "PARALLEL", "I", "J", "K", "IJ", "IK", "JK", "IJK", "Field", "GTStencil",

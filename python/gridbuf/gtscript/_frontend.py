@@ -8,19 +8,15 @@ import ast
 import builtins
 import inspect
 import math
-import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
 from . import _vectors
-
-# Expression trees are tuples in the IR's prefix form: ("f", field, comp, (di, dj, dk)),
-# ("t", temp, (di, dj, dk)), ("s", scalar), ("c", value), (op, *operands).
-Expr = tuple
+from ._irtext import Expr, _fmt_stmt, _uses
+from ._values import _CASTS, _DTYPES, FieldType, TableType, _annotation_namespace, _Ctx, _describe, _Ref, _source, _Table, _Undefined
 
 _BINOPS = {
     ast.Add: "add",
@@ -38,129 +34,6 @@ _UNARY_FUNCS = (
     "round_away_from_zero", "isfinite", "isnan", "isinf",
 )  # fmt: skip
 _BINARY_FUNCS = ("min", "max", "mod", "pow")
-
-# GT4Py's types, and the names that convert to one (`float32(x)`, `int(x)`, ...).
-_DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64))
-_CASTS = {"int32": "int32", "int64": "int64", "float32": "float32", "float64": "float64", "int": "int64", "float": "float64"}
-
-
-def _annotation_namespace() -> dict[str, Any]:
-    """Names an annotation may use unimported, as in GT4Py: the gtscript names and the types."""
-    import importlib
-
-    names = vars(importlib.import_module(__package__ or "gridbuf.gtscript"))
-    out = {k: v for k, v in names.items() if not k.startswith("_")}
-    out.update({"np": np, "int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64})
-    return out
-
-
-_CONSTRUCTS = {
-    ast.For: "a for loop",
-    ast.While: "a while loop",
-    ast.Return: "a return statement",
-    ast.FunctionDef: "a nested function definition",
-    ast.Lambda: "a lambda",
-    ast.ListComp: "a list comprehension",
-    ast.Try: "a try statement",
-    ast.Delete: "a del statement",
-    ast.Global: "a global statement",
-    ast.Nonlocal: "a nonlocal statement",
-    ast.Import: "an import statement",
-    ast.List: "a list",
-    ast.Dict: "a dict",
-    ast.Set: "a set",
-    ast.Starred: "a starred expression",
-    ast.JoinedStr: "an f-string",
-    ast.Slice: "a slice",
-    ast.Raise: "a raise statement",
-    ast.Assert: "an assert statement",
-    ast.Break: "a break statement",
-    ast.Continue: "a continue statement",
-}
-
-
-def _describe(node: ast.AST) -> str:
-    return _CONSTRUCTS.get(type(node), f"the construct {type(node).__name__}")
-
-
-@dataclass(frozen=True)
-class FieldType:
-    """``Field[...]``: dtype, Cartesian axes and data-dim extents."""
-
-    dtype: np.dtype[Any]
-    axes: str = "IJK"
-    data_shape: tuple[int, ...] = ()
-    # A `dtypes=` symbol (`Field["DT"]`), resolved when the stencil is built.
-    symbol: str | None = None
-
-
-@dataclass(frozen=True)
-class TableType:
-    """``GlobalTable[(dtype, (n, ...))]``: an array without spatial axes."""
-
-    dtype: np.dtype[Any]
-    shape: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class _Undefined:
-    """A function local assigned in one branch of an ``if`` only: an error where it is read."""
-
-    name: str
-    line: int
-    # The value the `if`'s first branch gave it, while the other branch is lowered.
-    value: Any = None
-
-
-@dataclass(frozen=True)
-class _Table:
-    """A GlobalTable parameter."""
-
-    name: str
-    type: TableType
-
-
-@dataclass(frozen=True)
-class _Ref:
-    """A field or temporary named in the source, before an offset or data index is applied."""
-
-    kind: str  # "f" or "t"
-    index: int
-    offset: tuple[int, int, int] = (0, 0, 0)
-    comp: int | None = None
-    indexed: bool = False
-
-
-class _Ctx:
-    """Name bindings of the definition or of an inlined function."""
-
-    def __init__(self, func: Callable[..., Any], source_line: int, local: dict[str, Any] | None = None) -> None:
-        self.func = func
-        self.name = func.__name__
-        self.file = inspect.getsourcefile(func) or "<unknown>"
-        self.line0 = source_line
-        self.globals = dict(func.__globals__)
-        try:
-            self.globals.update(inspect.getclosurevars(func).nonlocals)
-        except (TypeError, ValueError):
-            pass
-        self.local: dict[str, Any] = dict(local or {})
-        # In an inlined function: the locals written in the current `if` branch (see
-        # Lowering.func_if).
-        self.written: set[str] = set()
-
-
-def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
-    try:
-        lines, first = inspect.getsourcelines(func)
-    except (OSError, TypeError) as exc:
-        raise GridbufValueError(f"invalid stencil definition {getattr(func, '__name__', func)!r}: its source is not available ({exc})") from None
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    fdef = tree.body[0]
-    if not isinstance(fdef, ast.FunctionDef):
-        raise GridbufValueError(f"invalid stencil definition {func.__name__!r}: expected a function definition")
-    return fdef, first
-
 
 class Lowering:
     """Lowers one stencil definition to the IR text."""
@@ -727,7 +600,7 @@ class Lowering:
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
-            return _fold((op, self.as_expr(ctx, node.left, left), self.as_expr(ctx, node.right, right)))
+            return (op, self.as_expr(ctx, node.left, left), self.as_expr(ctx, node.right, right))
         if isinstance(node, ast.UnaryOp):
             operand = self.value(ctx, node.operand)
             if _vectors.is_vector(self, operand):
@@ -1097,11 +970,6 @@ def _is_axis_value(v: Any) -> bool:
     return isinstance(v, (AxisIndex, AxisInterval, ShiftedAxis))
 
 
-def _fold(e: Expr) -> Expr:
-    """Operations on literals run in the stencil, in the literals' types, as in GT4Py."""
-    return e
-
-
 def _num(v: Any) -> bool | int | float:
     """A Python number of the literal's kind (NumPy scalars too)."""
     if isinstance(v, (bool, np.bool_)):
@@ -1118,43 +986,3 @@ def _load(target: ast.expr) -> ast.expr:
     for n in ast.walk(node):
         n.lineno = target.lineno  # type: ignore[attr-defined]
     return node
-
-
-def _uses(e: Any, tag: str) -> Any:
-    """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
-    statement names."""
-    if isinstance(e, tuple) and e:
-        if e[0] == tag:
-            yield e[1]
-        elif e[0] not in ("f", "s", "c"):
-            for x in e:
-                yield from _uses(x, tag)
-
-
-_Remap = tuple[dict[int, int], dict[int, int]]
-
-
-def _fmt_stmt(item: tuple, remap: _Remap) -> str:
-    line, target, value = item
-    tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
-    return f"stmt {line} {tgt} {_fmt(value, remap)}"
-
-
-def _fmt(e: Expr, remap: _Remap | None = None) -> str:
-    tag = e[0]
-    if tag == "f":
-        return f"f {e[1] if remap is None else remap[0][e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
-    if tag == "t":
-        return f"t {e[1]} {e[2][0]} {e[2][1]} {e[2][2]}"
-    if tag == "s":
-        return f"s {e[1] if remap is None else remap[1][e[1]]}"
-    if tag == "c":
-        v = e[1]
-        if isinstance(v, bool):
-            return f"lit bool {int(v)}"
-        if isinstance(v, int):
-            return f"lit int64 {v}"
-        return f"lit float64 {float(v)!r}"
-    if tag == "cast":
-        return f"cast {e[1]} {_fmt(e[2], remap)}"
-    return " ".join([tag, *(_fmt(a, remap) for a in e[1:])])

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._frontend import Lowering, _Ctx
+    from ._frontend import Lowering
+    from ._values import _Ctx
 
 Expr = tuple
 
@@ -68,7 +69,7 @@ def lift(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
     """``v`` as a :class:`Vec` when it is a whole vector or matrix, else None."""
     if isinstance(v, Vec):
         return v
-    from ._frontend import _Ref
+    from ._values import _Ref
 
     if not (isinstance(v, _Ref) and v.kind == "f" and v.comp is None):
         return None
@@ -84,7 +85,7 @@ def lift(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
 def is_vector(low: Lowering, v: Any) -> bool:
     if isinstance(v, Vec):
         return True
-    from ._frontend import _Ref
+    from ._values import _Ref
 
     return isinstance(v, _Ref) and v.kind == "f" and v.comp is None and bool(low.fields[v.index][1].data_shape)
 
@@ -153,7 +154,7 @@ def scalar_error(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any) -> Exception:
 
 def target_error(low: Lowering, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any) -> Exception:
     """The error for a whole vector or matrix assigned to something that holds one scalar."""
-    from ._frontend import _Ref
+    from ._values import _Ref
 
     a = lift(low, ctx, node, value)
     assert a is not None
@@ -177,7 +178,7 @@ def _reject_components(low: Lowering, ctx: _Ctx, node: ast.stmt) -> None:
     """Refuses a data-dim component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment:
     GT4Py 1.1.12 unrolls it as the whole field ``a``, its index ignored, which computes something
     else than it reads (``out = a + a[0, 0, 0][1]`` gives ``out = a + a``)."""
-    from ._frontend import _Ref
+    from ._values import _Ref
 
     value = getattr(node, "value", None)
     if value is None:

@@ -1,0 +1,48 @@
+"""The IR text the lowering writes (see ``gridbuf::gtscript::ir``): expressions are tuples in
+prefix form, ``("f", field, comp, (di, dj, dk))``, ``("t", temp, (di, dj, dk))``, ``("s",
+scalar)``, ``("c", value)``, ``(op, *operands)``, written out here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Expr = tuple
+
+def _uses(e: Any, tag: str) -> Any:
+    """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
+    statement names."""
+    if isinstance(e, tuple) and e:
+        if e[0] == tag:
+            yield e[1]
+        elif e[0] not in ("f", "s", "c"):
+            for x in e:
+                yield from _uses(x, tag)
+
+
+_Remap = tuple[dict[int, int], dict[int, int]]
+
+
+def _fmt_stmt(item: tuple, remap: _Remap) -> str:
+    line, target, value = item
+    tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
+    return f"stmt {line} {tgt} {_fmt(value, remap)}"
+
+
+def _fmt(e: Expr, remap: _Remap | None = None) -> str:
+    tag = e[0]
+    if tag == "f":
+        return f"f {e[1] if remap is None else remap[0][e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
+    if tag == "t":
+        return f"t {e[1]} {e[2][0]} {e[2][1]} {e[2][2]}"
+    if tag == "s":
+        return f"s {e[1] if remap is None else remap[1][e[1]]}"
+    if tag == "c":
+        v = e[1]
+        if isinstance(v, bool):
+            return f"lit bool {int(v)}"
+        if isinstance(v, int):
+            return f"lit int64 {v}"
+        return f"lit float64 {float(v)!r}"
+    if tag == "cast":
+        return f"cast {e[1]} {_fmt(e[2], remap)}"
+    return " ".join([tag, *(_fmt(a, remap) for a in e[1:])])

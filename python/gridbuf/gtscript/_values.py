@@ -1,0 +1,139 @@
+"""The values a gtscript lowering works with: references to fields and temporaries, the types
+of field and table parameters, the name bindings of a definition or inlined function, and the
+definitions' source. Separate from the lowering (``_frontend``) so that ``_vectors`` and the
+public names can use them without it."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import GridbufValueError
+
+# GT4Py's types, and the names that convert to one (`float32(x)`, `int(x)`, ...).
+_DTYPES = tuple(np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.float32, np.float64))
+_CASTS = {"int32": "int32", "int64": "int64", "float32": "float32", "float64": "float64", "int": "int64", "float": "float64"}
+
+
+def _annotation_namespace() -> dict[str, Any]:
+    """Names an annotation may use unimported, as in GT4Py: the gtscript names and the types."""
+    import importlib
+
+    names = vars(importlib.import_module(__package__ or "gridbuf.gtscript"))
+    out = {k: v for k, v in names.items() if not k.startswith("_")}
+    out.update({"np": np, "int32": np.int32, "int64": np.int64, "float32": np.float32, "float64": np.float64})
+    return out
+
+
+_CONSTRUCTS = {
+    ast.For: "a for loop",
+    ast.While: "a while loop",
+    ast.Return: "a return statement",
+    ast.FunctionDef: "a nested function definition",
+    ast.Lambda: "a lambda",
+    ast.ListComp: "a list comprehension",
+    ast.Try: "a try statement",
+    ast.Delete: "a del statement",
+    ast.Global: "a global statement",
+    ast.Nonlocal: "a nonlocal statement",
+    ast.Import: "an import statement",
+    ast.List: "a list",
+    ast.Dict: "a dict",
+    ast.Set: "a set",
+    ast.Starred: "a starred expression",
+    ast.JoinedStr: "an f-string",
+    ast.Slice: "a slice",
+    ast.Raise: "a raise statement",
+    ast.Assert: "an assert statement",
+    ast.Break: "a break statement",
+    ast.Continue: "a continue statement",
+}
+
+
+def _describe(node: ast.AST) -> str:
+    return _CONSTRUCTS.get(type(node), f"the construct {type(node).__name__}")
+
+
+@dataclass(frozen=True)
+class FieldType:
+    """``Field[...]``: dtype, Cartesian axes and data-dim extents."""
+
+    dtype: np.dtype[Any]
+    axes: str = "IJK"
+    data_shape: tuple[int, ...] = ()
+    # A `dtypes=` symbol (`Field["DT"]`), resolved when the stencil is built.
+    symbol: str | None = None
+
+
+@dataclass(frozen=True)
+class TableType:
+    """``GlobalTable[(dtype, (n, ...))]``: an array without spatial axes."""
+
+    dtype: np.dtype[Any]
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class _Undefined:
+    """A function local assigned in one branch of an ``if`` only: an error where it is read."""
+
+    name: str
+    line: int
+    # The value the `if`'s first branch gave it, while the other branch is lowered.
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A GlobalTable parameter."""
+
+    name: str
+    type: TableType
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """A field or temporary named in the source, before an offset or data index is applied."""
+
+    kind: str  # "f" or "t"
+    index: int
+    offset: tuple[int, int, int] = (0, 0, 0)
+    comp: int | None = None
+    indexed: bool = False
+
+
+class _Ctx:
+    """Name bindings of the definition or of an inlined function."""
+
+    def __init__(self, func: Callable[..., Any], source_line: int, local: dict[str, Any] | None = None) -> None:
+        self.func = func
+        self.name = func.__name__
+        self.file = inspect.getsourcefile(func) or "<unknown>"
+        self.line0 = source_line
+        self.globals = dict(func.__globals__)
+        try:
+            self.globals.update(inspect.getclosurevars(func).nonlocals)
+        except (TypeError, ValueError):
+            pass
+        self.local: dict[str, Any] = dict(local or {})
+        # In an inlined function: the locals written in the current `if` branch (see
+        # Lowering.func_if).
+        self.written: set[str] = set()
+
+
+def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
+    try:
+        lines, first = inspect.getsourcelines(func)
+    except (OSError, TypeError) as exc:
+        raise GridbufValueError(f"invalid stencil definition {getattr(func, '__name__', func)!r}: its source is not available ({exc})") from None
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise GridbufValueError(f"invalid stencil definition {func.__name__!r}: expected a function definition")
+    return fdef, first
