@@ -551,6 +551,24 @@ def test_unsigned_and_float16_fields_rejected(tmp_path):
     gtscript.stencil(backend="numpy", definition=fn)
 
 
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("with computation(PARALLEL), interval(...):\n    out = inp // 2.0\n", ["floor division", "inp // 2.0", "line"]),
+        ("with computation(PARALLEL), interval(...):\n    out = 1.0 if 0.0 < inp < 1.0 else 0.0\n", ["chained comparison", "line"]),
+        ("with computation(PARALLEL), interval(...):\n    tmp: Field[np.float32] = inp\n    out = tmp\n", ["'tmp'", "IJ only", "line"]),
+    ],
+)
+def test_constructs_gt4py_lacks_are_refused(tmp_path, body, words):
+    # GT4Py has no `//`, cannot build a chained comparison and refuses Field[...] temporaries
+    # with a K axis: nothing to compare with, so gridbuf refuses them too.
+    fn = define(tmp_path, body, extra="import numpy as np\n")
+    with pytest.raises(GridbufValueError) as e:
+        gtscript.stencil(backend="numpy", definition=fn)
+    for w in words:
+        assert w in str(e.value), (w, str(e.value))
+
+
 def test_import_does_not_pull_gt4py():
     import subprocess
 

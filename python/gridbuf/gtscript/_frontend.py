@@ -442,6 +442,8 @@ class Lowering:
         ann = self.annotation(ctx, s, ann)
         axes = "IJK"
         if isinstance(ann, FieldType):
+            if ann.axes == "IJK" and not ann.data_shape:
+                raise self.error(ctx, s, f"temporary {name!r} declared Field[...] with dims IJK: GT4Py types Field temporaries as IJ only; declare a 3-D one as `{name}: np.float64 = ...`")
             if ann.axes not in ("IJK", "IJ") or ann.data_shape:
                 raise self.error(ctx, s, f"temporary {name!r} declared {ann.axes} with data dims {ann.data_shape}: temporaries are IJK or IJ, without data dims")
             axes = ann.axes
@@ -600,6 +602,8 @@ class Lowering:
             op = _BINOPS.get(type(node.op))
             if op is None:
                 raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
+            if op == "floordiv":
+                raise self.error(ctx, node, f"floor division `{ast.unparse(node)}`: GT4Py has no operator //, so nothing to compute it as; write floor(a / b)")
             return (op, self.as_expr(ctx, node.left, left), self.as_expr(ctx, node.right, right))
         if isinstance(node, ast.UnaryOp):
             operand = self.value(ctx, node.operand)
@@ -623,6 +627,8 @@ class Lowering:
                 out = (op, out, v)
             return out
         if isinstance(node, ast.Compare):
+            if len(node.ops) > 1:
+                raise self.error(ctx, node, f"the chained comparison `{ast.unparse(node)}` (GT4Py cannot build one); write `a < b and b < c`")
             left = self.expr(ctx, node.left)
             chain: Any = None
             for cmp, right in zip(node.ops, node.comparators):
