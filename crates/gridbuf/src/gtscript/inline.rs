@@ -62,7 +62,8 @@ fn inline_one(p: &mut Program, t: usize) -> bool {
         return false;
     };
     let def = &p.sections[s].stmts[d];
-    if !reads_of(&def.expr, temp).is_empty() {
+    // Statements of a `while` loop run again and again: their order and count stay.
+    if !reads_of(&def.expr, temp).is_empty() || !p.sections[s].loops.is_empty() {
         return false;
     }
     let mut reader = None;
@@ -81,6 +82,10 @@ fn inline_one(p: &mut Program, t: usize) -> bool {
     let Some(r) = reader else {
         return false;
     };
+    // A value computed in a region only is not the same everywhere else.
+    if def.region.is_some() && def.region != p.sections[s].stmts[r].region {
+        return false;
+    }
     // A value read more than once is computed once per read when inlined: worth it for
     // arithmetic, not for a math function's call.
     if reads_of(&p.sections[s].stmts[r].expr, temp).len() > 1 && calls(&def.expr) {
@@ -133,7 +138,7 @@ fn calls(e: &Expr) -> bool {
 /// statement sees the first one's target unchanged wherever it applies (so `b` may read `t` at
 /// its own point, not at another, where the first branch may have written it).
 pub(crate) fn merge_branches(p: &mut Program) {
-    for sec in &mut p.sections {
+    for sec in p.sections.iter_mut().filter(|s| s.loops.is_empty()) {
         let mut k = 0;
         while k + 1 < sec.stmts.len() {
             let (x, y) = (&sec.stmts[k], &sec.stmts[k + 1]);
@@ -141,6 +146,7 @@ pub(crate) fn merge_branches(p: &mut Program) {
             let merged = match (&x.expr, &y.expr) {
                 (Expr::Select(m, a, old1), Expr::Select(nm, b, old2))
                     if x.target == y.target
+                        && x.region == y.region
                         && own(old1)
                         && own(old2)
                         && matches!(&**nm, Expr::Un(UnOp::Not, m2) if m2 == m)

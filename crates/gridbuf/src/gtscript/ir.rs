@@ -13,7 +13,15 @@
 //! interval S|E OFFSET S|E OFFSET      # bounds from the start (S) or the end (E) of K
 //! stmt LINE f FIELD COMPONENT EXPR    # assignment to a field component
 //! stmt LINE t TEMP EXPR               # assignment to a temporary
+//! region ILO IHI JLO JHI              # the next statement runs only in this horizontal box
+//! while                               # the statement before is a loop's condition (a mask)
+//! endwhile                            # end of the innermost open loop's body
 //! ```
+//!
+//! A region bound is `S OFFSET` or `E OFFSET` (from the start or the end of the compute
+//! domain along that axis) or `*` (unbounded); the box is `[LO, HI)`, GT4Py's
+//! `region[I[0] + LO : ..., ...]`. A `while` loop runs its body while any point of the block
+//! has its mask set; the frontend masks the body's statements with it.
 //!
 //! Expressions: `f FIELD COMPONENT DI DJ DK`, `t TEMP DI DJ DK`, `s SCALAR`, `c VALUE`, an
 //! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...). The unary
@@ -309,6 +317,38 @@ pub struct Stmt {
     pub target: Access,
     /// The value.
     pub expr: Expr,
+    /// The horizontal region it is restricted to (`with horizontal(region[...])`), if any.
+    pub region: Option<Region>,
+}
+
+/// A horizontal region: per axis I and J, the first and one-past-the-last index, each from
+/// the start or the end of the compute domain, or unbounded (`None`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Region {
+    /// `[lower, upper)` bounds along I, then J.
+    pub bounds: [(Option<Level>, Option<Level>); 2],
+}
+
+impl Level {
+    /// The index the bound names in a domain of `n` points (not clamped: a region may reach
+    /// into the halo).
+    pub fn at(self, n: usize) -> i64 {
+        if self.from_end {
+            n as i64 + self.offset
+        } else {
+            self.offset
+        }
+    }
+}
+
+/// A `while` loop of a section: statement `head - 1` computes its mask, statements
+/// `head..end` are its body (masked by the frontend).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    /// Index of the body's first statement.
+    pub head: usize,
+    /// One past the body's last statement.
+    pub end: usize,
 }
 
 /// A field parameter.
@@ -375,6 +415,8 @@ pub struct Section {
     pub end: Level,
     /// The statements, in order.
     pub stmts: Vec<Stmt>,
+    /// Its `while` loops, each over a range of `stmts` (nested ranges for nested loops).
+    pub loops: Vec<Loop>,
 }
 
 /// A parsed stencil.
@@ -455,6 +497,25 @@ impl<'a> Tokens<'a> {
             },
             None => (None, None),
         }
+    }
+
+    /// A region bound: `S n`, `E n` or `*`.
+    fn bound(&mut self) -> Result<Option<Level>> {
+        let from_end = match self.next()? {
+            "*" => return Ok(None),
+            "S" => false,
+            "E" => true,
+            t => {
+                return Err(ir_error(
+                    self.line,
+                    format!("expected S, E or *, got {t:?}"),
+                ))
+            }
+        };
+        Ok(Some(Level {
+            from_end,
+            offset: self.num()?,
+        }))
     }
 
     fn level(&mut self) -> Result<Level> {
@@ -593,6 +654,9 @@ impl Program {
         let mut default = Ty::F64;
         let mut comp: Option<(usize, IterOrder)> = None;
         let mut n_comp = 0;
+        // A `region` line applies to the next statement; `while` lines open loops.
+        let mut region: Option<Region> = None;
+        let mut open_loops: Vec<usize> = Vec::new();
         for (ln, line) in text.lines().enumerate() {
             let mut t = Tokens {
                 it: line.split_whitespace(),
@@ -682,7 +746,11 @@ impl Program {
                         start,
                         end,
                         stmts: Vec::new(),
+                        loops: Vec::new(),
                     });
+                    if !open_loops.is_empty() {
+                        return Err(ir_error(ln, "interval inside a while loop"));
+                    }
                 }
                 "stmt" => {
                     let line_no: u32 = t.num()?;
@@ -703,10 +771,47 @@ impl Program {
                             line: line_no,
                             target,
                             expr,
+                            region: region.take(),
                         });
+                }
+                "region" => {
+                    let mut b = [(None, None); 2];
+                    for axis in &mut b {
+                        axis.0 = t.bound()?;
+                        axis.1 = t.bound()?;
+                    }
+                    if t.it.next().is_some() {
+                        return Err(ir_error(ln, "trailing tokens"));
+                    }
+                    region = Some(Region { bounds: b });
+                }
+                "while" => {
+                    let sec = p
+                        .sections
+                        .last()
+                        .filter(|s| !s.stmts.is_empty())
+                        .ok_or_else(|| ir_error(ln, "while without a condition statement"))?;
+                    open_loops.push(sec.stmts.len());
+                }
+                "endwhile" => {
+                    let head = open_loops
+                        .pop()
+                        .ok_or_else(|| ir_error(ln, "endwhile without while"))?;
+                    let sec = p
+                        .sections
+                        .last_mut()
+                        .ok_or_else(|| ir_error(ln, "endwhile outside an interval"))?;
+                    let end = sec.stmts.len();
+                    sec.loops.push(Loop { head, end });
                 }
                 k => return Err(ir_error(ln, format!("unknown keyword {k:?}"))),
             }
+        }
+        if !open_loops.is_empty() || region.is_some() {
+            return Err(ir_error(
+                text.lines().count(),
+                "a while loop without endwhile, or a region without its statement",
+            ));
         }
         if p.fields.is_empty() {
             return Err(Error::invalid(

@@ -12,6 +12,7 @@ pub mod eval;
 mod inline;
 pub mod ir;
 pub mod plan;
+mod region;
 pub mod types;
 
 pub use eval::{run, FieldMem, Jit, Lane, Num};

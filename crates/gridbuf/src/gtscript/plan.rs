@@ -4,7 +4,10 @@
 //! the sweep schedule (each statement's delay in planes, the temporaries' rolling window) where
 //! the stencil can run as sweeps.
 
-use super::ir::{def_error, Access, BinOp, Expr, IterOrder, Level, Program, Ty, UnOp, Value};
+use super::ir::{
+    def_error, Access, BinOp, Expr, IterOrder, Level, Program, Region, Ty, UnOp, Value,
+};
+use super::region::Restricted;
 use super::types::type_of;
 use crate::error::{Error, Result};
 
@@ -134,6 +137,18 @@ pub struct StmtPlan {
     /// Whether the last instruction may write the target's buffer directly (it does not read
     /// the target).
     pub direct: bool,
+    /// The horizontal region it is restricted to, if any.
+    pub region: Option<Region>,
+}
+
+/// Where a section goes after a statement.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Flow {
+    /// The next statement (one past the last: the section is done).
+    pub next: usize,
+    /// For a `while` loop's condition: where to go when no point of the block has its mask
+    /// set (past the loop).
+    pub exit: Option<usize>,
 }
 
 /// A quantity moved between memory and block buffers.
@@ -169,6 +184,8 @@ pub struct SectionPlan {
     /// Per field component read: (quantity, lowest and highest K offset read), for the run-time
     /// check of K bounds.
     pub k_reads: Vec<(u32, i32, i32)>,
+    /// Per statement: where to go after it (`while` loops jump back and out).
+    pub flow: Vec<Flow>,
 }
 
 /// What a quantity is.
@@ -205,6 +222,11 @@ pub struct Plan {
     pub kinds: Vec<Kind>,
     /// Per field: (lower, upper) extent per axis I, J, K that it is read beyond the domain.
     pub field_extent: Vec<[(usize, usize); 3]>,
+    /// Per quantity: how far beyond the domain it is needed, as GT4Py plans it (regions
+    /// restrict it; see `region`). Each statement runs at most over its target's extent.
+    pub extent: Vec<Reach>,
+    /// The fewest points along I and J for which the extents hold (see `region`).
+    pub min_domain: [usize; 2],
     /// Per field: whether the stencil writes it.
     pub field_written: Vec<bool>,
     /// Sections in order.
@@ -453,6 +475,27 @@ pub fn plan(program: Program) -> Result<Plan> {
             }
         }
     }
+    // GT4Py's numpy backend tests a `while` condition again before every statement of the
+    // body, its compiled backends once per pass: they agree, and so gridbuf is defined, only
+    // where no statement but the body's last changes what the condition reads.
+    for s in &p.sections {
+        for l in &s.loops {
+            let cond = &s.stmts[l.head - 1];
+            for st in &s.stmts[l.head..l.end.saturating_sub(1)] {
+                let mut reads = false;
+                cond.expr.reads(&mut |a, _| reads |= a == st.target);
+                if reads {
+                    return Err(def_error(
+                        st.line,
+                        format!(
+                            "the while loop's body changes {:?}, which its condition reads, before its last statement: GT4Py's numpy backend tests the condition again before every statement of the body and its compiled backends once per pass, so they disagree here; change it in the body's last statement",
+                            name_of(p, st.target)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
     // Reads of written quantities.
     for s in &p.sections {
         for st in &s.stmts {
@@ -491,35 +534,9 @@ pub fn plan(program: Program) -> Result<Plan> {
             }
         }
     }
-    // Horizontal extents: backwards over the statements until nothing changes.
-    let mut reach = vec![ZERO; nq];
-    let mut converged = false;
-    for _ in 0..32 {
-        let before = reach.clone();
-        for s in p.sections.iter().rev() {
-            for st in s.stmts.iter().rev() {
-                let tq = quantity(p, st.target);
-                let se = if tq >= n_comp { reach[tq] } else { ZERO };
-                st.expr.reads(&mut |a, off| {
-                    let q = quantity(p, a);
-                    reach[q] = union(reach[q], union(ZERO, shifted(se, off)));
-                });
-            }
-        }
-        if before == reach {
-            converged = true;
-            break;
-        }
-    }
-    if !converged {
-        return Err(def_error(
-            p.sections
-                .iter()
-                .find_map(|s| s.stmts.first())
-                .map_or(0, |s| s.line),
-            "the horizontal extents of the temporaries grow without bound (a temporary feeds itself at a horizontal offset)",
-        ));
-    }
+    // Horizontal extents, without and with regions (see `region`).
+    let (reach, _) = extents(p, n_comp, false)?;
+    let (extent, min_domain) = extents(p, n_comp, true)?;
     let stmt_reach = |tq: usize| if tq >= n_comp { reach[tq] } else { ZERO };
     // A statement computed beyond the domain must not read a written field.
     for s in &p.sections {
@@ -571,7 +588,7 @@ pub fn plan(program: Program) -> Result<Plan> {
     let mut field_extent = vec![[(0usize, 0usize); 3]; p.fields.len()];
     for q in 0..n_comp {
         if let Kind::Field { field, .. } = kinds[q] {
-            let r = reach[q];
+            let r = extent[q];
             let e = &mut field_extent[field];
             e[0] = (e[0].0.max(r[0] as usize), e[0].1.max(r[1] as usize));
             e[1] = (e[1].0.max(r[2] as usize), e[1].1.max(r[3] as usize));
@@ -657,6 +674,18 @@ pub fn plan(program: Program) -> Result<Plan> {
                 }
             });
             add_q(tq, &mut quantities);
+            // A statement restricted to a region leaves the rest of its target as it was:
+            // what goes back to memory is loaded first.
+            if st.region.is_some() && !matches!(kinds[tq], Kind::Local) {
+                match loads.iter_mut().find(|t| t.q == tq as u32) {
+                    Some(t) => t.reach = union(t.reach, se),
+                    None => loads.push(Transfer {
+                        q: tq as u32,
+                        reach: se,
+                        k: (0, 0),
+                    }),
+                }
+            }
             if !matches!(kinds[tq], Kind::Local) {
                 match stores.iter_mut().find(|t| t.q == tq as u32) {
                     Some(t) => t.reach = union(t.reach, se),
@@ -672,6 +701,7 @@ pub fn plan(program: Program) -> Result<Plan> {
                 reach: se,
                 tape,
                 direct,
+                region: st.region,
             });
         }
         for t in &loads {
@@ -690,11 +720,14 @@ pub fn plan(program: Program) -> Result<Plan> {
             quantities,
             halo: [h(halo[0]), h(halo[1]), h(halo[2])],
             k_reads,
+            flow: flow(s),
         });
     }
     let first_output = field_written.iter().position(|&w| w);
     let lanes = lanes(&program, &sections);
     let mut plan = Plan {
+        extent,
+        min_domain: min_domain.map(|n| n.max(0) as usize),
         lanes,
         min_k: min_k_size(&program),
         kinds,
@@ -708,6 +741,83 @@ pub fn plan(program: Program) -> Result<Plan> {
     };
     plan.sweeps = std::array::from_fn(|axis| plan_sweeps(&plan, axis));
     Ok(plan)
+}
+
+/// How far beyond the domain every quantity is needed: backwards over the statements until
+/// nothing changes. With `regions`, a statement restricted to a region reads only what GT4Py
+/// plans for it (see `region`); the second value is then the fewest points per axis I, J for
+/// which that holds.
+fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<Reach>, [i64; 2])> {
+    let nq = n_comp + p.temps.len();
+    let mut reach = vec![ZERO; nq];
+    let mut min_domain = [0i64; 2];
+    for round in 0..33 {
+        let before = reach.clone();
+        for s in p.sections.iter().rev() {
+            for st in s.stmts.iter().rev() {
+                let tq = quantity(p, st.target);
+                let se = if tq >= n_comp { reach[tq] } else { ZERO };
+                let cut = match (&st.region, regions) {
+                    (Some(r), true) => match Restricted::new(se, r) {
+                        Some(c) => Some(c),
+                        None => continue,
+                    },
+                    _ => None,
+                };
+                st.expr.reads(&mut |a, off| {
+                    let q = quantity(p, a);
+                    let r = match &cut {
+                        Some(c) => {
+                            let m = c.min_domain(off);
+                            min_domain = [min_domain[0].max(m[0]), min_domain[1].max(m[1])];
+                            c.read(off)
+                        }
+                        None => union(ZERO, shifted(se, off)),
+                    };
+                    reach[q] = union(reach[q], r);
+                });
+            }
+        }
+        if before == reach {
+            return Ok((reach, min_domain));
+        }
+        if round == 32 {
+            break;
+        }
+    }
+    Err(def_error(
+        p.sections
+            .iter()
+            .find_map(|s| s.stmts.first())
+            .map_or(0, |s| s.line),
+        "the horizontal extents of the temporaries grow without bound (a temporary feeds itself at a horizontal offset)",
+    ))
+}
+
+/// Where a section goes after each statement: on, or, at the end of a `while` loop's body,
+/// back to its condition; a condition whose mask is nowhere set leaves its loop (and if that
+/// ends an enclosing loop's body too, goes back to that one's condition).
+fn flow(s: &super::ir::Section) -> Vec<Flow> {
+    // The position reached by going on to `pos` from inside the loops `inside` is in: the
+    // condition of the innermost one whose body ends there, else `pos` itself.
+    let after = |pos: usize, inside: &dyn Fn(&super::ir::Loop) -> bool| {
+        s.loops
+            .iter()
+            .filter(|l| l.end == pos && inside(l))
+            .min_by_key(|l| l.end - l.head)
+            .map_or(pos, |l| l.head - 1)
+    };
+    (0..s.stmts.len())
+        .map(|t| {
+            let next = after(t + 1, &|l| l.head <= t && t < l.end);
+            let exit = s.loops.iter().find(|l| l.head == t + 1).map(|own| {
+                after(own.end, &|l| {
+                    l.head <= own.head - 1 && own.end <= l.end && *l != *own
+                })
+            });
+            Flow { next, exit }
+        })
+        .collect()
 }
 
 fn name_of(p: &Program, a: Access) -> String {
@@ -743,6 +853,10 @@ pub struct SectionSweep {
 /// (whose values a tile boundary would split).
 fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
     if plan.kinds.iter().any(|k| matches!(k, Kind::Stored { .. })) {
+        return None;
+    }
+    // A `while` loop repeats statements: blocks run it.
+    if plan.program.sections.iter().any(|s| !s.loops.is_empty()) {
         return None;
     }
     let written_field = |q: u32| matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field]);

@@ -390,3 +390,38 @@ pub(super) fn run_statement<T: Elem>(
         None => run_stmt(st, geo, bufs, regs, direct, scalars, rlo, rhi),
     }
 }
+
+/// Whether quantity `q` (a `while` loop's mask) is set anywhere in the box `[lo, hi)` of the
+/// block with geometry `geo`.
+pub(super) fn any_set<T: Elem>(
+    q: u32,
+    geo: &Geo,
+    bufs: &[Vec<T>],
+    direct: &[Option<Mem>],
+    lo: [i64; 3],
+    hi: [i64; 3],
+) -> Result<bool> {
+    let q = q as usize;
+    for i in lo[0]..hi[0] {
+        for j in lo[1]..hi[1] {
+            for k in lo[2]..hi[2] {
+                let v = match &direct[q] {
+                    Some(m) => {
+                        let off = m.check([i, j, k], [i + 1, j + 1, k + 1])?;
+                        // SAFETY: `check` verified that the point lies inside the view, which
+                        // the caller of `run` vouched for (or a tile's own stored buffer);
+                        // memory in `direct` holds the evaluator's element type.
+                        unsafe { *std::ptr::with_exposed_provenance::<T>(m.addr).offset(off) }
+                    }
+                    None => *bufs[q]
+                        .get(geo.flat([i, j, k]) as usize)
+                        .ok_or_else(|| row_error("loop mask"))?,
+                };
+                if v.to_value(crate::gtscript::ir::Ty::Bool) != crate::gtscript::ir::Value::I(0) {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+    Ok(false)
+}

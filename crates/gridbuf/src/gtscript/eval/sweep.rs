@@ -29,6 +29,8 @@ pub(super) struct SweepCtx<'a, T> {
     pub(super) order: [usize; 3],
     /// Per section: resolved [start, end).
     pub(super) ranges: &'a [(usize, usize)],
+    /// Where statements may run.
+    pub(super) clips: &'a super::tile::Clips,
 }
 
 /// Runs every section of the tile with core `[lo, hi)` (I, J, K) as a sweep.
@@ -73,7 +75,11 @@ pub(super) fn run_sweep_tile<T: Elem>(
         let regions: Vec<([i64; 3], [i64; 3])> = sec
             .stmts
             .iter()
-            .map(|st| super::tile::reach_box(core_lo, core_hi, st.reach, (0, 0)))
+            .zip(&ctx.clips.stmt[s])
+            .map(|(st, &c)| {
+                let (rlo, rhi) = super::tile::reach_box(core_lo, core_hi, st.reach, (0, 0));
+                super::tile::clip(rlo, rhi, c)
+            })
             .collect();
         let live = |t: usize| (0..3).all(|a| regions[t].1[a] > regions[t].0[a]);
         // The sweep front runs from the first plane any statement computes to past the last.

@@ -5,12 +5,13 @@ use super::jit::Jit;
 use super::lane::Elem;
 use super::mem::{transfer, FieldMem, Geo, Mem};
 use super::num::{fit_buf, give_bufs, take_buf};
-use super::strip::run_statement;
+use super::strip::{any_set, run_statement};
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{IterOrder, Value};
 use crate::gtscript::plan::{k_bounds_error, Kind, Plan, Reach, SectionPlan};
+use crate::gtscript::region::region_box;
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
 
@@ -40,6 +41,58 @@ struct Ctx<'a, T> {
     kc: usize,
     /// Per section: resolved [start, end).
     ranges: &'a [(usize, usize)],
+    /// Where statements and transfers may run.
+    clips: &'a Clips,
+}
+
+/// The horizontal boxes (I lower, I upper, J lower, J upper; domain coordinates) statements
+/// and transfers are cut to in one call: each quantity's extent around the domain, and for
+/// each statement that of its target, cut to its region.
+pub(super) struct Clips {
+    /// Per quantity.
+    pub(super) quantity: Vec<[i64; 4]>,
+    /// Per section, per statement.
+    pub(super) stmt: Vec<Vec<[i64; 4]>>,
+}
+
+impl Clips {
+    fn new(plan: &Plan, domain: [usize; 3]) -> Clips {
+        let quantity: Vec<[i64; 4]> = plan
+            .extent
+            .iter()
+            .map(|e| {
+                [
+                    -(e[0] as i64),
+                    domain[0] as i64 + e[1] as i64,
+                    -(e[2] as i64),
+                    domain[1] as i64 + e[3] as i64,
+                ]
+            })
+            .collect();
+        let stmt = plan
+            .sections
+            .iter()
+            .map(|sec| {
+                sec.stmts
+                    .iter()
+                    .map(|st| {
+                        let r = region_box(st.region.as_ref(), [domain[0], domain[1]]);
+                        let q = quantity[st.target as usize];
+                        [r[0].max(q[0]), r[1].min(q[1]), r[2].max(q[2]), r[3].min(q[3])]
+                    })
+                    .collect()
+            })
+            .collect();
+        Clips { quantity, stmt }
+    }
+}
+
+/// The box `[lo, hi)` cut to the horizontal box `c`.
+pub(super) fn clip(lo: [i64; 3], hi: [i64; 3], c: [i64; 4]) -> ([i64; 3], [i64; 3]) {
+    (
+        [lo[0].max(c[0]), lo[1].max(c[2]), lo[2]],
+        [hi[0].min(c[1]), hi[1].min(c[3]), hi[2]],
+    )
 }
 
 struct TileTask<'a, T> {
@@ -383,11 +436,16 @@ fn run_block<'m, T: Elem>(
         }
         fit_buf(&mut bufs[q as usize], geo.len);
     }
+    let clips = ctx.clips;
     for t in &sec.loads {
         if direct[t.q as usize].is_some() {
             continue;
         }
         let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, t.k);
+        let (blo, bhi) = clip(blo, bhi, clips.quantity[t.q as usize]);
+        if (0..3).any(|a| bhi[a] <= blo[a]) {
+            continue;
+        }
         transfer(
             mem_of(t.q as usize),
             &geo,
@@ -397,13 +455,22 @@ fn run_block<'m, T: Elem>(
             true,
         )?;
     }
-    for (t, st) in sec.stmts.iter().enumerate() {
+    let mut t = 0;
+    while t < sec.stmts.len() {
+        let st = &sec.stmts[t];
         let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
-        if (0..3).any(|a| rhi[a] <= rlo[a]) {
-            continue;
+        let (rlo, rhi) = clip(rlo, rhi, clips.stmt[s][t]);
+        let live = (0..3).all(|a| rhi[a] > rlo[a]);
+        if live {
+            let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
+            run_statement(code, st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?;
         }
-        let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
-        run_statement(code, st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?;
+        let flow = sec.flow[t];
+        t = match flow.exit {
+            // A `while` condition: its body runs again while any point of the block needs it.
+            Some(exit) if !(live && any_set(st.target, &geo, bufs, direct, rlo, rhi)?) => exit,
+            _ => flow.next,
+        };
     }
     for t in &sec.stores {
         if direct[t.q as usize].is_some() {
@@ -417,6 +484,10 @@ fn run_block<'m, T: Elem>(
             ));
         }
         let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, (0, 0));
+        let (blo, bhi) = clip(blo, bhi, clips.quantity[t.q as usize]);
+        if (0..3).any(|a| bhi[a] <= blo[a]) {
+            continue;
+        }
         transfer(
             mem_of(t.q as usize),
             &geo,
@@ -506,6 +577,19 @@ pub unsafe fn run<T: Elem>(
     if domain.contains(&0) {
         return Ok(());
     }
+    // The extents of statements in regions at the far end of an axis hold from a few points
+    // on (see `region`).
+    if (0..2).any(|a| domain[a] < plan.min_domain[a]) {
+        return Err(Error::invalid(
+            "domain",
+            domain,
+            format!(
+                "at least {} points along I and {} along J: the horizontal regions of stencil {:?} reach that far from the domain's other end",
+                plan.min_domain[0], plan.min_domain[1], plan.program.name
+            ),
+        ));
+    }
+    let clips = Clips::new(plan, domain);
     let read: Vec<bool> = (0..fields.len())
         .map(|q| {
             plan.sections
@@ -586,6 +670,7 @@ pub unsafe fn run<T: Elem>(
                     scalars: &scal,
                     order,
                     ranges: &ranges,
+                    clips: &clips,
                 };
                 return run_all(
                     threads,
@@ -665,6 +750,7 @@ pub unsafe fn run<T: Elem>(
         inner,
         kc,
         ranges: &ranges,
+        clips: &clips,
     };
     run_all(threads, tiles, |tile| {
         exec::simd(TileTask { ctx: &ctx, tile })
