@@ -483,7 +483,7 @@ def define(tmp_path, body: str, params: str = "inp: Field[float], out: Field[flo
         ("with computation(SIDEWAYS), interval(...):\n    out = inp\n", ["SIDEWAYS"]),
         ("with computation(PARALLEL), interval(...):\n    out = inp\n    x = out[1, 0, 0]\n    inp2 = x\n", ["out", "offset"]),
         ("with computation(PARALLEL), interval(...):\n    out = inp + 1.0\n    out = out[0, 0, 1]\n", ["PARALLEL"]),
-        ("with computation(PARALLEL), interval(...):\n    while True:\n        out = inp\n", ["while"]),
+        ("with computation(PARALLEL), interval(...):\n    while True:\n        out = inp\n", ["while True", "never ends"]),
         ("with computation(PARALLEL), interval(...):\n    out = inp.T\n", ["attribute"]),
         ("from __externals__ import MISSING\nwith computation(PARALLEL), interval(...):\n    out = inp * MISSING\n", ["MISSING"]),
     ],

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
-from . import _vectors
+from . import _regions, _vectors
 from ._irtext import Expr, _fmt_stmt, _uses
 from ._values import _CASTS, _DTYPES, FieldType, TableType, _annotation_namespace, _Ctx, _describe, _Ref, _source, _Table, _Undefined
 
@@ -63,6 +63,10 @@ class Lowering:
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
+        # The horizontal region (IR bound text) the statements being lowered are restricted
+        # to, and what has been written outside regions (GT4Py's rule on offset reads in them).
+        self.region: str | None = None
+        self.written_outside: set[tuple[str, int]] = set()
 
     # -- types -----------------------------------------------------------------------------
     def annotation(self, ctx: _Ctx, node: ast.AST, ann: Any) -> Any:
@@ -159,7 +163,7 @@ class Lowering:
         if name in ctx.local:
             v = ctx.local[name]
             if isinstance(v, _Undefined):
-                raise self.error(ctx, node, f"{name!r} is assigned in one branch only of the `if` at line {v.line}: it cannot be read after that `if` or in its other branch (GT4Py would read an uninitialised temporary); assign it before the `if` or in both branches")
+                raise self.error(ctx, node, f"{name!r} is first assigned at line {v.line} in one branch only of an `if`, or in a horizontal region or while loop of a function: it cannot be read after it (GT4Py would read an uninitialised temporary); assign it before, or in both branches")
             return v
         if name in ctx.globals:
             return ctx.globals[name]
@@ -290,7 +294,7 @@ class Lowering:
         if isinstance(v, (bool, int, float, np.number)):
             return ("c", _num(v))
         if callable(v) or _is_axis_value(v):
-            return v  # axis positions (I[0] + 1) are refused where used: they need regions
+            return v  # axis positions (I[0] + 1): bounds of regions, refused as values
         raise self.error(ctx, node, f"external {name!r} is {v!r}: externals are numbers, booleans or gtscript functions")
 
     def call_name(self, ctx: _Ctx, node: ast.expr) -> Any:
@@ -374,7 +378,7 @@ class Lowering:
     def refuse_horizontal(self, ctx: _Ctx, stmt: ast.With) -> None:
         for i in stmt.items:
             if self.call_name(ctx, i.context_expr) == "horizontal":
-                raise self.error(ctx, stmt, f"horizontal regions (`with {ast.unparse(i.context_expr)}`) are not supported by gridbuf yet")
+                raise self.error(ctx, stmt, f"`with {ast.unparse(i.context_expr)}` outside an interval: horizontal regions go inside `with computation(...), interval(...)`")
 
     def emit_interval(self, ctx: _Ctx, bounds: tuple[int, int, int, int], body: list[ast.stmt]) -> None:
         se, so, ee, eo = bounds
@@ -425,10 +429,16 @@ class Lowering:
         elif self.compile_assert(ctx, s):
             pass
         elif isinstance(s, ast.With):
-            self.refuse_horizontal(ctx, s)
-            raise self.error(ctx, s, "a `with` block inside an interval")
+            if not self.regions(ctx, s, lambda: self.block(ctx, s.body, mask)):
+                raise self.error(ctx, s, "a `with` block inside an interval (only `with horizontal(region[...])`)")
+        elif isinstance(s, ast.While):
+            self.loop(ctx, s, mask, lambda m: self.block(ctx, s.body, m))
         else:
             raise self.error(ctx, s, f"{_describe(s)} is not supported in a stencil")
+
+    def block(self, ctx: _Ctx, body: list[ast.stmt], mask: Expr | None) -> None:
+        for b in body:
+            self.stmt(ctx, b, mask)
 
     def declare(self, ctx: _Ctx, s: ast.AnnAssign) -> None:
         """A typed temporary: `tmp: np.float32 = ...` or a 2-D one, `tmp: Field[IJ, np.float64] = ...`."""
@@ -539,7 +549,53 @@ class Lowering:
 
     def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        if self.region is not None:
+            self.lines.append(f"region {self.region}")
+        else:
+            self.written_outside.add((target[0], target[1]))
         self.lines.append((line, target, value))
+
+    def regions(self, ctx: _Ctx, s: ast.With, body: Callable[[], None]) -> bool:
+        """``with horizontal(region[...], ...)``: ``body`` lowered once per region, each
+        statement restricted to it (GT4Py's HorizontalIf per region: overlapping regions run
+        the body twice where they overlap). False if ``s`` is another ``with``."""
+        regions = _regions.horizontal(self, ctx, s)
+        if regions is None:
+            return False
+        if self.region is not None:
+            raise self.error(ctx, s, "a horizontal region inside another one")
+        start = len(self.lines)
+        written = set(self.written_outside)
+        try:
+            for r in regions:
+                self.region = r
+                body()
+        finally:
+            self.region = None
+        _regions.check_offsets(self, ctx, s, self.lines[start:], written)
+        return True
+
+    def loop(self, ctx: _Ctx, s: ast.While, mask: Expr | None, body: Callable[[Expr], None]) -> None:
+        """``while cond:``: the condition goes to a mask temporary (under the enclosing mask),
+        the body is lowered under that mask between the IR's ``while`` and ``endwhile``; the
+        core runs it again while any point has the mask set."""
+        if s.orelse:
+            raise self.error(ctx, s, "a while loop with an else branch")
+        if self.inlined_test(ctx, s.test):
+            if self.const_cond(ctx, s.test):
+                raise self.error(ctx, s, f"`while {ast.unparse(s.test)}:` never ends (its condition is a constant)")
+            return  # never runs
+        if self.region is not None:
+            raise self.error(ctx, s, "a while loop inside a horizontal region: GT4Py's numpy backend never ends it (it tests the condition outside the region too)")
+        # One statement computes the mask (the core runs it again before every pass).
+        cond: Expr = ("sel", self.expr(ctx, s.test), ("c", True), ("c", False))
+        m = self.new_mask(ctx, s, cond if mask is None else ("and", mask, cond))
+        self.lines.append("while")
+        start = len(self.lines)
+        body(m)
+        if not any(isinstance(item, tuple) for item in self.lines[start:]):
+            raise self.error(ctx, s, "a while loop whose body assigns nothing: it never ends where its condition holds")
+        self.lines.append("endwhile")
 
     # -- expressions -----------------------------------------------------------------------
     def expr(self, ctx: _Ctx, node: ast.expr) -> Expr:
@@ -582,7 +638,7 @@ class Lowering:
             if isinstance(v, _Table):
                 raise self.error(ctx, node, f"GlobalTable {node.id!r} used as a value: read one element, e.g. {node.id}.A[0]")
             if _is_axis_value(v):
-                raise self.error(ctx, node, f"the axis position {node.id!r} ({v}): axis positions such as I[0] + 1 are used in horizontal regions, which gridbuf does not support yet")
+                raise self.error(ctx, node, f"the axis position {node.id!r} ({v}) used as a value: axis positions such as I[0] + 1 are bounds of horizontal regions, region[...]")
             return v
         if isinstance(node, ast.Attribute):
             if node.attr == "A" and isinstance(self.value(ctx, node.value), _Ref):
@@ -854,11 +910,40 @@ class Lowering:
                     return _vectors.lift(self, inner, s, v)  # a whole vector, for the caller's expression
                 return self.as_expr(inner, s, v)
             elif isinstance(s, ast.With):
-                self.refuse_horizontal(inner, s)
-                raise self.error(inner, s, "a `with` block in a gtscript function")
+                self.func_locals_to_temps(inner, s, s.body)
+                if not self.regions(inner, s, lambda: self.func_body(inner, s, s.body, mask)):
+                    raise self.error(inner, s, "a `with` block in a gtscript function (only `with horizontal(region[...])`)")
+            elif isinstance(s, ast.While):
+                self.func_locals_to_temps(inner, s, s.body)
+                self.loop(inner, s, mask, lambda m: self.func_body(inner, s, s.body, m))
             else:
                 raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.AugAssign) else 'an augmented assignment to a subscript'} in a gtscript function")
         return None
+
+    def func_body(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt], mask: Expr | None) -> None:
+        """The body of a region or loop in a function: its locals first assigned there cannot be
+        read after it (they hold a value only where, or as long as, it ran)."""
+        before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
+        if self.func_block(inner, body, top=False, mask=mask) is not None:
+            raise self.error(inner, s, "a return statement inside a region or loop of a gtscript function")
+        line = inner.line0 + s.lineno - 1
+        for name in set(inner.local) - before:
+            inner.local[name] = _Undefined(name, line)
+
+    def func_locals_to_temps(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt]) -> None:
+        """Locals a region or loop assigns keep their value where (or when) it does not run:
+        each that is still an expression becomes a temporary holding it, first."""
+        names = {t.id for b in body for n in ast.walk(b) if isinstance(n, (ast.Assign, ast.AugAssign)) for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets) for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])}
+        for name in sorted(names):
+            cur = inner.local.get(name)
+            if cur is None or isinstance(cur, _Undefined) or (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps):
+                continue
+            value = self.as_expr(inner, s, cur)
+            index = len(self.temps)
+            self.temps.append(f"__{inner.name}_{name}{index}")
+            self.func_temps.add(index)
+            self.emit(inner, s, ("t", index), value)
+            inner.local[name] = _Ref("t", index)
 
     def func_assign(self, inner: _Ctx, s: ast.stmt, t: ast.expr, v: ast.expr, mask: Expr | None) -> None:
         if isinstance(t, ast.Name):
