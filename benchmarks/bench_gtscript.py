@@ -16,8 +16,13 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    saturation formula heavy in exp/log, a column integral in a 2-D temporary written to an IJ
    field): time per call and definition to first result, against GT4Py's backends.
 
+4. The stencils with horizontal regions of ``_region_stencils.py`` (cubed-sphere corner filling
+   with 36 regions, a PPM flux with regions at the tile's edges): time per call and definition
+   to first result, against GT4Py's backends.
+
 Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
-[--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy] [--typed landmask,column]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+[--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy] [--typed landmask,column]
+[--regions corners,ppm]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
 """
 
 from __future__ import annotations
@@ -107,8 +112,9 @@ def main() -> None:
     ap.add_argument("--kernels", default=",".join(KERNELS))
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
     ap.add_argument("--typed", default="landmask,saturation,column", help="typed stencils to time after the kernels ('' for none)")
+    ap.add_argument("--regions", default="corners,ppm", help="stencils with horizontal regions to time last ('' for none)")
     args = ap.parse_args()
-    kernels_ = args.kernels.split(",")
+    kernels_ = [k for k in args.kernels.split(",") if k]
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
     print_machine_info()
     n, nz = args.n, args.nz
@@ -157,29 +163,104 @@ def main() -> None:
             times[name, r.label] = r.median
         print(f"{name}: timed", file=sys.stderr, flush=True)
 
-    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"native {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
-    rows = []
-    for name in kernels_:
-        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
-        nat = min(times[name, f"native {lay}"] for lay in LAYOUTS)
-        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
-        row = [name] + [fmt_time(times[name, c], "ms") for c in cols]
-        row.append(f"{gts / nat:.2f}")
-        row.append(f"{gts / min(compiled):.2f}" if compiled else "-")
-        rows.append(row)
-    print(f"\n### Time per call, ms (median of {args.repeats}), {n}x{n}x{nz} float64\n")
-    print(markdown_table(["stencil", *cols, "gtscript / native", "gtscript / best gt4py compiled"], rows))
-    fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
-    frows = []
-    for name in kernels_:
-        frows.append([name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols])
-    print("\n### Definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
-    print(markdown_table(["stencil", *fcols], frows))
+    if kernels_:
+        cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"native {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
+        rows = []
+        for name in kernels_:
+            gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
+            nat = min(times[name, f"native {lay}"] for lay in LAYOUTS)
+            compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
+            row = [name] + [fmt_time(times[name, c], "ms") for c in cols]
+            row.append(f"{gts / nat:.2f}")
+            row.append(f"{gts / min(compiled):.2f}" if compiled else "-")
+            rows.append(row)
+        print(f"\n### Time per call, ms (median of {args.repeats}), {n}x{n}x{nz} float64\n")
+        print(markdown_table(["stencil", *cols, "gtscript / native", "gtscript / best gt4py compiled"], rows))
+        fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
+        frows = []
+        for name in kernels_:
+            frows.append([name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols])
+        print("\n### Definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+        print(markdown_table(["stencil", *fcols], frows))
     typed = [t for t in args.typed.split(",") if t]
     if typed:
         if gs is None:
             raise SystemExit("the typed rows need gt4py (their definitions import it)")
         typed_rows(typed, n, nz, args.repeats, args.repeat_seconds, backends)
+    regions = [r for r in args.regions.split(",") if r]
+    if regions:
+        if gs is None:
+            raise SystemExit("the region rows need gt4py (their definitions import it)")
+        region_rows(regions, n, nz, args.repeats, args.repeat_seconds, backends)
+
+
+def region_rows(names, n, nz, repeats, repeat_seconds, backends):
+    """The stencils of ``_region_stencils`` (horizontal regions): gridbuf.gtscript on both
+    layouts against GT4Py's backends; time per call and definition to first result. Every
+    output is checked against NumPy first."""
+    import _region_stencils as rs
+    from gridbuf import gtscript
+
+    defs = gridbuf_definitions("_region_stencils")
+    h = rs.HALO
+    shape = (n + 2 * h, n + 2 * h, nz)
+    times: dict[tuple[str, str], float] = {}
+    first: dict[tuple[str, str], float] = {}
+    for name in names:
+        ins, outs_, where, _ = rs.SIGNATURES[name]
+        origin, domain = ((0, 0, 0), shape) if where == "whole" else ((h, h, 0), (n, n, nz))
+        data = rs.inputs(name, shape, np.random.default_rng(0))
+        want = rs.reference(name, data)
+        ext = rs.externals(name, gtscript)
+
+        def make(layout, gt4py=False):
+            if gt4py:
+                return [gs.from_array(d, backend=layout, aligned_index=origin) for d in data] + [gs.zeros(shape, np.float64, backend=layout, aligned_index=origin) for _ in outs_]
+            return [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout) for _ in outs_]
+
+        t_first = []
+        for _ in range(5):
+            a = make(LAYOUTS[0])
+            t0 = time.perf_counter()
+            st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name], externals=ext)
+            st(*a, origin=origin, domain=domain)
+            t_first.append(time.perf_counter() - t0)
+        first[name, "gridbuf.gtscript"] = statistics.median(t_first)
+        cands, outs = [], {}
+        for layout in LAYOUTS:
+            a = make(layout)
+            st(*a, origin=origin, domain=domain)
+            outs[f"gtscript {layout}"] = a[len(ins):]
+            cands.append(Candidate(f"gtscript {layout}", lambda a=a, st=st: st(*a, origin=origin, domain=domain)))
+        for backend in backends:
+            print(f"building gt4py {backend} {name} ...", file=sys.stderr, flush=True)
+            g = make(backend, gt4py=True)
+            t0 = time.perf_counter()
+            gst = rs.build(name, backend)
+            gst(*g, origin=origin, domain=domain)
+            first[name, f"gt4py {backend}"] = time.perf_counter() - t0
+            outs[f"gt4py {backend}"] = g[len(ins):]
+            cands.append(Candidate(f"gt4py {backend}", lambda g=g, s=gst: s(*g, origin=origin, domain=domain)))
+        for label, o in outs.items():
+            for got, w in zip(o, want):
+                err = float(np.max(np.abs(np.asarray(got) - w)))
+                if not err <= 1e-12 * max(1.0, float(np.max(np.abs(w)))):
+                    raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
+        for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
+            times[name, r.label] = r.median
+        print(f"{name}: timed", file=sys.stderr, flush=True)
+    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
+    rows = []
+    for name in names:
+        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
+        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
+        rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
+    print(f"\n### Horizontal regions: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}\n")
+    print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
+    fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
+    frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
+    print("\n### Horizontal regions: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+    print(markdown_table(["stencil", *fcols], frows))
 
 
 def typed_rows(names, n, nz, repeats, repeat_seconds, backends):

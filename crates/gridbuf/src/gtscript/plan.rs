@@ -810,11 +810,11 @@ fn flow(s: &super::ir::Section) -> Vec<Flow> {
     (0..s.stmts.len())
         .map(|t| {
             let next = after(t + 1, &|l| l.head <= t && t < l.end);
-            let exit = s.loops.iter().find(|l| l.head == t + 1).map(|own| {
-                after(own.end, &|l| {
-                    l.head <= own.head - 1 && own.end <= l.end && *l != *own
-                })
-            });
+            let exit = s
+                .loops
+                .iter()
+                .find(|l| l.head == t + 1)
+                .map(|own| after(own.end, &|l| l.head < own.head && own.end <= l.end));
             Flow { next, exit }
         })
         .collect()

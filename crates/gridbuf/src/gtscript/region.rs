@@ -79,10 +79,7 @@ impl Restricted {
         for a in 0..2 {
             let (start, end) = region.bounds[a];
             sides[a] = cut(r[2 * a], r[2 * a + 1], start, end)?;
-            far[a] = (
-                start.map_or(0, |s| s.offset),
-                end.map_or(0, |e| e.offset),
-            );
+            far[a] = (start.map_or(0, |s| s.offset), end.map_or(0, |e| e.offset));
         }
         Some(Restricted { sides, far })
     }
@@ -177,6 +174,9 @@ mod tests {
             bounds: [(lv(true, 1), lv(true, 2)), (None, None)],
         };
         assert_eq!(Restricted::new([0; 4], &beyond), None);
-        assert_eq!(region_box(Some(&reg), [10, 4]), [10, 11, -(1 << 40), 1 << 40]);
+        assert_eq!(
+            region_box(Some(&reg), [10, 4]),
+            [10, 11, -(1 << 40), 1 << 40]
+        );
     }
 }

@@ -169,3 +169,73 @@ fn two_d_temporary_sums_columns() {
         }
     }
 }
+
+/// A corner region (I start, J end) reading one point beyond the domain along J, then a
+/// `while` loop on the output: against direct loops, on many tiles and threads. The region
+/// reads `a` beyond the domain only along J's upper side (GT4Py's extent).
+#[test]
+fn corner_region_and_while_loop_match_direct_loops() {
+    let text = "stencil rl float64\nfield a IJK\nfield out IJK\ntemp m bool\ncomp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 f 1 0 f 0 0 0 0 0\n\
+        region S 0 S 1 E -1 E 0\n\
+        stmt 2 f 1 0 add f 0 0 1 0 0 f 0 0 0 1 0\n\
+        stmt 3 t 0 lt f 1 0 0 0 0 c 10.0\n\
+        while\n\
+        stmt 4 f 1 0 sel t 0 0 0 0 add f 1 0 0 0 0 c 3.0 f 1 0 0 0 0\n\
+        endwhile\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.field_extent[0], [(0, 0), (0, 1), (0, 0)]);
+    let n = [37, 21, 3];
+    let ashape = [n[0], n[1] + 1, n[2]];
+    let mut a: Vec<f64> = (0..ashape.iter().product())
+        .map(|x| {
+            4.0 * value(
+                x / (ashape[1] * ashape[2]),
+                (x / ashape[2]) % ashape[1],
+                x % ashape[2],
+            )
+        })
+        .collect();
+    let mut out = vec![0.0; n.iter().product()];
+    let fields = [
+        field(&mut a, ashape, [0, 0, 0], false),
+        field(&mut out, n, [0, 0, 0], true),
+    ];
+    for threads in [Threads::ONE, Threads::new(3).unwrap()] {
+        // SAFETY: both arrays are alive, aligned and disjoint; shapes match their lengths.
+        unsafe { run::<f64>(&plan, None, &fields, &[], n, threads).unwrap() };
+        let at = |i: usize, j: usize, k: usize| a[(i * ashape[1] + j) * ashape[2] + k];
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                for k in 0..n[2] {
+                    let mut want = at(i, j, k);
+                    if i == 0 && j == n[1] - 1 {
+                        want = at(i + 1, j, k) + at(i, j + 1, k);
+                    }
+                    while want < 10.0 {
+                        want += 3.0;
+                    }
+                    assert_eq!(out[(i * n[1] + j) * n[2] + k], want, "{i} {j} {k}");
+                }
+            }
+        }
+    }
+}
+
+/// Nested loops: the inner body's last statement goes back to the inner condition; the inner
+/// condition's exit, at the end of the outer body, to the outer condition.
+#[test]
+fn loop_flow_nests() {
+    let text = "stencil n float64\nfield a IJK\ntemp m1 bool\ntemp m2 bool\ncomp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 lt f 0 0 0 0 0 c 3.0\nwhile\n\
+        stmt 2 t 1 lt f 0 0 0 0 0 c 2.0\nwhile\n\
+        stmt 3 f 0 0 add f 0 0 0 0 0 c 1.0\nendwhile\nendwhile\n\
+        stmt 4 f 0 0 f 0 0 0 0 0\n";
+    let plan = compile(text).unwrap();
+    let flow: Vec<(usize, Option<usize>)> = plan.sections[0]
+        .flow
+        .iter()
+        .map(|f| (f.next, f.exit))
+        .collect();
+    assert_eq!(flow, vec![(1, Some(3)), (2, Some(0)), (1, None), (4, None)]);
+}

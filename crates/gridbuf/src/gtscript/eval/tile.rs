@@ -78,7 +78,12 @@ impl Clips {
                     .map(|st| {
                         let r = region_box(st.region.as_ref(), [domain[0], domain[1]]);
                         let q = quantity[st.target as usize];
-                        [r[0].max(q[0]), r[1].min(q[1]), r[2].max(q[2]), r[3].min(q[3])]
+                        [
+                            r[0].max(q[0]),
+                            r[1].min(q[1]),
+                            r[2].max(q[2]),
+                            r[3].min(q[3]),
+                        ]
                     })
                     .collect()
             })
