@@ -39,10 +39,12 @@ target after the other, as GT4Py unrolls them),
 ``IK``/``JK`` fields (read with two offsets; never written, as in GT4Py), ``GlobalTable`` read at
 constant indices (``t.A[i, j]``: each element read is a hidden scalar parameter taken from the
 table at call time), ``v.A[i]`` on data-dim fields, and :func:`lazy_stencil`. Every public name of
-``gt4py.cartesian.gtscript`` exists here and importing never fails; what gridbuf cannot run yet -
-``with horizontal(region[...])``, axis positions (``I[0] + 1``) used in an expression,
-``while``, ``a.at(K=k)``, a table read at a run-time index, interval bounds known only at run
-time (which GT4Py's numpy backend refuses too) - is refused when the stencil is defined.
+``gt4py.cartesian.gtscript`` exists here and importing never fails. Horizontal regions
+(``with horizontal(region[I[0], J[-1] - 1 :])``, bounds in place or as externals, in functions
+too) and ``while`` loops (nested, in ``if``, in functions) run as GT4Py's numpy backend runs
+them. What gridbuf cannot run yet - axis positions (``I[0] + 1``) used in an expression,
+``a.at(K=k)``, a table read at a run-time index, interval bounds known only at run time (which
+GT4Py's numpy backend refuses too) - is refused when the stencil is defined.
 
 Anything else is rejected when the stencil is defined, with a
 :class:`gridbuf.GridbufValueError` naming the construct and the line.
@@ -92,7 +94,7 @@ BACKWARD = _Order("BACKWARD")
 
 class AxisIndex:
     """``I[0]``, ``J[-1] + 2``: a position relative to the compute domain's start (index >= 0)
-    or end (index < 0), as GT4Py's; used by horizontal regions, which gridbuf refuses for now."""
+    or end (index < 0), as GT4Py's; the bounds of horizontal regions."""
 
     def __init__(self, axis: str, index: int, offset: int = 0) -> None:
         self.axis, self.index, self.offset = axis, index, offset
@@ -270,9 +272,11 @@ def externals(*args: Any) -> Any:
 
 
 def horizontal(*args: Any) -> Any:
-    """``with horizontal(region[...])``: GT4Py's horizontal regions. Not supported by gridbuf
-    yet: a stencil that uses one is refused when it is defined."""
-    raise GridbufValueError("horizontal(...) can only be used inside a gtscript stencil definition (and gridbuf does not support horizontal regions yet)")
+    """``with horizontal(region[...], ...)``: GT4Py's horizontal regions, inside a stencil
+    definition or a ``gtscript.function``: the statements of the block run only in the regions'
+    boxes, positioned relative to the compute domain (``I[0] + n`` from its first point,
+    ``I[-1] + n`` from its last)."""
+    raise GridbufValueError("horizontal(...) can only be used inside a gtscript stencil definition")
 
 
 class _Region:
