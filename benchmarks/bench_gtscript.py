@@ -16,13 +16,13 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    saturation formula heavy in exp/log, a column integral in a 2-D temporary written to an IJ
    field): time per call and definition to first result, against GT4Py's backends.
 
-4. The stencils with horizontal regions of ``_region_stencils.py`` (cubed-sphere corner filling
+4. The stencils with horizontal regions of ``_production_stencils.py`` (cubed-sphere corner filling
    with 36 regions, a PPM flux with regions at the tile's edges): time per call and definition
    to first result, against GT4Py's backends.
 
 Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
 [--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy] [--typed landmask,column]
-[--regions corners,ppm]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+[--production corners,ppm]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def main() -> None:
     ap.add_argument("--kernels", default=",".join(KERNELS))
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
     ap.add_argument("--typed", default="landmask,saturation,column", help="typed stencils to time after the kernels ('' for none)")
-    ap.add_argument("--regions", default="corners,ppm", help="stencils with horizontal regions to time last ('' for none)")
+    ap.add_argument("--production", default="corners,ppm", help="production-model stencils (regions, loops, vertical indexing) to time last ('' for none)")
     args = ap.parse_args()
     kernels_ = [k for k in args.kernels.split(",") if k]
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
@@ -187,21 +187,21 @@ def main() -> None:
         if gs is None:
             raise SystemExit("the typed rows need gt4py (their definitions import it)")
         typed_rows(typed, n, nz, args.repeats, args.repeat_seconds, backends)
-    regions = [r for r in args.regions.split(",") if r]
-    if regions:
+    production = [r for r in args.production.split(",") if r]
+    if production:
         if gs is None:
-            raise SystemExit("the region rows need gt4py (their definitions import it)")
-        region_rows(regions, n, nz, args.repeats, args.repeat_seconds, backends)
+            raise SystemExit("the production rows need gt4py (their definitions import it)")
+        production_rows(production, n, nz, args.repeats, args.repeat_seconds, backends)
 
 
-def region_rows(names, n, nz, repeats, repeat_seconds, backends):
-    """The stencils of ``_region_stencils`` (horizontal regions): gridbuf.gtscript on both
+def production_rows(names, n, nz, repeats, repeat_seconds, backends):
+    """The stencils of ``_production_stencils`` (horizontal regions): gridbuf.gtscript on both
     layouts against GT4Py's backends; time per call and definition to first result. Every
     output is checked against NumPy first."""
-    import _region_stencils as rs
+    import _production_stencils as rs
     from gridbuf import gtscript
 
-    defs = gridbuf_definitions("_region_stencils")
+    defs = gridbuf_definitions("_production_stencils")
     h = rs.HALO
     shape = (n + 2 * h, n + 2 * h, nz)
     times: dict[tuple[str, str], float] = {}
@@ -255,11 +255,11 @@ def region_rows(names, n, nz, repeats, repeat_seconds, backends):
         gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
         compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
         rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
-    print(f"\n### Horizontal regions: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}\n")
+    print(f"\n### Production-model stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}\n")
     print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
     fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
     frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
-    print("\n### Horizontal regions: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+    print("\n### Production-model stencils: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
     print(markdown_table(["stencil", *fcols], frows))
 
 
