@@ -8,6 +8,10 @@ replaced, through ``gridbuf.gtscript``.
   FV3 ports do.
 - ``ppm``: a PPM-style flux along I: fourth-order interface values, second-order ones at the
   tile's two edges (two regions), and an upwind flux from the parabola's edge values.
+- ``remap``: a conservative vertical remap of layer means from one set of pressure edges to
+  another (piecewise constant): per target layer, a ``while`` loop finds the source layer of its
+  top, carried down from the layer above, and a second one sums the overlapping source layers,
+  both reading at variable K offsets. The K domain is the edges (one more than the layers).
 
 ``reference(name, inputs)`` computes each with NumPy, independently of both engines.
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 from gt4py.cartesian import gtscript
-from gt4py.cartesian.gtscript import PARALLEL, Field, I, J, computation, horizontal, interval, region
+from gt4py.cartesian.gtscript import FORWARD, PARALLEL, Field, I, J, computation, horizontal, interval, region
 
 F64 = Field[np.float64]
 HALO = 3
@@ -123,7 +127,33 @@ def ppm(q: F64, c: F64, flux: F64):  # type: ignore[valid-type]
             flux = q + (1.0 + c) * (bl + c * b0)  # noqa: F841
 
 
-DEFINITIONS = {"corners": corners, "ppm": ppm}
+@gtscript.function
+def remap_layer(pe1, pe2, q1, start):
+    top = pe2
+    bot = pe2[0, 0, 1]
+    off = start
+    while pe1[0, 0, off + 1] <= top:
+        off = off + 1
+    o = off
+    p = top
+    acc = 0.0
+    while p < bot:
+        nxt = min(bot, pe1[0, 0, o + 1])
+        acc = acc + q1[0, 0, o] * (nxt - p)
+        o = o + 1
+        p = nxt
+    return acc / (bot - top), off
+
+
+def remap(pe1: F64, pe2: F64, q1: F64, q2: F64):  # type: ignore[valid-type]
+    with computation(FORWARD):
+        with interval(0, 1):
+            q2, off = remap_layer(pe1, pe2, q1, 0)  # noqa: F841
+        with interval(1, -1):
+            q2, off = remap_layer(pe1, pe2, q1, off[0, 0, -1] - 1)  # noqa: F841
+
+
+DEFINITIONS = {"corners": corners, "ppm": ppm, "remap": remap}
 
 # Per stencil: the input names, the output names, whether the call's domain is the whole array
 # (the halo included) or the interior, and the externals (GT4Py's axis positions; the bench
@@ -131,7 +161,12 @@ DEFINITIONS = {"corners": corners, "ppm": ppm}
 SIGNATURES = {
     "corners": (["q"], ["out"], "whole", {"i_start": "I[0] + 3", "i_end": "I[-1] - 3", "j_start": "J[0] + 3", "j_end": "J[-1] - 3"}),
     "ppm": (["q", "c"], ["flux"], "interior", {"i_start": "I[0]", "i_end": "I[-1]"}),
+    "remap": (["pe1", "pe2", "q1"], ["q2"], "interior", {}),
 }
+
+# How close to NumPy's result each must be, relative to its largest value (the remap's NumPy
+# reference differences cumulative integrals, another order of the same sums).
+TOLERANCE = {"corners": 1e-12, "ppm": 1e-12, "remap": 1e-9}
 
 
 def externals(name: str, lib) -> dict:
@@ -140,6 +175,15 @@ def externals(name: str, lib) -> dict:
 
 
 def inputs(name: str, shape, rng) -> list[np.ndarray]:
+    if name == "remap":
+        # Edges from 0 to 1 in every column, strictly increasing, the same first and last edge in
+        # both sets; the last level of q1 (below the last edge) is never read.
+        def edges():
+            dp = rng.uniform(0.2, 1.0, size=shape)
+            e = np.concatenate([np.zeros(shape[:2] + (1,)), np.cumsum(dp[:, :, :-1], axis=2)], axis=2)
+            return e / e[:, :, -1:]
+
+        return [edges(), edges(), rng.uniform(-1.0, 1.0, size=shape)]
     q = rng.uniform(0.5, 2.0, size=shape)
     if name == "ppm":
         return [q, rng.uniform(-0.9, 0.9, size=shape)]
@@ -161,6 +205,25 @@ def reference(name: str, data: list[np.ndarray]) -> list[np.ndarray]:
                         # the halo cell a along I, b along J beyond the corner takes the interior
                         # value b along I beyond it and a - 1 inside along J
                         out[ib[si] + si * a, jb[sj] + sj * b] = q[ib[si] + si * b, jb[sj] - sj * (a - 1)]
+        return [out]
+    if name == "remap":
+        pe1, pe2, q1 = data
+        h = HALO
+        # The integral of q1 from the top to each source edge; at any pressure, interpolated
+        # linearly within its source layer.
+        cum = np.concatenate([np.zeros(pe1.shape[:2] + (1,)), np.cumsum(q1[:, :, :-1] * np.diff(pe1, axis=2), axis=2)], axis=2)
+        nk = pe1.shape[2]
+
+        def integral(p):
+            lay = np.clip((pe1[:, :, 1:] <= p[:, :, None]).sum(axis=2), 0, nk - 2)
+            base = np.take_along_axis(pe1, lay[:, :, None], axis=2)[:, :, 0]
+            return np.take_along_axis(cum, lay[:, :, None], axis=2)[:, :, 0] + np.take_along_axis(q1, lay[:, :, None], axis=2)[:, :, 0] * (p - base)
+
+        q2 = np.zeros_like(q1)
+        for k in range(nk - 1):
+            q2[:, :, k] = (integral(pe2[:, :, k + 1]) - integral(pe2[:, :, k])) / (pe2[:, :, k + 1] - pe2[:, :, k])
+        out = np.zeros_like(q1)
+        out[h:-h, h:-h, :] = q2[h:-h, h:-h, :]
         return [out]
     q, c = data
     h = HALO

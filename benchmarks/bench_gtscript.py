@@ -244,7 +244,7 @@ def production_rows(names, n, nz, repeats, repeat_seconds, backends):
         for label, o in outs.items():
             for got, w in zip(o, want):
                 err = float(np.max(np.abs(np.asarray(got) - w)))
-                if not err <= 1e-12 * max(1.0, float(np.max(np.abs(w)))):
+                if not err <= rs.TOLERANCE[name] * max(1.0, float(np.max(np.abs(w)))):
                     raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
         for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
             times[name, r.label] = r.median
