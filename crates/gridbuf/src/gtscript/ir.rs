@@ -13,10 +13,15 @@
 //! interval S|E OFFSET S|E OFFSET      # bounds from the start (S) or the end (E) of K
 //! stmt LINE f FIELD COMPONENT EXPR    # assignment to a field component
 //! stmt LINE t TEMP EXPR               # assignment to a temporary
+//! stmtk LINE DK f FIELD COMPONENT EXPR # assignment at the K offset DK (FORWARD/BACKWARD)
+//! stmtk LINE DK t TEMP EXPR
 //! ```
 //!
 //! Expressions: `f FIELD COMPONENT DI DJ DK`, `t TEMP DI DJ DK`, `s SCALAR`, `c VALUE`, an
-//! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...). The unary
+//! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...). A read at a
+//! K level computed at run time is `kvar f FIELD COMPONENT EXPR` or `kvar t TEMP EXPR` (the level
+//! of the point plus the integer EXPR, GT4Py's variable K offset `a[0, 0, idx]`) or `kabs ...`
+//! (the level EXPR counted from the domain's first level, GT4Py's `a.at(K=idx)`). The unary
 //! functions are GT4Py's native ones by their gtscript names (`sqrt`, `exp`, `log`, `log10`,
 //! `sin` ... `atanh`, `gamma`, `cbrt`, `erf`, `erfc`, `floor`, `ceil`, `trunc`, `round`,
 //! `round_away_from_zero`, `isfinite`, `isnan`, `isinf`); `mod` is NumPy's `remainder`.
@@ -260,6 +265,19 @@ pub enum Expr {
     Bin(BinOp, Box<Expr>, Box<Expr>),
     /// `a if cond else b` (cond nonzero).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A read at the point's I and J and a K level computed at run time from an integer
+    /// expression: relative to the point's level (GT4Py's variable K offset) or absolute,
+    /// counted from the domain's first level (`.at(K=...)`).
+    ReadK(Access, KIndex, Box<Expr>),
+}
+
+/// How a [`Expr::ReadK`] index gives the level it reads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KIndex {
+    /// The point's level plus the index (`a[0, 0, idx]`).
+    Relative,
+    /// The index itself, counted from the domain's first level (`a.at(K=idx)`).
+    Absolute,
 }
 
 impl Expr {
@@ -269,6 +287,10 @@ impl Expr {
             Expr::Read(..) => f(self),
             Expr::Scalar(_) | Expr::Const(..) => {}
             Expr::Un(_, a) | Expr::Cast(_, a) => a.reads_mut(f),
+            Expr::ReadK(_, _, i) => {
+                i.reads_mut(f);
+                f(self);
+            }
             Expr::Bin(_, a, b) => {
                 a.reads_mut(f);
                 b.reads_mut(f);
@@ -281,12 +303,13 @@ impl Expr {
         }
     }
 
-    /// Calls `f` on every read in the expression.
+    /// Calls `f` on every read at a static offset in the expression (the indices of reads at
+    /// levels computed at run time included; see [`Expr::var_reads`] for those reads).
     pub fn reads(&self, f: &mut impl FnMut(Access, [i32; 3])) {
         match self {
             Expr::Read(a, o) => f(*a, *o),
             Expr::Scalar(_) | Expr::Const(..) => {}
-            Expr::Un(_, a) | Expr::Cast(_, a) => a.reads(f),
+            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::ReadK(_, _, a) => a.reads(f),
             Expr::Bin(_, a, b) => {
                 a.reads(f);
                 b.reads(f);
@@ -300,7 +323,31 @@ impl Expr {
     }
 }
 
-/// An assignment `target = expr` at offset zero.
+impl Expr {
+    /// Calls `f` on every read at a level computed at run time ([`Expr::ReadK`]).
+    pub fn var_reads(&self, f: &mut impl FnMut(Access, KIndex)) {
+        match self {
+            Expr::Read(..) | Expr::Scalar(_) | Expr::Const(..) => {}
+            Expr::ReadK(a, k, i) => {
+                f(*a, *k);
+                i.var_reads(f);
+            }
+            Expr::Un(_, a) | Expr::Cast(_, a) => a.var_reads(f),
+            Expr::Bin(_, a, b) => {
+                a.var_reads(f);
+                b.var_reads(f);
+            }
+            Expr::Select(c, a, b) => {
+                c.var_reads(f);
+                a.var_reads(f);
+                b.var_reads(f);
+            }
+        }
+    }
+}
+
+/// An assignment `target = expr` at offset zero, or at the K offset `k_offset` (GT4Py's
+/// `a[0, 0, 1] = ...` in FORWARD and BACKWARD computations).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     /// Line of the definition it comes from (for messages).
@@ -309,6 +356,8 @@ pub struct Stmt {
     pub target: Access,
     /// The value.
     pub expr: Expr,
+    /// The K offset it writes at (0 for most statements).
+    pub k_offset: i32,
 }
 
 /// A field parameter.
@@ -555,6 +604,23 @@ impl Program {
                 let off = [t.num()?, t.num()?, t.num()?];
                 Ok(Expr::Read(a, off))
             }
+            "kvar" | "kabs" => {
+                let kind = t.next()?;
+                if kind != "f" && kind != "t" {
+                    return Err(ir_error(t.line, "a K-indexed read is of f or t"));
+                }
+                let a = self.access(t, kind)?;
+                let k = if op == "kvar" {
+                    KIndex::Relative
+                } else {
+                    KIndex::Absolute
+                };
+                Ok(Expr::ReadK(
+                    a,
+                    k,
+                    Box::new(self.expr(t, depth + 1, default)?),
+                ))
+            }
             "s" => Ok(Expr::Scalar(t.index(self.scalars.len(), "scalar")?)),
             "c" => Ok(Expr::Const(Value::F(t.num()?), default)),
             "lit" => {
@@ -684,8 +750,9 @@ impl Program {
                         stmts: Vec::new(),
                     });
                 }
-                "stmt" => {
+                "stmt" | "stmtk" => {
                     let line_no: u32 = t.num()?;
+                    let k_offset: i32 = if kw == "stmtk" { t.num()? } else { 0 };
                     let kind = t.next()?;
                     if kind != "f" && kind != "t" {
                         return Err(ir_error(ln, "statement target must be f or t"));
@@ -703,6 +770,7 @@ impl Program {
                             line: line_no,
                             target,
                             expr,
+                            k_offset,
                         });
                 }
                 k => return Err(ir_error(ln, format!("unknown keyword {k:?}"))),

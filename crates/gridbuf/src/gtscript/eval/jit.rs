@@ -93,9 +93,11 @@ fn jit_error(what: impl std::fmt::Display) -> Error {
 }
 
 /// Whether the code generator handles every operation of `tape` (an integer power needs a
-/// literal exponent, which the types pass guarantees).
+/// literal exponent, which the types pass guarantees; reads at run-time K levels run on the
+/// interpreter, which reads memory at checked levels).
 fn supported(tape: &[Instr]) -> bool {
     tape.iter().all(|ins| match ins.op {
+        Op::LoadK(..) => false,
         Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
             matches!(ins.args[1], Src::Const(crate::gtscript::Value::I(e)) if e >= 0)
         }
@@ -491,6 +493,7 @@ impl Emit<'_> {
                     let t = Self::arith(b, o1, a, x.expect("fused op operand"));
                     Self::arith(b, o2, t, y.expect("fused op operand"))
                 }
+                Op::LoadK(..) => unreachable!("filtered by `supported`"),
                 Op::Sel => {
                     let known = match ins.args[0] {
                         Src::Reg(r) => masks.get(r as usize).copied().flatten(),
@@ -530,7 +533,7 @@ impl Emit<'_> {
 /// Whether operand `n` (1 or 2) of `op` is read.
 pub(super) fn uses_arg(op: Op, n: usize) -> bool {
     match op {
-        Op::Mov | Op::Cast(_) | Op::Un(_) => false,
+        Op::Mov | Op::Cast(_) | Op::Un(_) | Op::LoadK(..) => false,
         Op::Bin(_) => n == 1,
         Op::Bin2(..) | Op::Sel => true,
     }

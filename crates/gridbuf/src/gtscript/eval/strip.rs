@@ -3,10 +3,11 @@
 use super::jit::StmtCode;
 use super::kernels::Arg;
 use super::lane::Elem;
-use super::mem::{mem_row, Geo, Mem};
+use super::mem::{mem_row, Geo, Mem, VarMem};
 use super::STRIP;
 use crate::error::{Error, Result};
-use crate::gtscript::plan::{Instr, Op, Src, StmtPlan};
+use crate::gtscript::ir::KIndex;
+use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 
 fn row_error(what: &str) -> Error {
     Error::invalid(
@@ -71,6 +72,52 @@ impl<'a, T: Elem> Strip<'a, T> {
     }
 }
 
+/// The point a statement writes for the point `p` it computes: `p` shifted by its K offset.
+#[inline(always)]
+fn written(st: &StmtPlan, mut p: [i64; 3]) -> [i64; 3] {
+    p[2] += st.k_offset as i64;
+    p
+}
+
+/// Runs a [`Op::LoadK`] instruction over the strip at `p` (`n` points along `inner`): each
+/// point's index from `idx`, the value read from `vm`'s memory at the level it gives.
+fn load_k<T: Elem>(
+    ins: &Instr,
+    d: &mut [T],
+    idx: Arg<'_, T>,
+    vm: Option<&VarMem<'_>>,
+    p: [i64; 3],
+    inner: usize,
+) -> Result<()> {
+    let Op::LoadK(_, kind) = ins.op else {
+        return Err(row_error("load"));
+    };
+    let vm = vm.ok_or_else(|| row_error("variable K read"))?;
+    for (t, d) in d.iter_mut().enumerate() {
+        let mut pt = p;
+        pt[inner] += t as i64;
+        let x = match idx {
+            Arg::S(s) => s[t],
+            Arg::V(v) => v,
+        };
+        let v = match x.to_value(ins.ty) {
+            crate::gtscript::Value::I(v) => v,
+            crate::gtscript::Value::F(v) => v as i64,
+        };
+        let level = match kind {
+            KIndex::Relative => pt[2].saturating_add(v),
+            KIndex::Absolute => v,
+        };
+        pt[2] = level;
+        *d = vm.mem.get(pt).ok_or_else(|| {
+            let lo = -vm.mem.origin[2];
+            let hi = vm.mem.shape[2] as i64 + lo;
+            var_k_error(vm.name, level, lo, hi)
+        })?;
+    }
+    Ok(())
+}
+
 /// Runs one statement's tape over its region, row by row along the inner axis, in strips of at
 /// most [`STRIP`] points.
 #[allow(clippy::too_many_arguments)]
@@ -81,6 +128,7 @@ pub(super) fn run_stmt<T: Elem>(
     bufs: &mut [Vec<T>],
     regs: &mut [Vec<T>],
     direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
     scalars: &[T],
     rlo: [i64; 3],
     rhi: [i64; 3],
@@ -117,6 +165,13 @@ pub(super) fn run_stmt<T: Elem>(
                 };
                 for ins in body {
                     let mut d = std::mem::take(&mut regs[ins.dst as usize]);
+                    if let Op::LoadK(q, _) = ins.op {
+                        let idx = strip.operand(ins.args[0], regs)?;
+                        let vm = vmem.get(q as usize).and_then(Option::as_ref);
+                        load_k(ins, &mut d[..n], idx, vm, p, i)?;
+                        regs[ins.dst as usize] = d;
+                        continue;
+                    }
                     let a = [
                         strip.operand(ins.args[0], regs)?,
                         strip.operand(ins.args[1], regs)?,
@@ -125,9 +180,14 @@ pub(super) fn run_stmt<T: Elem>(
                     T::apply(ins, &mut d[..n], a[0], a[1], a[2]);
                     regs[ins.dst as usize] = d;
                 }
+                let w = written(st, p);
+                let f0 = geo.flat(w);
+                if f0 < 0 || f0 as usize + n > geo.len {
+                    return Err(row_error("statement target"));
+                }
                 let f0 = f0 as usize;
                 if let Some(mem) = &direct[target] {
-                    let ptr = mem_row::<T>(mem, p, i, n)
+                    let ptr = mem_row::<T>(mem, w, i, n)
                         .filter(|_| mem.writable)
                         .ok_or_else(|| row_error("store"))?;
                     // SAFETY: `mem_row` checked that the `n` points from `ptr` lie inside the
@@ -262,8 +322,15 @@ pub(super) fn run_stmt_code<T: Elem>(
     // The target's row at `p` (`n` points, flat index `f0` in the block), checked. It may be
     // an operand row too (the tape reads its target), so it is a raw pointer, not a slice.
     let target_row = |bufs: &mut [Vec<T>], p: [i64; 3], f0: usize, n: usize| -> Result<*mut T> {
+        // The row written: at the statement's K offset (`f0` is the computed point's index).
+        let w = written(st, p);
+        let f0 = if st.k_offset == 0 {
+            f0
+        } else {
+            usize::try_from(geo.flat(w)).map_err(|_| row_error("store"))?
+        };
         match &tmem {
-            Some(mem) => mem_row::<T>(mem, p, i, n)
+            Some(mem) => mem_row::<T>(mem, w, i, n)
                 .filter(|_| mem.writable)
                 .ok_or_else(|| row_error("store")),
             None if f0 + n <= bufs[target].len() => {
@@ -381,12 +448,13 @@ pub(super) fn run_statement<T: Elem>(
     bufs: &mut [Vec<T>],
     regs: &mut [Vec<T>],
     direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
     scalars: &[T],
     rlo: [i64; 3],
     rhi: [i64; 3],
 ) -> Result<()> {
     match code {
         Some(code) => run_stmt_code(code, st, geo, bufs, regs, direct, scalars, rlo, rhi),
-        None => run_stmt(st, geo, bufs, regs, direct, scalars, rlo, rhi),
+        None => run_stmt(st, geo, bufs, regs, direct, vmem, scalars, rlo, rhi),
     }
 }

@@ -369,6 +369,7 @@ impl WideEmit<'_> {
                     }
                 }
                 Op::Bin2(..) => unreachable!("only float operations are fused"),
+                Op::LoadK(..) => unreachable!("filtered by `supported`"),
             };
             let d = ins.dst as usize;
             if regs.len() <= d {
