@@ -826,4 +826,33 @@ mod tests {
         ));
         assert!(Program::parse("stencil x float64\nfield a IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 0 0 f 1 0 0 0 0\n").is_err());
     }
+
+    #[test]
+    fn parses_k_offset_writes_and_run_time_levels() {
+        let p = Program::parse(
+            "stencil k float64\nfield a IJK\nfield i int32 IJK\ntemp t\ncomp FORWARD\ninterval S 0 E -1\n\
+             stmtk 7 1 t 0 kvar f 0 0 f 1 0 0 0 0\nstmtk 8 -2 f 0 0 kabs t 0 add f 1 0 0 0 0 lit int64 1\n",
+        )
+        .unwrap();
+        let s = &p.sections[0].stmts;
+        assert_eq!(
+            (s[0].line, s[0].k_offset, s[0].target),
+            (7, 1, Access::Temp(0))
+        );
+        assert_eq!(s[1].k_offset, -2);
+        let field = Access::Field { field: 0, comp: 0 };
+        assert!(matches!(&s[0].expr, Expr::ReadK(a, KIndex::Relative, i)
+            if *a == field && matches!(**i, Expr::Read(Access::Field { field: 1, .. }, [0, 0, 0]))));
+        assert!(matches!(
+            &s[1].expr,
+            Expr::ReadK(Access::Temp(0), KIndex::Absolute, _)
+        ));
+        let mut var = Vec::new();
+        s[1].expr.var_reads(&mut |a, k| var.push((a, k)));
+        assert_eq!(var, [(Access::Temp(0), KIndex::Absolute)]);
+        let mut fixed = Vec::new();
+        s[1].expr.reads(&mut |a, o| fixed.push((a, o)));
+        assert_eq!(fixed, [(Access::Field { field: 1, comp: 0 }, [0, 0, 0])]);
+        assert!(Program::parse("stencil x float64\nfield a IJK\ncomp FORWARD\ninterval S 0 E 0\nstmt 1 f 0 0 kvar s 0 lit int64 0\n").is_err());
+    }
 }
