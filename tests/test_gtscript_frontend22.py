@@ -634,14 +634,6 @@ BAD = {
         """,
         "t.A[-1]", r"index \(-1,\) of GlobalTable 't' with shape \(4,\)", {},
     ),
-    "absolute K index": (
-        """
-        def f(a: Field[np.float64], out: Field[np.float64]):
-            with computation(PARALLEL), interval(...):
-                out = a.at(K=0)
-        """,
-        "a.at", r"absolute K indexing \(a.at\(K=0\)\)", {},
-    ),
     "runtime interval bound": (
         """
         def f(a: Field[np.float64], out: Field[np.float64], n: int):

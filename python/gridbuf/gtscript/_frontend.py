@@ -494,6 +494,10 @@ class Lowering:
         self.store(ctx, node, target, self.value(ctx, value), mask)
 
     def store(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any, mask: Expr | None) -> None:
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id not in ctx.local and target.value.id not in self.params:
+            # A new temporary first written at an offset (`tmp[0, 0, 1] = ...`, as GT4Py allows).
+            ctx.local[target.value.id] = _Ref("t", len(self.temps))
+            self.temps.append(target.value.id)
         whole = self.whole_vector_target(ctx, target)
         if whole is not None:  # a data-dim field written whole: one statement per component
             _vectors.assign(self, ctx, node, whole, value, mask)
@@ -504,13 +508,17 @@ class Lowering:
         comp: int | None = 0
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "A":
             raise self.error(ctx, node, f"assignment to {ast.unparse(target)}: writing through `.A` (absolute data-dim index) is forbidden, as in GT4Py")
+        koff = 0
         if isinstance(target, ast.Subscript):
             ref = self.value(ctx, target)
             if not isinstance(ref, _Ref):
                 raise self.error(ctx, node, "assignment to a subscript of something that is not a field")
-            if ref.offset != (0, 0, 0):
-                name = self.fields[ref.index][0] if ref.kind == "f" else self.temps[ref.index]
-                raise self.error(ctx, node, f"writing {name!r} at the offset {ref.offset}: assignments are at offset (0, 0, 0)")
+            name = self.fields[ref.index][0] if ref.kind == "f" else self.temps[ref.index]
+            if ref.klevel is not None:
+                raise self.error(ctx, node, f"assignment to {name!r} at a K level computed at run time (GT4Py reads such levels only)")
+            if ref.offset[:2] != (0, 0):
+                raise self.error(ctx, node, f"writing {name!r} at the offset {ref.offset}: assignments at non-zero I or J offsets are not supported (GT4Py's rule)")
+            koff = ref.offset[2]
             kind, index, comp = ref.kind, ref.index, ref.comp
             if kind == "f" and self.fields[index][1].data_shape and comp is None:
                 raise self.error(ctx, node, f"field {self.fields[index][0]!r} has data dims: write one component, e.g. {self.fields[index][0]}[0, 0, 0][0]")
@@ -536,9 +544,10 @@ class Lowering:
             name, ft = self.fields[index]
             raise self.error(ctx, node, f"assignment to field {name!r} with axes {ft.axes}: GT4Py writes only fields with the I and J axes (and K in PARALLEL computations)")
         if mask is not None:
-            old = ("f", index, comp, (0, 0, 0)) if kind == "f" else ("t", index, (0, 0, 0))
+            old = ("f", index, comp, (0, 0, koff)) if kind == "f" else ("t", index, (0, 0, koff))
             value = ("sel", mask, value, old)
-        self.emit(ctx, node, (kind, index, comp) if kind == "f" else ("t", index), value)
+        tgt: tuple = (kind, index, comp) if kind == "f" else ("t", index)
+        self.emit(ctx, node, ("k", koff, tgt) if koff else tgt, value)
 
     def whole_vector_target(self, ctx: _Ctx, target: ast.expr) -> int | None:
         """The index of the data-dim field that ``target`` writes whole (``out``, ``out[0, 0, 0]``), if any."""
@@ -609,8 +618,12 @@ class Lowering:
                 f = self.fields[v.index]
                 if f[1].data_shape and v.comp is None:
                     raise self.error(ctx, node, f"field {f[0]!r} has data dims: read one component, e.g. {f[0]}[0, 0, 0][0]")
-                return ("f", v.index, v.comp or 0, v.offset)
-            return ("t", v.index, v.offset)
+                read: Expr = ("f", v.index, v.comp or 0, v.offset)
+            else:
+                read = ("t", v.index, v.offset)
+            if v.klevel is not None:
+                return (v.klevel[0], read, v.klevel[1])  # ("kvar" | "kabs", read, index)
+            return read
         if isinstance(v, tuple):
             return v
         if isinstance(v, (bool, int, float, np.number)):
@@ -735,6 +748,13 @@ class Lowering:
             if isinstance(base, tuple) and self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
                 return base  # an expression argument of a function read at offset zero
             raise self.error(ctx, node, f"subscript of {ast.unparse(node.value)!r}, which is not a field or temporary")
+        if base.klevel is not None and not (base.kind == "f" and self.fields[base.index][1].data_shape and base.comp is None):
+            if self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
+                return base  # a read at a run-time K level passed to a function, read at offset zero
+            raise self.error(ctx, node, f"{ast.unparse(node)}: an offset on a read at a K level computed at run time")
+        var = self.var_k_read(ctx, node, base)
+        if var is not None:
+            return var
         idx = self.offsets(ctx, node.slice)
         if base.kind == "f":
             name, ftype = self.fields[base.index]
@@ -746,7 +766,7 @@ class Lowering:
                 comp = 0
                 for i, n in zip(idx, ftype.data_shape):
                     comp = comp * n + i
-                return _Ref("f", base.index, base.offset, comp, True)
+                return _Ref("f", base.index, base.offset, comp, True, base.klevel)
             axes = ftype.axes
             if len(idx) == 3:
                 off = tuple(idx)
@@ -763,6 +783,58 @@ class Lowering:
             off = tuple(idx)
         total = tuple(a + b for a, b in zip(base.offset, off))
         return _Ref(base.kind, base.index, total, base.comp, True)  # type: ignore[arg-type]
+
+    def var_k_read(self, ctx: _Ctx, node: ast.Subscript, base: _Ref) -> _Ref | None:
+        """`a[0, 0, idx]` with `idx` an integer expression known only at run time (GT4Py's variable
+        K offset: the level of the point plus `idx`); None when every offset is a constant."""
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base.indexed or all(self.is_const(ctx, e) for e in elts):
+            return None
+        if base.kind == "f":
+            name, ftype = self.fields[base.index]
+            axes = ftype.axes
+        else:
+            name, axes = self.temps[base.index], "IJK"
+        if len(elts) == 3:
+            kpos = 2
+        elif len(elts) == len(axes) and "K" in axes:
+            kpos = axes.index("K")
+        else:
+            raise self.error(ctx, node, f"{ast.unparse(node)}: {name!r} with axes {axes} takes {len(axes)} or 3 offsets, got {len(elts)}")
+        for n, e in enumerate(elts):
+            if n != kpos and not self.is_const(ctx, e):
+                raise self.error(ctx, node, f"{ast.unparse(node)}: only the K offset may be computed at run time (GT4Py's variable K offset); the offset {ast.unparse(e)!r} is not a constant")
+            if n != kpos and self.offsets(ctx, e) != [0]:
+                raise self.error(ctx, node, f"{ast.unparse(node)}: a horizontal offset with a variable K offset (GT4Py drops it and reads at offset zero, so nothing computes this); read at I and J offsets zero")
+        return _Ref(base.kind, base.index, (0, 0, 0), base.comp, True, ("kvar", self.expr(ctx, elts[kpos])))
+
+    def at_k(self, ctx: _Ctx, node: ast.Call, base: _Ref) -> _Ref:
+        """`a.at(K=k)` or `a.at(K=k, ddim=[...])`: GT4Py's absolute K index, the level `k` (an
+        integer expression) counted from the domain's first level, at the point's I and J; read-only."""
+        src = ast.unparse(node)
+        kws = node.keywords
+        if node.args or len(kws) not in (1, 2):
+            raise self.error(ctx, node, f"{src}: absolute K index: the syntax is `.at(K=..., ddim=[...])`, the `ddim` argument optional (GT4Py's rule)")
+        if kws[0].arg != "K":
+            raise self.error(ctx, node, f"{src}: absolute K index: the first argument must be `K`, e.g. `.at(K=...)`")
+        if len(kws) > 1 and (kws[1].arg != "ddim" or not isinstance(kws[1].value, ast.List)):
+            raise self.error(ctx, node, f"{src}: absolute K index: the second (optional) argument must be `ddim`, a list, e.g. `.at(K=..., ddim=[...])`")
+        if isinstance(kws[0].value, ast.Name) and kws[0].value.id in ("I", "J", "K") and kws[0].value.id not in ctx.local:
+            raise self.error(ctx, node, f"{src}: absolute K index: an axis cannot be the index (`.at(K=K)` is the field itself)")
+        if base.indexed or base.klevel is not None or base.offset != (0, 0, 0):
+            raise self.error(ctx, node, f"{src}: `.at(...)` applies to a field or temporary's name, without offsets (GT4Py fails on others)")
+        comp = None
+        if len(kws) > 1:
+            if base.kind != "f" or not self.fields[base.index][1].data_shape:
+                raise self.error(ctx, node, f"{src}: ddim indexes the data dims of a field with data dims")
+            shape = self.fields[base.index][1].data_shape
+            idx = [self.offsets(ctx, e)[0] for e in kws[1].value.elts]  # type: ignore[attr-defined]
+            if len(idx) != len(shape) or any(not 0 <= i < n for i, n in zip(idx, shape)):
+                raise self.error(ctx, node, f"{src}: data-dim index {tuple(idx)} of a field with data dims {shape}")
+            comp = 0
+            for i, n in zip(idx, shape):
+                comp = comp * n + i
+        return _Ref(base.kind, base.index, (0, 0, 0), comp, True, ("kabs", self.expr(ctx, kws[0].value)))
 
     def table_read(self, ctx: _Ctx, node: ast.Subscript, table: _Table) -> Expr:
         """`t.A[i, j]` at constant indices: a hidden scalar parameter holding that element."""
@@ -793,8 +865,8 @@ class Lowering:
             return ("c", _num(v))
         if isinstance(f, ast.Name) and f.id == "compile_assert":
             raise self.error(ctx, node, "compile_assert(...) is a statement, not a value")
-        if isinstance(f, ast.Attribute) and f.attr == "at" and isinstance(self.value(ctx, f.value), _Ref):
-            raise self.error(ctx, node, f"absolute K indexing ({ast.unparse(node)}) is not supported by gridbuf yet")
+        if isinstance(f, ast.Attribute) and f.attr == "at" and isinstance(base := self.value(ctx, f.value), _Ref):
+            return self.at_k(ctx, node, base)
         if isinstance(f, ast.Name) and f.id in _CASTS and f.id not in ctx.local and f.id not in ctx.globals:
             return self.cast(ctx, node, np.dtype(_CASTS[f.id]))
         try:
@@ -1042,6 +1114,8 @@ def _dtype(low: Lowering, e: Expr) -> np.dtype[Any] | None:
         return low.temp_types.get(e[1], (None, ""))[0]
     if tag == "cast":
         return np.dtype(e[1])
+    if tag in ("kvar", "kabs"):
+        return _dtype(low, e[1])
     if tag in _BOOL_OPS:
         return np.dtype(np.bool_)
     if tag == "sel":

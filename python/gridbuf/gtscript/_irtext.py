@@ -1,6 +1,8 @@
 """The IR text the lowering writes (see ``gridbuf::gtscript::ir``): expressions are tuples in
 prefix form, ``("f", field, comp, (di, dj, dk))``, ``("t", temp, (di, dj, dk))``, ``("s",
-scalar)``, ``("c", value)``, ``(op, *operands)``, written out here."""
+scalar)``, ``("c", value)``, ``(op, *operands)``, reads at run-time K levels ``("kvar" | "kabs",
+read at offset zero, index)``, written out here; a statement's target at a K offset is ``("k",
+dk, target)``."""
 
 from __future__ import annotations
 
@@ -24,8 +26,13 @@ _Remap = tuple[dict[int, int], dict[int, int]]
 
 def _fmt_stmt(item: tuple, remap: _Remap) -> str:
     line, target, value = item
+    kw = "stmt"
+    if target[0] == "k":  # ("k", dk, target): an assignment at the K offset dk
+        kw, target = f"stmtk {line} {target[1]}", target[2]
+    else:
+        kw = f"stmt {line}"
     tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
-    return f"stmt {line} {tgt} {_fmt(value, remap)}"
+    return f"{kw} {tgt} {_fmt(value, remap)}"
 
 
 def _fmt(e: Expr, remap: _Remap | None = None) -> str:
@@ -45,4 +52,8 @@ def _fmt(e: Expr, remap: _Remap | None = None) -> str:
         return f"lit float64 {float(v)!r}"
     if tag == "cast":
         return f"cast {e[1]} {_fmt(e[2], remap)}"
+    if tag in ("kvar", "kabs"):  # (tag, read at offset zero, index): a read at a run-time K level
+        r = e[1]
+        acc = f"f {r[1] if remap is None else remap[0][r[1]]} {r[2]}" if r[0] == "f" else f"t {r[1]}"
+        return f"{tag} {acc} {_fmt(e[2], remap)}"
     return " ".join([tag, *(_fmt(a, remap) for a in e[1:])])

@@ -106,6 +106,9 @@ class _Ref:
     offset: tuple[int, int, int] = (0, 0, 0)
     comp: int | None = None
     indexed: bool = False
+    # A K level computed at run time: ("kvar", index expression) for a variable K offset
+    # `a[0, 0, idx]`, ("kabs", index expression) for `a.at(K=idx)`.
+    klevel: tuple[str, Any] | None = None
 
 
 class _Ctx:

@@ -45,10 +45,22 @@ fn reads_of(e: &Expr, t: Access) -> Vec<[i32; 3]> {
     out
 }
 
+/// Whether a statement reads `t` at a level computed at run time.
+fn var_read(e: &Expr, t: Access) -> bool {
+    let mut found = false;
+    e.var_reads(&mut |a, _| found |= a == t);
+    found
+}
+
 fn inline_one(p: &mut Program, t: usize) -> bool {
     let temp = Access::Temp(t);
     // A 2-D temporary carries its value across levels: a read sees earlier levels' writes.
     if p.temps[t].axes != [true; 3] {
+        return false;
+    }
+    // Written at a K offset, or read at a level computed at run time: another level's value.
+    let stmts = || p.sections.iter().flat_map(|s| &s.stmts);
+    if stmts().any(|st| (st.target == temp && st.k_offset != 0) || var_read(&st.expr, temp)) {
         return false;
     }
     let mut writers = p.sections.iter().enumerate().flat_map(|(s, sec)| {
@@ -93,6 +105,7 @@ fn inline_one(p: &mut Program, t: usize) -> bool {
     }
     let mut deps = Vec::new();
     def.expr.reads(&mut |a, _| deps.push(a));
+    def.expr.var_reads(&mut |a, _| deps.push(a));
     if p.sections[s].stmts[d + 1..=r]
         .iter()
         .any(|st| deps.contains(&st.target))
@@ -125,7 +138,7 @@ fn calls(e: &Expr) -> bool {
                     | UnOp::IsFinite
             ) || calls(a)
         }
-        Expr::Cast(_, a) => calls(a),
+        Expr::Cast(_, a) | Expr::ReadK(_, _, a) => calls(a),
         Expr::Bin(op, a, b) => {
             matches!(op, BinOp::Pow | BinOp::Mod | BinOp::FloorDiv) || calls(a) || calls(b)
         }
@@ -142,16 +155,21 @@ pub(crate) fn merge_branches(p: &mut Program) {
         let mut k = 0;
         while k + 1 < sec.stmts.len() {
             let (x, y) = (&sec.stmts[k], &sec.stmts[k + 1]);
-            let own = |e: &Expr| matches!(e, Expr::Read(a, [0, 0, 0]) if *a == x.target);
+            // The point the statements write (at their K offset).
+            let at = [0, 0, x.k_offset];
+            let own = |e: &Expr| matches!(e, Expr::Read(a, o) if *a == x.target && *o == at);
             let merged = match (&x.expr, &y.expr) {
                 (Expr::Select(m, a, old1), Expr::Select(nm, b, old2))
                     if x.target == y.target
                         && x.region == y.region
+                        && x.k_offset == y.k_offset
                         && own(old1)
                         && own(old2)
                         && matches!(&**nm, Expr::Un(UnOp::Not, m2) if m2 == m)
-                        && reads_of(b, x.target).iter().all(|o| *o == [0; 3])
-                        && reads_of(m, x.target).is_empty() =>
+                        && reads_of(b, x.target).iter().all(|o| *o == at)
+                        && reads_of(m, x.target).is_empty()
+                        && !var_read(b, x.target)
+                        && !var_read(m, x.target) =>
                 {
                     Some(Expr::Select(m.clone(), a.clone(), b.clone()))
                 }
@@ -179,10 +197,9 @@ fn substitute(e: &mut Expr, t: Access, value: &Expr) {
 
 fn mentioned(p: &Program, t: usize) -> bool {
     let temp = Access::Temp(t);
-    p.sections
-        .iter()
-        .flat_map(|s| &s.stmts)
-        .any(|st| st.target == temp || !reads_of(&st.expr, temp).is_empty())
+    p.sections.iter().flat_map(|s| &s.stmts).any(|st| {
+        st.target == temp || !reads_of(&st.expr, temp).is_empty() || var_read(&st.expr, temp)
+    })
 }
 
 /// Removes temporary `t`, which no statement mentions, renumbering the ones after it.
@@ -195,7 +212,7 @@ fn drop_temp(p: &mut Program, t: usize) {
             }
         }
         st.expr.reads_mut(&mut |n| {
-            if let Expr::Read(Access::Temp(u), _) = n {
+            if let Expr::Read(Access::Temp(u), _) | Expr::ReadK(Access::Temp(u), ..) = n {
                 if *u > t {
                     *u -= 1;
                 }

@@ -16,6 +16,8 @@
 //! region ILO IHI JLO JHI              # the next statement runs only in this horizontal box
 //! while                               # the statement before is a loop's condition (a mask)
 //! endwhile                            # end of the innermost open loop's body
+//! stmtk LINE DK f FIELD COMPONENT EXPR # assignment at the K offset DK (FORWARD/BACKWARD)
+//! stmtk LINE DK t TEMP EXPR
 //! ```
 //!
 //! A region bound is `S OFFSET` or `E OFFSET` (from the start or the end of the compute
@@ -24,7 +26,10 @@
 //! has its mask set; the frontend masks the body's statements with it.
 //!
 //! Expressions: `f FIELD COMPONENT DI DJ DK`, `t TEMP DI DJ DK`, `s SCALAR`, `c VALUE`, an
-//! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...). The unary
+//! operator name followed by its operands (`add a b`, `neg a`, `sel cond a b`, ...). A read at a
+//! K level computed at run time is `kvar f FIELD COMPONENT EXPR` or `kvar t TEMP EXPR` (the level
+//! of the point plus the integer EXPR, GT4Py's variable K offset `a[0, 0, idx]`) or `kabs ...`
+//! (the level EXPR counted from the domain's first level, GT4Py's `a.at(K=idx)`). The unary
 //! functions are GT4Py's native ones by their gtscript names (`sqrt`, `exp`, `log`, `log10`,
 //! `sin` ... `atanh`, `gamma`, `cbrt`, `erf`, `erfc`, `floor`, `ceil`, `trunc`, `round`,
 //! `round_away_from_zero`, `isfinite`, `isnan`, `isinf`); `mod` is NumPy's `remainder`.
@@ -268,6 +273,19 @@ pub enum Expr {
     Bin(BinOp, Box<Expr>, Box<Expr>),
     /// `a if cond else b` (cond nonzero).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A read at the point's I and J and a K level computed at run time from an integer
+    /// expression: relative to the point's level (GT4Py's variable K offset) or absolute,
+    /// counted from the domain's first level (`.at(K=...)`).
+    ReadK(Access, KIndex, Box<Expr>),
+}
+
+/// How a [`Expr::ReadK`] index gives the level it reads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KIndex {
+    /// The point's level plus the index (`a[0, 0, idx]`).
+    Relative,
+    /// The index itself, counted from the domain's first level (`a.at(K=idx)`).
+    Absolute,
 }
 
 impl Expr {
@@ -277,6 +295,10 @@ impl Expr {
             Expr::Read(..) => f(self),
             Expr::Scalar(_) | Expr::Const(..) => {}
             Expr::Un(_, a) | Expr::Cast(_, a) => a.reads_mut(f),
+            Expr::ReadK(_, _, i) => {
+                i.reads_mut(f);
+                f(self);
+            }
             Expr::Bin(_, a, b) => {
                 a.reads_mut(f);
                 b.reads_mut(f);
@@ -289,12 +311,13 @@ impl Expr {
         }
     }
 
-    /// Calls `f` on every read in the expression.
+    /// Calls `f` on every read at a static offset in the expression (the indices of reads at
+    /// levels computed at run time included; see [`Expr::var_reads`] for those reads).
     pub fn reads(&self, f: &mut impl FnMut(Access, [i32; 3])) {
         match self {
             Expr::Read(a, o) => f(*a, *o),
             Expr::Scalar(_) | Expr::Const(..) => {}
-            Expr::Un(_, a) | Expr::Cast(_, a) => a.reads(f),
+            Expr::Un(_, a) | Expr::Cast(_, a) | Expr::ReadK(_, _, a) => a.reads(f),
             Expr::Bin(_, a, b) => {
                 a.reads(f);
                 b.reads(f);
@@ -308,7 +331,31 @@ impl Expr {
     }
 }
 
-/// An assignment `target = expr` at offset zero.
+impl Expr {
+    /// Calls `f` on every read at a level computed at run time ([`Expr::ReadK`]).
+    pub fn var_reads(&self, f: &mut impl FnMut(Access, KIndex)) {
+        match self {
+            Expr::Read(..) | Expr::Scalar(_) | Expr::Const(..) => {}
+            Expr::ReadK(a, k, i) => {
+                f(*a, *k);
+                i.var_reads(f);
+            }
+            Expr::Un(_, a) | Expr::Cast(_, a) => a.var_reads(f),
+            Expr::Bin(_, a, b) => {
+                a.var_reads(f);
+                b.var_reads(f);
+            }
+            Expr::Select(c, a, b) => {
+                c.var_reads(f);
+                a.var_reads(f);
+                b.var_reads(f);
+            }
+        }
+    }
+}
+
+/// An assignment `target = expr` at offset zero, or at the K offset `k_offset` (GT4Py's
+/// `a[0, 0, 1] = ...` in FORWARD and BACKWARD computations).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     /// Line of the definition it comes from (for messages).
@@ -317,6 +364,8 @@ pub struct Stmt {
     pub target: Access,
     /// The value.
     pub expr: Expr,
+    /// The K offset it writes at (0 for most statements).
+    pub k_offset: i32,
     /// The horizontal region it is restricted to (`with horizontal(region[...])`), if any.
     pub region: Option<Region>,
 }
@@ -616,6 +665,23 @@ impl Program {
                 let off = [t.num()?, t.num()?, t.num()?];
                 Ok(Expr::Read(a, off))
             }
+            "kvar" | "kabs" => {
+                let kind = t.next()?;
+                if kind != "f" && kind != "t" {
+                    return Err(ir_error(t.line, "a K-indexed read is of f or t"));
+                }
+                let a = self.access(t, kind)?;
+                let k = if op == "kvar" {
+                    KIndex::Relative
+                } else {
+                    KIndex::Absolute
+                };
+                Ok(Expr::ReadK(
+                    a,
+                    k,
+                    Box::new(self.expr(t, depth + 1, default)?),
+                ))
+            }
             "s" => Ok(Expr::Scalar(t.index(self.scalars.len(), "scalar")?)),
             "c" => Ok(Expr::Const(Value::F(t.num()?), default)),
             "lit" => {
@@ -752,8 +818,9 @@ impl Program {
                         return Err(ir_error(ln, "interval inside a while loop"));
                     }
                 }
-                "stmt" => {
+                "stmt" | "stmtk" => {
                     let line_no: u32 = t.num()?;
+                    let k_offset: i32 = if kw == "stmtk" { t.num()? } else { 0 };
                     let kind = t.next()?;
                     if kind != "f" && kind != "t" {
                         return Err(ir_error(ln, "statement target must be f or t"));
@@ -772,6 +839,7 @@ impl Program {
                             target,
                             expr,
                             region: region.take(),
+                            k_offset,
                         });
                 }
                 "region" => {
@@ -862,5 +930,34 @@ mod tests {
             Expr::Cast(Ty::F32, e) if matches!(**e, Expr::Bin(BinOp::Add, ref a, _) if **a == Expr::Const(Value::I(3), Ty::I64))
         ));
         assert!(Program::parse("stencil x float64\nfield a IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 0 0 f 1 0 0 0 0\n").is_err());
+    }
+
+    #[test]
+    fn parses_k_offset_writes_and_run_time_levels() {
+        let p = Program::parse(
+            "stencil k float64\nfield a IJK\nfield i int32 IJK\ntemp t\ncomp FORWARD\ninterval S 0 E -1\n\
+             stmtk 7 1 t 0 kvar f 0 0 f 1 0 0 0 0\nstmtk 8 -2 f 0 0 kabs t 0 add f 1 0 0 0 0 lit int64 1\n",
+        )
+        .unwrap();
+        let s = &p.sections[0].stmts;
+        assert_eq!(
+            (s[0].line, s[0].k_offset, s[0].target),
+            (7, 1, Access::Temp(0))
+        );
+        assert_eq!(s[1].k_offset, -2);
+        let field = Access::Field { field: 0, comp: 0 };
+        assert!(matches!(&s[0].expr, Expr::ReadK(a, KIndex::Relative, i)
+            if *a == field && matches!(**i, Expr::Read(Access::Field { field: 1, .. }, [0, 0, 0]))));
+        assert!(matches!(
+            &s[1].expr,
+            Expr::ReadK(Access::Temp(0), KIndex::Absolute, _)
+        ));
+        let mut var = Vec::new();
+        s[1].expr.var_reads(&mut |a, k| var.push((a, k)));
+        assert_eq!(var, [(Access::Temp(0), KIndex::Absolute)]);
+        let mut fixed = Vec::new();
+        s[1].expr.reads(&mut |a, o| fixed.push((a, o)));
+        assert_eq!(fixed, [(Access::Field { field: 1, comp: 0 }, [0, 0, 0])]);
+        assert!(Program::parse("stencil x float64\nfield a IJK\ncomp FORWARD\ninterval S 0 E 0\nstmt 1 f 0 0 kvar s 0 lit int64 0\n").is_err());
     }
 }

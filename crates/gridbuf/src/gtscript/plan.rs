@@ -5,7 +5,7 @@
 //! the stencil can run as sweeps.
 
 use super::ir::{
-    def_error, Access, BinOp, Expr, IterOrder, Level, Program, Region, Ty, UnOp, Value,
+    def_error, Access, BinOp, Expr, IterOrder, KIndex, Level, Program, Region, Ty, UnOp, Value,
 };
 use super::region::Restricted;
 use super::types::type_of;
@@ -63,6 +63,11 @@ pub enum Op {
     /// `(a op1 b) op2 c` in one pass, for two arithmetic operators (`Add`, `Sub`, `Mul`,
     /// `Div`): the same two roundings as two instructions.
     Bin2(BinOp, BinOp),
+    /// The value of quantity `q` at the point's I and J and the K level given by the integer
+    /// `a` (of the instruction's type): the point's level plus `a`, or `a` itself (see
+    /// [`KIndex`]), read from the quantity's memory, checked against its K range (an error
+    /// names the quantity and the level). The result has the quantity's type.
+    LoadK(u32, KIndex),
 }
 
 fn arith(op: Op) -> Option<BinOp> {
@@ -137,6 +142,8 @@ pub struct StmtPlan {
     /// Whether the last instruction may write the target's buffer directly (it does not read
     /// the target).
     pub direct: bool,
+    /// The K offset it writes at (GT4Py's `a[0, 0, 1] = ...`; 0 for most statements).
+    pub k_offset: i32,
     /// The horizontal region it is restricted to, if any.
     pub region: Option<Region>,
 }
@@ -186,6 +193,24 @@ pub struct SectionPlan {
     pub k_reads: Vec<(u32, i32, i32)>,
     /// Per statement: where to go after it (`while` loops jump back and out).
     pub flow: Vec<Flow>,
+    /// Per field component written: (quantity, lowest and highest K offset written), for the
+    /// run-time check of K bounds before anything is written.
+    pub k_writes: Vec<(u32, i32, i32)>,
+    /// Quantities read at K levels computed at run time ([`Op::LoadK`]): read from their
+    /// memory, never from block buffers or column copies.
+    pub var_reads: Vec<u32>,
+    /// Quantities both written and read at run-time levels in this section: each statement
+    /// writing one stores what it wrote to memory at once (where it is not written there
+    /// directly), so the run-time reads see every write before them, as in GT4Py.
+    pub write_through: Vec<u32>,
+}
+
+impl SectionPlan {
+    /// Whether quantity `q` must not be copied to column buffers in this section: it is read
+    /// at run-time levels, or written at a K offset.
+    pub fn no_columns(&self, q: u32) -> bool {
+        self.var_reads.contains(&q) || self.stores.iter().any(|t| t.q == q && t.k != (0, 0))
+    }
 }
 
 /// What a quantity is.
@@ -310,6 +335,11 @@ fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> 
     let zero = ZERO_SRC;
     let (op, args, ty) = match expr {
         Expr::Read(a, off) => return Src::Q(quantity(p, *a) as u32, *off),
+        Expr::ReadK(a, k, i) => (
+            Op::LoadK(quantity(p, *a) as u32, *k),
+            [compile(i, p, tape, regs), zero, zero],
+            type_of(p, i),
+        ),
         Expr::Scalar(s) => return Src::Scalar(*s as u32),
         Expr::Const(v, _) => return Src::Const(*v),
         Expr::Cast(t, a) => (
@@ -401,6 +431,8 @@ pub fn plan(program: Program) -> Result<Plan> {
     let mut written_in_comp: Vec<Vec<usize>> = vec![Vec::new(); nq];
     let mut sections_of: Vec<Vec<usize>> = vec![Vec::new(); nq];
     let mut k_margin = vec![0usize; nq];
+    // Quantities read at K levels computed at run time.
+    let mut var_read = vec![false; nq];
     for (si, s) in p.sections.iter().enumerate() {
         for st in &s.stmts {
             let tq = quantity(p, st.target);
@@ -437,7 +469,40 @@ pub fn plan(program: Program) -> Result<Plan> {
             if !sections_of[tq].contains(&si) {
                 sections_of[tq].push(si);
             }
+            if st.k_offset != 0 {
+                check_k_write(p, s.order, st)?;
+                k_margin[tq] = k_margin[tq].max(st.k_offset.unsigned_abs() as usize);
+            }
             let mut err = None;
+            st.expr.var_reads(&mut |a, k| {
+                let q = quantity(p, a);
+                if !sections_of[q].contains(&si) {
+                    sections_of[q].push(si);
+                }
+                var_read[q] = true;
+                let axes = match a {
+                    Access::Field { field, .. } => p.fields[field].axes,
+                    Access::Temp(t) => p.temps[t].axes,
+                };
+                let what = match k {
+                    KIndex::Relative => "a variable K offset",
+                    KIndex::Absolute => "an absolute K index (.at(K=...))",
+                };
+                if !axes[2] {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!("{what} on {:?}, which has no K axis", name_of(p, a)),
+                    ));
+                } else if k == KIndex::Relative && (!axes[0] || !axes[1]) {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{what} on {:?}, which has no I or J axis: GT4Py's numpy backend fails on it",
+                            name_of(p, a)
+                        ),
+                    ));
+                }
+            });
             st.expr.reads(&mut |a, off| {
                 let q = quantity(p, a);
                 if !sections_of[q].contains(&si) {
@@ -484,6 +549,7 @@ pub fn plan(program: Program) -> Result<Plan> {
             for st in &s.stmts[l.head..l.end.saturating_sub(1)] {
                 let mut reads = false;
                 cond.expr.reads(&mut |a, _| reads |= a == st.target);
+                cond.expr.var_reads(&mut |a, _| reads |= a == st.target);
                 if reads {
                     return Err(def_error(
                         st.line,
@@ -529,6 +595,18 @@ pub fn plan(program: Program) -> Result<Plan> {
                     ));
                 }
             });
+            st.expr.var_reads(&mut |a, _| {
+                let q = quantity(p, a);
+                if s.order == IterOrder::Parallel && written_in_comp[q].contains(&s.computation) {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{:?} is written in this PARALLEL computation and read at a K level computed at run time (GT4Py refuses it); use FORWARD or BACKWARD",
+                            name_of(p, a),
+                        ),
+                    ));
+                }
+            });
             if let Some(e) = err {
                 return Err(e);
             }
@@ -546,7 +624,10 @@ pub fn plan(program: Program) -> Result<Plan> {
                 continue;
             }
             let mut err = None;
-            st.expr.reads(&mut |a, _| {
+            let mut accesses = Vec::new();
+            st.expr.reads(&mut |a, _| accesses.push(a));
+            st.expr.var_reads(&mut |a, _| accesses.push(a));
+            accesses.into_iter().for_each(|a| {
                 if matches!(a, Access::Field { .. })
                     && !written_in_comp[quantity(p, a)].is_empty()
                 {
@@ -573,7 +654,11 @@ pub fn plan(program: Program) -> Result<Plan> {
                     field,
                     comp: q - first,
                 }
-            } else if k_margin[q] > 0 || sections_of[q].len() > 1 || !p.temps[q - n_comp].axes[2] {
+            } else if k_margin[q] > 0
+                || var_read[q]
+                || sections_of[q].len() > 1
+                || !p.temps[q - n_comp].axes[2]
+            {
                 Kind::Stored {
                     reach: reach[q],
                     k_margin: k_margin[q],
@@ -603,6 +688,8 @@ pub fn plan(program: Program) -> Result<Plan> {
         let mut quantities: Vec<u32> = Vec::new();
         let mut halo = [(0i32, 0i32); 3];
         let mut k_reads: Vec<(u32, i32, i32)> = Vec::new();
+        let mut k_writes: Vec<(u32, i32, i32)> = Vec::new();
+        let mut var_reads: Vec<u32> = Vec::new();
         let add_q = |q: usize, quantities: &mut Vec<u32>| {
             if !quantities.contains(&(q as u32)) {
                 quantities.push(q as u32);
@@ -632,6 +719,7 @@ pub fn plan(program: Program) -> Result<Plan> {
                 !i.args
                     .iter()
                     .any(|a| matches!(a, Src::Q(q, _) if *q as usize == tq))
+                    && !matches!(i.op, Op::LoadK(..))
             });
             halo[0] = (halo[0].0.max(se[0]), halo[0].1.max(se[1]));
             halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
@@ -673,27 +761,74 @@ pub fn plan(program: Program) -> Result<Plan> {
                     }
                 }
             });
+            st.expr.var_reads(&mut |a, _| {
+                let q = quantity(p, a) as u32;
+                if !var_reads.contains(&q) {
+                    var_reads.push(q);
+                }
+            });
             add_q(tq, &mut quantities);
             // A statement restricted to a region leaves the rest of its target as it was:
             // what goes back to memory is loaded first.
+            let ko = st.k_offset;
             if st.region.is_some() && !matches!(kinds[tq], Kind::Local) {
+                let k = (-ko, ko);
                 match loads.iter_mut().find(|t| t.q == tq as u32) {
-                    Some(t) => t.reach = union(t.reach, se),
+                    Some(t) => {
+                        t.reach = union(t.reach, se);
+                        t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
+                    }
                     None => loads.push(Transfer {
                         q: tq as u32,
                         reach: se,
-                        k: (0, 0),
+                        k,
                     }),
                 }
             }
             if !matches!(kinds[tq], Kind::Local) {
+                // Stores cover the levels written: the core's, shifted by the K offset.
+                let k = (-ko, ko);
                 match stores.iter_mut().find(|t| t.q == tq as u32) {
-                    Some(t) => t.reach = union(t.reach, se),
+                    Some(t) => {
+                        t.reach = union(t.reach, se);
+                        t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
+                    }
                     None => stores.push(Transfer {
                         q: tq as u32,
                         reach: se,
-                        k: (0, 0),
+                        k,
                     }),
+                }
+                if ko != 0 {
+                    // A quantity written at a K offset is loaded over every level stored, so
+                    // that a level of the stored box no statement writes keeps its value.
+                    match loads.iter_mut().find(|t| t.q == tq as u32) {
+                        Some(t) => {
+                            t.reach = union(t.reach, se);
+                            t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
+                        }
+                        None => loads.push(Transfer {
+                            q: tq as u32,
+                            reach: se,
+                            k,
+                        }),
+                    }
+                }
+            }
+            if let Kind::Field { field, .. } = kinds[tq] {
+                match k_writes.iter_mut().find(|t| t.0 == tq as u32) {
+                    Some(t) => (t.1, t.2) = (t.1.min(ko), t.2.max(ko)),
+                    None => k_writes.push((tq as u32, ko, ko)),
+                }
+                if ko != 0 {
+                    // Static K extent of the written field, as GT4Py computes it.
+                    let e = &mut field_extent[field][2];
+                    if !s.start.from_end {
+                        e.0 = e.0.max((-(s.start.offset + ko as i64)).max(0) as usize);
+                    }
+                    if s.end.from_end {
+                        e.1 = e.1.max((s.end.offset + ko as i64).max(0) as usize);
+                    }
                 }
             }
             stmts.push(StmtPlan {
@@ -702,8 +837,17 @@ pub fn plan(program: Program) -> Result<Plan> {
                 tape,
                 direct,
                 region: st.region,
+                k_offset: ko,
             });
         }
+        for t in &stores {
+            halo[2] = (halo[2].0.max(t.k.0), halo[2].1.max(t.k.1));
+        }
+        let write_through: Vec<u32> = var_reads
+            .iter()
+            .copied()
+            .filter(|q| stmts.iter().any(|st| st.target == *q))
+            .collect();
         for t in &loads {
             halo[0] = (halo[0].0.max(t.reach[0]), halo[0].1.max(t.reach[1]));
             halo[1] = (halo[1].0.max(t.reach[2]), halo[1].1.max(t.reach[3]));
@@ -721,6 +865,9 @@ pub fn plan(program: Program) -> Result<Plan> {
             halo: [h(halo[0]), h(halo[1]), h(halo[2])],
             k_reads,
             flow: flow(s),
+            k_writes,
+            var_reads,
+            write_through,
         });
     }
     let first_output = field_written.iter().position(|&w| w);
@@ -773,6 +920,15 @@ fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<Reach>, [i6
                             c.read(off)
                         }
                         None => union(ZERO, shifted(se, off)),
+                    };
+                    reach[q] = union(reach[q], r);
+                });
+                // A read at a run-time K level reads at the point itself horizontally.
+                st.expr.var_reads(&mut |a, _| {
+                    let q = quantity(p, a);
+                    let r = match &cut {
+                        Some(c) => c.read([0; 3]),
+                        None => union(ZERO, se),
                     };
                     reach[q] = union(reach[q], r);
                 });
@@ -838,6 +994,57 @@ pub(crate) fn k_bounds_error(field: &str, level: i64, nk: usize) -> Error {
     }
 }
 
+/// The error for a write at a K offset beyond a field's extent at run time.
+pub(crate) fn k_write_error(field: &str, level: i64, nk: usize) -> Error {
+    Error::InvalidValue {
+        param: "stencil call".into(),
+        value: String::new(),
+        expected: format!(
+            "field {field:?} would be written at level {level} of a K domain of {nk} levels (an assignment at a K offset), beyond its extent; pass a larger field, a larger K origin, or a larger domain"
+        ),
+    }
+}
+
+/// The error for a read at a K level computed at run time outside the levels it may read.
+pub(crate) fn var_k_error(name: &str, level: i64, lo: i64, hi: i64) -> Error {
+    Error::InvalidValue {
+        param: "stencil call".into(),
+        value: format!("level {level}"),
+        expected: format!(
+            "a K level of {name:?} from {lo} to {} for its variable K offset or .at(K=...) read (levels counted from the domain's first; a field's levels are the domain's and its static K extent, a temporary's the domain's)",
+            hi - 1
+        ),
+    }
+}
+
+/// Refuses an assignment at a K offset where GT4Py refuses it.
+fn check_k_write(p: &Program, order: IterOrder, st: &super::ir::Stmt) -> Result<()> {
+    let name = name_of(p, st.target);
+    if order == IterOrder::Parallel {
+        return Err(def_error(
+            st.line,
+            format!(
+                "assignment to {name:?} at the K offset {}: not available in PARALLEL computations (GT4Py's rule); use FORWARD or BACKWARD",
+                st.k_offset
+            ),
+        ));
+    }
+    let axes = match st.target {
+        Access::Field { field, .. } => p.fields[field].axes,
+        Access::Temp(t) => p.temps[t].axes,
+    };
+    if !axes[2] {
+        return Err(def_error(
+            st.line,
+            format!(
+                "assignment to {name:?} at the K offset {}: it has no K axis",
+                st.k_offset
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// The sweep schedule of one section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionSweep {
@@ -852,7 +1059,9 @@ pub struct SectionSweep {
 /// temporary read before it is written, a statement that reads its own target at another plane, or a written field read at another plane or at a K offset
 /// (whose values a tile boundary would split).
 fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
-    if plan.kinds.iter().any(|k| matches!(k, Kind::Stored { .. })) {
+    if plan.kinds.iter().any(|k| matches!(k, Kind::Stored { .. }))
+        || plan.sections.iter().any(|s| !s.var_reads.is_empty())
+    {
         return None;
     }
     // A `while` loop repeats statements: blocks run it.

@@ -5,7 +5,7 @@
 //! every conversion an explicit [`Expr::Cast`] (literals are converted at once), so the planner
 //! and the evaluators see operations whose operands all have one type.
 
-use super::ir::{def_error, Access, BinOp, Expr, Program, Ty, UnOp, Value};
+use super::ir::{def_error, Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
 use crate::error::Result;
 
 /// The type an operation on operands of type `a` (and `b`) computes in, and the type of its
@@ -187,6 +187,23 @@ impl Checker<'_> {
         let naive = |assumed: Ty, real: Ty| (assumed != real).then_some(assumed);
         Ok(match e {
             Expr::Read(a, _) => plain(e.clone(), self.access_ty(*a, line)?),
+            Expr::ReadK(a, k, i) => {
+                let (i, it, _) = self.operand(i, line)?;
+                if !it.is_int() {
+                    let what = match k {
+                        KIndex::Relative => "variable K offset",
+                        KIndex::Absolute => "absolute K index (.at(K=...))",
+                    };
+                    return Err(refuse(
+                        line,
+                        format!(
+                            "a {what} of type {}: GT4Py takes integer expressions only",
+                            it.name()
+                        ),
+                    ));
+                }
+                plain(Expr::ReadK(*a, *k, Box::new(i)), self.access_ty(*a, line)?)
+            }
             Expr::Scalar(s) => plain(e.clone(), self.p.scalars[*s].ty),
             Expr::Const(_, t) => plain(e.clone(), *t),
             Expr::Cast(t, a) => {
@@ -318,6 +335,8 @@ pub fn type_of(p: &Program, e: &Expr) -> Ty {
     match e {
         Expr::Read(Access::Field { field, .. }, _) => p.fields[*field].ty,
         Expr::Read(Access::Temp(t), _) => p.temps[*t].ty.unwrap_or(Ty::F64),
+        Expr::ReadK(Access::Field { field, .. }, ..) => p.fields[*field].ty,
+        Expr::ReadK(Access::Temp(t), ..) => p.temps[*t].ty.unwrap_or(Ty::F64),
         Expr::Scalar(s) => p.scalars[*s].ty,
         Expr::Const(_, t) | Expr::Cast(t, _) => *t,
         Expr::Un(op, a) => un_types(*op, type_of(p, a)).1,

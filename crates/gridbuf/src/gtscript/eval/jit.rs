@@ -31,10 +31,49 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
 
-/// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars)` computes
-/// `n` points on each of `rows` rows (strides in bytes, see [`build`]).
-pub(super) type RowFn =
-    unsafe extern "C" fn(*const *const u8, *const isize, *mut u8, isize, usize, usize, *const u8);
+/// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars, vk)`
+/// computes `n` points on each of `rows` rows (strides in bytes, see [`build`]); `vk` holds one
+/// [`VkSlot`] per quantity the tape reads at run-time K levels.
+pub(super) type RowFn = unsafe extern "C" fn(
+    *const *const u8,
+    *const isize,
+    *mut u8,
+    isize,
+    usize,
+    usize,
+    *const u8,
+    *mut i64,
+);
+
+/// What compiled code reading a quantity at run-time K levels ([`Op::LoadK`]) is handed, as
+/// `i64`s: where the first row's first point's column starts (its level 0, in bytes, computed
+/// with wrapping arithmetic), the byte steps per row and per point and per level, the first
+/// point's level and how the level advances per row and per point (0 or 1), the levels it may
+/// read (`lo..hi`), and what the code reports back: whether a level was outside (`err`, 0 or 1)
+/// and the last such level. `row_col`, `row_k`: the current row's column start and level,
+/// written by the code.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct VkSlot {
+    pub(super) addr0: i64,
+    pub(super) d_row: i64,
+    pub(super) d_point: i64,
+    pub(super) d_level: i64,
+    pub(super) k0: i64,
+    pub(super) k_row: i64,
+    pub(super) k_point: i64,
+    pub(super) lo: i64,
+    pub(super) hi: i64,
+    pub(super) err: i64,
+    pub(super) err_level: i64,
+    pub(super) row_col: i64,
+    pub(super) row_k: i64,
+}
+
+/// Byte offset of field `n` of [`VkSlot`] (all `i64`).
+pub(super) const fn vk_field(slot: usize, n: usize) -> i32 {
+    ((slot * std::mem::size_of::<VkSlot>()) + n * 8) as i32
+}
 
 /// One statement's code and what the caller must hand it.
 pub(super) struct StmtCode {
@@ -47,6 +86,9 @@ pub(super) struct StmtCode {
     /// into scratch first; reads at the same point, or in other rows, see what the
     /// interpreter sees (rows run in the same order, each read before it is written).
     pub(super) reads_target_along: [bool; 3],
+    /// The quantities read at run-time K levels, one [`VkSlot`] each, in this order, and the
+    /// element type the code loads from each one's memory.
+    pub(super) vk: Vec<(u32, Ty)>,
 }
 
 /// Owns the code memory of one stencil.
@@ -93,9 +135,11 @@ fn jit_error(what: impl std::fmt::Display) -> Error {
 }
 
 /// Whether the code generator handles every operation of `tape` (an integer power needs a
-/// literal exponent, which the types pass guarantees).
-fn supported(tape: &[Instr]) -> bool {
+/// literal exponent, which the types pass guarantees; reads at run-time K levels run on the
+/// interpreter, which reads memory at checked levels).
+fn supported(tape: &[Instr], wide: bool) -> bool {
     tape.iter().all(|ins| match ins.op {
+        Op::LoadK(..) => wide,
         Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
             matches!(ins.args[1], Src::Const(crate::gtscript::Value::I(e)) if e >= 0)
         }
@@ -144,13 +188,14 @@ impl Jit {
         let mut ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
-                if !supported(&st.tape) || st.tape.is_empty() {
+                if !supported(&st.tape, wide) || st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
+                let vk = vk_of(plan, &st.tape);
                 let ptr = module.target_config().pointer_type();
                 ctx.func.signature = module.make_signature();
-                for _ in 0..7 {
+                for _ in 0..8 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
                 // The math functions the tape calls, imported into the function.
@@ -185,6 +230,7 @@ impl Jit {
                     &mut fctx,
                     &st.tape,
                     &operands,
+                    &vk,
                     &calls,
                     elem,
                     wide,
@@ -201,7 +247,7 @@ impl Jit {
                         .iter()
                         .any(|&(q, off)| q == st.target && off[a] != 0)
                 });
-                ids.push((s, t, id, operands, reads_target_along));
+                ids.push((s, t, id, operands, reads_target_along, vk));
             }
         }
         module.finalize_definitions().map_err(jit_error)?;
@@ -210,16 +256,17 @@ impl Jit {
             .iter()
             .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        for (s, t, id, operands, reads_target_along) in ids {
+        for (s, t, id, operands, reads_target_along, vk) in ids {
             let code = module.get_finalized_function(id);
             // SAFETY: `code` is the entry of the function just defined with the signature
-            // (7 pointer-sized arguments, no result) in the platform's C calling convention,
+            // (8 pointer-sized arguments, no result) in the platform's C calling convention,
             // which is `RowFn`'s; it lives as long as `module`, kept in `_memory` below.
             let f = unsafe { std::mem::transmute::<*const u8, RowFn>(code) };
             stmts[s][t] = Some(StmtCode {
                 f,
                 operands,
                 reads_target_along,
+                vk,
             });
         }
         Ok(Some(Jit {
@@ -237,6 +284,27 @@ impl Jit {
         }
         self.stmts.get(sec)?.get(stmt)?.as_ref()
     }
+}
+
+/// The quantities a tape reads at run-time K levels, in first-use order, with the element type
+/// of their memory (a field's declared type; a temporary's storage holds lanes, as `int64`
+/// bits).
+fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
+    let mut out: Vec<(u32, Ty)> = Vec::new();
+    for ins in tape {
+        if let Op::LoadK(q, _) = ins.op {
+            if !out.iter().any(|v| v.0 == q) {
+                let ty = match plan.kinds[q as usize] {
+                    crate::gtscript::plan::Kind::Field { field, .. } => {
+                        plan.program.fields[field].ty
+                    }
+                    _ => Ty::I64,
+                };
+                out.push((q, ty));
+            }
+        }
+    }
+    out
 }
 
 /// The distinct (quantity, offset) operands of a tape, in first-use order.
@@ -491,6 +559,7 @@ impl Emit<'_> {
                     let t = Self::arith(b, o1, a, x.expect("fused op operand"));
                     Self::arith(b, o2, t, y.expect("fused op operand"))
                 }
+                Op::LoadK(..) => unreachable!("filtered by `supported`"),
                 Op::Sel => {
                     let known = match ins.args[0] {
                         Src::Reg(r) => masks.get(r as usize).copied().flatten(),
@@ -530,7 +599,7 @@ impl Emit<'_> {
 /// Whether operand `n` (1 or 2) of `op` is read.
 pub(super) fn uses_arg(op: Op, n: usize) -> bool {
     match op {
-        Op::Mov | Op::Cast(_) | Op::Un(_) => false,
+        Op::Mov | Op::Cast(_) | Op::Un(_) | Op::LoadK(..) => false,
         Op::Bin(_) => n == 1,
         Op::Bin2(..) | Op::Sel => true,
     }
@@ -552,6 +621,7 @@ fn build(
     fctx: &mut FunctionBuilderContext,
     tape: &[Instr],
     operands: &[(u32, [i32; 3])],
+    vk: &[(u32, Ty)],
     calls: &[(Op, Type, FuncRef)],
     elem: Type,
     wide: bool,
@@ -571,11 +641,11 @@ fn build(
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let [ops, strides, out, out_stride, n, rows, scal] = b.block_params(entry) else {
+    let [ops, strides, out, out_stride, n, rows, scal, vkp] = b.block_params(entry) else {
         return Err(jit_error("signature"));
     };
-    let (ops, strides, out, out_stride, n, rows, scal) =
-        (*ops, *strides, *out, *out_stride, *n, *rows, *scal);
+    let (ops, strides, out, out_stride, n, rows, scal, vkp) =
+        (*ops, *strides, *out, *out_stride, *n, *rows, *scal, *vkp);
     // Not `aligned`: operand rows start at any element.
     let flags = MemFlagsData::new().with_notrap();
     let word = ptr.bytes() as usize;
@@ -612,6 +682,8 @@ fn build(
         operands,
         scalars: &scalars,
         calls,
+        vk,
+        vkp,
     };
     // Blocks inside a row carry the current addresses (operands, then the output) as
     // parameters, advanced by each iteration: row bases computed once per row and indexed in
@@ -637,6 +709,24 @@ fn build(
     b.ins().brif(more, rbody, &[r.into()], exit, &[r.into()]);
     b.switch_to_block(rbody);
     let r = b.block_params(rbody)[0];
+    // Each run-time K read's column and level at the row's first point.
+    for slot in 0..vk.len() {
+        let get = |b: &mut FunctionBuilder<'_>, n: usize| {
+            b.ins().load(types::I64, flags, vkp, vk_field(slot, n))
+        };
+        let (addr0, d_row, k0, k_row) = (
+            get(&mut b, 0),
+            get(&mut b, 1),
+            get(&mut b, 4),
+            get(&mut b, 5),
+        );
+        let off = b.ins().imul(r, d_row);
+        let col = b.ins().iadd(addr0, off);
+        let off = b.ins().imul(r, k_row);
+        let k = b.ins().iadd(k0, off);
+        b.ins().store(flags, col, vkp, vk_field(slot, 11));
+        b.ins().store(flags, k, vkp, vk_field(slot, 12));
+    }
     let mut start: Vec<BlockArg> = vec![zero.into()];
     for (&f, &st) in firsts
         .iter()
@@ -668,7 +758,8 @@ fn build(
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
             let v = if wide {
-                wide_emit.step(b, addrs, at)
+                let point = b.ins().iadd_imm_s(i, u as i64);
+                wide_emit.step(b, addrs, at, point)
             } else {
                 emit.step(b, vt, addrs, at)
             };

@@ -78,6 +78,55 @@ impl Mem {
     }
 }
 
+/// The memory a read at run-time K levels takes its values from ([`crate::gtscript::plan::Op::LoadK`]),
+/// and the name its errors give.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct VarMem<'a> {
+    pub(super) mem: Mem,
+    pub(super) name: &'a str,
+}
+
+impl Mem {
+    /// The element at domain point `p`, converted to `T` from the memory's type; `None` if the
+    /// point is outside the view.
+    #[inline]
+    pub(super) fn get<T: Elem>(&self, p: [i64; 3]) -> Option<T> {
+        let mut off = 0isize;
+        for (a, &pa) in p.iter().enumerate() {
+            if !self.axes[a] {
+                continue;
+            }
+            let i = pa.checked_add(self.origin[a])?;
+            if i < 0 || i >= self.shape[a] as i64 {
+                return None;
+            }
+            off = off.checked_add((i as isize).checked_mul(self.strides[a])?)?;
+        }
+        // SAFETY: the point lies inside the view (checked above), whose memory the caller of
+        // `run` vouched for (alive, aligned for its element type `self.ty`), or inside this
+        // tile's own storage; elements are read by value, and no writer runs concurrently on
+        // this point (other tiles write their own cores; this tile's statements run in order).
+        unsafe {
+            let at = |e: usize| {
+                std::ptr::with_exposed_provenance::<u8>(self.addr).wrapping_offset(off * e as isize)
+            };
+            if self.native {
+                return Some(*at(std::mem::size_of::<T>()).cast::<T>());
+            }
+            let v = match self.ty {
+                Ty::Bool => Value::I((*at(1) != 0) as i64),
+                Ty::I8 => Value::I(*at(1).cast::<i8>() as i64),
+                Ty::I16 => Value::I(*at(2).cast::<i16>() as i64),
+                Ty::I32 => Value::I(*at(4).cast::<i32>() as i64),
+                Ty::I64 => Value::I(*at(8).cast::<i64>()),
+                Ty::F32 => Value::F(*at(4).cast::<f32>() as f64),
+                Ty::F64 => Value::F(*at(8).cast::<f64>()),
+            };
+            Some(T::from_value(v))
+        }
+    }
+}
+
 /// A block's flat geometry.
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Geo {

@@ -1,12 +1,13 @@
 //! Running one statement's register tape over its region, strip by strip.
 
-use super::jit::StmtCode;
+use super::jit::{StmtCode, VkSlot};
 use super::kernels::Arg;
 use super::lane::Elem;
-use super::mem::{mem_row, Geo, Mem};
+use super::mem::{mem_row, Geo, Mem, VarMem};
 use super::STRIP;
 use crate::error::{Error, Result};
-use crate::gtscript::plan::{Instr, Op, Src, StmtPlan};
+use crate::gtscript::ir::KIndex;
+use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 
 fn row_error(what: &str) -> Error {
     Error::invalid(
@@ -71,6 +72,136 @@ impl<'a, T: Elem> Strip<'a, T> {
     }
 }
 
+/// The point a statement writes for the point `p` it computes: `p` shifted by its K offset.
+#[inline(always)]
+fn written(st: &StmtPlan, mut p: [i64; 3]) -> [i64; 3] {
+    p[2] += st.k_offset as i64;
+    p
+}
+
+/// Runs a [`Op::LoadK`] instruction over the strip at `p` (`n` points along `inner`): each
+/// point's index from `idx`, the value read from `vm`'s memory at the level it gives.
+fn load_k<T: Elem>(
+    ins: &Instr,
+    d: &mut [T],
+    idx: Arg<'_, T>,
+    vm: Option<&VarMem<'_>>,
+    p: [i64; 3],
+    inner: usize,
+) -> Result<()> {
+    let Op::LoadK(_, kind) = ins.op else {
+        return Err(row_error("load"));
+    };
+    let vm = vm.ok_or_else(|| row_error("variable K read"))?;
+    for (t, d) in d.iter_mut().enumerate() {
+        let mut pt = p;
+        pt[inner] += t as i64;
+        let x = match idx {
+            Arg::S(s) => s[t],
+            Arg::V(v) => v,
+        };
+        let v = match x.to_value(ins.ty) {
+            crate::gtscript::Value::I(v) => v,
+            crate::gtscript::Value::F(v) => v as i64,
+        };
+        let level = match kind {
+            KIndex::Relative => pt[2].saturating_add(v),
+            KIndex::Absolute => v,
+        };
+        pt[2] = level;
+        *d = vm.mem.get(pt).ok_or_else(|| {
+            let lo = -vm.mem.origin[2];
+            let hi = vm.mem.shape[2] as i64 + lo;
+            var_k_error(vm.name, level, lo, hi)
+        })?;
+    }
+    Ok(())
+}
+
+/// Fills the compiled code's run-time K read slots for the points from `first` (the first row's
+/// first point) to `last` (the last row's last point) along `geo`'s mid and inner axes: checks
+/// that every point's column (its I and J) lies inside each quantity's memory and that the
+/// memory holds the element type the code loads.
+fn vk_slots<T: Elem>(
+    code: &StmtCode,
+    vmem: &[Option<VarMem<'_>>],
+    geo: &Geo,
+    first: [i64; 3],
+    last: [i64; 3],
+    slots: &mut [VkSlot],
+) -> Result<()> {
+    let [_, m, i] = geo.order;
+    for (slot, &(q, ty)) in slots.iter_mut().zip(&code.vk) {
+        let vm = vmem
+            .get(q as usize)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| row_error("variable K read"))?;
+        let mem = &vm.mem;
+        let size = if mem.native {
+            std::mem::size_of::<T>()
+        } else {
+            mem.ty.itemsize()
+        };
+        if (mem.native && size != 8) || (!mem.native && mem.ty != ty) {
+            return Err(row_error("variable K read's element type"));
+        }
+        let mut col = 0i64;
+        for a in 0..2 {
+            if !mem.axes[a] {
+                continue;
+            }
+            let inside = |x: i64| (0..mem.shape[a] as i64).contains(&(x + mem.origin[a]));
+            if !inside(first[a]) || !inside(last[a]) {
+                return Err(row_error("variable K read's column"));
+            }
+            col = (first[a] + mem.origin[a])
+                .checked_mul(mem.strides[a] as i64)
+                .and_then(|x| x.checked_add(col))
+                .ok_or_else(|| row_error("variable K read's column"))?;
+        }
+        if mem.shape[2] == 0 {
+            // The code loads the lowest level for a level outside: there must be one.
+            return Err(row_error("variable K read's levels"));
+        }
+        let b = size as i64;
+        let step = |a: usize| if a == 2 { 0 } else { mem.stride(a) as i64 * b };
+        let level_step = |a: usize| (a == 2) as i64;
+        *slot = VkSlot {
+            addr0: (mem.addr as i64).wrapping_add(
+                col.wrapping_add(mem.origin[2] * mem.stride(2) as i64)
+                    .wrapping_mul(b),
+            ),
+            d_row: step(m),
+            d_point: step(i),
+            d_level: mem.stride(2) as i64 * b,
+            k0: first[2],
+            k_row: level_step(m),
+            k_point: level_step(i),
+            lo: -mem.origin[2],
+            hi: mem.shape[2] as i64 - mem.origin[2],
+            err: 0,
+            err_level: 0,
+            row_col: 0,
+            row_k: 0,
+        };
+    }
+    Ok(())
+}
+
+/// The error for the first slot the compiled code reported a level outside of.
+fn vk_errors(code: &StmtCode, vmem: &[Option<VarMem<'_>>], slots: &[VkSlot]) -> Result<()> {
+    for (slot, &(q, _)) in slots.iter().zip(&code.vk) {
+        if slot.err != 0 {
+            let name = vmem
+                .get(q as usize)
+                .and_then(Option::as_ref)
+                .map_or("?", |v| v.name);
+            return Err(var_k_error(name, slot.err_level, slot.lo, slot.hi));
+        }
+    }
+    Ok(())
+}
+
 /// Runs one statement's tape over its region, row by row along the inner axis, in strips of at
 /// most [`STRIP`] points.
 #[allow(clippy::too_many_arguments)]
@@ -81,6 +212,7 @@ pub(super) fn run_stmt<T: Elem>(
     bufs: &mut [Vec<T>],
     regs: &mut [Vec<T>],
     direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
     scalars: &[T],
     rlo: [i64; 3],
     rhi: [i64; 3],
@@ -117,6 +249,13 @@ pub(super) fn run_stmt<T: Elem>(
                 };
                 for ins in body {
                     let mut d = std::mem::take(&mut regs[ins.dst as usize]);
+                    if let Op::LoadK(q, _) = ins.op {
+                        let idx = strip.operand(ins.args[0], regs)?;
+                        let vm = vmem.get(q as usize).and_then(Option::as_ref);
+                        load_k(ins, &mut d[..n], idx, vm, p, i)?;
+                        regs[ins.dst as usize] = d;
+                        continue;
+                    }
                     let a = [
                         strip.operand(ins.args[0], regs)?,
                         strip.operand(ins.args[1], regs)?,
@@ -125,9 +264,14 @@ pub(super) fn run_stmt<T: Elem>(
                     T::apply(ins, &mut d[..n], a[0], a[1], a[2]);
                     regs[ins.dst as usize] = d;
                 }
+                let w = written(st, p);
+                let f0 = geo.flat(w);
+                if f0 < 0 || f0 as usize + n > geo.len {
+                    return Err(row_error("statement target"));
+                }
                 let f0 = f0 as usize;
                 if let Some(mem) = &direct[target] {
-                    let ptr = mem_row::<T>(mem, p, i, n)
+                    let ptr = mem_row::<T>(mem, w, i, n)
                         .filter(|_| mem.writable)
                         .ok_or_else(|| row_error("store"))?;
                     // SAFETY: `mem_row` checked that the `n` points from `ptr` lie inside the
@@ -209,12 +353,15 @@ pub(super) fn run_stmt_code<T: Elem>(
     bufs: &mut [Vec<T>],
     regs: &mut [Vec<T>],
     direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
     scalars: &[T],
     rlo: [i64; 3],
     rhi: [i64; 3],
 ) -> Result<()> {
     let target = st.target as usize;
     let [o, m, i] = geo.order;
+    let mut vk: smallvec::SmallVec<[VkSlot; 2]> =
+        smallvec::smallvec![VkSlot::default(); code.vk.len()];
     let tmem = direct[target];
     // Streaming stores only for statements that read a single row per output row (copies and
     // point-wise maps): measured faster there (copy 1.63 ms against 1.99 ms at 256x256x80),
@@ -262,8 +409,15 @@ pub(super) fn run_stmt_code<T: Elem>(
     // The target's row at `p` (`n` points, flat index `f0` in the block), checked. It may be
     // an operand row too (the tape reads its target), so it is a raw pointer, not a slice.
     let target_row = |bufs: &mut [Vec<T>], p: [i64; 3], f0: usize, n: usize| -> Result<*mut T> {
+        // The row written: at the statement's K offset (`f0` is the computed point's index).
+        let w = written(st, p);
+        let f0 = if st.k_offset == 0 {
+            f0
+        } else {
+            usize::try_from(geo.flat(w)).map_err(|_| row_error("store"))?
+        };
         match &tmem {
-            Some(mem) => mem_row::<T>(mem, p, i, n)
+            Some(mem) => mem_row::<T>(mem, w, i, n)
                 .filter(|_| mem.writable)
                 .ok_or_else(|| row_error("store")),
             None if f0 + n <= bufs[target].len() => {
@@ -298,6 +452,10 @@ pub(super) fn run_stmt_code<T: Elem>(
                 out_step = per(out.addr(), last_out.addr());
             }
             debug_assert!(steps.iter().all(|s| s % size == 0));
+            let mut q = p;
+            q[m] = rhi[m] - 1;
+            q[i] = rhi[i] - 1;
+            vk_slots::<T>(code, vmem, geo, p, q, &mut vk)?;
             // SAFETY: `code.f` was compiled from this statement's tape for `T`. Operand `k`'s
             // rows start at `first[k] + r * steps[k]` bytes for `r < rows`: the first and the
             // last were checked above to hold `row_len` elements inside a block buffer or a
@@ -307,7 +465,8 @@ pub(super) fn run_stmt_code<T: Elem>(
             // target, it is at the same point of the row (`reads_target_along[i]` is false),
             // which each step loads before it stores, or in another row, which the row loop
             // reaches in the interpreter's order. The scalars the tape names are all in
-            // `scalars`.
+            // `scalars`. `vk` holds one slot per run-time K read (`vk_slots` checked that every
+            // point's column lies inside the memory; the code loads only levels inside it).
             unsafe {
                 (code.f)(
                     first.as_ptr().cast(),
@@ -317,8 +476,10 @@ pub(super) fn run_stmt_code<T: Elem>(
                     row_len,
                     rows,
                     scalars.as_ptr().cast(),
+                    vk.as_mut_ptr().cast(),
                 )
             };
+            vk_errors(code, vmem, &vk)?;
             continue;
         }
         let scratch = regs.len() - 1;
@@ -331,6 +492,9 @@ pub(super) fn run_stmt_code<T: Elem>(
                 p[m] = pm;
                 p[i] = rlo[i] + c as i64;
                 let f0 = operands(bufs, regs, p, n, &mut first)?;
+                let mut q = p;
+                q[i] += n as i64 - 1;
+                vk_slots::<T>(code, vmem, geo, p, q, &mut vk)?;
                 let res: &[T] = if copy {
                     // SAFETY: `operands` checked that the `n` points from `first[0]` lie
                     // inside the operand's view or block buffer, another quantity than the
@@ -349,8 +513,10 @@ pub(super) fn run_stmt_code<T: Elem>(
                             n,
                             1,
                             scalars.as_ptr().cast(),
+                            vk.as_mut_ptr().cast(),
                         )
                     };
+                    vk_errors(code, vmem, &vk)?;
                     &regs[scratch][..n]
                 };
                 let dst = target_row(bufs, p, f0, n)?;
@@ -381,13 +547,14 @@ pub(super) fn run_statement<T: Elem>(
     bufs: &mut [Vec<T>],
     regs: &mut [Vec<T>],
     direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
     scalars: &[T],
     rlo: [i64; 3],
     rhi: [i64; 3],
 ) -> Result<()> {
     match code {
-        Some(code) => run_stmt_code(code, st, geo, bufs, regs, direct, scalars, rlo, rhi),
-        None => run_stmt(st, geo, bufs, regs, direct, scalars, rlo, rhi),
+        Some(code) => run_stmt_code(code, st, geo, bufs, regs, direct, vmem, scalars, rlo, rhi),
+        None => run_stmt(st, geo, bufs, regs, direct, vmem, scalars, rlo, rhi),
     }
 }
 

@@ -105,6 +105,7 @@ pub(super) fn run_sweep_tile<T: Elem>(
                     &mut bufs,
                     &mut regs,
                     &direct,
+                    &[],
                     ctx.scalars,
                     rlo,
                     rhi,

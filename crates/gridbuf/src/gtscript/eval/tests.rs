@@ -170,6 +170,104 @@ fn two_d_temporary_sums_columns() {
     }
 }
 
+/// A C-ordered int64 array's `FieldMem` (no extent).
+fn int_field(data: &mut [i64], shape: [usize; 3]) -> FieldMem {
+    FieldMem {
+        addr: data.as_mut_ptr().expose_provenance(),
+        shape,
+        strides: [(shape[1] * shape[2]) as isize, shape[2] as isize, 1],
+        origin: [0; 3],
+        axes: [true; 3],
+        writable: false,
+        ty: crate::gtscript::ir::Ty::I64,
+    }
+}
+
+/// Writes at a K offset (FORWARD, `out[0, 0, 1] = a`), a variable K offset and an absolute K
+/// index (`out2 = a[0, 0, idx] + a.at(K=0)`), against direct loops, on the interpreter and with
+/// the compiled statements (the reads at run-time levels fall back to the interpreter); then an
+/// index past the last level is an error naming the field and the level.
+#[test]
+fn k_offset_writes_and_run_time_levels_match_direct_loops() {
+    use super::{Jit, Lane};
+    let text =
+        "stencil v float64\nfield a IJK\nfield idx int64 IJK\nfield out IJK\nfield out2 IJK\n\
+                comp FORWARD\ninterval S 0 E -1\nstmtk 1 1 f 2 0 f 0 0 0 0 0\n\
+                comp PARALLEL\ninterval S 0 E 0\n\
+                stmt 2 f 3 0 add kvar f 0 0 f 1 0 0 0 0 kabs f 0 0 lit int64 0\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.sections[0].stmts[0].k_offset, 1);
+    assert_eq!(plan.sections[1].var_reads, vec![0]);
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    let n = [5, 4, 6];
+    let len: usize = n.iter().product();
+    let at = |i: usize, j: usize, k: usize| (i * n[1] + j) * n[2] + k;
+    let mut a: Vec<f64> = (0..len)
+        .map(|x| value(x / (n[1] * n[2]), (x / n[2]) % n[1], x % n[2]))
+        .collect();
+    let mut idx: Vec<i64> = (0..len)
+        .map(|x| {
+            let k = (x % n[2]) as i64;
+            // Every level of the column, the first and the last among them.
+            ((x as i64 * 5) % n[2] as i64) - k
+        })
+        .collect();
+    for jit in [None, Jit::compile(&plan).unwrap()] {
+        let mut out = vec![-9.0; len];
+        let mut out2 = vec![0.0; len];
+        let fields = [
+            field(&mut a, n, [0; 3], false),
+            int_field(&mut idx, n),
+            field(&mut out, n, [0; 3], true),
+            field(&mut out2, n, [0; 3], true),
+        ];
+        // SAFETY: the arrays are alive, aligned and disjoint; shapes match their lengths.
+        unsafe { run::<Lane>(&plan, jit.as_ref(), &fields, &[], n, Threads::ONE).unwrap() };
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                for k in 0..n[2] {
+                    let want = if k == 0 { -9.0 } else { a[at(i, j, k - 1)] };
+                    assert_eq!(out[at(i, j, k)], want, "out at {i} {j} {k}");
+                    let l = (k as i64 + idx[at(i, j, k)]) as usize;
+                    assert_eq!(out2[at(i, j, k)], a[at(i, j, l)] + a[at(i, j, 0)]);
+                }
+            }
+        }
+    }
+    idx[at(3, 2, 4)] = 2;
+    let mut out = vec![0.0; len];
+    let mut out2 = vec![0.0; len];
+    let fields = [
+        field(&mut a, n, [0; 3], false),
+        int_field(&mut idx, n),
+        field(&mut out, n, [0; 3], true),
+        field(&mut out2, n, [0; 3], true),
+    ];
+    // SAFETY: as above.
+    let err = unsafe { run::<Lane>(&plan, None, &fields, &[], n, Threads::new(3).unwrap()) }
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("level 6") && err.contains("\"a\""), "{err}");
+}
+
+/// GT4Py's refusals: a write at a K offset in a PARALLEL computation, a float index, a run-time
+/// level read of a field written in the same PARALLEL computation.
+#[test]
+fn k_offset_writes_and_run_time_levels_are_refused_as_gt4py() {
+    let head = "stencil v float64\nfield a IJK\nfield x IJK\nfield out IJK\n";
+    let refused = [
+        ("comp PARALLEL\ninterval S 0 E -1\nstmtk 3 1 f 2 0 f 0 0 0 0 0\n", "PARALLEL"),
+        ("comp FORWARD\ninterval S 0 E 0\nstmt 4 f 2 0 kvar f 0 0 f 1 0 0 0 0\n", "float64"),
+        (
+            "comp PARALLEL\ninterval S 0 E 0\nstmt 5 f 2 0 f 0 0 0 0 0\nstmt 6 f 2 0 kabs f 2 0 lit int64 0\n",
+            "PARALLEL",
+        ),
+    ];
+    for (body, why) in refused {
+        let err = compile(&format!("{head}{body}")).unwrap_err().to_string();
+        assert!(err.contains(why) && err.contains("line"), "{err}");
+    }
+}
 /// A corner region (I start, J end) reading one point beyond the domain along J, then a
 /// `while` loop on the output: against direct loops, on many tiles and threads. The region
 /// reads `a` beyond the domain only along J's upper side (GT4Py's extent).

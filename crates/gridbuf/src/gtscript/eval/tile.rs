@@ -3,14 +3,14 @@
 
 use super::jit::Jit;
 use super::lane::Elem;
-use super::mem::{transfer, FieldMem, Geo, Mem};
+use super::mem::{transfer, FieldMem, Geo, Mem, VarMem};
 use super::num::{fit_buf, give_bufs, take_buf};
 use super::strip::{any_set, run_statement};
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{IterOrder, Value};
-use crate::gtscript::plan::{k_bounds_error, Kind, Plan, Reach, SectionPlan};
+use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, Reach, SectionPlan};
 use crate::gtscript::region::region_box;
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
@@ -203,6 +203,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             _ => &mems[n_fields + q],
         }
     };
+    let vmem = var_mems::<T>(plan, &mems, n_fields, ctx.nk);
     let mut bufs: Vec<Vec<T>> = vec![Vec::new(); nq];
     // The tape's registers and one scratch register for streamed stores.
     let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
@@ -250,7 +251,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             .collect();
         for (k0, k1) in levels {
             run_block(
-                ctx, s, &mut bufs, &mut regs, &mem_of, &direct, tile, k0, k1, inner,
+                ctx, s, &mut bufs, &mut regs, &mem_of, &direct, &vmem, tile, k0, k1, inner,
             )?;
         }
         for mut c in columns {
@@ -264,6 +265,39 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     give_bufs(bufs);
     give_bufs(regs);
     Ok(())
+}
+
+/// Per quantity: the memory its reads at run-time K levels take values from, where it has any:
+/// a field's view, or a stored temporary's levels of the domain (GT4Py's temporaries have no
+/// others).
+fn var_mems<'p, T: Elem>(
+    plan: &'p Plan,
+    mems: &[Mem],
+    n_fields: usize,
+    nk: usize,
+) -> Vec<Option<VarMem<'p>>> {
+    let mut out = vec![None; plan.kinds.len()];
+    for &q in plan.sections.iter().flat_map(|s| &s.var_reads) {
+        let q = q as usize;
+        let (mut mem, name) = match plan.kinds[q] {
+            Kind::Field { field, .. } => (mems[q], &plan.program.fields[field].name),
+            Kind::Stored { .. } => (mems[n_fields + q], &plan.program.temps[q - n_fields].name),
+            Kind::Local => continue,
+        };
+        if !matches!(plan.kinds[q], Kind::Field { .. }) {
+            // The storage's levels 0..nk only.
+            let below = mem.origin[2];
+            mem.addr = mem.addr.wrapping_add(
+                (below as usize)
+                    .wrapping_mul(mem.strides[2] as usize)
+                    .wrapping_mul(std::mem::size_of::<T>()),
+            );
+            mem.origin[2] = 0;
+            mem.shape[2] = nk.min(mem.shape[2].saturating_sub(below as usize));
+        }
+        out[q] = Some(VarMem { mem, name });
+    }
+    out
 }
 
 /// A field's columns over a tile, I fastest (see `run_tile`).
@@ -360,7 +394,7 @@ fn columns_in<T: Elem>(
             continue;
         }
         let m = mems[q];
-        if !(m.native && m.axes == [true; 3] && m.strides[2] == 1) {
+        if !(m.native && m.axes == [true; 3] && m.strides[2] == 1) || sec.no_columns(q as u32) {
             continue;
         }
         let mut lo = [
@@ -416,6 +450,7 @@ fn run_block<'m, T: Elem>(
     regs: &mut [Vec<T>],
     mem_of: &impl Fn(usize) -> &'m Mem,
     direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
     tile: Tile,
     k0: usize,
     k1: usize,
@@ -468,7 +503,26 @@ fn run_block<'m, T: Elem>(
         let live = (0..3).all(|a| rhi[a] > rlo[a]);
         if live {
             let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
-            run_statement(code, st, &geo, bufs, regs, direct, ctx.scalars, rlo, rhi)?;
+            run_statement(
+                code,
+                st,
+                &geo,
+                bufs,
+                regs,
+                direct,
+                vmem,
+                ctx.scalars,
+                rlo,
+                rhi,
+            )?;
+            let q = st.target as usize;
+            if direct[q].is_none() && sec.write_through.contains(&st.target) {
+                // Read at run-time levels later: to memory now (see `SectionPlan::write_through`).
+                let k = (-st.k_offset, st.k_offset);
+                let (blo, bhi) = reach_box(core_lo, core_hi, st.reach, k);
+                let (blo, bhi) = clip(blo, bhi, clips.stmt[s][t]);
+                transfer(mem_of(q), &geo, &mut bufs[q], blo, bhi, false)?;
+            }
         }
         let flow = sec.flow[t];
         t = match flow.exit {
@@ -488,7 +542,7 @@ fn run_block<'m, T: Elem>(
                 "field stores over the tile core only (internal planning error)",
             ));
         }
-        let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, (0, 0));
+        let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, t.k);
         let (blo, bhi) = clip(blo, bhi, clips.quantity[t.q as usize]);
         if (0..3).any(|a| bhi[a] <= blo[a]) {
             continue;
@@ -561,7 +615,8 @@ pub unsafe fn run<T: Elem>(
         if ks >= ke {
             continue;
         }
-        for &(q, dmin, dmax) in &sec.k_reads {
+        let reads = sec.k_reads.iter().map(|r| (r, false));
+        for (&(q, dmin, dmax), write) in reads.chain(sec.k_writes.iter().map(|w| (w, true))) {
             let f = &fields[q as usize];
             if !f.axes[2] {
                 continue;
@@ -575,7 +630,12 @@ pub unsafe fn run<T: Elem>(
                     continue;
                 };
                 let level = if lo < -below { lo } else { hi };
-                return Err(k_bounds_error(&plan.program.fields[field].name, level, nk));
+                let name = &plan.program.fields[field].name;
+                return Err(if write {
+                    k_write_error(name, level, nk)
+                } else {
+                    k_bounds_error(name, level, nk)
+                });
             }
         }
     }
@@ -652,11 +712,12 @@ pub unsafe fn run<T: Elem>(
     // level only: a slab runs all computations before the next slab starts, so a read at a K
     // offset across a slab boundary would see the value from before the stencil. (Horizontal
     // reads of written fields are rejected by the planner, so I slabs need no such rule.)
+    let written = |q: u32| matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field]);
     let written_read_along_k = plan.sections.iter().any(|s| {
-        s.k_reads.iter().any(|&(q, lo, hi)| {
-            (lo, hi) != (0, 0)
-                && matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field])
-        })
+        s.k_reads
+            .iter()
+            .any(|&(q, lo, hi)| (lo, hi) != (0, 0) && written(q))
+            || s.var_reads.iter().any(|&q| written(q))
     });
     let light = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
         && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))

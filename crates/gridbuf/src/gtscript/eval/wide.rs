@@ -20,6 +20,10 @@ pub(super) struct WideEmit<'a> {
     pub(super) scalars: &'a [Value],
     /// The math functions the tape calls, per operation and float type.
     pub(super) calls: &'a [(Op, Type, FuncRef)],
+    /// The quantities read at run-time K levels and their memory's element types, one
+    /// [`super::jit::VkSlot`] each at `vkp`.
+    pub(super) vk: &'a [(u32, Ty)],
+    pub(super) vkp: Value,
 }
 
 impl WideEmit<'_> {
@@ -162,7 +166,71 @@ impl WideEmit<'_> {
         b.inst_results(call)[0]
     }
 
-    pub(super) fn step(&self, b: &mut FunctionBuilder<'_>, addrs: &[Value], at: i32) -> Value {
+    /// `q`'s value at the point `point` of the row (its index from the row's first) and the
+    /// level `index` gives (relative to the point's level, or absolute): the level checked
+    /// against the slot's `lo..hi`, a level outside reported in the slot and replaced by `lo`
+    /// (so the load stays inside the memory the caller checked); the value as a lane.
+    fn load_k(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        q: u32,
+        kind: crate::gtscript::ir::KIndex,
+        index: Value,
+        point: Value,
+    ) -> Value {
+        let slot = self.vk.iter().position(|v| v.0 == q).expect("listed");
+        let flags = MemFlagsData::new().with_notrap();
+        let field = |n: usize| super::jit::vk_field(slot, n);
+        let vkp = self.vkp;
+        let get =
+            |b: &mut FunctionBuilder<'_>, n: usize| b.ins().load(types::I64, flags, vkp, field(n));
+        let (col, k, d_point, d_level) = (get(b, 11), get(b, 12), get(b, 2), get(b, 3));
+        let (k_point, lo, hi) = (get(b, 6), get(b, 7), get(b, 8));
+        let level = match kind {
+            crate::gtscript::ir::KIndex::Relative => {
+                let dk = b.ins().imul(point, k_point);
+                let k = b.ins().iadd(k, dk);
+                b.ins().iadd(k, index)
+            }
+            crate::gtscript::ir::KIndex::Absolute => index,
+        };
+        let above = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, level, lo);
+        let below = b.ins().icmp(IntCC::SignedLessThan, level, hi);
+        let ok = b.ins().band(above, below);
+        let err = get(b, 9);
+        let one = b.ins().iconst(types::I64, 1);
+        let err = b.ins().select(ok, err, one);
+        b.ins().store(flags, err, vkp, field(9));
+        let last = get(b, 10);
+        let last = b.ins().select(ok, last, level);
+        b.ins().store(flags, last, vkp, field(10));
+        let safe = b.ins().select(ok, level, lo);
+        let off = b.ins().imul(point, d_point);
+        let col = b.ins().iadd(col, off);
+        let off = b.ins().imul(safe, d_level);
+        let addr = b.ins().iadd(col, off);
+        let ty = self.vk[slot].1;
+        match ty {
+            Ty::Bool => b.ins().uload8(types::I64, flags, addr, 0),
+            Ty::I8 => b.ins().sload8(types::I64, flags, addr, 0),
+            Ty::I16 => b.ins().sload16(types::I64, flags, addr, 0),
+            Ty::I32 => b.ins().sload32(flags, addr, 0),
+            Ty::I64 | Ty::F64 => b.ins().load(types::I64, flags, addr, 0),
+            Ty::F32 => {
+                let x = b.ins().load(types::F32, flags, addr, 0);
+                let x = b.ins().fpromote(types::F64, x);
+                b.ins().bitcast(types::I64, MemFlagsData::new(), x)
+            }
+        }
+    }
+
+    pub(super) fn step(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        addrs: &[Value],
+        at: i32,
+        point: Value,
+    ) -> Value {
         let mut regs: Vec<Option<Value>> = Vec::new();
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
         let mut last = None;
@@ -205,6 +273,7 @@ impl WideEmit<'_> {
             let a = a.expect("every op has a first operand");
             let ty = ins.ty;
             let v = match ins.op {
+                Op::LoadK(q, kind) => self.load_k(b, q, kind, a, point),
                 Op::Mov => a,
                 Op::Cast(to) => Self::cast(b, a, ty, to),
                 Op::Sel => {
