@@ -561,7 +561,8 @@ class Lowering:
         if self.region is not None:
             self.lines.append(f"region {self.region}")
         else:
-            self.written_outside.add((target[0], target[1]))
+            t = target[2] if target[0] == "k" else target  # ("k", dk, target): at a K offset
+            self.written_outside.add((t[0], t[1]))
         self.lines.append((line, target, value))
 
     def regions(self, ctx: _Ctx, s: ast.With, body: Callable[[], None]) -> bool:
