@@ -16,7 +16,9 @@ region may put in the halo); ``horizontal(r1, r2)`` runs the body once per regio
 they overlap; a region may not read at a horizontal offset what was written outside regions
 before it. ``while cond`` runs its body under ``cond`` until no point has it (the numpy backend
 re-tests ``cond`` before every statement, the compiled backends once per pass: gridbuf takes only
-loops where the two agree).
+loops where the two agree). A loop over variable K offsets (a vertical remap) reads, in the
+values its masks throw away, levels beyond the column: GT4Py's numpy backend clips them, gridbuf
+reads the point's own level there; neither is an error.
 """
 
 from __future__ import annotations
@@ -162,6 +164,50 @@ SOURCE = textwrap.dedent(
                     k = k + 1.0
 
 
+    @gtscript.function
+    def staged(x):
+        z = x
+        acc = 0.0
+        c = 0.0
+        while c < 3.0:
+            nxt = z * 0.5
+            z = z + 1.0
+            acc = acc + nxt
+            c = c + 1.0
+        return acc + z
+
+
+    def function_locals_in_loops(a: F, out: F):
+        with computation(PARALLEL), interval(...):
+            out = staged(a)
+
+
+    @gtscript.function
+    def remap_layer(pe1, pe2, q1, start):
+        top = pe2
+        bot = pe2[0, 0, 1]
+        off = start
+        while pe1[0, 0, off + 1] <= top:
+            off = off + 1
+        o = off
+        p = top
+        acc = 0.0
+        while p < bot:
+            nxt = min(bot, pe1[0, 0, o + 1])
+            acc = acc + q1[0, 0, o] * (nxt - p)
+            o = o + 1
+            p = nxt
+        return acc / (bot - top), off
+
+
+    def remap(pe1: F, pe2: F, q1: F, q2: F):
+        with computation(FORWARD):
+            with interval(0, 1):
+                q2, off = remap_layer(pe1, pe2, q1, 0)
+            with interval(1, -1):
+                q2, off = remap_layer(pe1, pe2, q1, off[0, 0, -1] - 1)
+
+
     def forward_loop(a: F, out: F):
         with computation(FORWARD):
             with interval(0, 1):
@@ -186,6 +232,8 @@ class Case:
     halo: tuple[int, int, int] = (1, 1, 0)
     externals: dict = field(default_factory=dict)
     finite: bool = False
+    # Arguments that are pressure edges: from 0 to 1 along K, strictly increasing.
+    edges: tuple[str, ...] = ()
 
 
 CASES: dict[str, Case] = {
@@ -198,6 +246,8 @@ CASES: dict[str, Case] = {
     "forward_regions": Case("forward_regions", halo=(0, 0, 0)),
     "loops": Case("loops", halo=(0, 0, 0), finite=True),
     "forward_loop": Case("forward_loop", halo=(0, 0, 0), finite=True),
+    "function_locals_in_loops": Case("function_locals_in_loops", halo=(0, 0, 0), finite=True),
+    "remap": Case("remap", halo=(0, 0, 0), finite=True, edges=("pe1", "pe2")),
 }
 
 # Every schedule: slabs need no temporaries; sweeps PARALLEL sections whose temporaries live in
@@ -241,6 +291,9 @@ def make_inputs(name: str) -> dict[str, np.ndarray]:
     out = {}
     for n in arg_names(name):
         v = rng.uniform(-3.0, 3.0, size=shape)
+        if n in c.edges:
+            e = np.cumsum(rng.uniform(0.2, 1.0, size=shape), axis=2) - 0.5
+            v = (e - e[:, :, :1]) / (e[:, :, -1:] - e[:, :, :1])
         if not c.finite:
             special = rng.random(shape) < 0.05
             v[special] = rng.choice(np.array([0.0, -0.0, 1.0, np.nan, np.inf]), size=int(special.sum()))

@@ -558,6 +558,7 @@ class Lowering:
 
     def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        value = _guard_levels(value, None)
         if self.region is not None:
             self.lines.append(f"region {self.region}")
         else:
@@ -1039,6 +1040,7 @@ class Lowering:
         inner.written.add(name)
         cur = inner.local.get(name)
         if isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps:
+            self.freeze_readers(inner, s, name, cur.index, mask)
             old: Expr = ("t", cur.index, (0, 0, 0))
             self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
             return
@@ -1064,6 +1066,19 @@ class Lowering:
         self.emit(inner, s, ("t", index), before)
         inner.local[name] = _Ref("t", index)
         self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ("t", index, (0, 0, 0))))
+
+    def freeze_readers(self, inner: _Ctx, s: ast.stmt, name: str, index: int, mask: Expr | None) -> None:
+        """Before the temporary `index` (the local `name`) is assigned again: the other locals
+        that are still expressions reading it get temporaries of their own, holding the value
+        they had (`w = z; z = z + 1; return w` returns the old z)."""
+        for other, v in list(inner.local.items()):
+            if other == name or not (isinstance(v, tuple) and v and v[0] not in ("c", "s")) or not _reads_temp(v, index):
+                continue
+            t = len(self.temps)
+            self.temps.append(f"__{inner.name}_{other}{t}")
+            self.func_temps.add(t)
+            self.emit(inner, s, ("t", t), _guard_levels(v, mask))
+            inner.local[other] = _Ref("t", t)
 
     def func_if(self, inner: _Ctx, s: ast.If, mask: Expr | None) -> None:
         """An `if` on values computed at run time in a gtscript function: its condition is
@@ -1097,6 +1112,42 @@ _FLOAT_SAME = {
     "atanh", "cbrt", "floor", "ceil", "trunc", "round", "round_away_from_zero",
 }  # fmt: skip
 _BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
+
+
+def _reads_temp(e: Any, index: int) -> bool:
+    if not (isinstance(e, tuple) and e):
+        return False
+    if e[0] == "t":
+        return e[1] == index
+    if e[0] in ("f", "s", "c"):
+        return False
+    return any(_reads_temp(x, index) for x in e[1:])
+
+
+def _guard_levels(e: Any, cond: Expr | None) -> Any:
+    """Reads at run-time K levels in a value that is thrown away (the branch of a select not
+    taken, the right operand of an `and` whose left is false: masked assignments, `if`, `while`)
+    read their own level instead: their level may be out of range there without being an error.
+    GT4Py's compiled backends never compute such values; its numpy backend computes them from a
+    level clipped into the array, and throws them away too."""
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+        return e
+    if e[0] in ("kvar", "kabs"):
+        index = _guard_levels(e[2], cond)
+        if cond is not None:
+            index = ("sel", cond, index, ("c", 0))
+        return (e[0], e[1], index)
+    both = (lambda a, b: b if a is None else ("and", a, b))
+    if e[0] == "sel":
+        c = _guard_levels(e[1], cond)
+        return ("sel", c, _guard_levels(e[2], both(cond, e[1])), _guard_levels(e[3], both(cond, ("not", e[1]))))
+    if e[0] in ("and", "or"):
+        left = _guard_levels(e[1], cond)
+        taken = e[1] if e[0] == "and" else ("not", e[1])
+        return (e[0], left, _guard_levels(e[2], both(cond, taken)))
+    if e[0] == "cast":
+        return ("cast", e[1], _guard_levels(e[2], cond))
+    return (e[0], *(_guard_levels(x, cond) for x in e[1:]))
 
 
 def _dtype(low: Lowering, e: Expr) -> np.dtype[Any] | None:
