@@ -131,6 +131,12 @@ impl Jit {
         };
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").map_err(jit_error)?;
+        // Cranelift's IR verifier checks the code generator, not the stencil: tests and debug
+        // builds run it on every function; release builds skip it (tridiagonal solve: 4.2 ms
+        // of compilation with it, 3.1 without).
+        if !cfg!(any(test, debug_assertions)) {
+            flags.set("enable_verifier", "false").map_err(jit_error)?;
+        }
         let isa = isa_builder
             .finish(settings::Flags::new(flags))
             .map_err(jit_error)?;
