@@ -50,7 +50,9 @@ pub(super) struct Slot {
 
 /// A section's column function and the slots of its table.
 pub(super) struct ColumnCode {
+    /// The function.
     pub(super) f: ColumnFn,
+    /// What each column's row of the table holds, in order.
     pub(super) slots: Vec<Slot>,
 }
 
@@ -138,8 +140,8 @@ fn slots_of(plan: &Plan, s: usize) -> Vec<Slot> {
 /// those with a K axis first, `nk` of them), each K slot's cache line at byte offset `kb`
 /// from its address. Called by the column code once per cache line of levels for the next
 /// group of columns: each column is a short stream along K (a few cache lines), too short for
-/// the hardware prefetchers, so without it every line is a demand miss (tridiagonal solve
-/// 256x256x80 on gt:cpu_kfirst: see `walk` in `tile`).
+/// the hardware prefetchers, so without it every line is a demand miss (measured in
+/// `Walk::columns`).
 ///
 /// # Safety
 /// `row` must point to `n * stride` readable table entries. The addresses prefetched need not
@@ -443,7 +445,7 @@ impl Walk<'_> {
         b.ins().call(self.prefetch, &[t_next, n, stride, nk, kb]);
         b.ins().jump(go, &[]);
         b.switch_to_block(go);
-        let mut known: Vec<((u32, [i32; 3]), Vec<Value>)> = carried
+        let mut known: Vec<Known> = carried
             .iter()
             .enumerate()
             .map(|(i, &q)| {
@@ -493,7 +495,7 @@ impl Walk<'_> {
         kb: Value,
         lanes: usize,
         unroll: usize,
-        known: &mut Vec<((u32, [i32; 3]), Vec<Value>)>,
+        known: &mut Vec<Known>,
     ) {
         let flags = MemFlagsData::new().with_notrap();
         let vt = self.vector(lanes);
@@ -604,6 +606,9 @@ impl<'w, 'a> Addresses<'w, 'a> {
         v.expect("at least one lane")
     }
 }
+
+/// A value of a level held in registers: (quantity, offset) and one value per vector.
+type Known = ((u32, [i32; 3]), Vec<Value>);
 
 /// Values every level of a column loop uses.
 struct LoopCtx<'a> {

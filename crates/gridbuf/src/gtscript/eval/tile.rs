@@ -683,7 +683,9 @@ pub unsafe fn run<T: Elem>(
     // FORWARD and BACKWARD sections on a layout with unit stride along K walk columns in
     // memory order where all of them can (tridiagonal solve 256x256x80 on gt:cpu_kfirst: see
     // `column`).
+    // (Stencils with PARALLEL sections only keep I-fastest temporaries.)
     let walk = inner == 2
+        && plan.sections.iter().any(|s| s.order != IterOrder::Parallel)
         && jit.is_some_and(|j| {
             plan.sections
                 .iter()
