@@ -9,8 +9,9 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    gt:cpu_kfirst and numpy backends on arrays of their own layout. Medians of several repeats,
    measured round-robin in one run; every output is checked against a NumPy reference first.
 2. Time from definition to first result: building the stencil object from the definition and
-   its first call. GT4Py's backends build in a fresh cache directory made for this run, so the
-   compiled backends pay their full C++ build.
+   its first call, on each layout; for gridbuf each run in a fresh Python process (gridbuf
+   imported and the arguments allocated before the clock starts). GT4Py's backends build in a
+   fresh cache directory made for this run, so the compiled backends pay their full C++ build.
 
 3. The typed stencils of ``_typed_stencils.py`` (a land mask of bool and int fields, a
    saturation formula heavy in exp/log, a column integral in a 2-D temporary written to an IJ
@@ -31,6 +32,7 @@ import argparse
 import importlib.util
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +52,11 @@ try:
     import gt4py.storage as gs  # noqa: E402
 except ImportError:  # pragma: no cover
     gs = None
+
+# This script and the gridbuf it imports, for the fresh processes of `first_result_gridbuf` (which
+# run after the working directory has changed).
+_SCRIPT = os.path.abspath(__file__)
+_GRIDBUF_PATH = os.path.dirname(os.path.dirname(os.path.abspath(gb.__file__)))
 
 KERNELS = ("copy", "laplacian", "hdiff", "tridiag")
 LAYOUTS = ("gt:cpu_ifirst", "gt:cpu_kfirst")
@@ -78,18 +85,35 @@ def _dom(a, n, nz):
     return np.asarray(a)[HALO : HALO + n, HALO : HALO + n, :nz]
 
 
-def first_result_gridbuf(defs, name, data, shape, origin, domain, runs=5):
-    """Median seconds from gtscript.stencil(definition) to the end of its first call."""
-    from gridbuf import gtscript
-
+def first_result_gridbuf(name, layout, n, nz, runs=5):
+    """Median seconds from gtscript.stencil(definition) to the end of its first call, each run
+    in a fresh Python process (as a new user meets it: nothing defined or compiled before;
+    gridbuf imported and the arguments allocated before the clock starts)."""
     times = []
     for _ in range(runs):
-        args = [gb.from_array(d, backend="gt:cpu_ifirst") for d in data] + [gb.zeros(shape, backend="gt:cpu_ifirst")]
-        t0 = time.perf_counter()
-        st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name])
-        st(*args, origin=origin, domain=domain)
-        times.append(time.perf_counter() - t0)
+        out = subprocess.run(
+            [sys.executable, _SCRIPT, "--first-result-child", name, layout, str(n), str(nz)],
+            check=True,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "GT_CACHE_ROOT": _GT_CACHE, "PYTHONPATH": os.pathsep.join([_GRIDBUF_PATH, os.environ.get("PYTHONPATH", "")])},
+        )
+        times.append(float(out.stdout.split()[-1]))
     return statistics.median(times)
+
+
+def first_result_child(name, layout, n, nz):
+    """The child of `first_result_gridbuf`: prints the seconds of one definition and call."""
+    shape = (n + 2 * HALO, n + 2 * HALO, nz)
+    data = kernel_inputs(name, shape, np.random.default_rng(0))
+    args = [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout)]
+    defs = gridbuf_definitions()
+    from gridbuf import gtscript
+
+    t0 = time.perf_counter()
+    st = gtscript.stencil(backend=layout, definition=defs.DEFINITIONS[name])
+    st(*args, origin=(HALO, HALO, 0), domain=(n, n, nz))
+    print(time.perf_counter() - t0)
 
 
 def first_result_gt4py(name, backend, data, shape, origin, domain):
@@ -112,8 +136,13 @@ def main() -> None:
     ap.add_argument("--kernels", default=",".join(KERNELS))
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
     ap.add_argument("--typed", default="landmask,saturation,column", help="typed stencils to time after the kernels ('' for none)")
-    ap.add_argument("--production", default="corners,ppm", help="production-model stencils (regions, loops, vertical indexing) to time last ('' for none)")
+    ap.add_argument("--production", default="corners,ppm,remap", help="production-model stencils (regions, loops, vertical indexing) to time last ('' for none)")
+    ap.add_argument("--first-result-child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.first_result_child:
+        name, layout, n, nz = args.first_result_child
+        first_result_child(name, layout, int(n), int(nz))
+        return
     kernels_ = [k for k in args.kernels.split(",") if k]
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
     print_machine_info()
@@ -132,7 +161,8 @@ def main() -> None:
         ref_out = np.zeros(shape)
         NUMPY_REFS[name](*data, ref_out)
         want = _dom(ref_out, n, nz)
-        first[name, "gridbuf.gtscript"] = first_result_gridbuf(defs, name, data, shape, origin, domain)
+        for layout in LAYOUTS:
+            first[name, f"gtscript {layout}"] = first_result_gridbuf(name, layout, n, nz)
         cands, outs = [], {}
         st = gtscript.stencil(backend="numpy", definition=defs.DEFINITIONS[name])
         kernel = getattr(gb.kernels, name)
@@ -176,11 +206,11 @@ def main() -> None:
             rows.append(row)
         print(f"\n### Time per call, ms (median of {args.repeats}), {n}x{n}x{nz} float64\n")
         print(markdown_table(["stencil", *cols, "gtscript / native", "gtscript / best gt4py compiled"], rows))
-        fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
+        fcols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
         frows = []
         for name in kernels_:
             frows.append([name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols])
-        print("\n### Definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+        print("\n### Definition to first result, ms (gridbuf: median of 5, each in a fresh process; gt4py: one build in a fresh cache)\n")
         print(markdown_table(["stencil", *fcols], frows))
     typed = [t for t in args.typed.split(",") if t]
     if typed:

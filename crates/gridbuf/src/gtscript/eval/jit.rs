@@ -16,6 +16,7 @@
 //! address (registered as symbols of the module), one vector lane at a time; so every tape is
 //! compiled.
 
+use super::column::{self, ColumnCode, ColumnFn};
 use super::lane::Elem;
 use super::math;
 use super::wide::WideEmit;
@@ -114,6 +115,8 @@ unsafe impl Sync for CodeMemory {}
 pub struct Jit {
     /// Per section, per statement: its code, or `None` where the interpreter runs it.
     stmts: Vec<Vec<Option<StmtCode>>>,
+    /// Per section: the code that walks columns, where the section can (see [`column`]).
+    columns: Vec<Option<ColumnCode>>,
     /// The element type the code was made for.
     lanes: Lanes,
     _memory: CodeMemory,
@@ -126,7 +129,7 @@ impl std::fmt::Debug for Jit {
     }
 }
 
-fn jit_error(what: impl std::fmt::Display) -> Error {
+pub(super) fn jit_error(what: impl std::fmt::Display) -> Error {
     Error::invalid(
         "gtscript code generation",
         what.to_string(),
@@ -135,9 +138,9 @@ fn jit_error(what: impl std::fmt::Display) -> Error {
 }
 
 /// Whether the code generator handles every operation of `tape` (an integer power needs a
-/// literal exponent, which the types pass guarantees; reads at run-time K levels run on the
-/// interpreter, which reads memory at checked levels).
-fn supported(tape: &[Instr], wide: bool) -> bool {
+/// literal exponent, which the types pass guarantees; reads at run-time K levels only in
+/// mixed-type code, `wide`).
+pub(super) fn supported(tape: &[Instr], wide: bool) -> bool {
     tape.iter().all(|ins| match ins.op {
         Op::LoadK(..) => wide,
         Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
@@ -172,11 +175,18 @@ impl Jit {
         };
         let mut flags = settings::builder();
         flags.set("opt_level", "speed").map_err(jit_error)?;
+        // Cranelift's IR verifier checks the code generator, not the stencil: tests and debug
+        // builds run it on every function; release builds skip it (tridiagonal solve: 4.2 ms
+        // of compilation with it, 3.1 without).
+        if !cfg!(any(test, debug_assertions)) {
+            flags.set("enable_verifier", "false").map_err(jit_error)?;
+        }
         let isa = isa_builder
             .finish(settings::Flags::new(flags))
             .map_err(jit_error)?;
         let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
         builder.symbols(math::symbols());
+        builder.symbols(column::symbols());
         let mut module = JITModule::new(builder);
         let (elem, wide) = match plan.lanes {
             Lanes::F64 => (types::F64, false),
@@ -198,33 +208,7 @@ impl Jit {
                 for _ in 0..8 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
-                // The math functions the tape calls, imported into the function.
-                let mut calls: Vec<(Op, Type, FuncRef)> = Vec::new();
-                for ins in &st.tape {
-                    // A mixed-type tape calls the function of each operation's own float type.
-                    let ft = match (wide, ins.ty) {
-                        (false, _) => elem,
-                        (true, Ty::F64) => types::F64,
-                        (true, Ty::F32) => types::F32,
-                        (true, _) => continue,
-                    };
-                    let Some(name) = callee(ins.op, ft) else {
-                        continue;
-                    };
-                    if calls.iter().any(|c| c.0 == ins.op && c.1 == ft) {
-                        continue;
-                    }
-                    let mut sig = module.make_signature();
-                    let arity = if matches!(ins.op, Op::Bin(_)) { 2 } else { 1 };
-                    for _ in 0..arity {
-                        sig.params.push(AbiParam::new(ft));
-                    }
-                    sig.returns.push(AbiParam::new(ft));
-                    let id = module
-                        .declare_function(name, Linkage::Import, &sig)
-                        .map_err(jit_error)?;
-                    calls.push((ins.op, ft, module.declare_func_in_func(id, &mut ctx.func)));
-                }
+                let calls = declare_calls(&mut module, &mut ctx.func, &st.tape, elem, wide)?;
                 build(
                     &mut ctx.func,
                     &mut fctx,
@@ -250,7 +234,26 @@ impl Jit {
                 ids.push((s, t, id, operands, reads_target_along, vk));
             }
         }
+        // FORWARD and BACKWARD sections also as one function that walks whole columns (used
+        // on layouts with unit stride along K).
+        let mut col_ids = Vec::new();
+        if !wide {
+            for s in 0..plan.sections.len() {
+                if let Some(c) = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)? {
+                    col_ids.push((s, c));
+                }
+            }
+        }
         module.finalize_definitions().map_err(jit_error)?;
+        let mut columns: Vec<Option<ColumnCode>> = plan.sections.iter().map(|_| None).collect();
+        for (s, (id, slots)) in col_ids {
+            let code = module.get_finalized_function(id);
+            // SAFETY: `code` is the entry of the function `column::build` defined with the
+            // signature of `ColumnFn` (4 pointer-sized arguments, no result) in the platform's
+            // C calling convention; it lives as long as `module`, kept in `_memory` below.
+            let f = unsafe { std::mem::transmute::<*const u8, ColumnFn>(code) };
+            columns[s] = Some(ColumnCode { f, slots });
+        }
         let mut stmts: Vec<Vec<Option<StmtCode>>> = plan
             .sections
             .iter()
@@ -271,6 +274,7 @@ impl Jit {
         }
         Ok(Some(Jit {
             stmts,
+            columns,
             lanes: plan.lanes,
             _memory: CodeMemory(Some(module)),
         }))
@@ -284,6 +288,53 @@ impl Jit {
         }
         self.stmts.get(sec)?.get(stmt)?.as_ref()
     }
+
+    /// The column code of section `sec`, if it has some for `T`.
+    #[inline]
+    pub(super) fn column<T: Elem>(&self, sec: usize) -> Option<&ColumnCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.columns.get(sec)?.as_ref()
+    }
+}
+
+/// Imports into `func` the math functions that `tape` calls (the operations with no
+/// instruction), for elements of type `elem` (of each operation's own float type when `wide`).
+pub(super) fn declare_calls(
+    module: &mut JITModule,
+    func: &mut cranelift_codegen::ir::Function,
+    tape: &[Instr],
+    elem: Type,
+    wide: bool,
+) -> Result<Vec<(Op, Type, FuncRef)>> {
+    let mut calls: Vec<(Op, Type, FuncRef)> = Vec::new();
+    for ins in tape {
+        // A mixed-type tape calls the function of each operation's own float type.
+        let ft = match (wide, ins.ty) {
+            (false, _) => elem,
+            (true, Ty::F64) => types::F64,
+            (true, Ty::F32) => types::F32,
+            (true, _) => continue,
+        };
+        let Some(name) = callee(ins.op, ft) else {
+            continue;
+        };
+        if calls.iter().any(|c| c.0 == ins.op && c.1 == ft) {
+            continue;
+        }
+        let mut sig = module.make_signature();
+        let arity = if matches!(ins.op, Op::Bin(_)) { 2 } else { 1 };
+        for _ in 0..arity {
+            sig.params.push(AbiParam::new(ft));
+        }
+        sig.returns.push(AbiParam::new(ft));
+        let id = module
+            .declare_function(name, Linkage::Import, &sig)
+            .map_err(jit_error)?;
+        calls.push((ins.op, ft, module.declare_func_in_func(id, func)));
+    }
+    Ok(calls)
 }
 
 /// The quantities a tape reads at run-time K levels, in first-use order, with the element type
@@ -308,7 +359,7 @@ fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
 }
 
 /// The distinct (quantity, offset) operands of a tape, in first-use order.
-fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
+pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
     let mut out: Vec<(u32, [i32; 3])> = Vec::new();
     for ins in tape {
         for a in ins.args {
@@ -325,13 +376,13 @@ fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
 /// Emits one step of the tape over values of type `vt` (the element or a vector of it),
 /// reading operand `k` at `addrs[k]`; returns the result.
 pub(super) struct Emit<'a> {
-    tape: &'a [Instr],
-    operands: &'a [(u32, [i32; 3])],
+    pub(super) tape: &'a [Instr],
+    pub(super) operands: &'a [(u32, [i32; 3])],
     /// Scalar parameters, loaded once in the entry block (element type).
-    scalars: &'a [Value],
+    pub(super) scalars: &'a [Value],
     /// The math functions the tape calls, by operation.
-    calls: &'a [(Op, Type, FuncRef)],
-    elem: Type,
+    pub(super) calls: &'a [(Op, Type, FuncRef)],
+    pub(super) elem: Type,
 }
 
 impl Emit<'_> {
@@ -406,6 +457,20 @@ impl Emit<'_> {
     }
 
     fn step(&self, b: &mut FunctionBuilder<'_>, vt: Type, addrs: &[Value], at: i32) -> Value {
+        self.step_with(b, vt, &mut |b: &mut FunctionBuilder<'_>, k: usize| {
+            b.ins()
+                .load(vt, MemFlagsData::new().with_notrap(), addrs[k], at)
+        })
+    }
+
+    /// One step of the tape over values of type `vt`, taking operand `k` (of `operands`)
+    /// from `operand(b, k)`, called once per operand the tape reads.
+    pub(super) fn step_with(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        vt: Type,
+        operand: &mut dyn FnMut(&mut FunctionBuilder<'_>, usize) -> Value,
+    ) -> Value {
         let mut regs: Vec<Option<Value>> = Vec::new();
         // Per register: the comparison result its 1/0 value was made from, so that a select on
         // it tests the comparison itself (the unused 1/0 value is then dropped as dead code).
@@ -426,10 +491,10 @@ impl Emit<'_> {
                             .iter()
                             .position(|&o| o == (q, off))
                             .expect("operand listed");
-                        *loaded[k].get_or_insert_with(|| {
-                            b.ins()
-                                .load(vt, MemFlagsData::new().with_notrap(), addrs[k], at)
-                        })
+                        match loaded[k] {
+                            Some(v) => v,
+                            None => *loaded[k].insert(operand(b, k)),
+                        }
                     }
                     Src::Scalar(i) => self.widen(b, vt, self.scalars[i as usize]),
                     Src::Const(v) => self.constant(b, vt, v.as_f64()),

@@ -15,6 +15,7 @@
 //! rows mix neighbouring rows; they are computed but never reach a stored point. Finally the
 //! block copies what it wrote back to memory.
 
+mod column;
 mod jit;
 #[cfg(test)]
 mod jit_tests;

@@ -1,6 +1,7 @@
 //! Tiling and scheduling: the public [`run`], the cut of the domain into tiles, and the
 //! blocks each tile runs section by section.
 
+use super::column::run_columns;
 use super::jit::Jit;
 use super::lane::Elem;
 use super::mem::{transfer, FieldMem, Geo, Mem, VarMem};
@@ -41,6 +42,9 @@ struct Ctx<'a, T> {
     kc: usize,
     /// Per section: resolved [start, end).
     ranges: &'a [(usize, usize)],
+    /// Whether FORWARD and BACKWARD sections walk columns (`column`): then stored
+    /// temporaries are K fastest.
+    walk: bool,
     /// Where statements and transfers may run.
     clips: &'a Clips,
 }
@@ -166,6 +170,12 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 (hi[2] - lo[2]).max(0) as usize,
             ];
             stored[q] = take_buf(n[0] * n[1] * n[2]);
+            // I fastest for rows along I; K fastest for columns walked along K.
+            let strides = if ctx.walk {
+                [(n[1] * n[2]) as isize, n[2] as isize, 1]
+            } else {
+                [1, n[0] as isize, (n[0] * n[1]) as isize]
+            };
             if !axes[2] {
                 // GT4Py leaves a 2-D temporary uninitialised; zeros make a read before the
                 // first write at least repeatable.
@@ -174,7 +184,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             mems.push(Mem {
                 addr: stored[q].as_mut_ptr().expose_provenance(),
                 shape: n,
-                strides: [1, n[0] as isize, (n[0] * n[1]) as isize],
+                strides,
                 origin: [-lo[0], -lo[1], -lo[2]],
                 axes,
                 writable: true,
@@ -207,10 +217,24 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     let mut bufs: Vec<Vec<T>> = vec![Vec::new(); nq];
     // The tape's registers and one scratch register for streamed stores.
     let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
+    let mut table = Vec::new();
     for (s, (sec, &(ks, ke))) in plan.sections.iter().zip(ctx.ranges).enumerate() {
         let (ks, ke) = (ks.max(tile.k.0), ke.min(tile.k.1));
         if ks >= ke {
             continue;
+        }
+        if let Some(code) = ctx.jit.and_then(|j| j.column::<T>(s)).filter(|_| ctx.walk) {
+            if run_columns(
+                code,
+                &mem_of,
+                tile.lo,
+                tile.hi,
+                (ks, ke),
+                ctx.scalars,
+                &mut table,
+            )? {
+                continue;
+            }
         }
         let levels: Vec<(usize, usize)> = match sec.order {
             IterOrder::Parallel => (ks..ke)
@@ -807,6 +831,18 @@ pub unsafe fn run<T: Elem>(
         }
         kc
     };
+    // FORWARD and BACKWARD sections on a layout with unit stride along K walk columns in
+    // memory order where all of them can (tridiagonal solve 256x256x80 on gt:cpu_kfirst: see
+    // `column`).
+    // (Stencils with PARALLEL sections only keep I-fastest temporaries.)
+    let walk = inner == 2
+        && plan.sections.iter().any(|s| s.order != IterOrder::Parallel)
+        && jit.is_some_and(|j| {
+            plan.sections
+                .iter()
+                .enumerate()
+                .all(|(s, sec)| sec.order == IterOrder::Parallel || j.column::<T>(s).is_some())
+        });
     let ctx = Ctx {
         plan,
         jit,
@@ -817,6 +853,7 @@ pub unsafe fn run<T: Elem>(
         kc,
         ranges: &ranges,
         clips: &clips,
+        walk,
     };
     run_all(threads, tiles, |tile| {
         exec::simd(TileTask { ctx: &ctx, tile })
