@@ -68,7 +68,10 @@ pub(super) fn walkable(plan: &Plan, s: usize) -> bool {
     // Regions, loops and writes at K offsets run in blocks (reads at run-time levels are not
     // `supported`).
     if !plan.program.sections[s].loops.is_empty()
-        || sec.stmts.iter().any(|st| st.region.is_some() || st.k_offset != 0)
+        || sec
+            .stmts
+            .iter()
+            .any(|st| st.region.is_some() || st.k_offset != 0)
     {
         return false;
     }
