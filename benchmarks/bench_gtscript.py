@@ -17,13 +17,14 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    saturation formula heavy in exp/log, a column integral in a 2-D temporary written to an IJ
    field): time per call and definition to first result, against GT4Py's backends.
 
-4. The stencils with horizontal regions of ``_production_stencils.py`` (cubed-sphere corner filling
-   with 36 regions, a PPM flux with regions at the tile's edges): time per call and definition
-   to first result, against GT4Py's backends.
+4. The production-model stencils of ``_production_stencils.py`` (cubed-sphere corner filling
+   with 36 regions, a PPM flux with regions at the tile's edges, a vertical remap with ``while``
+   loops and variable K offsets): time per call and definition to first result (each in a fresh
+   process, on each layout), against GT4Py's backends.
 
 Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
 [--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy] [--typed landmask,column]
-[--production corners,ppm]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+[--production corners,ppm,remap]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
 """
 
 from __future__ import annotations
@@ -85,14 +86,15 @@ def _dom(a, n, nz):
     return np.asarray(a)[HALO : HALO + n, HALO : HALO + n, :nz]
 
 
-def first_result_gridbuf(name, layout, n, nz, runs=5):
+def first_result_gridbuf(name, layout, n, nz, runs=5, module="_gt4py_stencils"):
     """Median seconds from gtscript.stencil(definition) to the end of its first call, each run
     in a fresh Python process (as a new user meets it: nothing defined or compiled before;
-    gridbuf imported and the arguments allocated before the clock starts)."""
+    gridbuf imported and the arguments allocated before the clock starts). ``module`` is the
+    definitions' module: ``_gt4py_stencils`` (the kernels) or ``_production_stencils``."""
     times = []
     for _ in range(runs):
         out = subprocess.run(
-            [sys.executable, _SCRIPT, "--first-result-child", name, layout, str(n), str(nz)],
+            [sys.executable, _SCRIPT, "--first-result-child", module, name, layout, str(n), str(nz)],
             check=True,
             capture_output=True,
             text=True,
@@ -102,17 +104,31 @@ def first_result_gridbuf(name, layout, n, nz, runs=5):
     return statistics.median(times)
 
 
-def first_result_child(name, layout, n, nz):
+def first_result_child(module, name, layout, n, nz):
     """The child of `first_result_gridbuf`: prints the seconds of one definition and call."""
-    shape = (n + 2 * HALO, n + 2 * HALO, nz)
-    data = kernel_inputs(name, shape, np.random.default_rng(0))
-    args = [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout)]
-    defs = gridbuf_definitions()
     from gridbuf import gtscript
 
+    defs = gridbuf_definitions(module)
+    if module == "_production_stencils":
+        import _production_stencils as rs
+
+        h = rs.HALO
+        shape = (n + 2 * h, n + 2 * h, nz)
+        ins, outs, where, _ = rs.SIGNATURES[name]
+        origin, domain = ((0, 0, 0), shape) if where == "whole" else ((h, h, 0), (n, n, nz))
+        data = rs.inputs(name, shape, np.random.default_rng(0))
+        args = [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout) for _ in outs]
+        ext = rs.externals(name, gtscript)
+    else:
+        shape = (n + 2 * HALO, n + 2 * HALO, nz)
+        origin, domain = (HALO, HALO, 0), (n, n, nz)
+        data = kernel_inputs(name, shape, np.random.default_rng(0))
+        args = [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout)]
+        ext = {}
+
     t0 = time.perf_counter()
-    st = gtscript.stencil(backend=layout, definition=defs.DEFINITIONS[name])
-    st(*args, origin=(HALO, HALO, 0), domain=(n, n, nz))
+    st = gtscript.stencil(backend=layout, definition=defs.DEFINITIONS[name], externals=ext)
+    st(*args, origin=origin, domain=domain)
     print(time.perf_counter() - t0)
 
 
@@ -137,11 +153,11 @@ def main() -> None:
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
     ap.add_argument("--typed", default="landmask,saturation,column", help="typed stencils to time after the kernels ('' for none)")
     ap.add_argument("--production", default="corners,ppm,remap", help="production-model stencils (regions, loops, vertical indexing) to time last ('' for none)")
-    ap.add_argument("--first-result-child", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--first-result-child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.first_result_child:
-        name, layout, n, nz = args.first_result_child
-        first_result_child(name, layout, int(n), int(nz))
+        module, name, layout, n, nz = args.first_result_child
+        first_result_child(module, name, layout, int(n), int(nz))
         return
     kernels_ = [k for k in args.kernels.split(",") if k]
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
@@ -248,14 +264,9 @@ def production_rows(names, n, nz, repeats, repeat_seconds, backends):
                 return [gs.from_array(d, backend=layout, aligned_index=origin) for d in data] + [gs.zeros(shape, np.float64, backend=layout, aligned_index=origin) for _ in outs_]
             return [gb.from_array(d, backend=layout) for d in data] + [gb.zeros(shape, backend=layout) for _ in outs_]
 
-        t_first = []
-        for _ in range(5):
-            a = make(LAYOUTS[0])
-            t0 = time.perf_counter()
-            st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name], externals=ext)
-            st(*a, origin=origin, domain=domain)
-            t_first.append(time.perf_counter() - t0)
-        first[name, "gridbuf.gtscript"] = statistics.median(t_first)
+        for layout in LAYOUTS:
+            first[name, f"gtscript {layout}"] = first_result_gridbuf(name, layout, n, nz, module="_production_stencils")
+        st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name], externals=ext)
         cands, outs = [], {}
         for layout in LAYOUTS:
             a = make(layout)
@@ -287,9 +298,9 @@ def production_rows(names, n, nz, repeats, repeat_seconds, backends):
         rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
     print(f"\n### Production-model stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}\n")
     print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
-    fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
+    fcols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
     frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
-    print("\n### Production-model stencils: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
+    print("\n### Production-model stencils: definition to first result, ms (gridbuf: median of 5, each in a fresh process; gt4py: one build in a fresh cache)\n")
     print(markdown_table(["stencil", *fcols], frows))
 
 
