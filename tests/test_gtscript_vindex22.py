@@ -339,6 +339,38 @@ def test_index_leaving_the_field_raises_naming_field_and_level():
         assert np.isin(out, [7.0, 1.0, 2.0, 3.0, 4.0]).all()
 
 
+@pytest.mark.parametrize("jit", ["1", "0"])
+def test_loop_searching_past_the_column_raises_and_ends(jit, monkeypatch):
+    """A ``while`` loop whose variable offset runs off the top of the column (its condition
+    would hold for ever on what the failed read gives) ends with an error naming the field, on
+    both layouts, compiled (the loop runs point by point) and on the interpreter; the fields it
+    only reads are unchanged."""
+    monkeypatch.setenv("GRIDBUF_GTSCRIPT_JIT", jit)
+    st = gb_define(
+        """
+        def s(pe: Field[np.float64], top: Field[np.float64], out: Field[np.int64]):
+            with computation(PARALLEL), interval(...):
+                off = 0
+                while pe[0, 0, off] < top:
+                    off = off + 1
+                out = off
+        """,
+        "s",
+    )
+    pe = column([0.0, 1.0, 2.0, 3.0])
+    for layout in ("gt:cpu_ifirst", "gt:cpu_kfirst"):
+        top = np.full_like(pe, 2.5)
+        out = gb.zeros(pe.shape, np.int64, backend=layout)
+        st(gb.from_array(pe, backend=layout), gb.from_array(top, backend=layout), out)
+        assert (np.asarray(out) == 3 - np.arange(4)).all()
+        top[1, 0, 2] = 9.0
+        before = pe.copy()
+        args = (gb.from_array(pe, backend=layout), gb.from_array(top, backend=layout))
+        with pytest.raises(GridbufValueError, match="level 4.*pe|pe.*level 4"):
+            st(*args, gb.zeros(pe.shape, np.int64, backend=layout))
+        assert (np.asarray(args[0]) == before).all()
+
+
 def test_absolute_index_leaving_the_field_raises():
     st = gb_define(
         """

@@ -19,6 +19,7 @@
 use super::column::{self, ColumnCode, ColumnFn};
 use super::lane::Elem;
 use super::math;
+use super::pointloop::{self, LoopCode, LoopFn};
 use super::wide::WideEmit;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
@@ -117,6 +118,9 @@ pub struct Jit {
     stmts: Vec<Vec<Option<StmtCode>>>,
     /// Per section: the code that walks columns, where the section can (see [`column`]).
     columns: Vec<Option<ColumnCode>>,
+    /// Per section, per statement: the code of the `while` loop whose condition it is, where
+    /// the loop can run point by point (see [`pointloop`]).
+    loops: Vec<Vec<Option<LoopCode>>>,
     /// The element type the code was made for.
     lanes: Lanes,
     _memory: CodeMemory,
@@ -234,6 +238,26 @@ impl Jit {
                 ids.push((s, t, id, operands, reads_target_along, vk));
             }
         }
+        // `while` loops that can run point by point, as one function each.
+        let mut loop_ids = Vec::new();
+        for (s, sec) in plan.sections.iter().enumerate() {
+            for t in 0..sec.stmts.len() {
+                if let Some(exit) = pointloop::range(plan, s, t, wide) {
+                    let (id, operands, outs, vk) = pointloop::build(
+                        &mut module,
+                        &mut ctx,
+                        &mut fctx,
+                        plan,
+                        s,
+                        t,
+                        exit,
+                        elem,
+                        wide,
+                    )?;
+                    loop_ids.push((s, t, exit, id, operands, outs, vk));
+                }
+            }
+        }
         // FORWARD and BACKWARD sections also as one function that walks whole columns (used
         // on layouts with unit stride along K).
         let mut col_ids = Vec::new();
@@ -272,9 +296,29 @@ impl Jit {
                 vk,
             });
         }
+        let mut loops: Vec<Vec<Option<LoopCode>>> = plan
+            .sections
+            .iter()
+            .map(|sec| sec.stmts.iter().map(|_| None).collect())
+            .collect();
+        for (s, t, exit, id, operands, outs, vk) in loop_ids {
+            let code = module.get_finalized_function(id);
+            // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
+            // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C
+            // calling convention; it lives as long as `module`, kept in `_memory` below.
+            let f = unsafe { std::mem::transmute::<*const u8, LoopFn>(code) };
+            loops[s][t] = Some(LoopCode {
+                f,
+                operands,
+                outs,
+                vk,
+                exit,
+            });
+        }
         Ok(Some(Jit {
             stmts,
             columns,
+            loops,
             lanes: plan.lanes,
             _memory: CodeMemory(Some(module)),
         }))
@@ -287,6 +331,16 @@ impl Jit {
             return None;
         }
         self.stmts.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The code of the `while` loop whose condition is statement `stmt` of section `sec`, if
+    /// it runs point by point and was compiled for `T`.
+    #[inline]
+    pub(super) fn point_loop<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.loops.get(sec)?.get(stmt)?.as_ref()
     }
 
     /// The column code of section `sec`, if it has some for `T`.
@@ -340,7 +394,7 @@ pub(super) fn declare_calls(
 /// The quantities a tape reads at run-time K levels, in first-use order, with the element type
 /// of their memory (a field's declared type; a temporary's storage holds lanes, as `int64`
 /// bits).
-fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
+pub(super) fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
     let mut out: Vec<(u32, Ty)> = Vec::new();
     for ins in tape {
         if let Op::LoadK(q, _) = ins.op {
@@ -749,6 +803,7 @@ fn build(
         calls,
         vk,
         vkp,
+        slot_regs: None,
     };
     // Blocks inside a row carry the current addresses (operands, then the output) as
     // parameters, advanced by each iteration: row bases computed once per row and indexed in

@@ -24,6 +24,7 @@ mod lane;
 pub mod math;
 mod mem;
 mod num;
+mod pointloop;
 #[cfg(test)]
 mod reference;
 mod strip;

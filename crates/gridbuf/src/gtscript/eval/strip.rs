@@ -4,9 +4,10 @@ use super::jit::{StmtCode, VkSlot};
 use super::kernels::Arg;
 use super::lane::Elem;
 use super::mem::{mem_row, Geo, Mem, VarMem};
+use super::pointloop::LoopCode;
 use super::STRIP;
 use crate::error::{Error, Result};
-use crate::gtscript::ir::KIndex;
+use crate::gtscript::ir::{KIndex, Ty};
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 
 fn row_error(what: &str) -> Error {
@@ -123,7 +124,7 @@ fn load_k<T: Elem>(
 /// that every point's column (its I and J) lies inside each quantity's memory and that the
 /// memory holds the element type the code loads.
 fn vk_slots<T: Elem>(
-    code: &StmtCode,
+    vk: &[(u32, Ty)],
     vmem: &[Option<VarMem<'_>>],
     geo: &Geo,
     first: [i64; 3],
@@ -131,7 +132,7 @@ fn vk_slots<T: Elem>(
     slots: &mut [VkSlot],
 ) -> Result<()> {
     let [_, m, i] = geo.order;
-    for (slot, &(q, ty)) in slots.iter_mut().zip(&code.vk) {
+    for (slot, &(q, ty)) in slots.iter_mut().zip(vk) {
         let vm = vmem
             .get(q as usize)
             .and_then(Option::as_ref)
@@ -189,8 +190,8 @@ fn vk_slots<T: Elem>(
 }
 
 /// The error for the first slot the compiled code reported a level outside of.
-fn vk_errors(code: &StmtCode, vmem: &[Option<VarMem<'_>>], slots: &[VkSlot]) -> Result<()> {
-    for (slot, &(q, _)) in slots.iter().zip(&code.vk) {
+fn vk_errors(vk: &[(u32, Ty)], vmem: &[Option<VarMem<'_>>], slots: &[VkSlot]) -> Result<()> {
+    for (slot, &(q, _)) in slots.iter().zip(vk) {
         if slot.err != 0 {
             let name = vmem
                 .get(q as usize)
@@ -339,6 +340,69 @@ pub(super) fn run_stmt<T: Elem>(
     Ok(())
 }
 
+/// The rows of `operands` for the strip at `p` (`n` points along `geo`'s inner axis), checked,
+/// into `ptrs`; returns the strip's flat index in the block.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn operand_rows<T: Elem>(
+    operands: &[(u32, [i32; 3])],
+    geo: &Geo,
+    bufs: &[Vec<T>],
+    regs: &[Vec<T>],
+    direct: &[Option<Mem>],
+    scalars: &[T],
+    p: [i64; 3],
+    n: usize,
+    ptrs: &mut [*const T],
+) -> Result<usize> {
+    let f0 = geo.flat(p);
+    if f0 < 0 || f0 as usize + n > geo.len {
+        return Err(row_error("statement"));
+    }
+    let strip = Strip {
+        bufs,
+        direct,
+        geo,
+        scalars,
+        p,
+        n,
+    };
+    for (slot, &(q, off)) in ptrs.iter_mut().zip(operands) {
+        match strip.operand(Src::Q(q, off), regs)? {
+            Arg::S(s) => *slot = s.as_ptr(),
+            Arg::V(_) => return Err(row_error("operand")),
+        }
+    }
+    Ok(f0 as usize)
+}
+
+/// The row of `n` points that quantity `q` is written at from the point `w` (flat index `f0`
+/// in the block, if inside it): in `mem` (a field written in place, which must be writable)
+/// or in `q`'s block buffer; checked. It may be an operand row too (a tape reads its
+/// target), so it is a raw pointer, not a slice.
+#[inline(always)]
+fn out_row<T: Elem>(
+    bufs: &mut [Vec<T>],
+    mem: Option<&Mem>,
+    q: usize,
+    w: [i64; 3],
+    f0: Option<usize>,
+    inner: usize,
+    n: usize,
+) -> Result<*mut T> {
+    match (mem, f0) {
+        (Some(mem), _) => mem_row::<T>(mem, w, inner, n)
+            .filter(|_| mem.writable)
+            .ok_or_else(|| row_error("store")),
+        (None, Some(f0)) if f0 + n <= bufs[q].len() => {
+            // `Vec::as_mut_ptr` makes no reference to the elements, so the operand pointers
+            // taken from the same buffer stay valid.
+            Ok(bufs[q].as_mut_ptr().wrapping_add(f0))
+        }
+        (None, _) => Err(row_error("store")),
+    }
+}
+
 /// Runs one statement with its compiled code. Where the result can go straight to its target,
 /// one call covers all rows of an outer-axis step (operand and target rows advance by fixed
 /// strides, so checking the first and the last row checks them all); where it goes through
@@ -379,54 +443,19 @@ pub(super) fn run_stmt_code<T: Elem>(
     let mut first: smallvec::SmallVec<[*const T; 16]> = smallvec::smallvec![std::ptr::null(); nops];
     let mut last = first.clone();
     let mut steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nops];
-    // The operands of the strip at `p` (`n` points), checked; into `ptrs`.
-    let operands = |bufs: &[Vec<T>],
-                    regs: &[Vec<T>],
-                    p: [i64; 3],
-                    n: usize,
-                    ptrs: &mut [*const T]|
-     -> Result<usize> {
-        let f0 = geo.flat(p);
-        if f0 < 0 || f0 as usize + n > geo.len {
-            return Err(row_error("statement"));
-        }
-        let strip = Strip {
-            bufs,
-            direct,
-            geo,
-            scalars,
-            p,
-            n,
+    let operands =
+        |bufs: &[Vec<T>], regs: &[Vec<T>], p: [i64; 3], n: usize, ptrs: &mut [*const T]| {
+            operand_rows(&code.operands, geo, bufs, regs, direct, scalars, p, n, ptrs)
         };
-        for (slot, &(q, off)) in ptrs.iter_mut().zip(&code.operands) {
-            match strip.operand(Src::Q(q, off), regs)? {
-                Arg::S(s) => *slot = s.as_ptr(),
-                Arg::V(_) => return Err(row_error("operand")),
-            }
-        }
-        Ok(f0 as usize)
-    };
-    // The target's row at `p` (`n` points, flat index `f0` in the block), checked. It may be
-    // an operand row too (the tape reads its target), so it is a raw pointer, not a slice.
-    let target_row = |bufs: &mut [Vec<T>], p: [i64; 3], f0: usize, n: usize| -> Result<*mut T> {
+    let target_row = |bufs: &mut [Vec<T>], p: [i64; 3], f0: usize, n: usize| {
         // The row written: at the statement's K offset (`f0` is the computed point's index).
         let w = written(st, p);
         let f0 = if st.k_offset == 0 {
-            f0
+            Some(f0)
         } else {
-            usize::try_from(geo.flat(w)).map_err(|_| row_error("store"))?
+            usize::try_from(geo.flat(w)).ok()
         };
-        match &tmem {
-            Some(mem) => mem_row::<T>(mem, w, i, n)
-                .filter(|_| mem.writable)
-                .ok_or_else(|| row_error("store")),
-            None if f0 + n <= bufs[target].len() => {
-                // `Vec::as_mut_ptr` makes no reference to the elements, so the operand pointers
-                // taken from the same buffer stay valid.
-                Ok(bufs[target].as_mut_ptr().wrapping_add(f0))
-            }
-            None => Err(row_error("store")),
-        }
+        out_row(bufs, tmem.as_ref(), target, w, f0, i, n)
     };
     for po in rlo[o]..rhi[o] {
         if !via_scratch {
@@ -455,7 +484,7 @@ pub(super) fn run_stmt_code<T: Elem>(
             let mut q = p;
             q[m] = rhi[m] - 1;
             q[i] = rhi[i] - 1;
-            vk_slots::<T>(code, vmem, geo, p, q, &mut vk)?;
+            vk_slots::<T>(&code.vk, vmem, geo, p, q, &mut vk)?;
             // SAFETY: `code.f` was compiled from this statement's tape for `T`. Operand `k`'s
             // rows start at `first[k] + r * steps[k]` bytes for `r < rows`: the first and the
             // last were checked above to hold `row_len` elements inside a block buffer or a
@@ -479,7 +508,7 @@ pub(super) fn run_stmt_code<T: Elem>(
                     vk.as_mut_ptr().cast(),
                 )
             };
-            vk_errors(code, vmem, &vk)?;
+            vk_errors(&code.vk, vmem, &vk)?;
             continue;
         }
         let scratch = regs.len() - 1;
@@ -494,7 +523,7 @@ pub(super) fn run_stmt_code<T: Elem>(
                 let f0 = operands(bufs, regs, p, n, &mut first)?;
                 let mut q = p;
                 q[i] += n as i64 - 1;
-                vk_slots::<T>(code, vmem, geo, p, q, &mut vk)?;
+                vk_slots::<T>(&code.vk, vmem, geo, p, q, &mut vk)?;
                 let res: &[T] = if copy {
                     // SAFETY: `operands` checked that the `n` points from `first[0]` lie
                     // inside the operand's view or block buffer, another quantity than the
@@ -516,7 +545,7 @@ pub(super) fn run_stmt_code<T: Elem>(
                             vk.as_mut_ptr().cast(),
                         )
                     };
-                    vk_errors(code, vmem, &vk)?;
+                    vk_errors(&code.vk, vmem, &vk)?;
                     &regs[scratch][..n]
                 };
                 let dst = target_row(bufs, p, f0, n)?;
@@ -591,4 +620,103 @@ pub(super) fn any_set<T: Elem>(
         }
     }
     Ok(false)
+}
+
+/// Runs a `while` loop's compiled code (see [`LoopCode`]) over `[rlo, rhi)`, the box of every
+/// statement of the loop: one call per outer-axis step covers all its rows.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_loop_code<T: Elem>(
+    code: &LoopCode,
+    geo: &Geo,
+    bufs: &mut [Vec<T>],
+    regs: &[Vec<T>],
+    direct: &[Option<Mem>],
+    vmem: &[Option<VarMem<'_>>],
+    scalars: &[T],
+    rlo: [i64; 3],
+    rhi: [i64; 3],
+) -> Result<()> {
+    let [o, m, i] = geo.order;
+    let row_len = (rhi[i] - rlo[i]) as usize;
+    let rows = (rhi[m] - rlo[m]) as usize;
+    if row_len == 0 || rows == 0 {
+        return Ok(());
+    }
+    let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
+        smallvec::smallvec![VkSlot::default(); code.vk.len()];
+    let (nops, nouts) = (code.operands.len(), code.outs.len());
+    let mut first: smallvec::SmallVec<[*const T; 16]> = smallvec::smallvec![std::ptr::null(); nops];
+    let mut last = first.clone();
+    let mut steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nops];
+    let mut out_first: smallvec::SmallVec<[*mut T; 16]> =
+        smallvec::smallvec![std::ptr::null_mut(); nouts];
+    let mut out_steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nouts];
+    let per = |a: usize, b: usize| (b as isize - a as isize) / (rows as isize - 1).max(1);
+    for po in rlo[o]..rhi[o] {
+        let mut p = [0i64; 3];
+        p[o] = po;
+        p[m] = rlo[m];
+        p[i] = rlo[i];
+        let mut q = p;
+        q[m] = rhi[m] - 1;
+        let f0 = operand_rows(
+            &code.operands,
+            geo,
+            bufs,
+            regs,
+            direct,
+            scalars,
+            p,
+            row_len,
+            &mut first,
+        )?;
+        let f1 = operand_rows(
+            &code.operands,
+            geo,
+            bufs,
+            regs,
+            direct,
+            scalars,
+            q,
+            row_len,
+            &mut last,
+        )?;
+        for ((s, f), l) in steps.iter_mut().zip(&first).zip(&last) {
+            *s = per(f.addr(), l.addr());
+        }
+        for (j, &w) in code.outs.iter().enumerate() {
+            let w = w as usize;
+            let a = out_row(bufs, direct[w].as_ref(), w, p, Some(f0), i, row_len)?;
+            let b = out_row(bufs, direct[w].as_ref(), w, q, Some(f1), i, row_len)?;
+            out_first[j] = a;
+            out_steps[j] = per(a.addr(), b.addr());
+        }
+        let mut qe = q;
+        qe[i] = rhi[i] - 1;
+        vk_slots::<T>(&code.vk, vmem, geo, p, qe, &mut vk)?;
+        // SAFETY: `code.f` was compiled from the loop's statements for `T`. Operand `k`'s rows
+        // start at `first[k] + r * steps[k]` bytes for `r < rows`, output `j`'s at
+        // `out_first[j] + r * out_steps[j]`: the first and the last row of each were checked
+        // above to hold `row_len` elements inside a block buffer or a (writable, for outputs)
+        // view, and rows in between lie between them along the same axis of the same box. The
+        // outputs are quantities the loop writes, which it reads only at the point itself and
+        // through its own registers, never through the operand rows; distinct quantities have
+        // distinct buffers, and the binder keeps written fields apart from the other
+        // arguments. `vk` holds one slot per run-time K read (`vk_slots` checked that every
+        // point's column lies inside the memory; the code loads only levels inside it).
+        unsafe {
+            (code.f)(
+                first.as_ptr().cast(),
+                steps.as_ptr(),
+                out_first.as_ptr().cast(),
+                out_steps.as_ptr(),
+                row_len,
+                rows,
+                scalars.as_ptr().cast(),
+                vk.as_mut_ptr().cast(),
+            )
+        };
+        vk_errors(&code.vk, vmem, &vk)?;
+    }
+    Ok(())
 }

@@ -337,3 +337,81 @@ fn loop_flow_nests() {
         .collect();
     assert_eq!(flow, vec![(1, Some(3)), (2, Some(0)), (1, None), (4, None)]);
 }
+
+/// `while` loops whose statements read what the loop writes only at the point itself run point
+/// by point (`pointloop`): nested loops with per-point trip counts, an integer counter and a
+/// read at an absolute K level, in PARALLEL and FORWARD sections, give what the interpreter's
+/// passes over whole blocks and direct loops give. A loop that reads what it writes at a K
+/// offset keeps the passes.
+#[test]
+fn point_loops_match_blocks_and_direct_loops() {
+    use super::{Jit, Lane};
+    for order in ["PARALLEL", "FORWARD"] {
+        let text = format!(
+            "stencil pl float64\nfield a IJK\nfield out IJK\nfield cnt int64 IJK\ntemp m1 bool\ntemp m2 bool\n\
+             comp {order}\ninterval S 0 E 0\n\
+             stmt 1 f 1 0 f 0 0 0 0 0\n\
+             stmt 2 f 2 0 lit int64 0\n\
+             stmt 3 t 0 lt f 1 0 0 0 0 c 3.0\n\
+             while\n\
+             stmt 5 f 2 0 sel t 0 0 0 0 add f 2 0 0 0 0 lit int64 1 f 2 0 0 0 0\n\
+             stmt 6 t 1 eq mod f 2 0 0 0 0 lit int64 3 lit int64 1\n\
+             while\n\
+             stmt 7 f 2 0 sel t 1 0 0 0 add f 2 0 0 0 0 lit int64 1 f 2 0 0 0 0\n\
+             endwhile\n\
+             stmt 4 f 1 0 sel t 0 0 0 0 add f 1 0 0 0 0 add c 0.5 mul kabs f 0 0 lit int64 0 kabs f 0 0 lit int64 0 f 1 0 0 0 0\n\
+             endwhile\n"
+        );
+        let plan = compile(&text).unwrap();
+        assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+        let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+        assert!(jit.point_loop::<Lane>(0, 2).is_some(), "{order}");
+        assert!((0..7).all(|t| t == 2 || jit.point_loop::<Lane>(0, t).is_none()));
+        let n = [13, 9, 5];
+        let len: usize = n.iter().product();
+        let at = |i: usize, j: usize, k: usize| (i * n[1] + j) * n[2] + k;
+        let mut a: Vec<f64> = (0..len)
+            .map(|x| 3.0 * value(x / (n[1] * n[2]), (x / n[2]) % n[1], x % n[2]))
+            .collect();
+        for jit in [None, Some(&jit)] {
+            let mut out = vec![0.0; len];
+            let mut cnt = vec![-1i64; len];
+            let mut cnt_mem = int_field(&mut cnt, n);
+            cnt_mem.writable = true;
+            let fields = [
+                field(&mut a, n, [0; 3], false),
+                field(&mut out, n, [0; 3], true),
+                cnt_mem,
+            ];
+            for threads in [Threads::ONE, Threads::new(3).unwrap()] {
+                // SAFETY: the arrays are alive, aligned and disjoint; shapes match their lengths.
+                unsafe { run::<Lane>(&plan, jit, &fields, &[], n, threads).unwrap() };
+                for i in 0..n[0] {
+                    for j in 0..n[1] {
+                        for k in 0..n[2] {
+                            let (mut o, mut c) = (a[at(i, j, k)], 0i64);
+                            let a0 = a[at(i, j, 0)];
+                            while o < 3.0 {
+                                c += 1;
+                                while c % 3 == 1 {
+                                    c += 1;
+                                }
+                                o += 0.5 + a0 * a0;
+                            }
+                            assert_eq!(out[at(i, j, k)], o, "{order} {i} {j} {k}");
+                            assert_eq!(cnt[at(i, j, k)], c, "{order} {i} {j} {k}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // The body reads the level below of what it writes: the passes over blocks stay.
+    let text = "stencil pk float64\nfield a IJK\nfield out IJK\ntemp m bool\n\
+        comp FORWARD\ninterval S 0 S 1\nstmt 1 f 1 0 f 0 0 0 0 0\ninterval S 1 E 0\n\
+        stmt 2 f 1 0 f 0 0 0 0 0\nstmt 3 t 0 lt f 1 0 0 0 0 f 1 0 0 0 -1\n\
+        while\nstmt 4 f 1 0 sel t 0 0 0 0 add f 1 0 0 0 0 c 1.0 f 1 0 0 0 0\nendwhile\n";
+    let plan = compile(text).unwrap();
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    assert!((0..3).all(|t| jit.point_loop::<f64>(1, t).is_none()));
+}

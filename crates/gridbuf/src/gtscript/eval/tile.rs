@@ -6,7 +6,7 @@ use super::jit::Jit;
 use super::lane::Elem;
 use super::mem::{transfer, FieldMem, Geo, Mem, VarMem};
 use super::num::{fit_buf, give_bufs, take_buf};
-use super::strip::{any_set, run_statement};
+use super::strip::{any_set, run_loop_code, run_statement};
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
 use crate::error::{Error, Result};
@@ -525,6 +525,19 @@ fn run_block<'m, T: Elem>(
         let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
         let (rlo, rhi) = clip(rlo, rhi, clips.stmt[s][t]);
         let live = (0..3).all(|a| rhi[a] > rlo[a]);
+        // A `while` loop compiled to run point by point, where all its statements share this
+        // box (regions and extents can cut them differently).
+        let point_loop = ctx.jit.and_then(|j| j.point_loop::<T>(s, t)).filter(|lc| {
+            live && (t..lc.exit).all(|u| {
+                let (lo, hi) = reach_box(core_lo, core_hi, sec.stmts[u].reach, (0, 0));
+                clip(lo, hi, clips.stmt[s][u]) == (rlo, rhi)
+            })
+        });
+        if let Some(lc) = point_loop {
+            run_loop_code(lc, &geo, bufs, regs, direct, vmem, ctx.scalars, rlo, rhi)?;
+            t = lc.exit;
+            continue;
+        }
         if live {
             let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
             run_statement(

@@ -7,7 +7,7 @@ use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, FuncRef, InstBuilder, MemFlagsData, Type, Value};
-use cranelift_frontend::FunctionBuilder;
+use cranelift_frontend::{FunctionBuilder, Variable};
 
 /// Emits one point of a mixed-type tape. Operands live in 64-bit lanes (floats as `f64`,
 /// integers as `i64`, booleans 0 and 1, see `lane`); each operation computes in its own type:
@@ -24,6 +24,24 @@ pub(super) struct WideEmit<'a> {
     /// [`super::jit::VkSlot`] each at `vkp`.
     pub(super) vk: &'a [(u32, Ty)],
     pub(super) vkp: Value,
+    /// Per slot of `vk`, its fields held in registers (see [`SlotRegs`]), where the caller
+    /// loaded them once; else each read loads them from `vkp`.
+    pub(super) slot_regs: Option<&'a [SlotRegs]>,
+}
+
+/// A [`super::jit::VkSlot`] held in registers for a whole function: the current row's column
+/// start and level, the byte steps per point and level, the level step per point and the levels
+/// allowed, loaded once; `err` and `err_level` as variables (stored back by the caller).
+pub(super) struct SlotRegs {
+    pub(super) col: Value,
+    pub(super) k: Value,
+    pub(super) d_point: Value,
+    pub(super) d_level: Value,
+    pub(super) k_point: Value,
+    pub(super) lo: Value,
+    pub(super) hi: Value,
+    pub(super) err: Variable,
+    pub(super) err_level: Variable,
 }
 
 impl WideEmit<'_> {
@@ -184,8 +202,19 @@ impl WideEmit<'_> {
         let vkp = self.vkp;
         let get =
             |b: &mut FunctionBuilder<'_>, n: usize| b.ins().load(types::I64, flags, vkp, field(n));
-        let (col, k, d_point, d_level) = (get(b, 11), get(b, 12), get(b, 2), get(b, 3));
-        let (k_point, lo, hi) = (get(b, 6), get(b, 7), get(b, 8));
+        let regs = self.slot_regs.map(|r| &r[slot]);
+        let (col, k, d_point, d_level, k_point, lo, hi) = match regs {
+            Some(r) => (r.col, r.k, r.d_point, r.d_level, r.k_point, r.lo, r.hi),
+            None => (
+                get(b, 11),
+                get(b, 12),
+                get(b, 2),
+                get(b, 3),
+                get(b, 6),
+                get(b, 7),
+                get(b, 8),
+            ),
+        };
         let level = match kind {
             crate::gtscript::ir::KIndex::Relative => {
                 let dk = b.ins().imul(point, k_point);
@@ -197,13 +226,27 @@ impl WideEmit<'_> {
         let above = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, level, lo);
         let below = b.ins().icmp(IntCC::SignedLessThan, level, hi);
         let ok = b.ins().band(above, below);
-        let err = get(b, 9);
+        let err = match regs {
+            Some(r) => b.use_var(r.err),
+            None => get(b, 9),
+        };
         let one = b.ins().iconst(types::I64, 1);
         let err = b.ins().select(ok, err, one);
-        b.ins().store(flags, err, vkp, field(9));
-        let last = get(b, 10);
+        let last = match regs {
+            Some(r) => b.use_var(r.err_level),
+            None => get(b, 10),
+        };
         let last = b.ins().select(ok, last, level);
-        b.ins().store(flags, last, vkp, field(10));
+        match regs {
+            Some(r) => {
+                b.def_var(r.err, err);
+                b.def_var(r.err_level, last);
+            }
+            None => {
+                b.ins().store(flags, err, vkp, field(9));
+                b.ins().store(flags, last, vkp, field(10));
+            }
+        }
         let safe = b.ins().select(ok, level, lo);
         let off = b.ins().imul(point, d_point);
         let col = b.ins().iadd(col, off);
@@ -224,12 +267,27 @@ impl WideEmit<'_> {
         }
     }
 
+    /// One point of the tape, operand `k` (of `operands`) loaded from `addrs[k] + at`.
     pub(super) fn step(
         &self,
         b: &mut FunctionBuilder<'_>,
         addrs: &[Value],
         at: i32,
         point: Value,
+    ) -> Value {
+        self.step_with(b, point, &mut |b: &mut FunctionBuilder<'_>, k: usize| {
+            b.ins()
+                .load(types::I64, MemFlagsData::new().with_notrap(), addrs[k], at)
+        })
+    }
+
+    /// One point of the tape (the `point`-th of its row), taking operand `k` (of `operands`,
+    /// as an `I64` lane) from `operand(b, k)`, called once per operand the tape reads.
+    pub(super) fn step_with(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        point: Value,
+        operand: &mut dyn FnMut(&mut FunctionBuilder<'_>, usize) -> Value,
     ) -> Value {
         let mut regs: Vec<Option<Value>> = Vec::new();
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
@@ -254,14 +312,10 @@ impl WideEmit<'_> {
                             .iter()
                             .position(|&o| o == (q, off))
                             .expect("operand listed");
-                        *loaded[k].get_or_insert_with(|| {
-                            b.ins().load(
-                                types::I64,
-                                MemFlagsData::new().with_notrap(),
-                                addrs[k],
-                                at,
-                            )
-                        })
+                        match loaded[k] {
+                            Some(v) => v,
+                            None => *loaded[k].insert(operand(b, k)),
+                        }
                     }
                     Src::Scalar(i) => self.scalars[i as usize],
                     Src::Const(crate::gtscript::Value::F(x)) => b.ins().f64const(x),
