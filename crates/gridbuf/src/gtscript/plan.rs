@@ -292,6 +292,26 @@ fn min_k_size(p: &Program) -> usize {
     (from_start + from_end).max(biggest).max(0) as usize
 }
 
+impl Plan {
+    /// The element type of quantity `q`: its field's, or its temporary's (as typed by
+    /// [`crate::gtscript::types::check`]).
+    pub fn quantity_ty(&self, q: u32) -> Ty {
+        match self.kinds[q as usize] {
+            Kind::Field { field, .. } => self.program.fields[field].ty,
+            _ => {
+                let n_comp = self
+                    .kinds
+                    .iter()
+                    .filter(|k| matches!(k, Kind::Field { .. }))
+                    .count();
+                self.program.temps[q as usize - n_comp]
+                    .ty
+                    .unwrap_or(Ty::F64)
+            }
+        }
+    }
+}
+
 fn quantity(p: &Program, a: Access) -> usize {
     match a {
         Access::Field { field, comp } => {

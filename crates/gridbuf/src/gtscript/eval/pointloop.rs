@@ -200,10 +200,10 @@ pub(super) fn build(
 
     b.switch_to_block(rbody);
     let r = b.use_var(rv);
-    // Each run-time K read's column and level at the row's first point, and its other fields,
-    // in registers for the row.
-    let mut slot_regs = Vec::new();
-    for (slot, &(e, l)) in errs.iter().enumerate() {
+    // Each run-time K read's column and level at the row's first point, and its steps, in
+    // registers for the row.
+    let mut row_slots = Vec::new();
+    for slot in 0..vk.len() {
         let get = |b: &mut FunctionBuilder<'_>, f: usize| {
             b.ins().load(types::I64, flags, vkp, vk_field(slot, f))
         };
@@ -217,17 +217,8 @@ pub(super) fn build(
         let col = b.ins().iadd(addr0, off);
         let off = b.ins().imul(r, k_row);
         let k = b.ins().iadd(k0, off);
-        slot_regs.push(SlotRegs {
-            col,
-            k,
-            d_point: get(&mut b, 2),
-            d_level: get(&mut b, 3),
-            k_point: get(&mut b, 6),
-            lo: get(&mut b, 7),
-            hi: get(&mut b, 8),
-            err: e,
-            err_level: l,
-        });
+        let [d_point, d_level, k_point, lo, hi] = [2, 3, 6, 7, 8].map(|f| get(&mut b, f));
+        row_slots.push((col, k, d_point, d_level, k_point, lo, hi));
     }
     let row = |b: &mut FunctionBuilder<'_>, f: &[Value], st: &[Value]| -> Vec<Value> {
         f.iter()
@@ -257,14 +248,60 @@ pub(super) fn build(
         let v = b.ins().load(elem, flags, a, 0);
         b.def_var(var, v);
     }
+    // The point's column and level for each run-time K read; a level outside goes to `fexit`.
+    let slot_regs: Vec<SlotRegs> = row_slots
+        .iter()
+        .zip(&errs)
+        .map(
+            |(&(col, k, d_point, d_level, k_point, lo, hi), &(err, err_level))| {
+                let off = b.ins().imul(i, d_point);
+                let col = b.ins().iadd(col, off);
+                let dk = b.ins().imul(i, k_point);
+                let k = b.ins().iadd(k, dk);
+                SlotRegs {
+                    col,
+                    k,
+                    d_level,
+                    lo,
+                    hi,
+                    err,
+                    err_level,
+                    fail: fexit,
+                }
+            },
+        )
+        .collect();
     b.ins().jump(blocks[0], &[]);
 
     let to = |x: usize| if x == exit { pdone } else { blocks[x - t] };
+    // Per statement: the conditions known to be set there (those of the loops whose bodies
+    // hold it, when nothing else in the body writes them).
+    let known: Vec<Vec<u32>> = (t..exit)
+        .map(|u| {
+            (t..u)
+                .filter_map(|c| {
+                    let e = sec.flow[c].exit?;
+                    let q = sec.stmts[c].target;
+                    let body = c + 1..e;
+                    let boolean = plan.quantity_ty(q) == Ty::Bool;
+                    (boolean && body.contains(&u) && body.clone().all(|x| sec.stmts[x].target != q))
+                        .then_some(q)
+                })
+                .collect()
+        })
+        .collect();
     for (u, st) in stmts.iter().enumerate() {
         b.switch_to_block(blocks[u]);
         let local = operands_of(&st.tape);
         let mut operand = |b: &mut FunctionBuilder<'_>, k: usize| -> Value {
             let (q, off) = local[k];
+            if known[u].contains(&q) {
+                return match (wide, elem) {
+                    (true, _) => b.ins().iconst(types::I64, 1),
+                    (false, e) if e == types::F32 => b.ins().f32const(1.0),
+                    (false, _) => b.ins().f64const(1.0),
+                };
+            }
             match outs.iter().position(|&o| o == q) {
                 Some(j) => b.use_var(vars[j]),
                 None => {
@@ -299,19 +336,6 @@ pub(super) fn build(
         };
         let j = outs.iter().position(|&o| o == st.target).expect("listed");
         b.def_var(vars[j], v);
-        // A level outside a run-time K read: stop here (a loop reading it may never end).
-        for (&(q, _), &(e, _)) in vk.iter().zip(&errs) {
-            if st
-                .tape
-                .iter()
-                .any(|ins| matches!(ins.op, Op::LoadK(x, _) if x == q))
-            {
-                let err = b.use_var(e);
-                let ok = b.create_block();
-                b.ins().brif(err, fexit, &[], ok, &[]);
-                b.switch_to_block(ok);
-            }
-        }
         let flow = sec.flow[t + u];
         match flow.exit {
             Some(e) => {

@@ -6,7 +6,7 @@ use super::jit::{uses_arg, Emit};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, FuncRef, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 /// Emits one point of a mixed-type tape. Operands live in 64-bit lanes (floats as `f64`,
@@ -29,19 +29,19 @@ pub(super) struct WideEmit<'a> {
     pub(super) slot_regs: Option<&'a [SlotRegs]>,
 }
 
-/// A [`super::jit::VkSlot`] held in registers for a whole function: the current row's column
-/// start and level, the byte steps per point and level, the level step per point and the levels
-/// allowed, loaded once; `err` and `err_level` as variables (stored back by the caller).
+/// A [`super::jit::VkSlot`] held in registers, for code that runs one point at a time with
+/// branches (`pointloop`): the current point's column start (bytes) and level, the byte step
+/// per level and the levels allowed; a level outside sets `err` and `err_level` and jumps to
+/// `fail` (the caller stores them and returns).
 pub(super) struct SlotRegs {
     pub(super) col: Value,
     pub(super) k: Value,
-    pub(super) d_point: Value,
     pub(super) d_level: Value,
-    pub(super) k_point: Value,
     pub(super) lo: Value,
     pub(super) hi: Value,
     pub(super) err: Variable,
     pub(super) err_level: Variable,
+    pub(super) fail: Block,
 }
 
 impl WideEmit<'_> {
@@ -202,19 +202,28 @@ impl WideEmit<'_> {
         let vkp = self.vkp;
         let get =
             |b: &mut FunctionBuilder<'_>, n: usize| b.ins().load(types::I64, flags, vkp, field(n));
-        let regs = self.slot_regs.map(|r| &r[slot]);
-        let (col, k, d_point, d_level, k_point, lo, hi) = match regs {
-            Some(r) => (r.col, r.k, r.d_point, r.d_level, r.k_point, r.lo, r.hi),
-            None => (
-                get(b, 11),
-                get(b, 12),
-                get(b, 2),
-                get(b, 3),
-                get(b, 6),
-                get(b, 7),
-                get(b, 8),
-            ),
-        };
+        if let Some(r) = self.slot_regs.map(|r| &r[slot]) {
+            let level = match kind {
+                crate::gtscript::ir::KIndex::Relative => b.ins().iadd(r.k, index),
+                crate::gtscript::ir::KIndex::Absolute => index,
+            };
+            let above = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, level, r.lo);
+            let below = b.ins().icmp(IntCC::SignedLessThan, level, r.hi);
+            let ok = b.ins().band(above, below);
+            let (inside, outside) = (b.create_block(), b.create_block());
+            b.ins().brif(ok, inside, &[], outside, &[]);
+            b.switch_to_block(outside);
+            let one = b.ins().iconst(types::I64, 1);
+            b.def_var(r.err, one);
+            b.def_var(r.err_level, level);
+            b.ins().jump(r.fail, &[]);
+            b.switch_to_block(inside);
+            let off = b.ins().imul(level, r.d_level);
+            let addr = b.ins().iadd(r.col, off);
+            return self.load_lane(b, slot, addr);
+        }
+        let (col, k, d_point, d_level) = (get(b, 11), get(b, 12), get(b, 2), get(b, 3));
+        let (k_point, lo, hi) = (get(b, 6), get(b, 7), get(b, 8));
         let level = match kind {
             crate::gtscript::ir::KIndex::Relative => {
                 let dk = b.ins().imul(point, k_point);
@@ -226,34 +235,25 @@ impl WideEmit<'_> {
         let above = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, level, lo);
         let below = b.ins().icmp(IntCC::SignedLessThan, level, hi);
         let ok = b.ins().band(above, below);
-        let err = match regs {
-            Some(r) => b.use_var(r.err),
-            None => get(b, 9),
-        };
+        let err = get(b, 9);
         let one = b.ins().iconst(types::I64, 1);
         let err = b.ins().select(ok, err, one);
-        let last = match regs {
-            Some(r) => b.use_var(r.err_level),
-            None => get(b, 10),
-        };
+        b.ins().store(flags, err, vkp, field(9));
+        let last = get(b, 10);
         let last = b.ins().select(ok, last, level);
-        match regs {
-            Some(r) => {
-                b.def_var(r.err, err);
-                b.def_var(r.err_level, last);
-            }
-            None => {
-                b.ins().store(flags, err, vkp, field(9));
-                b.ins().store(flags, last, vkp, field(10));
-            }
-        }
+        b.ins().store(flags, last, vkp, field(10));
         let safe = b.ins().select(ok, level, lo);
         let off = b.ins().imul(point, d_point);
         let col = b.ins().iadd(col, off);
         let off = b.ins().imul(safe, d_level);
         let addr = b.ins().iadd(col, off);
-        let ty = self.vk[slot].1;
-        match ty {
+        self.load_lane(b, slot, addr)
+    }
+
+    /// The value at `addr` of slot `slot`'s memory, as a lane.
+    fn load_lane(&self, b: &mut FunctionBuilder<'_>, slot: usize, addr: Value) -> Value {
+        let flags = MemFlagsData::new().with_notrap();
+        match self.vk[slot].1 {
             Ty::Bool => b.ins().uload8(types::I64, flags, addr, 0),
             Ty::I8 => b.ins().sload8(types::I64, flags, addr, 0),
             Ty::I16 => b.ins().sload16(types::I64, flags, addr, 0),
