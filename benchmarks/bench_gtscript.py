@@ -10,7 +10,7 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
    measured round-robin in one run; every output is checked against a NumPy reference first.
 2. Time from definition to first result: building the stencil object from the definition and
    its first call, on each layout; for gridbuf each run in a fresh Python process (gridbuf
-   imported and the arguments allocated before the clock starts). GT4Py's backends build in a
+   imported and the arguments allocated and written before the clock starts). GT4Py's backends build in a
    fresh cache directory made for this run, so the compiled backends pay their full C++ build.
 
 3. The typed stencils of ``_typed_stencils.py`` (a land mask of bool and int fields, a
