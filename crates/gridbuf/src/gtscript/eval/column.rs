@@ -295,25 +295,15 @@ impl Walk<'_> {
             return Err(jit_error("signature"));
         };
         let (table, ncols, nlev, scal) = (*table, *ncols, *nlev, *scal);
-        let flags = MemFlagsData::new().with_notrap();
-        let size = self.elem.bytes() as i64;
-        let n_scalars = self.plan.sections[self.s]
-            .stmts
-            .iter()
-            .flat_map(|st| &st.tape)
-            .flat_map(|i| i.args)
-            .filter_map(|a| match a {
-                Src::Scalar(i) => Some(i as usize + 1),
-                _ => None,
-            })
-            .max()
-            .unwrap_or(0);
-        let scalars: Vec<Value> = (0..n_scalars)
-            .map(|i| {
-                b.ins()
-                    .load(self.elem, flags, scal, (i as i64 * size) as i32)
-            })
-            .collect();
+        let scalars = super::jit::load_scalars(
+            &mut b,
+            self.plan.sections[self.s]
+                .stmts
+                .iter()
+                .flat_map(|st| &st.tape),
+            self.elem,
+            scal,
+        );
         // Groups of `COLUMNS` columns, then single columns (each loop's blocks carry the first
         // column left and its table row).
         let lanes = 16 / self.elem.bytes() as usize;

@@ -391,6 +391,53 @@ pub(super) fn declare_calls(
     Ok(calls)
 }
 
+/// Loads the scalar parameters that the instructions `tape` name (elements of type `elem`,
+/// in declaration order from `scal`), indexed by parameter.
+pub(super) fn load_scalars<'t>(
+    b: &mut FunctionBuilder<'_>,
+    tape: impl IntoIterator<Item = &'t Instr>,
+    elem: Type,
+    scal: Value,
+) -> Vec<Value> {
+    let n = tape
+        .into_iter()
+        .flat_map(|i| i.args)
+        .filter_map(|a| match a {
+            Src::Scalar(i) => Some(i as usize + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let size = elem.bytes() as i32;
+    (0..n)
+        .map(|i| {
+            b.ins().load(
+                elem,
+                MemFlagsData::new().with_notrap(),
+                scal,
+                i as i32 * size,
+            )
+        })
+        .collect()
+}
+
+/// The column start (bytes) and level of run-time K read slot `slot` (of the [`VkSlot`]s at
+/// `vkp`) at the first point of row `r`.
+pub(super) fn vk_row(
+    b: &mut FunctionBuilder<'_>,
+    vkp: Value,
+    slot: usize,
+    r: Value,
+) -> (Value, Value) {
+    let flags = MemFlagsData::new().with_notrap();
+    let mut get = |n: usize| b.ins().load(types::I64, flags, vkp, vk_field(slot, n));
+    let (addr0, d_row, k0, k_row) = (get(0), get(1), get(4), get(5));
+    let off = b.ins().imul(r, d_row);
+    let col = b.ins().iadd(addr0, off);
+    let off = b.ins().imul(r, k_row);
+    (col, b.ins().iadd(k0, off))
+}
+
 /// The quantities a tape reads at run-time K levels, in first-use order, with the element type
 /// of their memory (a field's declared type; a temporary's storage holds lanes, as `int64`
 /// bits).
@@ -774,18 +821,7 @@ fn build(
     let steps: Vec<Value> = (0..operands.len())
         .map(|k| b.ins().load(ptr, flags, strides, (k * word) as i32))
         .collect();
-    let n_scalars = tape
-        .iter()
-        .flat_map(|i| i.args)
-        .filter_map(|a| match a {
-            Src::Scalar(i) => Some(i as usize + 1),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let scalars: Vec<Value> = (0..n_scalars)
-        .map(|i| b.ins().load(elem, flags, scal, (i as i64 * size) as i32))
-        .collect();
+    let scalars = load_scalars(&mut b, tape, elem, scal);
     let whole = b.ins().band_imm_s(n, -((lanes * UNROLL) as i64));
     let whole1 = b.ins().band_imm_s(n, -(lanes as i64));
     let zero = b.ins().iconst(ptr, 0);
@@ -831,19 +867,7 @@ fn build(
     let r = b.block_params(rbody)[0];
     // Each run-time K read's column and level at the row's first point.
     for slot in 0..vk.len() {
-        let get = |b: &mut FunctionBuilder<'_>, n: usize| {
-            b.ins().load(types::I64, flags, vkp, vk_field(slot, n))
-        };
-        let (addr0, d_row, k0, k_row) = (
-            get(&mut b, 0),
-            get(&mut b, 1),
-            get(&mut b, 4),
-            get(&mut b, 5),
-        );
-        let off = b.ins().imul(r, d_row);
-        let col = b.ins().iadd(addr0, off);
-        let off = b.ins().imul(r, k_row);
-        let k = b.ins().iadd(k0, off);
+        let (col, k) = vk_row(&mut b, vkp, slot, r);
         b.ins().store(flags, col, vkp, vk_field(slot, 11));
         b.ins().store(flags, k, vkp, vk_field(slot, 12));
     }

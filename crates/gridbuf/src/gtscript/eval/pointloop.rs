@@ -11,7 +11,9 @@
 //! operations on the same values per point, in the same order (the masked statements of a
 //! point whose condition is unset change nothing, and its condition keeps its value).
 
-use super::jit::{declare_calls, jit_error, operands_of, supported, vk_field, vk_of, Emit};
+use super::jit::{
+    declare_calls, jit_error, load_scalars, operands_of, supported, vk_field, vk_of, vk_row, Emit,
+};
 use super::wide::{SlotRegs, WideEmit};
 use crate::error::Result;
 use crate::gtscript::ir::Ty;
@@ -159,18 +161,7 @@ pub(super) fn build(
     let steps = load_ptrs(&mut b, strides, operands.len());
     let out_firsts = load_ptrs(&mut b, outp, outs.len());
     let out_steps = load_ptrs(&mut b, out_strides, outs.len());
-    let n_scalars = all
-        .iter()
-        .flat_map(|i| i.args)
-        .filter_map(|a| match a {
-            Src::Scalar(i) => Some(i as usize + 1),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let scalars: Vec<Value> = (0..n_scalars)
-        .map(|i| b.ins().load(elem, flags, scal, (i as i64 * size) as i32))
-        .collect();
+    let scalars = load_scalars(&mut b, &all, elem, scal);
     // The written quantities' values at the current point, and the row and point counters.
     let vars: Vec<_> = outs.iter().map(|_| b.declare_var(elem)).collect();
     let rv = b.declare_var(ptr);
@@ -204,19 +195,10 @@ pub(super) fn build(
     // registers for the row.
     let mut row_slots = Vec::new();
     for slot in 0..vk.len() {
+        let (col, k) = vk_row(&mut b, vkp, slot, r);
         let get = |b: &mut FunctionBuilder<'_>, f: usize| {
             b.ins().load(types::I64, flags, vkp, vk_field(slot, f))
         };
-        let (addr0, d_row, k0, k_row) = (
-            get(&mut b, 0),
-            get(&mut b, 1),
-            get(&mut b, 4),
-            get(&mut b, 5),
-        );
-        let off = b.ins().imul(r, d_row);
-        let col = b.ins().iadd(addr0, off);
-        let off = b.ins().imul(r, k_row);
-        let k = b.ins().iadd(k0, off);
         let [d_point, d_level, k_point, lo, hi] = [2, 3, 6, 7, 8].map(|f| get(&mut b, f));
         row_slots.push((col, k, d_point, d_level, k_point, lo, hi));
     }
