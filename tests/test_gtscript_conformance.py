@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _gtscript_oracle import load_source, same_bits
 from gridbuf.errors import GridbufError, GridbufTypeError, GridbufValueError
 
 # GT4Py builds its numpy-backend modules in a cache it locates when first imported. The
@@ -635,23 +636,11 @@ _MODULES: dict = {}
 _COUNTER = itertools.count()
 
 
-def load_source(key: str, source: str):
-    """Imports `source` from a file (both frontends read the definition's source)."""
-    path = os.path.join(_DIR, f"{key}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(key, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[key] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def defs_module(lib: str):
     """All CASES in one module for `lib` ("gb" or "gt"): the same source, only the import differs."""
     if lib not in _MODULES:
         body = "\n\n".join(c.src for c in CASES.values())
-        _MODULES[lib] = load_source(f"_gb_conformance_defs_{lib}_{os.getpid()}", HEADERS[lib] + "\n\n" + body)
+        _MODULES[lib] = load_source(_DIR, f"_gb_conformance_defs_{lib}_{os.getpid()}", HEADERS[lib] + "\n\n" + body)
     return _MODULES[lib]
 
 
@@ -714,11 +703,7 @@ def assert_same(got: dict, want: dict, inputs: dict, what: str) -> None:
     for k in want:
         x, y = got[k], want[k]
         assert x.dtype == y.dtype and x.shape == y.shape, f"{what}: argument {k!r} is {x.dtype}{x.shape}, GT4Py's {y.dtype}{y.shape}"
-        if x.dtype.kind == "f":
-            bits = np.dtype(f"u{x.dtype.itemsize}")
-            same = (x.view(bits) == y.view(bits)) | (np.isnan(x) & np.isnan(y))
-        else:
-            same = x == y
+        same = same_bits(x, y)
         if not same.all():
             bad = np.argwhere(~same)
             lines = []
@@ -781,6 +766,7 @@ def test_two_threads_large_domain(tmp_path):
         np.savez(tmp_path / f"in_{name}.npz", **inputs)
     code = (
         "import importlib.util, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
         f"spec = importlib.util.spec_from_file_location('_conf_child', {__file__!r})\n"
         "m = importlib.util.module_from_spec(spec); sys.modules['_conf_child'] = m; spec.loader.exec_module(m)\n"
         "m.HAVE_GT4PY = False\n"
@@ -804,7 +790,7 @@ def test_two_threads_large_domain(tmp_path):
 # ============================================================================ 2. regressions
 def gb_define(src: str, name: str, **kw):
     """gridbuf's stencil `name` from `src` (GRIDBUF_GTSCRIPT_JIT as set now)."""
-    mod = load_source(f"_gb_conformance_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
+    mod = load_source(_DIR, f"_gb_conformance_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
     return gtscript.stencil(backend="numpy", definition=getattr(mod, name), **kw)
 
 
@@ -1052,8 +1038,8 @@ def check_random_tree(e1, e2, temp, dts, layout, seed) -> str:
     params = ", ".join(f"{n}: Field[{d}]" for n, d in zip(("a", "b", "c", "o1", "o2"), dts))
     body = f"def rnd({params}):\n    with computation(PARALLEL), interval(...):\n        o1 = {e1}\n" + second
     key = f"_gb_conformance_rnd_{os.getpid()}_{next(_COUNTER)}"
-    gt_mod = load_source(key + "_gt", HEADERS["gt"] + body)
-    gb_mod = load_source(key + "_gb", HEADERS["gb"] + body)
+    gt_mod = load_source(_DIR, key + "_gt", HEADERS["gt"] + body)
+    gb_mod = load_source(_DIR, key + "_gb", HEADERS["gb"] + body)
     from gt4py.cartesian import gtscript as gts
 
     try:
@@ -1207,7 +1193,7 @@ GT4PY_BUILDS = ("int ** field exponent", "int ** negative literal", "int / int i
 def test_bad_definitions_rejected(what):
     """Refused when the stencil is defined, naming the construct and the line."""
     src, words = BAD_DEFINITIONS[what]
-    mod = load_source(f"_gb_conformance_bad_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + src)
+    mod = load_source(_DIR, f"_gb_conformance_bad_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + src)
     with pytest.raises((GridbufValueError, GridbufTypeError)) as err:
         gtscript.stencil(backend="numpy", definition=mod.bad)
     msg = str(err.value)
@@ -1222,7 +1208,7 @@ def test_bad_definitions_gt4py_refuses_too(what):
     """The premise of test_bad_definitions_rejected: GT4Py's numpy backend refuses them."""
     src, _ = BAD_DEFINITIONS[what]
     with pytest.raises(Exception):  # noqa: B017, PT011 - GT4Py raises ValueError, TypeError, GTScriptSyntaxError, ...
-        mod = load_source(f"_gb_conformance_badgt_{os.getpid()}_{next(_COUNTER)}", HEADERS["gt"] + src)
+        mod = load_source(_DIR, f"_gb_conformance_badgt_{os.getpid()}_{next(_COUNTER)}", HEADERS["gt"] + src)
         from gt4py.cartesian import gtscript as gts
 
         gts.stencil(backend="numpy", definition=mod.bad)

@@ -18,11 +18,9 @@ bounds raise NotImplementedError on the numpy backend.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import re
-import sys
 import tempfile
 import textwrap
 import zlib
@@ -33,6 +31,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _gtscript_oracle import assert_same, field_kinds, load_source
 from gridbuf.errors import GridbufTypeError, GridbufValueError
 
 os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_frontend22_"))
@@ -247,34 +246,15 @@ _MODULES: dict = {}
 _COUNTER = itertools.count()
 
 
-def load_source(key: str, source: str):
-    """Imports `source` from a file (both frontends read the definition's source)."""
-    path = os.path.join(_DIR, f"{key}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(key, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[key] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def defs(lib: str):
     if lib not in _MODULES:
-        _MODULES[lib] = load_source(f"_gb_frontend22_defs_{lib}_{os.getpid()}", HEADERS[lib] + SOURCE)
+        _MODULES[lib] = load_source(_DIR, f"_gb_frontend22_defs_{lib}_{os.getpid()}", HEADERS[lib] + SOURCE)
     return _MODULES[lib]
 
 
 def arg_kinds(name: str) -> dict[str, tuple[str, np.dtype, tuple[int, ...]]]:
     """Axes, dtype and data dims of every field and table argument, from GT4Py's descriptors."""
-    import inspect
-
-    out = {}
-    for n, p in inspect.signature(getattr(defs("gt"), CASES[name].fn)).parameters.items():
-        ann = p.annotation
-        if isinstance(ann, gt_gtscript._FieldDescriptor):
-            out[n] = ("".join(a.name for a in ann.axes), np.dtype(ann.dtype), tuple(ann.data_dims))
-    return out
+    return field_kinds(getattr(defs("gt"), CASES[name].fn), gt_gtscript._FieldDescriptor)
 
 
 def make_inputs(name: str) -> dict[str, np.ndarray | None]:
@@ -330,20 +310,6 @@ def in_layout(a, layout: str, axes: str):
     if layout in ("C", "F") or axes == "K":
         return np.array(a, order=layout if layout in ("C", "F") else "C")
     return gb.from_array(a, backend=layout)
-
-
-def assert_same(got: dict, want: dict, what: str) -> None:
-    """Every array equal bit for bit (any NaN equals any NaN; the sign of a zero counts)."""
-    assert got.keys() == want.keys()
-    for k, y in want.items():
-        x = got[k]
-        if y is None:
-            assert x is None
-            continue
-        assert x.dtype == y.dtype and x.shape == y.shape, f"{what}: {k!r}"
-        bits = np.dtype(f"u{x.dtype.itemsize}")
-        same = (x.view(bits) == y.view(bits)) | (np.isnan(x) & np.isnan(y))
-        assert same.all(), f"{what}: argument {k!r} differs at {np.argwhere(~same)[:4].tolist()}: gridbuf {x[~same][:4]}, GT4Py {y[~same][:4]}"
 
 
 def run_gb(name: str, layout: str, mode: str = "jit") -> tuple[dict, dict]:
@@ -404,7 +370,7 @@ def test_names_importable_without_gt4py():
 # ============================================================================ 2. semantics details
 def gb_define(src: str, name: str, **kw):
     """gridbuf's stencil `name` from `src`."""
-    mod = load_source(f"_gb_frontend22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
+    mod = load_source(_DIR, f"_gb_frontend22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
     return gtscript.stencil(backend="numpy", definition=getattr(mod, name), **kw)
 
 
@@ -528,7 +494,7 @@ def test_lazy_stencil_checks_syntax_at_creation():
         with computation(PARALLEL), interval(...):
             out = a + undefined_name
     """
-    mod = load_source(f"_gb_frontend22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
+    mod = load_source(_DIR, f"_gb_frontend22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
     with pytest.raises(GridbufValueError, match=f"line {line_of(src, 'undefined_name')}.*undefined_name"):
         gtscript.lazy_stencil(backend="numpy", definition=mod.bad)
     unchecked = gtscript.lazy_stencil(backend="numpy", definition=mod.bad, check_syntax=False)

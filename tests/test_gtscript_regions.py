@@ -23,10 +23,8 @@ reads the point's own level there; neither is an error.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
-import sys
 import tempfile
 import textwrap
 import zlib
@@ -37,6 +35,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _gtscript_oracle import load_source, same_bits
 from gridbuf.errors import GridbufValueError
 
 os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_regions_"))
@@ -261,15 +260,7 @@ _MODULES: dict = {}
 def defs(lib: str):
     """The definitions, imported from a file (both frontends read the source)."""
     if lib not in _MODULES:
-        key = f"_gb_regions_defs_{lib}_{os.getpid()}"
-        path = os.path.join(_DIR, f"{key}.py")
-        with open(path, "w") as fh:
-            fh.write(HEADERS[lib] + SOURCE)
-        spec = importlib.util.spec_from_file_location(key, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[key] = mod
-        spec.loader.exec_module(mod)
-        _MODULES[lib] = mod
+        _MODULES[lib] = load_source(_DIR, f"_gb_regions_defs_{lib}_{os.getpid()}", HEADERS[lib] + SOURCE)
     return _MODULES[lib]
 
 
@@ -336,7 +327,7 @@ def assert_same(got: dict, want: dict, what: str) -> None:
     """Every array equal bit for bit (any NaN equals any NaN; the sign of a zero counts)."""
     for k, y in want.items():
         x = got[k]
-        same = (x.view(np.uint64) == y.view(np.uint64)) | (np.isnan(x) & np.isnan(y))
+        same = same_bits(x, y)
         assert same.all(), f"{what}: argument {k!r} differs at {np.argwhere(~same)[:4].tolist()}: gridbuf {x[~same][:4]}, GT4Py {y[~same][:4]}"
 
 
@@ -372,12 +363,7 @@ def test_cases_cover_every_schedule():
 
 # ============================================================================ 2. bad input
 def _define(src: str, name: str, **kw):
-    path = os.path.join(_DIR, f"bad_{next(_COUNT)}.py")
-    with open(path, "w") as fh:
-        fh.write(HEADERS["gb"] + textwrap.dedent(src))
-    spec = importlib.util.spec_from_file_location(f"_gb_regions_bad_{os.getpid()}_{next(_COUNT)}", path)
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    m = load_source(_DIR, f"_gb_regions_bad_{os.getpid()}_{next(_COUNT)}", HEADERS["gb"] + textwrap.dedent(src))
     return gtscript.stencil(backend="numpy", definition=getattr(m, name), **kw)
 
 

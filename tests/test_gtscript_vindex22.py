@@ -16,10 +16,8 @@ the field is refused before anything is written.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
-import sys
 import tempfile
 import textwrap
 import zlib
@@ -30,6 +28,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _gtscript_oracle import assert_same, field_kinds, load_source
 from gridbuf.errors import GridbufValueError
 
 os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_vindex22_"))
@@ -151,34 +150,15 @@ _MODULES: dict = {}
 _COUNTER = itertools.count()
 
 
-def load_source(key: str, source: str):
-    """Imports `source` from a file (both frontends read the definition's source)."""
-    path = os.path.join(_DIR, f"{key}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(key, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[key] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def defs(lib: str):
     if lib not in _MODULES:
-        _MODULES[lib] = load_source(f"_gb_vindex22_defs_{lib}_{os.getpid()}", HEADERS[lib] + SOURCE)
+        _MODULES[lib] = load_source(_DIR, f"_gb_vindex22_defs_{lib}_{os.getpid()}", HEADERS[lib] + SOURCE)
     return _MODULES[lib]
 
 
 def arg_kinds(name: str) -> dict[str, tuple[str, np.dtype, tuple[int, ...]]]:
     """Axes, dtype and data dims of every field argument, from GT4Py's descriptors."""
-    import inspect
-
-    out = {}
-    for n, p in inspect.signature(getattr(defs("gt"), CASES[name].fn)).parameters.items():
-        ann = p.annotation
-        if isinstance(ann, gt_gtscript._FieldDescriptor):
-            out[n] = ("".join(a.name for a in ann.axes), np.dtype(ann.dtype), tuple(ann.data_dims))
-    return out
+    return field_kinds(getattr(defs("gt"), CASES[name].fn), gt_gtscript._FieldDescriptor)
 
 
 def make_inputs(name: str) -> dict[str, np.ndarray]:
@@ -237,17 +217,6 @@ def in_layout(a, layout: str, axes: str):
     return gb.from_array(a, backend=layout)
 
 
-def assert_same(got: dict, want: dict, what: str) -> None:
-    """Every array equal bit for bit (any NaN equals any NaN; the sign of a zero counts)."""
-    assert got.keys() == want.keys()
-    for k, y in want.items():
-        x = got[k]
-        assert x.dtype == y.dtype and x.shape == y.shape, f"{what}: {k!r}"
-        bits = np.dtype(f"u{x.dtype.itemsize}")
-        same = (x.view(bits) == y.view(bits)) | (np.isnan(x) & np.isnan(y))
-        assert same.all(), f"{what}: argument {k!r} differs at {np.argwhere(~same)[:4].tolist()}: gridbuf {x[~same][:4]}, GT4Py {y[~same][:4]}"
-
-
 def run_gb(name: str, layout: str, mode: str = "jit") -> tuple[dict, dict]:
     inputs, want = gt_results(name)
     kinds = arg_kinds(name)
@@ -281,7 +250,7 @@ def test_conformance_interpreter(name, layout, monkeypatch):
 # ============================================================================ 2. semantics by hand
 def gb_define(src: str, name: str, **kw):
     """gridbuf's stencil `name` from `src`."""
-    mod = load_source(f"_gb_vindex22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
+    mod = load_source(_DIR, f"_gb_vindex22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gb"] + textwrap.dedent(src))
     return gtscript.stencil(backend="numpy", definition=getattr(mod, name), **kw)
 
 
@@ -516,7 +485,7 @@ def test_refused_at_definition_naming_the_line(src, text, why):
 def test_gt4py_refuses_them_too(src, text, why):
     """GT4Py refuses these when the stencil is built (the debug backend, which implements
     `.at(K=...)`), so the refusals above stay GT4Py's."""
-    mod = load_source(f"_gt_vindex22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gt"] + textwrap.dedent(src))
+    mod = load_source(_DIR, f"_gt_vindex22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gt"] + textwrap.dedent(src))
     with pytest.raises(Exception):
         gt_gtscript.stencil(backend="debug", definition=mod.f)
 
@@ -525,7 +494,7 @@ def test_gt4py_refuses_them_too(src, text, why):
 def test_gt4py_drops_horizontal_offsets_of_variable_k_reads():
     """Why `a[1, 0, idx]` is refused: GT4Py's numpy backend builds it and reads a[0, 0, idx]."""
     src = REFUSED[2][0]
-    mod = load_source(f"_gt_vindex22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gt"] + textwrap.dedent(src))
+    mod = load_source(_DIR, f"_gt_vindex22_{os.getpid()}_{next(_COUNTER)}", HEADERS["gt"] + textwrap.dedent(src))
     st = gt_gtscript.stencil(backend="numpy", definition=mod.f)
     a = np.arange(24.0).reshape(2, 3, 4)
     out = np.zeros((2, 3, 4))
