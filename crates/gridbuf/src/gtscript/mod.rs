@@ -13,6 +13,7 @@ mod inline;
 pub mod ir;
 pub mod plan;
 mod region;
+mod tape;
 pub mod types;
 
 pub use eval::{run, FieldMem, Jit, Lane, Num};
