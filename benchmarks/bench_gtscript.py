@@ -246,6 +246,33 @@ def main() -> None:
         production_rows(production, n, nz, args.repeats, args.repeat_seconds, backends)
 
 
+def check_against_numpy(name, outs, want, tolerance):
+    """Stops the run where an output of any candidate (`outs`: label -> output arrays) differs
+    from NumPy's `want` by more than `tolerance` relative to the largest value."""
+    for label, o in outs.items():
+        for got, w in zip(o, want):
+            err = float(np.max(np.abs(np.asarray(got) - w)))
+            if not err <= tolerance * max(1.0, float(np.max(np.abs(w)))):
+                raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
+
+
+def print_tables(names, times, first, first_cols, backends, time_title, first_title):
+    """The time-per-call table (gridbuf on each layout, GT4Py's backends, and gridbuf's best
+    against GT4Py's best compiled time) and the definition-to-first-result table."""
+    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
+    rows = []
+    for name in names:
+        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
+        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
+        rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
+    print(f"\n### {time_title}\n")
+    print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
+    fcols = first_cols + [f"gt4py {b}" for b in backends]
+    frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
+    print(f"\n### {first_title}\n")
+    print(markdown_table(["stencil", *fcols], frows))
+
+
 def production_rows(names, n, nz, repeats, repeat_seconds, backends):
     """The stencils of ``_production_stencils`` (horizontal regions): gridbuf.gtscript on both
     layouts against GT4Py's backends; time per call and definition to first result. Every
@@ -288,26 +315,19 @@ def production_rows(names, n, nz, repeats, repeat_seconds, backends):
             first[name, f"gt4py {backend}"] = time.perf_counter() - t0
             outs[f"gt4py {backend}"] = g[len(ins):]
             cands.append(Candidate(f"gt4py {backend}", lambda g=g, s=gst: s(*g, origin=origin, domain=domain)))
-        for label, o in outs.items():
-            for got, w in zip(o, want):
-                err = float(np.max(np.abs(np.asarray(got) - w)))
-                if not err <= rs.TOLERANCE[name] * max(1.0, float(np.max(np.abs(w)))):
-                    raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
+        check_against_numpy(name, outs, want, rs.TOLERANCE[name])
         for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
             times[name, r.label] = r.median
         print(f"{name}: timed", file=sys.stderr, flush=True)
-    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
-    rows = []
-    for name in names:
-        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
-        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
-        rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
-    print(f"\n### Production-model stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}\n")
-    print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
-    fcols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
-    frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
-    print("\n### Production-model stencils: definition to first result, ms (gridbuf: median of 5, each in a fresh process; gt4py: one build in a fresh cache)\n")
-    print(markdown_table(["stencil", *fcols], frows))
+    print_tables(
+        names,
+        times,
+        first,
+        [f"gtscript {lay}" for lay in LAYOUTS],
+        backends,
+        f"Production-model stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}",
+        "Production-model stencils: definition to first result, ms (gridbuf: median of 5, each in a fresh process; gt4py: one build in a fresh cache)",
+    )
 
 
 def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
@@ -360,26 +380,19 @@ def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
             first[name, f"gt4py {backend}"] = time.perf_counter() - t0
             outs[f"gt4py {backend}"] = g[n_in:]
             cands.append(Candidate(f"gt4py {backend}", lambda g=g, s=gst: s(*g, origin=origin, domain=domain)))
-        for label, o in outs.items():
-            for got, w in zip(o, want):
-                err = float(np.max(np.abs(np.asarray(got) - w)))
-                if not err <= 1e-12 * max(1.0, float(np.max(np.abs(w)))):
-                    raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
+        check_against_numpy(name, outs, want, 1e-12)
         for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
             times[name, r.label] = r.median
         print(f"{name}: timed", file=sys.stderr, flush=True)
-    cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
-    rows = []
-    for name in names:
-        gts = min(times[name, f"gtscript {lay}"] for lay in LAYOUTS)
-        compiled = [times[name, f"gt4py {b}"] for b in backends if b != "numpy"]
-        rows.append([name] + [fmt_time(times[name, c], "ms") for c in cols] + [f"{gts / min(compiled):.2f}" if compiled else "-"])
-    print(f"\n### Typed stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz}\n")
-    print(markdown_table(["stencil", *cols, "gtscript / best gt4py compiled"], rows))
-    fcols = ["gridbuf.gtscript"] + [f"gt4py {b}" for b in backends]
-    frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
-    print("\n### Typed stencils: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)\n")
-    print(markdown_table(["stencil", *fcols], frows))
+    print_tables(
+        names,
+        times,
+        first,
+        ["gridbuf.gtscript"],
+        backends,
+        f"Typed stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz}",
+        "Typed stencils: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)",
+    )
 
 
 if __name__ == "__main__":
