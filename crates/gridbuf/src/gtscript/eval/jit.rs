@@ -19,7 +19,7 @@
 use super::column::{self, ColumnCode, ColumnFn};
 use super::lane::Elem;
 use super::math;
-use super::pointloop::{self, LoopCode, LoopFn};
+use super::pointloop::{self, LoopCode, LoopFn, PointRange};
 use super::wide::WideEmit;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
@@ -119,7 +119,8 @@ pub struct Jit {
     /// Per section: the code that walks columns, where the section can (see [`column`]).
     columns: Vec<Option<ColumnCode>>,
     /// Per section, per statement: the code of the `while` loop whose condition it is, where
-    /// the loop can run point by point (see [`pointloop`]).
+    /// the loop can run point by point (see [`pointloop`]); after the last statement, the
+    /// whole section's, where it can run point by point (see [`pointloop::section`]).
     loops: Vec<Vec<Option<LoopCode>>>,
     /// The element type the code was made for.
     lanes: Lanes,
@@ -239,23 +240,29 @@ impl Jit {
             }
         }
         // `while` loops that can run point by point, as one function each.
+        // (Sections with loops, where they can, also as one point function: see
+        // `pointloop::section`; `t == len` marks those.)
         let mut loop_ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
-            for t in 0..sec.stmts.len() {
-                if let Some(exit) = pointloop::range(plan, s, t, wide) {
-                    let (id, operands, outs, vk) = pointloop::build(
-                        &mut module,
-                        &mut ctx,
-                        &mut fctx,
-                        plan,
-                        s,
-                        t,
+            let n = sec.stmts.len();
+            let ranges = (0..n)
+                .filter_map(|t| {
+                    pointloop::range(plan, s, t, wide).map(|exit| PointRange {
+                        first: t,
                         exit,
-                        elem,
-                        wide,
-                    )?;
-                    loop_ids.push((s, t, exit, id, operands, outs, vk));
-                }
+                        section: false,
+                    })
+                })
+                .chain(pointloop::section(plan, s, wide).then_some(PointRange {
+                    first: 0,
+                    exit: n,
+                    section: true,
+                }));
+            for r in ranges {
+                let (id, operands, outs, vk) =
+                    pointloop::build(&mut module, &mut ctx, &mut fctx, plan, s, &r, elem, wide)?;
+                let t = if r.section { n } else { r.first };
+                loop_ids.push((s, t, r.exit, id, operands, outs, vk));
             }
         }
         // FORWARD and BACKWARD sections also as one function that walks whole columns (used
@@ -299,7 +306,7 @@ impl Jit {
         let mut loops: Vec<Vec<Option<LoopCode>>> = plan
             .sections
             .iter()
-            .map(|sec| sec.stmts.iter().map(|_| None).collect())
+            .map(|sec| (0..=sec.stmts.len()).map(|_| None).collect())
             .collect();
         for (s, t, exit, id, operands, outs, vk) in loop_ids {
             let code = module.get_finalized_function(id);
@@ -341,6 +348,16 @@ impl Jit {
             return None;
         }
         self.loops.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The point function of the whole section `sec`, if it has one for `T` (see
+    /// [`pointloop::section`]).
+    #[inline]
+    pub(super) fn point_section<T: Elem>(&self, sec: usize) -> Option<&LoopCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.loops.get(sec)?.last()?.as_ref()
     }
 
     /// The column code of section `sec`, if it has some for `T`.

@@ -13,20 +13,25 @@
 
 use super::jit::{
     declare_calls, jit_error, load_scalars, operands_of, supported, vk_field, vk_of, vk_row, Emit,
+    VkSlot,
 };
+use super::lane::Elem;
+use super::mem::{Mem, VarMem};
+use super::strip::{vk_errors, vk_slots};
 use super::wide::{SlotRegs, WideEmit};
 use crate::error::Result;
-use crate::gtscript::ir::Ty;
-use crate::gtscript::plan::{Instr, Op, Plan, Src};
+use crate::gtscript::ir::{IterOrder, Ty};
+use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 
-/// A loop's function: `f(operands, strides, outs, out_strides, n, rows, scalars, vk)` runs
-/// `n` points on each of `rows` rows; operand `k`'s row `r` starts at `operands[k] + r *
-/// strides[k]` bytes, written quantity `j`'s at `outs[j] + r * out_strides[j]`; `vk` as for
+/// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs `n`
+/// points on each of `rows` rows; operand `k`'s point `p` of row `r` is at `operands[k] + r *
+/// steps[k] + p * steps[nops + k]` bytes (`nops` operands: row steps, then point steps), stored
+/// quantity `j`'s likewise from `outs[j]` with `out_steps`; `vk` as for
 /// [`super::jit::RowFn`]. It returns early, leaving points unfinished, once a run-time K read
 /// has reported a level outside (the caller raises the error).
 pub(super) type LoopFn = unsafe extern "C" fn(
@@ -40,20 +45,105 @@ pub(super) type LoopFn = unsafe extern "C" fn(
     *mut i64,
 );
 
-/// A compiled loop and what the caller must hand it.
+/// A compiled loop (or section) and what the caller must hand it.
 pub(super) struct LoopCode {
     /// The function.
     pub(super) f: LoopFn,
-    /// What the loop reads and does not write, in the order of the pointer array: (quantity,
-    /// offset I, J, K).
+    /// What it reads from memory, in the order of the pointer array: (quantity, offset I, J,
+    /// K); the quantities it writes only at other K levels than the point's.
     pub(super) operands: Vec<(u32, [i32; 3])>,
-    /// What the loop writes (each at the point itself), in the order of the output array.
+    /// What it stores (each at the point itself), in the order of the output array.
     pub(super) outs: Vec<u32>,
     /// The quantities read at run-time K levels, one `VkSlot` each, and their memory's
     /// element types.
     pub(super) vk: Vec<(u32, Ty)>,
-    /// One past the loop's last statement.
+    /// One past the last statement.
     pub(super) exit: usize,
+}
+
+/// The statements `first..exit` of a section that one point function runs, and which of the
+/// quantities they write it stores (the others live in registers only).
+pub(super) struct PointRange {
+    pub(super) first: usize,
+    pub(super) exit: usize,
+    /// Whether temporaries that live in one level (`Kind::Local`) stay in registers: a whole
+    /// section's function (nothing after it reads them); a loop's stores them for the
+    /// statements after it.
+    pub(super) section: bool,
+}
+
+/// Whether statement `v` of section `s` has surely run, in the current pass of every loop that
+/// holds it, when statement `u` runs (`v < u`, both in `range`): every loop in `range` whose
+/// body holds `v` holds `u` too (a loop's body may run no pass).
+fn runs_before(plan: &Plan, s: usize, range: &std::ops::Range<usize>, v: usize, u: usize) -> bool {
+    let flow = &plan.sections[s].flow;
+    v < u
+        && range.clone().all(|c| match flow[c].exit {
+            Some(e) if c < v && v < e => c < u && u < e,
+            _ => true,
+        })
+}
+
+/// The quantities statement `u` (or the range's end, `u == range.end`) can take from earlier
+/// statements of `range` in every pass (see [`runs_before`]).
+fn surely_written(plan: &Plan, s: usize, range: &std::ops::Range<usize>, u: usize) -> Vec<u32> {
+    let sec = &plan.sections[s];
+    (range.start..u)
+        .filter(|&v| runs_before(plan, s, range, v, u))
+        .map(|v| sec.stmts[v].target)
+        .collect()
+}
+
+/// Whether section `s` can run as one point function over its whole box, point after point
+/// (see [`PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
+/// every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
+/// point (no region, no K offset); what the section writes it reads at its own point or at
+/// other levels (no horizontal offset, no run-time level); every temporary that lives in one
+/// level is written, in every pass, before it is read. Then each point's result depends on that
+/// point alone and on other levels, so the points of one level can run in any order, and the
+/// levels of a column, walked in the section's order, after one another.
+pub(super) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
+    let sec = &plan.sections[s];
+    let n = sec.stmts.len();
+    if sec.order == IterOrder::Parallel || n == 0 || plan.program.sections[s].loops.is_empty() {
+        return false;
+    }
+    let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
+    let range = 0..n;
+    for (u, st) in sec.stmts.iter().enumerate() {
+        if st.tape.is_empty()
+            || !supported(&st.tape, wide)
+            || st.k_offset != 0
+            || st.region.is_some()
+            || st.reach != [0; 4]
+            || sec.write_through.contains(&st.target)
+        {
+            return false;
+        }
+        let sure = surely_written(plan, s, &range, u);
+        for ins in &st.tape {
+            if let Op::LoadK(q, _) = ins.op {
+                if written.contains(&q) {
+                    return false;
+                }
+            }
+            for a in ins.args {
+                let Src::Q(q, off) = a else { continue };
+                if !written.contains(&q) {
+                    continue;
+                }
+                if off[..2] != [0, 0]
+                    || (matches!(plan.kinds[q as usize], Kind::Local)
+                        && (off != [0; 3] || !sure.contains(&q)))
+                {
+                    return false;
+                }
+            }
+        }
+    }
+    sec.flow
+        .iter()
+        .all(|f| f.next <= n && f.exit.is_none_or(|e| e <= n))
 }
 
 /// Where the loop whose condition is statement `t` of section `s` ends (one past its last
@@ -102,9 +192,10 @@ pub(super) fn range(plan: &Plan, s: usize, t: usize, wide: bool) -> Option<usize
     flows_stay.then_some(exit)
 }
 
-/// Defines the function of the loop `[t, exit)` of section `s` (see [`range`]) in `module`,
-/// for elements of type `elem` (`I64` lanes when `wide`); returns it with its operands,
-/// outputs and run-time K reads (see [`LoopCode`]).
+/// Defines the point function of the statements `r` of section `s` (a loop, see [`range`],
+/// or a whole section, see [`section`]) in `module`, for elements of type `elem` (`I64` lanes
+/// when `wide`); returns it with its operands, stored quantities and run-time K reads (see
+/// [`LoopCode`]).
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(super) fn build(
     module: &mut JITModule,
@@ -112,26 +203,46 @@ pub(super) fn build(
     fctx: &mut FunctionBuilderContext,
     plan: &Plan,
     s: usize,
-    t: usize,
-    exit: usize,
+    r: &PointRange,
     elem: Type,
     wide: bool,
 ) -> Result<(FuncId, Vec<(u32, [i32; 3])>, Vec<u32>, Vec<(u32, Ty)>)> {
     let sec = &plan.sections[s];
+    let (t, exit) = (r.first, r.exit);
+    let range = t..exit;
     let stmts = &sec.stmts[t..exit];
-    let mut outs: Vec<u32> = Vec::new();
+    // Every quantity written, in a register per point; those stored, in the output array.
+    let mut written: Vec<u32> = Vec::new();
     for st in stmts {
-        if !outs.contains(&st.target) {
-            outs.push(st.target);
+        if !written.contains(&st.target) {
+            written.push(st.target);
         }
     }
+    let outs: Vec<u32> = written
+        .iter()
+        .copied()
+        .filter(|&q| !(r.section && matches!(plan.kinds[q as usize], Kind::Local)))
+        .collect();
     let all: Vec<Instr> = stmts
         .iter()
         .flat_map(|st| st.tape.iter().copied())
         .collect();
     let operands: Vec<(u32, [i32; 3])> = operands_of(&all)
         .into_iter()
-        .filter(|(q, _)| !outs.contains(q))
+        .filter(|&(q, off)| !(written.contains(&q) && off == [0; 3]))
+        .collect();
+    // A stored quantity is loaded at the point's start where some statement reads it before
+    // it is surely written, or the point can end without writing it.
+    let at_end = surely_written(plan, s, &range, exit);
+    let load: Vec<bool> = outs
+        .iter()
+        .map(|&q| {
+            !at_end.contains(&q)
+                || (t..exit).any(|u| {
+                    operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
+                        && !surely_written(plan, s, &range, u).contains(&q)
+                })
+        })
         .collect();
     let vk = vk_of(plan, &all);
     let ptr = module.target_config().pointer_type();
@@ -140,7 +251,6 @@ pub(super) fn build(
         ctx.func.signature.params.push(AbiParam::new(ptr));
     }
     let calls = declare_calls(module, &mut ctx.func, &all, elem, wide)?;
-    let size = elem.bytes() as i64;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -158,12 +268,14 @@ pub(super) fn build(
             .collect()
     };
     let firsts = load_ptrs(&mut b, ops, operands.len());
-    let steps = load_ptrs(&mut b, strides, operands.len());
+    let steps = load_ptrs(&mut b, strides, 2 * operands.len());
+    let (steps, point_steps) = steps.split_at(operands.len());
     let out_firsts = load_ptrs(&mut b, outp, outs.len());
-    let out_steps = load_ptrs(&mut b, out_strides, outs.len());
+    let out_steps = load_ptrs(&mut b, out_strides, 2 * outs.len());
+    let (out_steps, out_point_steps) = out_steps.split_at(outs.len());
     let scalars = load_scalars(&mut b, &all, elem, scal);
     // The written quantities' values at the current point, and the row and point counters.
-    let vars: Vec<_> = outs.iter().map(|_| b.declare_var(elem)).collect();
+    let vars: Vec<_> = written.iter().map(|_| b.declare_var(elem)).collect();
     let rv = b.declare_var(ptr);
     let iv = b.declare_var(ptr);
     let [rhead, rbody, phead, pbody, pdone, rnext, fexit] = [(); 7].map(|_| b.create_block());
@@ -211,8 +323,8 @@ pub(super) fn build(
             })
             .collect()
     };
-    let bases = row(&mut b, &firsts, &steps);
-    let out_bases = row(&mut b, &out_firsts, &out_steps);
+    let bases = row(&mut b, &firsts, steps);
+    let out_bases = row(&mut b, &out_firsts, out_steps);
     b.def_var(iv, zero);
     b.ins().jump(phead, &[]);
 
@@ -223,12 +335,24 @@ pub(super) fn build(
 
     b.switch_to_block(pbody);
     let i = b.use_var(iv);
-    let off = b.ins().imul_imm_s(i, size);
-    let addrs: Vec<Value> = bases.iter().map(|&a| b.ins().iadd(a, off)).collect();
-    let out_addrs: Vec<Value> = out_bases.iter().map(|&a| b.ins().iadd(a, off)).collect();
-    for (&var, &a) in vars.iter().zip(&out_addrs) {
-        let v = b.ins().load(elem, flags, a, 0);
-        b.def_var(var, v);
+    let at = |b: &mut FunctionBuilder<'_>, bases: &[Value], steps: &[Value]| -> Vec<Value> {
+        bases
+            .iter()
+            .zip(steps)
+            .map(|(&a, &st)| {
+                let off = b.ins().imul(i, st);
+                b.ins().iadd(a, off)
+            })
+            .collect()
+    };
+    let addrs = at(&mut b, &bases, point_steps);
+    let out_addrs = at(&mut b, &out_bases, out_point_steps);
+    for (j, &a) in out_addrs.iter().enumerate() {
+        if load[j] {
+            let v = b.ins().load(elem, flags, a, 0);
+            let w = written.iter().position(|&q| q == outs[j]).expect("listed");
+            b.def_var(vars[w], v);
+        }
     }
     // The point's column and level for each run-time K read; a level outside goes to `fexit`.
     let slot_regs: Vec<SlotRegs> = row_slots
@@ -284,7 +408,11 @@ pub(super) fn build(
                     (false, _) => b.ins().f64const(1.0),
                 };
             }
-            match outs.iter().position(|&o| o == q) {
+            match written
+                .iter()
+                .position(|&o| o == q)
+                .filter(|_| off == [0; 3])
+            {
                 Some(j) => b.use_var(vars[j]),
                 None => {
                     let g = operands
@@ -316,7 +444,10 @@ pub(super) fn build(
             }
             .step_with(&mut b, elem, &mut operand)
         };
-        let j = outs.iter().position(|&o| o == st.target).expect("listed");
+        let j = written
+            .iter()
+            .position(|&o| o == st.target)
+            .expect("listed");
         b.def_var(vars[j], v);
         let flow = sec.flow[t + u];
         match flow.exit {
@@ -340,8 +471,9 @@ pub(super) fn build(
     }
 
     b.switch_to_block(pdone);
-    for (&var, &a) in vars.iter().zip(&out_addrs) {
-        let v = b.use_var(var);
+    for (&q, &a) in outs.iter().zip(&out_addrs) {
+        let w = written.iter().position(|&o| o == q).expect("listed");
+        let v = b.use_var(vars[w]);
         b.ins().store(flags, v, a, 0);
     }
     let i = b.use_var(iv);
@@ -370,4 +502,141 @@ pub(super) fn build(
     module.define_function(id, ctx).map_err(jit_error)?;
     module.clear_context(ctx);
     Ok((id, operands, outs, vk))
+}
+
+/// How a section's point function walks a tile: the point axis (K: each column's levels in
+/// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
+/// the section's order); rows run along J either way.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Walk {
+    /// Points along K, one call per column of I.
+    Columns,
+    /// Points along I, one call per level.
+    Levels,
+}
+
+/// Runs the point function `code` of a whole section (see [`section`]) over the columns
+/// `lo..hi` (I, J) and the levels `ks..ke`, BACKWARD from the top when `backward`, walking
+/// `walk`; quantity `q`'s memory is `mem_of(q)`, run-time K reads read `vmem`. `Ok(false)`
+/// (nothing run) where some memory is not of the element type, or not writable where
+/// stored.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_points<'m, T: Elem>(
+    code: &LoopCode,
+    mem_of: &impl Fn(usize) -> &'m Mem,
+    vmem: &[Option<VarMem<'_>>],
+    lo: [i64; 2],
+    hi: [i64; 2],
+    (ks, ke): (usize, usize),
+    backward: bool,
+    walk: Walk,
+    scalars: &[T],
+) -> Result<bool> {
+    let (ni, nj, nk) = (hi[0] - lo[0], hi[1] - lo[1], ke as i64 - ks as i64);
+    if ni <= 0 || nj <= 0 || nk <= 0 {
+        return Ok(true);
+    }
+    let size = std::mem::size_of::<T>() as isize;
+    let (nops, nouts) = (code.operands.len(), code.outs.len());
+    // Per operand, then per stored quantity: the address of the tile's lowest corner (I, J at
+    // `lo`, level `ks`) and the byte steps along I, J, K.
+    let mut corner: smallvec::SmallVec<[(usize, [isize; 3]); 16]> = smallvec::SmallVec::new();
+    let slots = code
+        .operands
+        .iter()
+        .map(|&(q, off)| (q, off, false))
+        .chain(code.outs.iter().map(|&q| (q, [0; 3], true)));
+    for (q, off, stored) in slots {
+        let m = mem_of(q as usize);
+        if !m.native || (stored && !m.writable) {
+            return Ok(false);
+        }
+        let base = m.check(
+            [
+                lo[0] + off[0] as i64,
+                lo[1] + off[1] as i64,
+                ks as i64 + off[2] as i64,
+            ],
+            [
+                hi[0] + off[0] as i64,
+                hi[1] + off[1] as i64,
+                ke as i64 + off[2] as i64,
+            ],
+        )?;
+        corner.push((
+            m.addr.wrapping_add_signed(base * size),
+            [0, 1, 2].map(|a| m.stride(a) * size),
+        ));
+    }
+    let start = if backward { ke - 1 } else { ks } as i64;
+    let k_dir: isize = if backward { -1 } else { 1 };
+    let (point, calls) = match walk {
+        Walk::Columns => (2, ni),
+        Walk::Levels => (0, nk),
+    };
+    let mut first: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![0; nops + nouts];
+    // Row steps, then point steps, of the operands; the same of the stored quantities.
+    let mut steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![0; 2 * nops];
+    let mut out_steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![0; 2 * nouts];
+    for (x, &(_, st)) in corner.iter().enumerate() {
+        let point_step = if point == 2 { st[2] * k_dir } else { st[0] };
+        if x < nops {
+            steps[x] = st[1];
+            steps[nops + x] = point_step;
+        } else {
+            out_steps[x - nops] = st[1];
+            out_steps[nouts + x - nops] = point_step;
+        }
+    }
+    let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
+        smallvec::smallvec![VkSlot::default(); code.vk.len()];
+    let n = if point == 2 { nk } else { ni } as usize;
+    for c in 0..calls {
+        // This call's first point: (I, J, level).
+        let (i, k) = match walk {
+            Walk::Columns => (lo[0] + c, start),
+            Walk::Levels => (lo[0], start + c * k_dir as i64),
+        };
+        for (f, &(a, st)) in first.iter_mut().zip(&corner) {
+            *f = a.wrapping_add_signed(
+                (i - lo[0]) as isize * st[0] + (k - ks as i64) as isize * st[2],
+            );
+        }
+        let last = match walk {
+            Walk::Columns => [i, hi[1] - 1, start + (nk - 1) * k_dir as i64],
+            Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
+        };
+        vk_slots::<T>(&code.vk, vmem, [1, point], [i, lo[1], k], last, &mut vk)?;
+        if point == 2 {
+            for slot in vk.iter_mut() {
+                slot.k_point = k_dir as i64;
+            }
+        }
+        let (ops, outs) = first.split_at(nops);
+        // SAFETY: `code.f` was compiled from the section's statements for `T` (`Jit::
+        // point_section`). Row `r < nj`, point `p < n` of operand or stored quantity `x` is at
+        // `first[x] + r * (row step) + p * (point step)`: the point (i or I from `lo`, J from
+        // `lo`, the level from `start`) of the box over the tile's columns and levels shifted
+        // by its offset, which `check` verified lies inside its view (the caller of `run`
+        // vouched for the fields' views; the tile's own storage otherwise); stored quantities
+        // are writable (checked above). The function stores only the section's targets, at the
+        // point itself, over this tile, which overlap no other argument (binder) and no other
+        // tile; it reads what it stores only at other levels or through its registers. `vk`
+        // holds one slot per run-time K read (`vk_slots` checked every point's column; the
+        // code loads only levels inside it).
+        unsafe {
+            (code.f)(
+                ops.as_ptr().cast(),
+                steps.as_ptr(),
+                outs.as_ptr().cast(),
+                out_steps.as_ptr(),
+                n,
+                nj as usize,
+                scalars.as_ptr().cast(),
+                vk.as_mut_ptr().cast(),
+            )
+        };
+        vk_errors(&code.vk, vmem, &vk)?;
+    }
+    Ok(true)
 }

@@ -120,18 +120,18 @@ fn load_k<T: Elem>(
 }
 
 /// Fills the compiled code's run-time K read slots for the points from `first` (the first row's
-/// first point) to `last` (the last row's last point) along `geo`'s mid and inner axes: checks
+/// first point) to `last` (the last row's last point), rows along axis `m`, points along axis
+/// `i` (a point step along K is one level up): checks
 /// that every point's column (its I and J) lies inside each quantity's memory and that the
 /// memory holds the element type the code loads.
-fn vk_slots<T: Elem>(
+pub(super) fn vk_slots<T: Elem>(
     vk: &[(u32, Ty)],
     vmem: &[Option<VarMem<'_>>],
-    geo: &Geo,
+    [m, i]: [usize; 2],
     first: [i64; 3],
     last: [i64; 3],
     slots: &mut [VkSlot],
 ) -> Result<()> {
-    let [_, m, i] = geo.order;
     for (slot, &(q, ty)) in slots.iter_mut().zip(vk) {
         let vm = vmem
             .get(q as usize)
@@ -190,7 +190,11 @@ fn vk_slots<T: Elem>(
 }
 
 /// The error for the first slot the compiled code reported a level outside of.
-fn vk_errors(vk: &[(u32, Ty)], vmem: &[Option<VarMem<'_>>], slots: &[VkSlot]) -> Result<()> {
+pub(super) fn vk_errors(
+    vk: &[(u32, Ty)],
+    vmem: &[Option<VarMem<'_>>],
+    slots: &[VkSlot],
+) -> Result<()> {
     for (slot, &(q, _)) in slots.iter().zip(vk) {
         if slot.err != 0 {
             let name = vmem
@@ -484,7 +488,7 @@ pub(super) fn run_stmt_code<T: Elem>(
             let mut q = p;
             q[m] = rhi[m] - 1;
             q[i] = rhi[i] - 1;
-            vk_slots::<T>(&code.vk, vmem, geo, p, q, &mut vk)?;
+            vk_slots::<T>(&code.vk, vmem, [geo.order[1], geo.order[2]], p, q, &mut vk)?;
             // SAFETY: `code.f` was compiled from this statement's tape for `T`. Operand `k`'s
             // rows start at `first[k] + r * steps[k]` bytes for `r < rows`: the first and the
             // last were checked above to hold `row_len` elements inside a block buffer or a
@@ -523,7 +527,7 @@ pub(super) fn run_stmt_code<T: Elem>(
                 let f0 = operands(bufs, regs, p, n, &mut first)?;
                 let mut q = p;
                 q[i] += n as i64 - 1;
-                vk_slots::<T>(&code.vk, vmem, geo, p, q, &mut vk)?;
+                vk_slots::<T>(&code.vk, vmem, [geo.order[1], geo.order[2]], p, q, &mut vk)?;
                 let res: &[T] = if copy {
                     // SAFETY: `operands` checked that the `n` points from `first[0]` lie
                     // inside the operand's view or block buffer, another quantity than the
@@ -647,10 +651,12 @@ pub(super) fn run_loop_code<T: Elem>(
     let (nops, nouts) = (code.operands.len(), code.outs.len());
     let mut first: smallvec::SmallVec<[*const T; 16]> = smallvec::smallvec![std::ptr::null(); nops];
     let mut last = first.clone();
-    let mut steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nops];
+    // Row steps, then point steps (one element: rows along the block's inner axis).
+    let size = std::mem::size_of::<T>() as isize;
+    let mut steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![size; 2 * nops];
     let mut out_first: smallvec::SmallVec<[*mut T; 16]> =
         smallvec::smallvec![std::ptr::null_mut(); nouts];
-    let mut out_steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nouts];
+    let mut out_steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![size; 2 * nouts];
     let per = |a: usize, b: usize| (b as isize - a as isize) / (rows as isize - 1).max(1);
     for po in rlo[o]..rhi[o] {
         let mut p = [0i64; 3];
@@ -693,7 +699,7 @@ pub(super) fn run_loop_code<T: Elem>(
         }
         let mut qe = q;
         qe[i] = rhi[i] - 1;
-        vk_slots::<T>(&code.vk, vmem, geo, p, qe, &mut vk)?;
+        vk_slots::<T>(&code.vk, vmem, [geo.order[1], geo.order[2]], p, qe, &mut vk)?;
         // SAFETY: `code.f` was compiled from the loop's statements for `T`. Operand `k`'s rows
         // start at `first[k] + r * steps[k]` bytes for `r < rows`, output `j`'s at
         // `out_first[j] + r * out_steps[j]`: the first and the last row of each were checked

@@ -6,6 +6,7 @@ use super::jit::Jit;
 use super::lane::Elem;
 use super::mem::{transfer, FieldMem, Geo, Mem, VarMem};
 use super::num::{fit_buf, give_bufs, take_buf};
+use super::pointloop::{run_points, Walk};
 use super::strip::{any_set, run_loop_code, run_statement};
 use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
 use super::STRIP;
@@ -222,6 +223,30 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         let (ks, ke) = (ks.max(tile.k.0), ke.min(tile.k.1));
         if ks >= ke {
             continue;
+        }
+        // A section with loops as one point function: each column's levels (walking
+        // columns) or each level's rows of I.
+        if let Some(code) = ctx.jit.and_then(|j| j.point_section::<T>(s)) {
+            let walk = if ctx.walk {
+                Some(Walk::Columns)
+            } else {
+                (ctx.inner == 0).then_some(Walk::Levels)
+            };
+            if let Some(walk) = walk {
+                if run_points(
+                    code,
+                    &mem_of,
+                    &vmem,
+                    tile.lo,
+                    tile.hi,
+                    (ks, ke),
+                    sec.order == IterOrder::Backward,
+                    walk,
+                    ctx.scalars,
+                )? {
+                    continue;
+                }
+            }
         }
         if let Some(code) = ctx.jit.and_then(|j| j.column::<T>(s)).filter(|_| ctx.walk) {
             if run_columns(
@@ -851,10 +876,11 @@ pub unsafe fn run<T: Elem>(
     let walk = inner == 2
         && plan.sections.iter().any(|s| s.order != IterOrder::Parallel)
         && jit.is_some_and(|j| {
-            plan.sections
-                .iter()
-                .enumerate()
-                .all(|(s, sec)| sec.order == IterOrder::Parallel || j.column::<T>(s).is_some())
+            plan.sections.iter().enumerate().all(|(s, sec)| {
+                sec.order == IterOrder::Parallel
+                    || j.column::<T>(s).is_some()
+                    || j.point_section::<T>(s).is_some()
+            })
         });
     let ctx = Ctx {
         plan,
