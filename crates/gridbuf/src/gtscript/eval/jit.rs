@@ -19,7 +19,7 @@
 use super::column::{self, ColumnCode, ColumnFn};
 use super::lane::Elem;
 use super::math;
-use super::pointloop::{self, LoopCode, LoopFn, PointRange};
+use super::pointloop::{self, LoopCode, LoopFn, PointRange, Walk};
 use super::wide::WideEmit;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
@@ -119,9 +119,11 @@ pub struct Jit {
     /// Per section: the code that walks columns, where the section can (see [`column`]).
     columns: Vec<Option<ColumnCode>>,
     /// Per section, per statement: the code of the `while` loop whose condition it is, where
-    /// the loop can run point by point (see [`pointloop`]); after the last statement, the
-    /// whole section's, where it can run point by point (see [`pointloop::section`]).
+    /// the loop can run point by point (see [`pointloop`]).
     loops: Vec<Vec<Option<LoopCode>>>,
+    /// Per section, per [`Walk`]: the whole section's point function, where it has one (see
+    /// [`pointloop::section`]).
+    walks: Vec<[Option<LoopCode>; 2]>,
     /// The element type the code was made for.
     lanes: Lanes,
     _memory: CodeMemory,
@@ -240,29 +242,34 @@ impl Jit {
             }
         }
         // `while` loops that can run point by point, as one function each.
-        // (Sections with loops, where they can, also as one point function: see
-        // `pointloop::section`; `t == len` marks those.)
+        // Sections with loops, where they can, also as one point function per walk (see
+        // `pointloop::section`).
         let mut loop_ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
             let n = sec.stmts.len();
+            let whole = pointloop::section(plan, s, wide);
             let ranges = (0..n)
                 .filter_map(|t| {
                     pointloop::range(plan, s, t, wide).map(|exit| PointRange {
                         first: t,
                         exit,
-                        section: false,
+                        walk: None,
                     })
                 })
-                .chain(pointloop::section(plan, s, wide).then_some(PointRange {
-                    first: 0,
-                    exit: n,
-                    section: true,
-                }));
+                .chain(
+                    [Walk::Columns, Walk::Levels]
+                        .into_iter()
+                        .filter(|_| whole)
+                        .map(|w| PointRange {
+                            first: 0,
+                            exit: n,
+                            walk: Some(w),
+                        }),
+                );
             for r in ranges {
                 let (id, operands, outs, vk) =
                     pointloop::build(&mut module, &mut ctx, &mut fctx, plan, s, &r, elem, wide)?;
-                let t = if r.section { n } else { r.first };
-                loop_ids.push((s, t, r.exit, id, operands, outs, vk));
+                loop_ids.push((s, r.first, r.walk, r.exit, id, operands, outs, vk));
             }
         }
         // FORWARD and BACKWARD sections also as one function that walks whole columns (used
@@ -306,26 +313,33 @@ impl Jit {
         let mut loops: Vec<Vec<Option<LoopCode>>> = plan
             .sections
             .iter()
-            .map(|sec| (0..=sec.stmts.len()).map(|_| None).collect())
+            .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        for (s, t, exit, id, operands, outs, vk) in loop_ids {
+        let mut walks: Vec<[Option<LoopCode>; 2]> =
+            plan.sections.iter().map(|_| [None, None]).collect();
+        for (s, t, walk, exit, id, operands, outs, vk) in loop_ids {
             let code = module.get_finalized_function(id);
             // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
             // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C
             // calling convention; it lives as long as `module`, kept in `_memory` below.
             let f = unsafe { std::mem::transmute::<*const u8, LoopFn>(code) };
-            loops[s][t] = Some(LoopCode {
+            let code = LoopCode {
                 f,
                 operands,
                 outs,
                 vk,
                 exit,
-            });
+            };
+            match walk {
+                Some(w) => walks[s][w as usize] = Some(code),
+                None => loops[s][t] = Some(code),
+            }
         }
         Ok(Some(Jit {
             stmts,
             columns,
             loops,
+            walks,
             lanes: plan.lanes,
             _memory: CodeMemory(Some(module)),
         }))
@@ -350,14 +364,14 @@ impl Jit {
         self.loops.get(sec)?.get(stmt)?.as_ref()
     }
 
-    /// The point function of the whole section `sec`, if it has one for `T` (see
+    /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
     /// [`pointloop::section`]).
     #[inline]
-    pub(super) fn point_section<T: Elem>(&self, sec: usize) -> Option<&LoopCode> {
+    pub(super) fn point_section<T: Elem>(&self, sec: usize, walk: Walk) -> Option<&LoopCode> {
         if self.lanes != T::LANES {
             return None;
         }
-        self.loops.get(sec)?.last()?.as_ref()
+        self.walks.get(sec)?[walk as usize].as_ref()
     }
 
     /// The column code of section `sec`, if it has some for `T`.

@@ -29,11 +29,12 @@ use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 
 /// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs `n`
-/// points on each of `rows` rows; operand `k`'s point `p` of row `r` is at `operands[k] + r *
-/// steps[k] + p * steps[nops + k]` bytes (`nops` operands: row steps, then point steps), stored
-/// quantity `j`'s likewise from `outs[j]` with `out_steps`; `vk` as for
-/// [`super::jit::RowFn`]. It returns early, leaving points unfinished, once a run-time K read
-/// has reported a level outside (the caller raises the error).
+/// points on each of `rows` rows; operand `k`'s row `r` starts at `operands[k] + r *
+/// steps[k]` bytes, stored quantity `j`'s at `outs[j] + r * out_steps[j]`, and the points of a
+/// row are one element apart (see [`PointRange::walk`] for quantities without the point axis
+/// and for BACKWARD walks); `vk` as for [`super::jit::RowFn`]. It returns early, leaving
+/// points unfinished, once a run-time K read has reported a level outside (the caller raises
+/// the error).
 pub(super) type LoopFn = unsafe extern "C" fn(
     *const *const u8,
     *const isize,
@@ -61,15 +62,25 @@ pub(super) struct LoopCode {
     pub(super) exit: usize,
 }
 
-/// The statements `first..exit` of a section that one point function runs, and which of the
-/// quantities they write it stores (the others live in registers only).
+/// The statements `first..exit` of a section that one point function runs, and how it walks.
 pub(super) struct PointRange {
     pub(super) first: usize,
     pub(super) exit: usize,
-    /// Whether temporaries that live in one level (`Kind::Local`) stay in registers: a whole
-    /// section's function (nothing after it reads them); a loop's stores them for the
-    /// statements after it.
-    pub(super) section: bool,
+    /// `None`: a loop run on a block's rows (every operand a row of the block, one element per
+    /// point); it stores every quantity it writes, for the statements after it. A whole
+    /// section's walk (see [`Walk`]): temporaries that live in one level (`Kind::Local`) stay
+    /// in registers, and quantities without the walk's point axis stay put from point to
+    /// point.
+    pub(super) walk: Option<Walk>,
+}
+
+/// Whether quantity `q` has axis `a` (a temporary that lives in block buffers has all three).
+fn has_axis(plan: &Plan, q: u32, a: usize) -> bool {
+    match plan.kinds[q as usize] {
+        Kind::Field { field, .. } => plan.program.fields[field].axes[a],
+        Kind::Stored { axes, .. } => axes[a],
+        Kind::Local => true,
+    }
 }
 
 /// Whether statement `v` of section `s` has surely run, in the current pass of every loop that
@@ -208,7 +219,9 @@ pub(super) fn build(
     wide: bool,
 ) -> Result<(FuncId, Vec<(u32, [i32; 3])>, Vec<u32>, Vec<(u32, Ty)>)> {
     let sec = &plan.sections[s];
-    let (t, exit) = (r.first, r.exit);
+    let (t, exit, walk) = (r.first, r.exit, r.walk);
+    let point_axis = walk.map(Walk::axis);
+    let size = elem.bytes() as i64;
     let range = t..exit;
     let stmts = &sec.stmts[t..exit];
     // Every quantity written, in a register per point; those stored, in the output array.
@@ -221,7 +234,7 @@ pub(super) fn build(
     let outs: Vec<u32> = written
         .iter()
         .copied()
-        .filter(|&q| !(r.section && matches!(plan.kinds[q as usize], Kind::Local)))
+        .filter(|&q| !(walk.is_some() && matches!(plan.kinds[q as usize], Kind::Local)))
         .collect();
     let all: Vec<Instr> = stmts
         .iter()
@@ -268,31 +281,22 @@ pub(super) fn build(
             .collect()
     };
     let firsts = load_ptrs(&mut b, ops, operands.len());
-    let steps = load_ptrs(&mut b, strides, 2 * operands.len());
-    let (steps, point_steps) = steps.split_at(operands.len());
+    let steps = load_ptrs(&mut b, strides, operands.len());
     let out_firsts = load_ptrs(&mut b, outp, outs.len());
-    let out_steps = load_ptrs(&mut b, out_strides, 2 * outs.len());
-    let (out_steps, out_point_steps) = out_steps.split_at(outs.len());
+    let out_steps = load_ptrs(&mut b, out_strides, outs.len());
     let scalars = load_scalars(&mut b, &all, elem, scal);
     // The written quantities' values at the current point, and the row and point counters.
-    let vars: Vec<_> = written.iter().map(|_| b.declare_var(elem)).collect();
+    // In mixed-type code, floats in float registers (the lanes' bits).
+    let reg_ty = |q: u32| match plan.quantity_ty(q) {
+        t if wide && t.is_float() => types::F64,
+        _ => elem,
+    };
+    let vars: Vec<_> = written.iter().map(|&q| b.declare_var(reg_ty(q))).collect();
     let rv = b.declare_var(ptr);
     let iv = b.declare_var(ptr);
     let [rhead, rbody, phead, pbody, pdone, rnext, fexit] = [(); 7].map(|_| b.create_block());
     let blocks: Vec<_> = stmts.iter().map(|_| b.create_block()).collect();
     let zero = b.ins().iconst(ptr, 0);
-    // The run-time K reads' error reports, in registers until the function returns.
-    let errs: Vec<(Variable, Variable)> = vk
-        .iter()
-        .map(|_| {
-            let (e, l) = (b.declare_var(types::I64), b.declare_var(types::I64));
-            let z = b.ins().iconst(types::I64, 0);
-            b.def_var(e, z);
-            b.def_var(l, z);
-            (e, l)
-        })
-        .collect();
-
     b.def_var(rv, zero);
     b.ins().jump(rhead, &[]);
 
@@ -303,8 +307,8 @@ pub(super) fn build(
 
     b.switch_to_block(rbody);
     let r = b.use_var(rv);
-    // Each run-time K read's column and level at the row's first point, and its steps, in
-    // registers for the row.
+    // Each run-time K read's column and level at the row's first point, and what the row's
+    // points need of it, in registers for the row.
     let mut row_slots = Vec::new();
     for slot in 0..vk.len() {
         let (col, k) = vk_row(&mut b, vkp, slot, r);
@@ -312,7 +316,8 @@ pub(super) fn build(
             b.ins().load(types::I64, flags, vkp, vk_field(slot, f))
         };
         let [d_point, d_level, k_point, lo, hi] = [2, 3, 6, 7, 8].map(|f| get(&mut b, f));
-        row_slots.push((col, k, d_point, d_level, k_point, lo, hi));
+        let span = b.ins().isub(hi, lo);
+        row_slots.push([col, k, d_point, d_level, k_point, lo, span]);
     }
     let row = |b: &mut FunctionBuilder<'_>, f: &[Value], st: &[Value]| -> Vec<Value> {
         f.iter()
@@ -323,8 +328,22 @@ pub(super) fn build(
             })
             .collect()
     };
-    let bases = row(&mut b, &firsts, steps);
-    let out_bases = row(&mut b, &out_firsts, out_steps);
+    let bases = row(&mut b, &firsts, &steps);
+    let out_bases = row(&mut b, &out_firsts, &out_steps);
+    // The row's values reach the points through variables: as plain values, Cranelift would
+    // compute them again at every use inside the point loop.
+    let hold = |b: &mut FunctionBuilder<'_>, v: &[Value]| -> Vec<Variable> {
+        v.iter()
+            .map(|&v| {
+                let x = b.declare_var(ptr);
+                b.def_var(x, v);
+                x
+            })
+            .collect()
+    };
+    let bases = hold(&mut b, &bases);
+    let out_bases = hold(&mut b, &out_bases);
+    let row_slots: Vec<Vec<Variable>> = row_slots.iter().map(|v| hold(&mut b, v)).collect();
     b.def_var(iv, zero);
     b.ins().jump(phead, &[]);
 
@@ -335,47 +354,65 @@ pub(super) fn build(
 
     b.switch_to_block(pbody);
     let i = b.use_var(iv);
-    let at = |b: &mut FunctionBuilder<'_>, bases: &[Value], steps: &[Value]| -> Vec<Value> {
-        bases
-            .iter()
-            .zip(steps)
-            .map(|(&a, &st)| {
-                let off = b.ins().imul(i, st);
-                b.ins().iadd(a, off)
-            })
-            .collect()
+    // The point's byte offset from the row's first point, for every quantity with the point
+    // axis (one element per point, down the column when walking a BACKWARD section).
+    let step = match walk {
+        Some(Walk::Columns) if sec.order == IterOrder::Backward => -size,
+        _ => size,
     };
-    let addrs = at(&mut b, &bases, point_steps);
-    let out_addrs = at(&mut b, &out_bases, out_point_steps);
+    let at = b.ins().imul_imm_s(i, step);
+    let bases: Vec<Value> = bases.iter().map(|&x| b.use_var(x)).collect();
+    let out_bases: Vec<Value> = out_bases.iter().map(|&x| b.use_var(x)).collect();
+    let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
+    let addrs: Vec<Value> = operands
+        .iter()
+        .zip(&bases)
+        .map(|(&(q, _), &a)| if moves(q) { b.ins().iadd(a, at) } else { a })
+        .collect();
+    let out_addrs: Vec<Value> = outs
+        .iter()
+        .zip(&out_bases)
+        .map(|(&q, &a)| if moves(q) { b.ins().iadd(a, at) } else { a })
+        .collect();
     for (j, &a) in out_addrs.iter().enumerate() {
         if load[j] {
-            let v = b.ins().load(elem, flags, a, 0);
+            let v = b.ins().load(reg_ty(outs[j]), flags, a, 0);
             let w = written.iter().position(|&q| q == outs[j]).expect("listed");
             b.def_var(vars[w], v);
         }
     }
     // The point's column and level for each run-time K read; a level outside goes to `fexit`.
+    let level_dir = if step < 0 { -1 } else { 1 };
     let slot_regs: Vec<SlotRegs> = row_slots
         .iter()
-        .zip(&errs)
-        .map(
-            |(&(col, k, d_point, d_level, k_point, lo, hi), &(err, err_level))| {
-                let off = b.ins().imul(i, d_point);
-                let col = b.ins().iadd(col, off);
-                let dk = b.ins().imul(i, k_point);
-                let k = b.ins().iadd(k, dk);
-                SlotRegs {
-                    col,
-                    k,
-                    d_level,
-                    lo,
-                    hi,
-                    err,
-                    err_level,
-                    fail: fexit,
+        .map(|x| {
+            let [col, k, d_point, d_level, k_point, lo, span] =
+                [0, 1, 2, 3, 4, 5, 6].map(|f| b.use_var(x[f]));
+            // Along K: the column stays, the level moves; along I: the other way round.
+            let (col, k) = match point_axis {
+                Some(2) => {
+                    let dk = b.ins().imul_imm_s(i, level_dir);
+                    (col, b.ins().iadd(k, dk))
                 }
-            },
-        )
+                Some(_) => {
+                    let off = b.ins().imul(i, d_point);
+                    (b.ins().iadd(col, off), k)
+                }
+                None => {
+                    let off = b.ins().imul(i, d_point);
+                    let dk = b.ins().imul(i, k_point);
+                    (b.ins().iadd(col, off), b.ins().iadd(k, dk))
+                }
+            };
+            SlotRegs {
+                col,
+                k,
+                d_level,
+                lo,
+                span,
+                fail: fexit,
+            }
+        })
         .collect();
     b.ins().jump(blocks[0], &[]);
 
@@ -419,7 +456,7 @@ pub(super) fn build(
                         .iter()
                         .position(|&o| o == (q, off))
                         .expect("operand listed");
-                    b.ins().load(elem, flags, addrs[g], 0)
+                    b.ins().load(reg_ty(q), flags, addrs[g], 0)
                 }
             }
         };
@@ -433,7 +470,7 @@ pub(super) fn build(
                 vkp,
                 slot_regs: Some(&slot_regs),
             }
-            .step_with(&mut b, i, &mut operand)
+            .step_typed(&mut b, i, &mut operand)
         } else {
             Emit {
                 tape: &st.tape,
@@ -448,6 +485,7 @@ pub(super) fn build(
             .iter()
             .position(|&o| o == st.target)
             .expect("listed");
+        let v = WideEmit::as_type(&mut b, v, reg_ty(st.target));
         b.def_var(vars[j], v);
         let flow = sec.flow[t + u];
         match flow.exit {
@@ -488,18 +526,31 @@ pub(super) fn build(
     b.ins().jump(rhead, &[]);
 
     b.switch_to_block(fexit);
-    for (slot, &(e, l)) in errs.iter().enumerate() {
-        let (e, l) = (b.use_var(e), b.use_var(l));
-        b.ins().store(flags, e, vkp, vk_field(slot, 9));
-        b.ins().store(flags, l, vkp, vk_field(slot, 10));
-    }
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(module.target_config());
+    // Loops by their first statement, whole sections by their index alone.
+    let name = if walk.is_some() {
+        format!("p{s}_{}", point_axis.unwrap_or(0))
+    } else {
+        format!("l{s}_{t}")
+    };
     let id = module
-        .declare_function(&format!("l{s}_{t}"), Linkage::Local, &ctx.func.signature)
+        .declare_function(&name, Linkage::Local, &ctx.func.signature)
         .map_err(jit_error)?;
+    if std::env::var("GB_DUMP").is_ok() {
+        eprintln!("{}", ctx.func.display());
+        ctx.set_disasm(true);
+    }
     module.define_function(id, ctx).map_err(jit_error)?;
+    if std::env::var("GB_DUMP").is_ok() {
+        eprintln!(
+            "{}",
+            ctx.compiled_code()
+                .and_then(|c| c.vcode.clone())
+                .unwrap_or_default()
+        );
+    }
     module.clear_context(ctx);
     Ok((id, operands, outs, vk))
 }
@@ -515,11 +566,21 @@ pub(super) enum Walk {
     Levels,
 }
 
-/// Runs the point function `code` of a whole section (see [`section`]) over the columns
-/// `lo..hi` (I, J) and the levels `ks..ke`, BACKWARD from the top when `backward`, walking
-/// `walk`; quantity `q`'s memory is `mem_of(q)`, run-time K reads read `vmem`. `Ok(false)`
-/// (nothing run) where some memory is not of the element type, or not writable where
-/// stored.
+impl Walk {
+    /// The point axis.
+    pub(super) fn axis(self) -> usize {
+        match self {
+            Walk::Columns => 2,
+            Walk::Levels => 0,
+        }
+    }
+}
+
+/// Runs the point function `code` of a whole section (see [`section`]), compiled for `walk`,
+/// over the columns `lo..hi` (I, J) and the levels `ks..ke`, BACKWARD from the top when
+/// `backward`; quantity `q`'s memory is `mem_of(q)`, run-time K reads read `vmem`.
+/// `Ok(false)` (nothing run) where some memory is not of the element type, not writable where
+/// stored, or not of unit stride along the point axis where it has that axis.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_points<'m, T: Elem>(
     code: &LoopCode,
@@ -537,7 +598,8 @@ pub(super) fn run_points<'m, T: Elem>(
         return Ok(true);
     }
     let size = std::mem::size_of::<T>() as isize;
-    let (nops, nouts) = (code.operands.len(), code.outs.len());
+    let point = walk.axis();
+    let nops = code.operands.len();
     // Per operand, then per stored quantity: the address of the tile's lowest corner (I, J at
     // `lo`, level `ks`) and the byte steps along I, J, K.
     let mut corner: smallvec::SmallVec<[(usize, [isize; 3]); 16]> = smallvec::SmallVec::new();
@@ -548,7 +610,8 @@ pub(super) fn run_points<'m, T: Elem>(
         .chain(code.outs.iter().map(|&q| (q, [0; 3], true)));
     for (q, off, stored) in slots {
         let m = mem_of(q as usize);
-        if !m.native || (stored && !m.writable) {
+        let unit = !m.axes[point] || m.strides[point] == 1;
+        if !m.native || !unit || (stored && !m.writable) {
             return Ok(false);
         }
         let base = m.check(
@@ -568,62 +631,46 @@ pub(super) fn run_points<'m, T: Elem>(
             [0, 1, 2].map(|a| m.stride(a) * size),
         ));
     }
-    let start = if backward { ke - 1 } else { ks } as i64;
-    let k_dir: isize = if backward { -1 } else { 1 };
-    let (point, calls) = match walk {
-        Walk::Columns => (2, ni),
-        Walk::Levels => (0, nk),
+    // Rows along J: each one's step.
+    let steps: smallvec::SmallVec<[isize; 16]> = corner.iter().map(|c| c.1[1]).collect();
+    let (steps, out_steps) = steps.split_at(nops);
+    let start = if backward { ke as i64 - 1 } else { ks as i64 };
+    let k_dir: i64 = if backward { -1 } else { 1 };
+    let (calls, n) = match walk {
+        Walk::Columns => (ni, nk as usize),
+        Walk::Levels => (nk, ni as usize),
     };
-    let mut first: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![0; nops + nouts];
-    // Row steps, then point steps, of the operands; the same of the stored quantities.
-    let mut steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![0; 2 * nops];
-    let mut out_steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![0; 2 * nouts];
-    for (x, &(_, st)) in corner.iter().enumerate() {
-        let point_step = if point == 2 { st[2] * k_dir } else { st[0] };
-        if x < nops {
-            steps[x] = st[1];
-            steps[nops + x] = point_step;
-        } else {
-            out_steps[x - nops] = st[1];
-            out_steps[nouts + x - nops] = point_step;
-        }
-    }
+    let mut first: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![0; corner.len()];
     let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
         smallvec::smallvec![VkSlot::default(); code.vk.len()];
-    let n = if point == 2 { nk } else { ni } as usize;
     for c in 0..calls {
-        // This call's first point: (I, J, level).
+        // This call's first point (I, J, level) and its last.
         let (i, k) = match walk {
             Walk::Columns => (lo[0] + c, start),
-            Walk::Levels => (lo[0], start + c * k_dir as i64),
+            Walk::Levels => (lo[0], start + c * k_dir),
         };
         for (f, &(a, st)) in first.iter_mut().zip(&corner) {
-            *f = a.wrapping_add_signed(
-                (i - lo[0]) as isize * st[0] + (k - ks as i64) as isize * st[2],
-            );
+            let off = (i - lo[0]) as isize * st[0] + (k - ks as i64) as isize * st[2];
+            *f = a.wrapping_add_signed(off);
         }
         let last = match walk {
-            Walk::Columns => [i, hi[1] - 1, start + (nk - 1) * k_dir as i64],
+            Walk::Columns => [i, hi[1] - 1, start + (nk - 1) * k_dir],
             Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
         };
         vk_slots::<T>(&code.vk, vmem, [1, point], [i, lo[1], k], last, &mut vk)?;
-        if point == 2 {
-            for slot in vk.iter_mut() {
-                slot.k_point = k_dir as i64;
-            }
-        }
         let (ops, outs) = first.split_at(nops);
-        // SAFETY: `code.f` was compiled from the section's statements for `T` (`Jit::
-        // point_section`). Row `r < nj`, point `p < n` of operand or stored quantity `x` is at
-        // `first[x] + r * (row step) + p * (point step)`: the point (i or I from `lo`, J from
-        // `lo`, the level from `start`) of the box over the tile's columns and levels shifted
-        // by its offset, which `check` verified lies inside its view (the caller of `run`
-        // vouched for the fields' views; the tile's own storage otherwise); stored quantities
-        // are writable (checked above). The function stores only the section's targets, at the
-        // point itself, over this tile, which overlap no other argument (binder) and no other
-        // tile; it reads what it stores only at other levels or through its registers. `vk`
-        // holds one slot per run-time K read (`vk_slots` checked every point's column; the
-        // code loads only levels inside it).
+        // SAFETY: `code.f` was compiled from the section's statements for `T` and `walk`
+        // (`Jit::point_section`). Row `r < nj`, point `p < n` of operand or stored quantity
+        // `x` is at `first[x] + r * (J step) + p * (one element, away from the first point
+        // along the point axis)`, or at `first[x] + r * (J step)` where it lacks that axis: a
+        // point of the box over the tile's columns and levels shifted by its offset, which
+        // `check` verified lies inside its view (the caller of `run` vouched for the fields'
+        // views; the tile's own storage otherwise), with unit stride along the point axis
+        // (checked above); stored quantities are writable (checked above). The function
+        // stores only the section's targets, at the point itself, over this tile, which
+        // overlap no other argument (binder) and no other tile; it reads what it stores only at
+        // other levels or through its registers. `vk` holds one slot per run-time K read
+        // (`vk_slots` checked every point's column; the code loads only levels inside it).
         unsafe {
             (code.f)(
                 ops.as_ptr().cast(),

@@ -651,12 +651,10 @@ pub(super) fn run_loop_code<T: Elem>(
     let (nops, nouts) = (code.operands.len(), code.outs.len());
     let mut first: smallvec::SmallVec<[*const T; 16]> = smallvec::smallvec![std::ptr::null(); nops];
     let mut last = first.clone();
-    // Row steps, then point steps (one element: rows along the block's inner axis).
-    let size = std::mem::size_of::<T>() as isize;
-    let mut steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![size; 2 * nops];
+    let mut steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nops];
     let mut out_first: smallvec::SmallVec<[*mut T; 16]> =
         smallvec::smallvec![std::ptr::null_mut(); nouts];
-    let mut out_steps: smallvec::SmallVec<[isize; 32]> = smallvec::smallvec![size; 2 * nouts];
+    let mut out_steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nouts];
     let per = |a: usize, b: usize| (b as isize - a as isize) / (rows as isize - 1).max(1);
     for po in rlo[o]..rhi[o] {
         let mut p = [0i64; 3];

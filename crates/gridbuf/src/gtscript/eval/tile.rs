@@ -226,26 +226,25 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         }
         // A section with loops as one point function: each column's levels (walking
         // columns) or each level's rows of I.
-        if let Some(code) = ctx.jit.and_then(|j| j.point_section::<T>(s)) {
-            let walk = if ctx.walk {
-                Some(Walk::Columns)
-            } else {
-                (ctx.inner == 0).then_some(Walk::Levels)
-            };
-            if let Some(walk) = walk {
-                if run_points(
-                    code,
-                    &mem_of,
-                    &vmem,
-                    tile.lo,
-                    tile.hi,
-                    (ks, ke),
-                    sec.order == IterOrder::Backward,
-                    walk,
-                    ctx.scalars,
-                )? {
-                    continue;
-                }
+        let walk = if ctx.walk {
+            Some(Walk::Columns)
+        } else {
+            (ctx.inner == 0).then_some(Walk::Levels)
+        };
+        if let Some((code, walk)) = walk.and_then(|w| Some((ctx.jit?.point_section::<T>(s, w)?, w)))
+        {
+            if run_points(
+                code,
+                &mem_of,
+                &vmem,
+                tile.lo,
+                tile.hi,
+                (ks, ke),
+                sec.order == IterOrder::Backward,
+                walk,
+                ctx.scalars,
+            )? {
+                continue;
             }
         }
         if let Some(code) = ctx.jit.and_then(|j| j.column::<T>(s)).filter(|_| ctx.walk) {
@@ -879,7 +878,7 @@ pub unsafe fn run<T: Elem>(
             plan.sections.iter().enumerate().all(|(s, sec)| {
                 sec.order == IterOrder::Parallel
                     || j.column::<T>(s).is_some()
-                    || j.point_section::<T>(s).is_some()
+                    || j.point_section::<T>(s, Walk::Columns).is_some()
             })
         });
     let ctx = Ctx {

@@ -7,7 +7,7 @@ use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
-use cranelift_frontend::{FunctionBuilder, Variable};
+use cranelift_frontend::FunctionBuilder;
 
 /// Emits one point of a mixed-type tape. Operands live in 64-bit lanes (floats as `f64`,
 /// integers as `i64`, booleans 0 and 1, see `lane`); each operation computes in its own type:
@@ -31,16 +31,14 @@ pub(super) struct WideEmit<'a> {
 
 /// A [`super::jit::VkSlot`] held in registers, for code that runs one point at a time with
 /// branches (`pointloop`): the current point's column start (bytes) and level, the byte step
-/// per level and the levels allowed; a level outside sets `err` and `err_level` and jumps to
-/// `fail` (the caller stores them and returns).
+/// per level, the lowest level allowed and the number allowed; a level outside is reported in
+/// the slot's `err` and `err_level` and jumps to `fail` (the caller returns).
 pub(super) struct SlotRegs {
     pub(super) col: Value,
     pub(super) k: Value,
     pub(super) d_level: Value,
     pub(super) lo: Value,
-    pub(super) hi: Value,
-    pub(super) err: Variable,
-    pub(super) err_level: Variable,
+    pub(super) span: Value,
     pub(super) fail: Block,
 }
 
@@ -207,15 +205,16 @@ impl WideEmit<'_> {
                 crate::gtscript::ir::KIndex::Relative => b.ins().iadd(r.k, index),
                 crate::gtscript::ir::KIndex::Absolute => index,
             };
-            let above = b.ins().icmp(IntCC::SignedGreaterThanOrEqual, level, r.lo);
-            let below = b.ins().icmp(IntCC::SignedLessThan, level, r.hi);
-            let ok = b.ins().band(above, below);
+            // `lo <= level < lo + span` as one unsigned comparison.
+            let rel = b.ins().isub(level, r.lo);
+            let ok = b.ins().icmp(IntCC::UnsignedLessThan, rel, r.span);
             let (inside, outside) = (b.create_block(), b.create_block());
+            b.set_cold_block(outside);
             b.ins().brif(ok, inside, &[], outside, &[]);
             b.switch_to_block(outside);
             let one = b.ins().iconst(types::I64, 1);
-            b.def_var(r.err, one);
-            b.def_var(r.err_level, level);
+            b.ins().store(flags, one, vkp, field(9));
+            b.ins().store(flags, level, vkp, field(10));
             b.ins().jump(r.fail, &[]);
             b.switch_to_block(inside);
             let off = b.ins().imul(level, r.d_level);
@@ -283,7 +282,10 @@ impl WideEmit<'_> {
 
     /// One point of the tape (the `point`-th of its row), taking operand `k` (of `operands`,
     /// as an `I64` lane) from `operand(b, k)`, called once per operand the tape reads.
-    pub(super) fn step_with(
+    /// One point of the tape, operand `k` (of `operands`) from `operand(b, k)` (a lane, or an
+    /// `F64` where the operand is a float), the result in the register type of its own type
+    /// (`F64` for floats, `I64` otherwise).
+    pub(super) fn step_typed(
         &self,
         b: &mut FunctionBuilder<'_>,
         point: Value,
@@ -500,7 +502,26 @@ impl WideEmit<'_> {
             regs[d] = Some(v);
             last = Some(v);
         }
-        let v = last.expect("tape is not empty");
+        last.expect("tape is not empty")
+    }
+
+    /// One point of the tape, as [`Self::step_typed`], as a lane (`I64`).
+    pub(super) fn step_with(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        point: Value,
+        operand: &mut dyn FnMut(&mut FunctionBuilder<'_>, usize) -> Value,
+    ) -> Value {
+        let v = self.step_typed(b, point, operand);
         Self::as_ty(b, v, Ty::I64)
+    }
+
+    /// `v` as a value of Cranelift type `want` (`F64` or `I64`), the same bits.
+    pub(super) fn as_type(b: &mut FunctionBuilder<'_>, v: Value, want: Type) -> Value {
+        if b.func.dfg.value_type(v) == want {
+            v
+        } else {
+            b.ins().bitcast(want, MemFlagsData::new(), v)
+        }
     }
 }
