@@ -23,8 +23,10 @@ use crate::error::Result;
 use crate::gtscript::ir::{IterOrder, Ty};
 use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{types, AbiParam, InstBuilder, MemFlagsData, Type, Value};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_codegen::ir::{
+    types, AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 
@@ -330,20 +332,27 @@ pub(super) fn build(
     };
     let bases = row(&mut b, &firsts, &steps);
     let out_bases = row(&mut b, &out_firsts, &out_steps);
-    // The row's values reach the points through variables: as plain values, Cranelift would
-    // compute them again at every use inside the point loop.
-    let hold = |b: &mut FunctionBuilder<'_>, v: &[Value]| -> Vec<Variable> {
-        v.iter()
-            .map(|&v| {
-                let x = b.declare_var(ptr);
-                b.def_var(x, v);
-                x
-            })
-            .collect()
+    // The row's values reach the points through a record on the stack, loaded where used:
+    // as plain values (or variables defined once), Cranelift computes them again at every use
+    // inside the point loop, from values it spilled.
+    let values: Vec<Value> = bases
+        .iter()
+        .chain(&out_bases)
+        .chain(row_slots.iter().flatten())
+        .copied()
+        .collect();
+    let record = b.create_sized_stack_slot(StackSlotData::new(
+        StackSlotKind::ExplicitSlot,
+        (values.len() * 8) as u32,
+        3,
+    ));
+    for (x, &v) in values.iter().enumerate() {
+        b.ins().stack_store(ptr, v, record, x as i32 * 8);
+    }
+    let kept = |b: &mut FunctionBuilder<'_>, x: usize| -> Value {
+        b.ins().stack_load(ptr, types::I64, record, x as i32 * 8)
     };
-    let bases = hold(&mut b, &bases);
-    let out_bases = hold(&mut b, &out_bases);
-    let row_slots: Vec<Vec<Variable>> = row_slots.iter().map(|v| hold(&mut b, v)).collect();
+    let (n_bases, n_outs) = (bases.len(), out_bases.len());
     b.def_var(iv, zero);
     b.ins().jump(phead, &[]);
 
@@ -361,21 +370,24 @@ pub(super) fn build(
         _ => size,
     };
     let at = b.ins().imul_imm_s(i, step);
-    let bases: Vec<Value> = bases.iter().map(|&x| b.use_var(x)).collect();
-    let out_bases: Vec<Value> = out_bases.iter().map(|&x| b.use_var(x)).collect();
     let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
-    let addrs: Vec<Value> = operands
-        .iter()
-        .zip(&bases)
-        .map(|(&(q, _), &a)| if moves(q) { b.ins().iadd(a, at) } else { a })
-        .collect();
-    let out_addrs: Vec<Value> = outs
-        .iter()
-        .zip(&out_bases)
-        .map(|(&q, &a)| if moves(q) { b.ins().iadd(a, at) } else { a })
-        .collect();
-    for (j, &a) in out_addrs.iter().enumerate() {
+    // The point's address of operand `x` (`x < n_bases`) or stored quantity `x - n_bases`.
+    let address = |b: &mut FunctionBuilder<'_>, x: usize| -> Value {
+        let q = if x < n_bases {
+            operands[x].0
+        } else {
+            outs[x - n_bases]
+        };
+        let a = kept(b, x);
+        if moves(q) {
+            b.ins().iadd(a, at)
+        } else {
+            a
+        }
+    };
+    for j in 0..outs.len() {
         if load[j] {
+            let a = address(&mut b, n_bases + j);
             let v = b.ins().load(reg_ty(outs[j]), flags, a, 0);
             let w = written.iter().position(|&q| q == outs[j]).expect("listed");
             b.def_var(vars[w], v);
@@ -385,9 +397,10 @@ pub(super) fn build(
     let level_dir = if step < 0 { -1 } else { 1 };
     let slot_regs: Vec<SlotRegs> = row_slots
         .iter()
-        .map(|x| {
+        .enumerate()
+        .map(|(x, _)| {
             let [col, k, d_point, d_level, k_point, lo, span] =
-                [0, 1, 2, 3, 4, 5, 6].map(|f| b.use_var(x[f]));
+                [0, 1, 2, 3, 4, 5, 6].map(|f| kept(&mut b, n_bases + n_outs + 7 * x + f));
             // Along K: the column stays, the level moves; along I: the other way round.
             let (col, k) = match point_axis {
                 Some(2) => {
@@ -456,7 +469,8 @@ pub(super) fn build(
                         .iter()
                         .position(|&o| o == (q, off))
                         .expect("operand listed");
-                    b.ins().load(reg_ty(q), flags, addrs[g], 0)
+                    let a = address(b, g);
+                    b.ins().load(reg_ty(q), flags, a, 0)
                 }
             }
         };
@@ -509,7 +523,8 @@ pub(super) fn build(
     }
 
     b.switch_to_block(pdone);
-    for (&q, &a) in outs.iter().zip(&out_addrs) {
+    for (j, &q) in outs.iter().enumerate() {
+        let a = address(&mut b, n_bases + j);
         let w = written.iter().position(|&o| o == q).expect("listed");
         let v = b.use_var(vars[w]);
         b.ins().store(flags, v, a, 0);
