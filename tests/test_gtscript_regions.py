@@ -207,6 +207,21 @@ SOURCE = textwrap.dedent(
                 q2, off = remap_layer(pe1, pe2, q1, off[0, 0, -1] - 1)
 
 
+    def backward_loop(a: F, out: F, cnt: F):
+        with computation(BACKWARD):
+            with interval(-1, None):
+                out = a
+            with interval(0, -1):
+                x = out[0, 0, 1] + 0.5
+                n = 0.0
+                while x > a:
+                    n = n + 1.0
+                    x = x - 1.0
+                if a > 0.0:
+                    cnt = n
+                out = x
+
+
     def forward_loop(a: F, out: F):
         with computation(FORWARD):
             with interval(0, 1):
@@ -245,6 +260,7 @@ CASES: dict[str, Case] = {
     "forward_regions": Case("forward_regions", halo=(0, 0, 0)),
     "loops": Case("loops", halo=(0, 0, 0), finite=True),
     "forward_loop": Case("forward_loop", halo=(0, 0, 0), finite=True),
+    "backward_loop": Case("backward_loop", halo=(0, 0, 0), finite=True),
     "function_locals_in_loops": Case("function_locals_in_loops", halo=(0, 0, 0), finite=True),
     "remap": Case("remap", halo=(0, 0, 0), finite=True, edges=("pe1", "pe2")),
 }

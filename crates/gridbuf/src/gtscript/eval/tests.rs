@@ -415,3 +415,122 @@ fn point_loops_match_blocks_and_direct_loops() {
     let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
     assert!((0..3).all(|t| jit.point_loop::<f64>(1, t).is_none()));
 }
+
+#[test]
+fn section_walks_match_direct_loops() {
+    // A FORWARD or BACKWARD section with a loop runs as one point function, walking columns
+    // (K fastest) or levels (I fastest): a recurrence on the level before along the walk, a
+    // 2-D temporary carried from level to level, a one-level temporary in registers, a field
+    // written under a mask (loaded first), loops with no pass for some points.
+    use super::pointloop::Walk;
+    use super::Jit;
+    for backward in [false, true] {
+        let (order, first, rest, back) = if backward {
+            ("BACKWARD", "E -1 E 0", "S 0 E -1", 1)
+        } else {
+            ("FORWARD", "S 0 S 1", "S 1 E 0", -1)
+        };
+        let text = format!(
+            "stencil sw float64\nfield a IJK\nfield out IJK\nfield cnt IJK\nfield w IJ\n\
+             temp m bool\ntemp x\ntemp s IJ\n\
+             comp {order}\ninterval {first}\n\
+             stmt 1 f 1 0 f 0 0 0 0 0\n\
+             stmt 2 t 2 f 3 0 0 0 0\n\
+             interval {rest}\n\
+             stmt 3 t 1 add f 1 0 0 0 {back} t 2 0 0 0\n\
+             stmt 4 t 0 gt t 1 0 0 0 f 0 0 0 0 0\n\
+             while\n\
+             stmt 5 t 2 sel t 0 0 0 0 add t 2 0 0 0 c 0.25 t 2 0 0 0\n\
+             stmt 6 t 1 sel t 0 0 0 0 sub t 1 0 0 0 c 1.0 t 1 0 0 0\n\
+             endwhile\n\
+             stmt 7 f 2 0 sel gt f 0 0 0 0 0 c 0.0 t 2 0 0 0 f 2 0 0 0 0\n\
+             stmt 8 f 1 0 t 1 0 0 0\n"
+        );
+        let plan = compile(&text).unwrap();
+        let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+        for walk in [Walk::Columns, Walk::Levels] {
+            assert!(jit.point_section::<f64>(1, walk).is_some(), "{order}");
+        }
+        let n = [11, 6, 7];
+        let len: usize = n.iter().product();
+        for k_fastest in [true, false] {
+            let strides: [isize; 3] = if k_fastest {
+                [(n[1] * n[2]) as isize, n[2] as isize, 1]
+            } else {
+                [1, n[0] as isize, (n[0] * n[1]) as isize]
+            };
+            let at = |i: usize, j: usize, k: usize| {
+                (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2])
+                    as usize
+            };
+            let mut a: Vec<f64> = vec![0.0; len];
+            for (i, j, k) in box_points(n) {
+                a[at(i, j, k)] = 2.0 * value(i, j, k);
+            }
+            let mut w: Vec<f64> = (0..n[0] * n[1]).map(|x| (x % 5) as f64 * 0.5).collect();
+            for jit in [None, Some(&jit)] {
+                let mut out = vec![0.0; len];
+                let mut cnt = vec![-1.0; len];
+                let mut mem = |d: &mut [f64], writable: bool| {
+                    let mut f = field(d, n, [0; 3], writable);
+                    f.strides = strides;
+                    f
+                };
+                let fields = [
+                    mem(&mut a, false),
+                    mem(&mut out, true),
+                    mem(&mut cnt, true),
+                    FieldMem {
+                        addr: w.as_mut_ptr().expose_provenance(),
+                        shape: [n[0], n[1], 1],
+                        strides: [n[1] as isize, 1, 0],
+                        origin: [0; 3],
+                        axes: [true, true, false],
+                        writable: false,
+                        ty: crate::gtscript::ir::Ty::F64,
+                    },
+                ];
+                // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+                // their lengths.
+                unsafe { run::<f64>(&plan, jit, &fields, &[], n, Threads::ONE).unwrap() };
+                for i in 0..n[0] {
+                    for j in 0..n[1] {
+                        let mut levels: Vec<usize> = (0..n[2]).collect();
+                        if backward {
+                            levels.reverse();
+                        }
+                        let mut s = w[i * n[1] + j];
+                        let mut want_out = vec![0.0; n[2]];
+                        let mut want_cnt = vec![-1.0; n[2]];
+                        want_out[levels[0]] = a[at(i, j, levels[0])];
+                        for p in 1..n[2] {
+                            let (k, before) = (levels[p], levels[p - 1]);
+                            let mut x = want_out[before] + s;
+                            while x > a[at(i, j, k)] {
+                                s += 0.25;
+                                x -= 1.0;
+                            }
+                            if a[at(i, j, k)] > 0.0 {
+                                want_cnt[k] = s;
+                            }
+                            want_out[k] = x;
+                        }
+                        for k in 0..n[2] {
+                            let what = format!(
+                                "{order} k_fastest {k_fastest} jit {} ({i}, {j}, {k})",
+                                jit.is_some()
+                            );
+                            assert_eq!(out[at(i, j, k)], want_out[k], "out {what}");
+                            assert_eq!(cnt[at(i, j, k)], want_cnt[k], "cnt {what}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every (i, j, k) of a box of shape `n`.
+fn box_points(n: [usize; 3]) -> impl Iterator<Item = (usize, usize, usize)> {
+    (0..n[0]).flat_map(move |i| (0..n[1]).flat_map(move |j| (0..n[2]).map(move |k| (i, j, k))))
+}
