@@ -203,9 +203,16 @@ impl Jit {
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::new();
+        // Sections that walk as one point function (see `pointloop::section`) run their
+        // statements one by one only where neither walk can (layouts with unit stride along
+        // J, memory of other element types): there the interpreter runs them, and the compile
+        // time (a large part of the first result) goes to the walks.
+        let walks_section: Vec<bool> = (0..plan.sections.len())
+            .map(|s| pointloop::section(plan, s, wide))
+            .collect();
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
-                if !supported(&st.tape, wide) || st.tape.is_empty() {
+                if walks_section[s] || !supported(&st.tape, wide) || st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
@@ -247,8 +254,12 @@ impl Jit {
         let mut loop_ids = Vec::new();
         for (s, sec) in plan.sections.iter().enumerate() {
             let n = sec.stmts.len();
-            let whole = pointloop::section(plan, s, wide);
+            let whole = walks_section[s];
+            // (A section that walks needs its loops on blocks only where the walks cannot run:
+            // layouts with unit stride along J, or memory of other element types. Those run
+            // the loops' passes over blocks, and the compile time goes to the walks.)
             let ranges = (0..n)
+                .filter(|_| !whole)
                 .filter_map(|t| {
                     pointloop::range(plan, s, t, wide).map(|exit| PointRange {
                         first: t,

@@ -417,6 +417,12 @@ pub(super) fn build(
                     (b.ins().iadd(col, off), b.ins().iadd(k, dk))
                 }
             };
+            // Walking columns, the levels of what is read at run-time levels are one element
+            // apart (checked by `run_points`): the address is one instruction.
+            let d_level = match point_axis {
+                Some(2) => b.ins().iconst(types::I64, size),
+                _ => d_level,
+            };
             SlotRegs {
                 col,
                 k,
@@ -553,19 +559,7 @@ pub(super) fn build(
     let id = module
         .declare_function(&name, Linkage::Local, &ctx.func.signature)
         .map_err(jit_error)?;
-    if std::env::var("GB_DUMP").is_ok() {
-        eprintln!("{}", ctx.func.display());
-        ctx.set_disasm(true);
-    }
     module.define_function(id, ctx).map_err(jit_error)?;
-    if std::env::var("GB_DUMP").is_ok() {
-        eprintln!(
-            "{}",
-            ctx.compiled_code()
-                .and_then(|c| c.vcode.clone())
-                .unwrap_or_default()
-        );
-    }
     module.clear_context(ctx);
     Ok((id, operands, outs, vk))
 }
@@ -595,7 +589,8 @@ impl Walk {
 /// over the columns `lo..hi` (I, J) and the levels `ks..ke`, BACKWARD from the top when
 /// `backward`; quantity `q`'s memory is `mem_of(q)`, run-time K reads read `vmem`.
 /// `Ok(false)` (nothing run) where some memory is not of the element type, not writable where
-/// stored, or not of unit stride along the point axis where it has that axis.
+/// stored, or not of unit stride along the point axis where it has that axis (along K also
+/// what is read at run-time levels).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_points<'m, T: Elem>(
     code: &LoopCode,
@@ -673,6 +668,10 @@ pub(super) fn run_points<'m, T: Elem>(
             Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
         };
         vk_slots::<T>(&code.vk, vmem, [1, point], [i, lo[1], k], last, &mut vk)?;
+        if walk == Walk::Columns && vk.iter().any(|v| v.d_level != size as i64) {
+            // Compiled for levels one element apart (before the first call: nothing ran).
+            return Ok(false);
+        }
         let (ops, outs) = first.split_at(nops);
         // SAFETY: `code.f` was compiled from the section's statements for `T` and `walk`
         // (`Jit::point_section`). Row `r < nj`, point `p < n` of operand or stored quantity

@@ -365,7 +365,13 @@ fn point_loops_match_blocks_and_direct_loops() {
         let plan = compile(&text).unwrap();
         assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
         let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
-        assert!(jit.point_loop::<Lane>(0, 2).is_some(), "{order}");
+        // A FORWARD section with a loop walks as one point function (and needs no loop code
+        // of its own); a PARALLEL one runs the loop point by point in blocks.
+        let walks = jit
+            .point_section::<Lane>(0, super::pointloop::Walk::Columns)
+            .is_some();
+        assert_eq!(walks, order == "FORWARD");
+        assert_eq!(jit.point_loop::<Lane>(0, 2).is_some(), !walks, "{order}");
         assert!((0..7).all(|t| t == 2 || jit.point_loop::<Lane>(0, t).is_none()));
         let n = [13, 9, 5];
         let len: usize = n.iter().product();
@@ -471,7 +477,7 @@ fn section_walks_match_direct_loops() {
             for jit in [None, Some(&jit)] {
                 let mut out = vec![0.0; len];
                 let mut cnt = vec![-1.0; len];
-                let mut mem = |d: &mut [f64], writable: bool| {
+                let mem = |d: &mut [f64], writable: bool| {
                     let mut f = field(d, n, [0; 3], writable);
                     f.strides = strides;
                     f

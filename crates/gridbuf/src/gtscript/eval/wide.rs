@@ -249,7 +249,7 @@ impl WideEmit<'_> {
         self.load_lane(b, slot, addr)
     }
 
-    /// The value at `addr` of slot `slot`'s memory, as a lane.
+    /// The value at `addr` of slot `slot`'s memory, as a lane (a float64 in a float register).
     fn load_lane(&self, b: &mut FunctionBuilder<'_>, slot: usize, addr: Value) -> Value {
         let flags = MemFlagsData::new().with_notrap();
         match self.vk[slot].1 {
@@ -257,7 +257,9 @@ impl WideEmit<'_> {
             Ty::I8 => b.ins().sload8(types::I64, flags, addr, 0),
             Ty::I16 => b.ins().sload16(types::I64, flags, addr, 0),
             Ty::I32 => b.ins().sload32(flags, addr, 0),
-            Ty::I64 | Ty::F64 => b.ins().load(types::I64, flags, addr, 0),
+            Ty::I64 => b.ins().load(types::I64, flags, addr, 0),
+            // In a float register (the lane's bits): its readers take it as a float.
+            Ty::F64 => b.ins().load(types::F64, flags, addr, 0),
             Ty::F32 => {
                 let x = b.ins().load(types::F32, flags, addr, 0);
                 let x = b.ins().fpromote(types::F64, x);
