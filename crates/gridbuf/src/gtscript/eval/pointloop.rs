@@ -1,4 +1,5 @@
-//! Machine code that runs a whole `while` loop point by point.
+//! Machine code that runs a whole `while` loop, or a whole FORWARD/BACKWARD section with
+//! loops, point by point.
 //!
 //! A block runs a loop one pass at a time: every statement of the body over the whole block,
 //! masked, again and again while any point of the block has its condition set. Points whose
@@ -10,6 +11,12 @@
 //! the point's first statement to its last and stored once. The result is the same: the same
 //! operations on the same values per point, in the same order (the masked statements of a
 //! point whose condition is unset change nothing, and its condition keeps its value).
+//!
+//! A FORWARD or BACKWARD section whose statements all meet that rule ([`section`]) is one such
+//! function as a whole, its temporaries of one level in registers only, walking a tile in one
+//! of two ways ([`Walk`]): each column's levels in the section's order (what GT4Py's
+//! gt:cpu_kfirst code does: the remap's search index goes from level to level in a register
+//! and memory is read along K), or each level's rows of I.
 
 use super::jit::{
     declare_calls, jit_error, load_scalars, operands_of, supported, vk_field, vk_of, vk_row, Emit,
