@@ -392,6 +392,17 @@ pub(super) fn build(
             a
         }
     };
+    // Every operand once per point, at its start: reads inside loops would load again at every
+    // pass (Cranelift keeps no load out of a loop). All lie inside the memory the caller
+    // checked, so loading those a point never reads is harmless.
+    let values: Vec<Value> = operands
+        .iter()
+        .enumerate()
+        .map(|(g, &(q, _))| {
+            let a = address(&mut b, g);
+            b.ins().load(reg_ty(q), flags, a, 0)
+        })
+        .collect();
     for j in 0..outs.len() {
         if load[j] {
             let a = address(&mut b, n_bases + j);
@@ -482,8 +493,7 @@ pub(super) fn build(
                         .iter()
                         .position(|&o| o == (q, off))
                         .expect("operand listed");
-                    let a = address(b, g);
-                    b.ins().load(reg_ty(q), flags, a, 0)
+                    values[g]
                 }
             }
         };
