@@ -3,7 +3,6 @@ layout and both float types; random expression trees against a NumPy evaluation;
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 import sys
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _gtscript_oracle import load_source
 from gridbuf.errors import GridbufError, GridbufTypeError, GridbufValueError
 
 # GT4Py builds its numpy-backend modules in a cache it locates when first imported.
@@ -164,24 +164,13 @@ HEADERS = {
 }
 
 
-def _load(tmp_dir, key: str, source: str):
-    path = os.path.join(tmp_dir, f"{key}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(key, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[key] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="session")
 def defs(tmp_path_factory):
     """Modules with DEFS for (library, dtype): the same source, only the import differs."""
     tmp = str(tmp_path_factory.mktemp("gtscript_defs"))
     out = {}
     for lib, dt in itertools.product(["gb", "gt"] if HAVE_GT4PY else ["gb"], ["float64", "float32"]):
-        out[lib, dt] = _load(tmp, f"_gtscript_defs_{lib}_{dt}", HEADERS[lib] + DEFS.format(dtype=f"np.{dt}"))
+        out[lib, dt] = load_source(tmp, f"_gtscript_defs_{lib}_{dt}", HEADERS[lib] + DEFS.format(dtype=f"np.{dt}"))
     return out
 
 
@@ -473,7 +462,7 @@ def test_random_expression_trees(tmp_path_factory, tree, tmp, layout, seed):
             with computation(PARALLEL), interval(...):
         """
     ) + body
-    mod = _load(str(tmp_path_factory.getbasetemp()), f"_gtscript_rnd_{next(_COUNTER)}", src)
+    mod = load_source(str(tmp_path_factory.getbasetemp()), f"_gtscript_rnd_{next(_COUNTER)}", src)
     rng = np.random.default_rng(seed)
     n, h = (9, 7, 4), 2
     shape = (n[0] + 2 * h, n[1] + 2 * h, n[2] + 2)
@@ -489,7 +478,7 @@ def test_random_expression_trees(tmp_path_factory, tree, tmp, layout, seed):
 # ------------------------------------------------------------------ bad input
 def define(tmp_path, body: str, params: str = "inp: Field[float], out: Field[float]", extra: str = ""):
     src = HEADERS["gb"] + extra + f"\ndef bad({params}):\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    mod = _load(str(tmp_path), f"_gtscript_bad_{next(_COUNTER)}", src)
+    mod = load_source(str(tmp_path), f"_gtscript_bad_{next(_COUNTER)}", src)
     return mod.bad
 
 

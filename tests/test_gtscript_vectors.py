@@ -4,9 +4,7 @@ layout with an odd domain; and the definitions both reject, with the construct a
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 import tempfile
 
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _gtscript_oracle import load_source
 from gridbuf.errors import GridbufValueError
 
 os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gtscript_vectors_"))
@@ -166,17 +165,6 @@ HEADERS = {
 }
 
 
-def _load(tmp_dir, key: str, source: str):
-    path = os.path.join(tmp_dir, f"{key}.py")
-    with open(path, "w") as fh:
-        fh.write(source)
-    spec = importlib.util.spec_from_file_location(key, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[key] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def defs(tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp("gtscript_vector_defs"))
@@ -184,7 +172,7 @@ def defs(tmp_path_factory):
     for lib in ["gb", "gt"] if HAVE_GT4PY else ["gb"]:
         for dt in ["float64", "float32"]:
             extra = GB_ONLY if lib == "gb" else GT_ONLY
-            out[lib, dt] = _load(tmp, f"_gtscript_vector_defs_{lib}_{dt}", HEADERS[lib] + COMMON.format(dtype=f"np.{dt}") + extra)
+            out[lib, dt] = load_source(tmp, f"_gtscript_vector_defs_{lib}_{dt}", HEADERS[lib] + COMMON.format(dtype=f"np.{dt}") + extra)
     return out
 
 
@@ -411,7 +399,7 @@ BAD_CASES = {
 @pytest.fixture(scope="module")
 def bad_defs(tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp("gtscript_vector_bad"))
-    out = {lib: _load(tmp, f"_gtscript_vector_bad_{lib}", HEADERS[lib] + BAD) for lib in (["gb", "gt"] if HAVE_GT4PY else ["gb"])}
+    out = {lib: load_source(tmp, f"_gtscript_vector_bad_{lib}", HEADERS[lib] + BAD) for lib in (["gb", "gt"] if HAVE_GT4PY else ["gb"])}
     lines = (HEADERS["gb"] + BAD).splitlines()
     return out, lines
 
