@@ -17,6 +17,9 @@ it computes on. Keywords are renamed to gridbuf's allocation keywords (``axes`` 
 ``defaults`` -> ``backend``) and allocation is done by :func:`gridbuf.empty` and friends,
 :mod:`gridbuf.mirrored` and CuPy (``gridbuf._gpu``). What is left here is the documents' own
 part: which class a call makes, and on which device an operation computes ("Mixing Devices").
+The keywords are checked and renamed in ``gridbuf._storage_request``, and the operands of an
+operation are routed to its device in ``gridbuf._storage_devices``; the classes and the
+constructors are here.
 
 The device stand-in
 -------------------
@@ -94,11 +97,11 @@ import numpy as np
 from . import _gridbuf
 from . import mirrored as _mirrored
 from ._allocation import _like_keywords
-from ._field_device import _on_gpu
 from ._field_ufuncs import _call
 from ._gridbuf import FieldMeta, SyncState, layout_from_strides, whole_allocation_plan
-from ._metadata import GPU_KEYS, default_dims, normalize_dims
-from .errors import GridbufDeviceError, GridbufError, GridbufTypeError, GridbufValueError, UnknownPresetError
+from ._storage_devices import _device_only, _flat, _is_scalar, _lead, _on_device_value, _Operand, _to_side
+from ._storage_request import LEGACY_DEFAULTS, _on_device_keywords, _Request, _resolve, _UNSET  # noqa: F401 - LEGACY_DEFAULTS: still gridbuf.storage's
+from .errors import GridbufDeviceError, GridbufTypeError, GridbufValueError
 from .field import Field
 from .mirrored import MirroredField, as_mirrored
 
@@ -121,250 +124,10 @@ __all__ = [
     "zeros_like",
 ]
 
-#: The documents' backend names and GT4Py's names for them since.
-LEGACY_DEFAULTS = {"gtx86": "gt:cpu_kfirst", "gtmc": "gt:cpu_ifirst", "gtcuda": "gt:gpu"}
-_KEYWORDS = ("axes", "dims", "defaults", "backend", "device", "halo", "layout", "managed", "alignment", "aligned_index")
-_UNSET: Any = object()
-_SCALARS = (int, float, complex, bool, np.generic)
-
-
-# -- keywords ---------------------------------------------------------------------------------
-
-
-class _Request:
-    """The documents' keywords resolved: gridbuf allocation keywords, device and managed."""
-
-    __slots__ = ("shape", "kw", "device", "managed")
-
-    def __init__(self, shape: Any, kw: dict[str, Any], device: str | None, managed: str | None) -> None:
-        self.shape, self.kw, self.device, self.managed = shape, kw, device, managed
-
-
-def _check_device(device: Any) -> str | None:
-    if device is None or device == "cpu":
-        return None
-    if device in ("gpu", "host"):
-        return str(device)
-    raise GridbufValueError(
-        f"invalid device {device!r}: expected None (host memory only), 'gpu' (a CuPy buffer on the GPU) or 'host' "
-        "(a host buffer standing in for the device)"
-    )
-
-
-def _check_managed(managed: Any, device: str | None) -> str | None:
-    if managed is _UNSET:
-        return "gt4py" if device is not None else None
-    if managed is False:
-        managed = None
-    if managed is not None and managed not in ("gt4py", "cuda"):
-        raise GridbufValueError(f"invalid managed {managed!r}: expected None, 'gt4py' (GT4Py-synchronised) or 'cuda' (CUDA unified memory)")
-    if managed is not None and device is None:
-        raise GridbufValueError(
-            f"invalid managed {managed!r} with device=None: there is no device buffer to manage; pass device='gpu' "
-            "(or the stand-in device='host'), or leave managed out"
-        )
-    return managed
-
-
-def _check_defaults(defaults: Any) -> str | None:
-    if defaults is None:
-        return None
-    if not isinstance(defaults, str):
-        raise GridbufTypeError(f"invalid type for defaults ({type(defaults).__name__}): expected a preset name such as 'gt:cpu_ifirst', 'C' or 'F'")
-    name = LEGACY_DEFAULTS.get(defaults, defaults)
-    try:
-        _gridbuf.preset(name)
-    except UnknownPresetError as exc:
-        raise UnknownPresetError(f"invalid defaults {defaults!r}: {exc}") from None
-    return name
-
-
-def _pick(values: Any, axes: tuple[str, ...] | None) -> Any:
-    """Document 000: a field of fewer than 3 axes may be given 3 entries in I, J, K order."""
-    if values is None or axes is None or isinstance(values, (int, np.integer)):
-        return values
-    vals = tuple(values)
-    if len(vals) == 3 and len(axes) < 3 and all(a in "IJK" for a in axes):
-        return tuple(vals["IJK".index(a)] for a in axes)
-    return values
-
-
-def _check_layout(layout: Any, dims: tuple[str, ...]) -> Any:
-    if layout is None:
-        return None
-    if callable(layout):
-        layout = layout("".join(dims))
-    if isinstance(layout, str):
-        if sorted(layout) != ["I", "J", "K"]:
-            raise GridbufValueError(
-                f"invalid layout {layout!r}: expected the axis names I, J, K from the largest stride to the smallest "
-                "(such as 'KJI' for I unit stride), or a layout map of ints"
-            )
-        base = (layout.index("I"), layout.index("J"), layout.index("K"))
-        try:
-            return _gridbuf.layout_map(dims, base)
-        except GridbufError as exc:
-            raise type(exc)(f"invalid layout {layout!r} for axes {''.join(dims)!r}: {exc}") from None
-    try:
-        return tuple(int(v) for v in layout)
-    except (TypeError, ValueError):
-        raise GridbufTypeError(f"invalid type for layout ({layout!r}): expected a string of axis names or a sequence of ints") from None
-
-
-def _resolve(shape: Any, kwargs: dict[str, Any], ndim: int | None = None) -> _Request:
-    """Check the documents' keywords and turn them into gridbuf's allocation keywords."""
-    unknown = [k for k in kwargs if k not in _KEYWORDS]
-    if unknown:
-        raise GridbufTypeError(f"invalid keyword {unknown[0]!r}: expected one of {', '.join(_KEYWORDS)}")
-    kw = dict(kwargs)
-    device = _check_device(kw.pop("device", None))
-    managed = _check_managed(kw.pop("managed", _UNSET), device)
-    axes, dims = kw.pop("axes", None), kw.pop("dims", None)
-    if axes is not None and dims is not None:
-        raise GridbufTypeError(f"invalid axes {axes!r} with dims {dims!r}: they are the same keyword, give one")
-    axes = dims if axes is None else axes
-    defaults, backend = kw.pop("defaults", None), kw.pop("backend", None)
-    if defaults is not None and backend is not None:
-        raise GridbufTypeError(f"invalid defaults {defaults!r} with backend {backend!r}: they are the same keyword, give one")
-    defaults = _check_defaults(backend if defaults is None else defaults)
-    out: dict[str, Any] = {}
-    names: tuple[str, ...] | None = None
-    if axes is not None:
-        if isinstance(axes, str) and shape is not None and len(tuple(shape)) == 3 and 0 < len(axes) < 3:
-            shape = _pick(shape, tuple(axes))
-        n = len(tuple(shape)) if shape is not None else ndim
-        names = tuple(normalize_dims(axes, n, "axes"))
-        out["dims"] = names
-        shape = _pick(shape, names)
-    if defaults is None and device == "gpu":
-        defaults = "gt:gpu"
-    if defaults is not None:
-        out["backend"] = defaults
-    for key in ("aligned_index", "halo"):
-        if kw.get(key) is not None:
-            out[key] = _pick(kw[key], names)
-    if kw.get("alignment") is not None:
-        out["alignment"] = kw["alignment"]
-    if kw.get("layout") is not None:
-        n = len(tuple(shape)) if shape is not None else (ndim or 0)
-        out["layout"] = _check_layout(kw["layout"], names if names is not None else tuple(default_dims(n)))
-    return _Request(shape, out, device, managed)
-
-
-def _on_device_keywords(shape: Any, dtype: Any, kw: dict[str, Any], device: str) -> dict[str, Any]:
-    """Keywords that put a buffer with the plan of ``kw`` on ``device`` ("gpu" or the stand-in)."""
-    plan = _gridbuf.plan(shape, dtype, **kw)
-    if device == "gpu":
-        return kw if plan.device == "gpu" else {**_mirrored._host_twin_keywords(plan), "backend": "gt:gpu"}
-    return kw if plan.device != "gpu" else _mirrored._host_twin_keywords(plan)
-
-
-# -- which side holds an operand --------------------------------------------------------------
-
-
-def _is_scalar(x: Any) -> bool:
-    return x is None or isinstance(x, _SCALARS)
-
-
-def _on_device_value(x: Any) -> bool:
-    """Whether ``x`` counts as on the device (001, "Choosing the Device")."""
-    if isinstance(x, SoftwareManagedGPUStorage):
-        return x._m.sync_state.state != "host_dirty"
-    if isinstance(x, MirroredField):
-        return x.sync_state.state != "host_dirty"
-    if isinstance(x, (GPUStorage, CudaManagedGPUStorage)):
-        return True
-    if _is_scalar(x) or isinstance(x, (np.ndarray, CPUStorage, list, tuple)):
-        return False
-    if _on_gpu(x):
-        return True
-    iface = getattr(x, "__gt_data_interface__", None)
-    return isinstance(iface, dict) and any(k in iface for k in GPU_KEYS)
-
-
-def _device_only(x: Any) -> bool:
-    """Whether ``x`` has memory on the device only (no host view)."""
-    if isinstance(x, GPUStorage):
-        return True
-    if isinstance(x, (Storage, MirroredField, np.ndarray)) or _is_scalar(x):
-        return False
-    return _on_gpu(x)
-
-
-def _refuse(x: Any, side: str, lead: Any) -> GridbufDeviceError:
-    where = "the device" if side == "device" else "the host"
-    return GridbufDeviceError(
-        f"invalid operand ({_describe(x)}) for a {type(lead).__name__}: it computes on {where}, where the operand has no "
-        "buffer; copy it there first (gridbuf.storage.storage(..., device=...) or to_numpy())"
-    )
-
-
-def _describe(x: Any) -> str:
-    if isinstance(x, Storage):
-        return f"{type(x).__name__} with axes {x.axes!r}"
-    return type(x).__name__
-
-
-def _to_side(x: Any, side: str, lead: Storage, write: bool) -> Any:
-    """``x`` as an operand on ``side`` of ``lead``'s computation: Fields and arrays of that side,
-    scalars as they are. Software-managed operands are synchronised (and marked when ``write``)."""
-    if _is_scalar(x):
-        return x
-    if isinstance(x, (tuple, list)) and any(isinstance(v, (Storage, MirroredField)) for v in x):
-        return type(x)(_to_side(v, side, lead, write) for v in x)
-    if isinstance(x, SoftwareManagedGPUStorage):
-        return x._side_field(side, write)
-    if isinstance(x, MirroredField):
-        return x.host(write=write) if side == "host" else x.device(write=write)
-    if isinstance(x, CudaManagedGPUStorage):
-        return x if side == "host" else x._device_field()
-    if side == "host":
-        if _device_only(x):
-            raise _refuse(x, side, lead)
-        return x
-    if isinstance(x, GPUStorage) or _device_only(x):
-        return x
-    if isinstance(lead, (CPUStorage, GPUStorage)) or not isinstance(x, (np.ndarray, Field)):
-        if isinstance(x, (np.ndarray, Field)) or hasattr(x, "__array_interface__"):
-            raise _refuse(x, side, lead)
-        return x
-    # A host array for a managed storage computing on the device: one transfer (none on the stand-in).
-    if lead.device == "host":
-        return x
-    from ._gpu import cupy_module
-
-    cp = cupy_module("a host operand of a device computation")
-    if isinstance(x, Field):
-        return Field._view(cp.asarray(x.to_numpy()), x.dims, x.halo, x.origin)
-    return cp.asarray(x)
-
-
-def _lead(operands: Sequence[Any]) -> Storage | None:
-    """The storage operand that handles an operation: highest ``__array_priority__``, first on ties."""
-    lead: Storage | None = None
-    for x in operands:
-        if isinstance(x, (tuple, list)):
-            inner = _lead(x)
-            x = inner if inner is not None else x
-        if isinstance(x, Storage) and (lead is None or x.__array_priority__ > lead.__array_priority__):
-            lead = x
-    return lead
-
-
-def _flat(operands: Sequence[Any]) -> list[Any]:
-    flat: list[Any] = []
-    for x in operands:
-        if isinstance(x, (tuple, list)) and any(isinstance(v, (Storage, MirroredField, np.ndarray)) for v in x):
-            flat.extend(x)
-        else:
-            flat.append(x)
-    return flat
-
-
 # -- the classes --------------------------------------------------------------------------------
 
 
-class Storage(np.lib.mixins.NDArrayOperatorsMixin):
+class Storage(_Operand, np.lib.mixins.NDArrayOperatorsMixin):
     """Base class of every storage (for ``isinstance`` checks and type annotations).
 
     A storage is a duck array with dims (``axes``), a halo and a device. Operators and NumPy
@@ -450,7 +213,7 @@ class Storage(np.lib.mixins.NDArrayOperatorsMixin):
         out = kwargs.get("out")
         outs = () if out is None else (out if isinstance(out, tuple) else (out,))
         lead = _lead((*inputs, *outs))
-        if lead is None or type(lead) is not type(self):
+        if not isinstance(lead, Storage) or type(lead) is not type(self):
             return NotImplemented  # NumPy asks the operand of higher priority next
         side = lead._compute_side(_flat((*inputs, *outs)))
         args = tuple(_to_side(x, side, lead, False) for x in inputs)
@@ -465,7 +228,7 @@ class Storage(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         lead = _lead((*args, *kwargs.values()))
-        if lead is None or type(lead) is not type(self):
+        if not isinstance(lead, Storage) or type(lead) is not type(self):
             return NotImplemented
         side = lead._compute_side(_flat((*args, *kwargs.values())))
         out = kwargs.get("out")
@@ -565,6 +328,9 @@ class CPUStorage(_FieldStorage):
             "device='gpu', or copy it with gridbuf.storage.storage(s, device='gpu')"
         )
 
+    def _on_device(self) -> bool:
+        return False
+
     def _compute_side(self, operands: Sequence[Any]) -> str:
         return "host"
 
@@ -573,6 +339,7 @@ class GPUStorage(_FieldStorage):
     """A storage with a device buffer only (a CuPy array; a NumPy array on the stand-in)."""
 
     __slots__ = ()
+    _no_host: ClassVar[bool] = True
 
     @property
     def device(self) -> str:
@@ -629,6 +396,9 @@ class GPUStorage(_FieldStorage):
         entry = {**self._data().__array_interface__, "version": 3, "dims": self.dims, "halo": self.halo}
         return {"gpu": entry, "cuda": entry}
 
+    def _on_device(self) -> bool:
+        return True
+
     def _compute_side(self, operands: Sequence[Any]) -> str:
         return "device"
 
@@ -678,6 +448,12 @@ class CudaManagedGPUStorage(_FieldStorage):
 
     def _device_field(self) -> Field:
         return self if self.device == "host" else Field._view(self.to_cupy(), self.dims, self.halo, self.origin)
+
+    def _side_field(self, side: str, write: bool) -> Field:
+        return self if side == "host" else self._device_field()
+
+    def _on_device(self) -> bool:
+        return True
 
     def __setitem__(self, key: Any, value: Any) -> None:
         # 001: written on the device iff the value is on the device (the memory is the same).
@@ -866,6 +642,9 @@ class SoftwareManagedGPUStorage(Storage):
         self._m.sync_state.set_state("clean")
 
     # -- computing -----------------------------------------------------------------------------
+    def _on_device(self) -> bool:
+        return self._m.sync_state.state != "host_dirty"
+
     def _compute_side(self, operands: Sequence[Any]) -> str:
         return "device" if any(_on_device_value(x) for x in operands if not _is_scalar(x)) else "host"
 
