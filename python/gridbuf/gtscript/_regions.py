@@ -12,7 +12,7 @@ from ._irtext import Expr
 from ._values import _Ctx, _Ref
 
 if TYPE_CHECKING:
-    from ._frontend import Lowering
+    from ._lower_base import _LoweringBase
 
 _AXES = ("I", "J")
 
@@ -22,7 +22,7 @@ def is_axis_index(v: Any) -> bool:
     return all(hasattr(v, a) for a in ("axis", "index", "offset")) and isinstance(getattr(v, "index", None), int)
 
 
-def horizontal(low: Lowering, ctx: _Ctx, stmt: ast.With) -> list[str] | None:
+def horizontal(low: _LoweringBase, ctx: _Ctx, stmt: ast.With) -> list[str] | None:
     """The regions of ``with horizontal(...)``, as IR bound text (``"S 0 S 1 * *"``); None if
     ``stmt`` is another ``with``."""
     if len(stmt.items) != 1 or low.call_name(ctx, stmt.items[0].context_expr) != "horizontal":
@@ -47,7 +47,7 @@ def horizontal(low: Lowering, ctx: _Ctx, stmt: ast.With) -> list[str] | None:
     return out
 
 
-def _interval(low: Lowering, ctx: _Ctx, node: ast.expr, axis: str) -> str:
+def _interval(low: _LoweringBase, ctx: _Ctx, node: ast.expr, axis: str) -> str:
     """One axis of a region: a slice, or one position (``p`` is ``p : p + 1``)."""
     if isinstance(node, ast.Slice):
         if node.step is not None:
@@ -62,7 +62,7 @@ def _interval(low: Lowering, ctx: _Ctx, node: ast.expr, axis: str) -> str:
     return f"{_bound(low, ctx, node, lower, axis)} {_bound(low, ctx, node, upper, axis)}"
 
 
-def _bound(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any, axis: str) -> str:
+def _bound(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any, axis: str) -> str:
     """GT4Py's AxisBound: an int counts from the start (>= 0) or the end (< 0); ``I[0] + n``
     from the start, ``I[-1] + n`` from the end (offset n - 1)."""
     if v is None:
@@ -74,7 +74,7 @@ def _bound(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any, axis: str) -> str:
     return f"{'E' if v < 0 else 'S'} {v}"
 
 
-def _value(low: Lowering, ctx: _Ctx, node: ast.expr, axis: str) -> Any:
+def _value(low: _LoweringBase, ctx: _Ctx, node: ast.expr, axis: str) -> Any:
     """A region bound's value: an int, None, or an axis position (``I[0]``, ``I[-1] - 2``, or
     an external holding one)."""
     from . import AxisIndex
@@ -130,7 +130,7 @@ def offset_reads(e: Any, out: set[tuple[str, int]]) -> None:
                 offset_reads(x, out)
 
 
-def check_offsets(low: Lowering, ctx: _Ctx, stmt: ast.With, body: list[Expr | str], written: set[tuple[str, int]]) -> None:
+def check_offsets(low: _LoweringBase, ctx: _Ctx, stmt: ast.With, body: list[Expr | str], written: set[tuple[str, int]]) -> None:
     """GT4Py refuses a region that reads, at a horizontal offset, a field or temporary written
     earlier outside regions: so does gridbuf."""
     reads: set[tuple[str, int]] = set()

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ._frontend import Lowering
+    from ._lower_base import _LoweringBase
     from ._values import _Ctx
 
 Expr = tuple
@@ -65,7 +65,7 @@ def _src(node: ast.AST) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def lift(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
+def lift(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
     """``v`` as a :class:`Vec` when it is a whole vector or matrix, else None."""
     if isinstance(v, Vec):
         return v
@@ -82,7 +82,7 @@ def lift(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
     return Vec(shape, tuple(("f", v.index, c, v.offset) for c in range(math.prod(shape))))
 
 
-def is_vector(low: Lowering, v: Any) -> bool:
+def is_vector(low: _LoweringBase, v: Any) -> bool:
     if isinstance(v, Vec):
         return True
     from ._values import _Ref
@@ -90,7 +90,7 @@ def is_vector(low: Lowering, v: Any) -> bool:
     return isinstance(v, _Ref) and v.kind == "f" and v.comp is None and bool(low.fields[v.index][1].data_shape)
 
 
-def binop(low: Lowering, ctx: _Ctx, node: ast.BinOp, left: Any, right: Any) -> Vec:
+def binop(low: _LoweringBase, ctx: _Ctx, node: ast.BinOp, left: Any, right: Any) -> Vec:
     """``left <op> right`` where at least one side is a whole vector or matrix, or the op is ``@``."""
     sym = _SYMBOL.get(type(node.op), type(node.op).__name__)
     a, b = lift(low, ctx, node.left, left), lift(low, ctx, node.right, right)
@@ -127,7 +127,7 @@ def binop(low: Lowering, ctx: _Ctx, node: ast.BinOp, left: Any, right: Any) -> V
     return Vec(b.shape, tuple((op, s, y) for y in b.items))
 
 
-def unary(low: Lowering, ctx: _Ctx, node: ast.UnaryOp, v: Any) -> Vec:
+def unary(low: _LoweringBase, ctx: _Ctx, node: ast.UnaryOp, v: Any) -> Vec:
     a = lift(low, ctx, node.operand, v)
     assert a is not None
     if isinstance(node.op, (ast.USub, ast.UAdd)) and len(a.shape) == 1:
@@ -136,7 +136,7 @@ def unary(low: Lowering, ctx: _Ctx, node: ast.UnaryOp, v: Any) -> Vec:
     raise low.error(ctx, node, f"`{_src(node)}`: {what} of {a.describe()} (unary - and + take vectors)")
 
 
-def transpose(low: Lowering, ctx: _Ctx, node: ast.Attribute, v: Any) -> Vec:
+def transpose(low: _LoweringBase, ctx: _Ctx, node: ast.Attribute, v: Any) -> Vec:
     a = lift(low, ctx, node.value, v)
     assert a is not None
     if len(a.shape) != 2:
@@ -145,14 +145,14 @@ def transpose(low: Lowering, ctx: _Ctx, node: ast.Attribute, v: Any) -> Vec:
     return Vec((cols, rows), tuple(a.at(r, c) for c in range(cols) for r in range(rows)))
 
 
-def scalar_error(low: Lowering, ctx: _Ctx, node: ast.AST, v: Any) -> Exception:
+def scalar_error(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any) -> Exception:
     """The error for a whole vector or matrix where a scalar is needed."""
     a = lift(low, ctx, node, v)
     assert a is not None
     return low.error(ctx, node, f"`{_src(node)}` is {a.describe()} where a scalar is needed: whole vectors and matrices can be combined with + - * / ** %, @ and .T and assigned to a data-dim field of the same shape; read one component otherwise, e.g. `x[0, 0, 0][0]`")
 
 
-def target_error(low: Lowering, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any) -> Exception:
+def target_error(low: _LoweringBase, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any) -> Exception:
     """The error for a whole vector or matrix assigned to something that holds one scalar."""
     from ._values import _Ref
 
@@ -174,7 +174,7 @@ def target_error(low: Lowering, ctx: _Ctx, node: ast.stmt, target: ast.expr, val
     return low.error(ctx, node, f"`{_src(node)}`: assignment of {a.describe()} to {what}")
 
 
-def _reject_components(low: Lowering, ctx: _Ctx, node: ast.stmt) -> None:
+def _reject_components(low: _LoweringBase, ctx: _Ctx, node: ast.stmt) -> None:
     """Refuses a data-dim component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment:
     GT4Py 1.1.12 unrolls it as the whole field ``a``, its index ignored, which computes something
     else than it reads (``out = a + a[0, 0, 0][1]`` gives ``out = a + a``)."""
@@ -194,7 +194,7 @@ def _reject_components(low: Lowering, ctx: _Ctx, node: ast.stmt) -> None:
             raise low.error(ctx, sub, f"`{_src(sub)}` in `{_src(node)}`: a data-dim component on the right of a whole-vector assignment; GT4Py 1.1.12 reads the whole field there, its index ignored. Assign the component to a temporary first (`c = {_src(sub)}`)")
 
 
-def assign(low: Lowering, ctx: _Ctx, node: ast.stmt, index: int, value: Any, mask: Expr | None) -> None:
+def assign(low: _LoweringBase, ctx: _Ctx, node: ast.stmt, index: int, value: Any, mask: Expr | None) -> None:
     """``field = value`` for a data-dim field ``index`` written whole: one statement per component."""
     name, ftype = low.fields[index]
     shape = ftype.data_shape

@@ -1,0 +1,220 @@
+"""The state every part of the lowering shares (:class:`_LoweringBase`, the base of
+:class:`gridbuf.gtscript._frontend.Lowering` and its mixins), and what every part asks of it:
+errors naming the line, dtypes of annotations, names looked up and compile-time constants
+evaluated (externals, literals, module constants, ``__INLINED``)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GridbufValueError
+from ._irtext import Expr
+from ._values import _DTYPES, FieldType, TableType, _annotation_namespace, _Ctx, _describe, _Ref, _Undefined
+
+_BINOPS = {
+    ast.Add: "add",
+    ast.Sub: "sub",
+    ast.Mult: "mul",
+    ast.Div: "div",
+    ast.Pow: "pow",
+    ast.Mod: "mod",
+    ast.FloorDiv: "floordiv",
+}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+
+class _LoweringBase:
+    """The lowering's state (fields, scalars, temporaries, the IR lines written so far) and its
+    shared helpers; the statements, expressions and calls are lowered by the mixins."""
+
+    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None = None) -> None:
+        self.definition = definition
+        self.externals = dict(externals or {})
+        self.name = name or definition.__name__
+        self.fields: list[tuple[str, FieldType]] = []
+        self.scalars: list[str] = []
+        self.params: list[str] = []
+        self.temps: list[str] = []
+        # IR lines: strings, and statements as (line, target, value) until the fields are numbered.
+        self.lines: list[Any] = []
+        self.masks = 0
+        self.depth = 0
+        self.dtypes: dict[str, Any] = dict(dtypes or {})
+        self.scalar_types: list[np.dtype[Any]] = []
+        # Field parameters the body never uses (left out of the IR; they may be passed as None).
+        self.unused_fields: list[str] = []
+        self.unused_scalars: list[str] = []
+        # GlobalTable parameters and the hidden scalars of their element reads
+        # (scalar name -> (table, index)).
+        self.tables: dict[str, TableType] = {}
+        # Temporaries that hold the locals of inlined functions.
+        self.func_temps: set[int] = set()
+        self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
+        # Declared temporaries: index -> (dtype, dims).
+        self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
+        # The horizontal region (IR bound text) the statements being lowered are restricted
+        # to, and what has been written outside regions (GT4Py's rule on offset reads in them).
+        self.region: str | None = None
+        self.written_outside: set[tuple[str, int]] = set()
+
+    if TYPE_CHECKING:  # what one mixin (or _regions, _vectors) calls of another
+        # statements (_lower_statements)
+        def compile_assert(self, ctx: _Ctx, stmt: ast.stmt) -> bool: ...
+        def inlined_test(self, ctx: _Ctx, test: ast.expr) -> bool: ...
+        def import_from(self, ctx: _Ctx, stmt: ast.ImportFrom) -> None: ...
+        def call_name(self, ctx: _Ctx, node: ast.expr) -> Any: ...
+        def new_mask(self, ctx: _Ctx, node: ast.AST, cond: Expr) -> Expr: ...
+        def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None: ...
+        def regions(self, ctx: _Ctx, s: ast.With, body: Callable[[], None]) -> bool: ...
+        def loop(self, ctx: _Ctx, s: ast.While, mask: Expr | None, body: Callable[[Expr], None]) -> None: ...
+
+        # expressions (_lower_expressions)
+        def expr(self, ctx: _Ctx, node: ast.expr) -> Expr: ...
+        def as_expr(self, ctx: _Ctx, node: ast.AST, v: Any) -> Expr: ...
+        def value(self, ctx: _Ctx, node: ast.expr) -> Any: ...
+        def at_k(self, ctx: _Ctx, node: ast.Call, base: _Ref) -> _Ref: ...
+
+        # calls (_lower_calls)
+        def call(self, ctx: _Ctx, node: ast.Call) -> Any: ...
+
+    # -- types -----------------------------------------------------------------------------
+    def annotation(self, ctx: _Ctx, node: ast.AST, ann: Any) -> Any:
+        """A parameter's or temporary's annotation, with `dtypes=` symbols resolved."""
+        if isinstance(ann, str):
+            if ann in self.dtypes:
+                return self.dtypes[ann]
+            try:
+                return eval(ann, dict(_annotation_namespace(), **ctx.globals), dict(self.dtypes))  # noqa: S307 - the user's own annotation, as Python would evaluate it
+            except Exception as exc:  # noqa: BLE001
+                raise self.error(ctx, node, f"annotation {ann!r} cannot be evaluated ({exc}); a dtype symbol needs dtypes={{{ann!r}: ...}}") from None
+        return ann
+
+    def dtype_of(self, ctx: _Ctx, node: ast.AST, spec: Any, what: str) -> np.dtype[Any]:
+        """The dtype `spec` names (a `dtypes=` symbol, a Python or NumPy type), if gtscript has it."""
+        if isinstance(spec, str) and spec in self.dtypes:
+            spec = self.dtypes[spec]
+        if isinstance(spec, FieldType):
+            spec = spec.dtype
+        try:
+            dt = np.dtype(spec)
+        except TypeError:
+            raise self.error(ctx, node, f"{what} has the type {spec!r}, which is not a dtype (pass dtypes={{{spec!r}: ...}} for a symbol)") from None
+        if dt not in _DTYPES:
+            why = "GT4Py has no unsigned types" if dt.kind == "u" else "GT4Py's types are bool, int8, int16, int32, int64, float32 and float64"
+            raise self.error(ctx, node, f"{what} has dtype {dt}: {why}")
+        return dt
+
+    # -- errors ----------------------------------------------------------------------------
+    def error(self, ctx: _Ctx, node: ast.AST | None, message: str) -> GridbufValueError:
+        line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        return GridbufValueError(f"invalid stencil definition {self.name!r}, line {line} ({ctx.file}): {message}")
+
+    # -- constant evaluation ---------------------------------------------------------------
+    def lookup(self, ctx: _Ctx, name: str, node: ast.AST) -> Any:
+        if name in ctx.local:
+            v = ctx.local[name]
+            if isinstance(v, _Undefined):
+                raise self.error(ctx, node, f"{name!r} is first assigned at line {v.line} in one branch only of an `if`, or in a horizontal region or while loop of a function: it cannot be read after it (GT4Py would read an uninitialised temporary); assign it before, or in both branches")
+            return v
+        if name in ctx.globals:
+            return ctx.globals[name]
+        if hasattr(builtins, name):
+            return getattr(builtins, name)
+        from . import _NATIVE  # GT4Py resolves its native functions by name: bare `sqrt(x)`
+
+        if name in _NATIVE:
+            return _NATIVE[name]
+        raise self.error(ctx, node, f"name {name!r} is not defined (fields, scalars, temporaries, externals and module constants are)")
+
+    def const(self, ctx: _Ctx, node: ast.expr) -> Any:
+        """Evaluates an expression of literals, externals and module constants."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            v = self.lookup(ctx, node.id, node)
+            if isinstance(v, (_Ref, tuple)) and not (isinstance(v, tuple) and v and v[0] == "c"):
+                raise self.error(ctx, node, f"{node.id!r} is not a compile-time constant")
+            return v[1] if isinstance(v, tuple) else v
+        if isinstance(node, ast.Attribute):
+            return getattr(self.const(ctx, node.value), node.attr)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -self.const(ctx, node.operand)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not self.const_cond(ctx, node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+            a, b = self.const(ctx, node.left), self.const(ctx, node.right)
+            return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else math.nan,
+                    "pow": a**b, "mod": a % b if b else math.nan, "floordiv": a // b if b else math.nan}[_BINOPS[type(node.op)]]
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            a, b = self.const(ctx, node.left), self.const(ctx, node.comparators[0])
+            op = _CMPOPS.get(type(node.ops[0]))
+            return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[op] if op else None
+        if isinstance(node, ast.BoolOp):
+            vals = [self.const_cond(ctx, v) for v in node.values]
+            return all(vals) if isinstance(node.op, ast.And) else any(vals)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED" and len(node.args) == 1:
+            return self.py_const(ctx, node.args[0], "__INLINED")
+        raise self.error(ctx, node, f"{_describe(node)} is not a compile-time constant")
+
+    def py_const(self, ctx: _Ctx, node: ast.expr, what: str) -> Any:
+        """The value of an `__INLINED(...)` or `compile_assert(...)` argument, evaluated now with
+        Python's own rules (as GT4Py's ast_eval: `A and not B` on integers too) on the
+        compile-time values of the names it uses."""
+        ns: dict[str, Any] = {}
+        try:
+            for n in ast.walk(node):
+                if isinstance(n, ast.Name):
+                    ns[n.id] = self.const(ctx, n)
+            return eval(compile(ast.fix_missing_locations(ast.Expression(body=node)), "<gtscript>", "eval"), {"__builtins__": builtins}, ns)  # noqa: S307 - the user's own condition
+        except Exception:  # noqa: BLE001 - any failure to evaluate it now
+            raise self.error(ctx, node, f"{what}({ast.unparse(node)}): the condition is not a compile-time constant (externals, literals and module constants are)") from None
+
+    def const_cond(self, ctx: _Ctx, node: ast.expr) -> bool:
+        """A compile-time condition: GT4Py takes booleans only (`if 1:` is refused), but decides
+        `__INLINED(x)` by Python's truth value."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__INLINED" and len(node.args) == 1:
+            return bool(self.py_const(ctx, node.args[0], "__INLINED"))
+        v = self.const(ctx, node)
+        if not isinstance(v, (bool, np.bool_)):
+            raise self.error(ctx, node, f"the condition {ast.unparse(node)!r} is {v!r}, not a boolean: GT4Py takes boolean conditions only")
+        return bool(v)
+
+    def is_const(self, ctx: _Ctx, node: ast.expr) -> bool:
+        try:
+            v = self.const(ctx, node)
+        except GridbufValueError:
+            return False
+        except Exception:  # noqa: BLE001 - e.g. an attribute a constant lacks
+            return False
+        return isinstance(v, (bool, int, float, np.number))
+
+
+def _is_axis_value(v: Any) -> bool:
+    """An axis position or slice (`I[0] + 1`, `J[-1]`, `I[1:3]`, `I + 1`)."""
+    from . import AxisIndex, AxisInterval, ShiftedAxis
+
+    return isinstance(v, (AxisIndex, AxisInterval, ShiftedAxis))
+
+
+def _num(v: Any) -> bool | int | float:
+    """A Python number of the literal's kind (NumPy scalars too)."""
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    return float(v)
+
+
+def _load(target: ast.expr) -> ast.expr:
+    """A copy of an assignment target as a load."""
+    node = ast.parse(ast.unparse(target), mode="eval").body
+    ast.copy_location(node, target)
+    for n in ast.walk(node):
+        n.lineno = target.lineno  # type: ignore[attr-defined]
+    return node

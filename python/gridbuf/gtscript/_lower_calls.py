@@ -1,0 +1,333 @@
+"""Lowering of calls (:class:`CallsMixin`): the gtscript math functions and builtins,
+conversions (``float32(x)``, ``int(x)``), and ``gtscript.function`` helpers inlined, with their
+locals, ``if``, loops and regions lowered as GT4Py does (a local whose type may change becomes a
+temporary typed by its first value)."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import GridbufValueError
+from . import _vectors
+from ._irtext import Expr
+from ._lower_base import _BINOPS, _load, _LoweringBase, _num
+from ._lower_statements import _guard_levels
+from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
+
+_UNARY_FUNCS = (
+    "abs", "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "gamma", "cbrt", "erf", "erfc", "floor", "ceil", "trunc", "round",
+    "round_away_from_zero", "isfinite", "isnan", "isinf",
+)  # fmt: skip
+_BINARY_FUNCS = ("min", "max", "mod", "pow")
+
+
+class CallsMixin(_LoweringBase):
+    """Calls: math functions, conversions and inlined ``gtscript.function`` helpers."""
+
+    def call(self, ctx: _Ctx, node: ast.Call) -> Any:
+        from . import _MATH  # the gtscript math functions by identity
+
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "__INLINED":
+            if len(node.args) != 1 or node.keywords:
+                raise self.error(ctx, node, "__INLINED takes one argument")
+            v = self.py_const(ctx, node.args[0], "__INLINED")
+            if not isinstance(v, (bool, int, float, np.number)):
+                raise self.error(ctx, node, f"{ast.unparse(node)} is {v!r}, not a number a stencil can compute with")
+            return ("c", _num(v))
+        if isinstance(f, ast.Name) and f.id == "compile_assert":
+            raise self.error(ctx, node, "compile_assert(...) is a statement, not a value")
+        if isinstance(f, ast.Attribute) and f.attr == "at" and isinstance(base := self.value(ctx, f.value), _Ref):
+            return self.at_k(ctx, node, base)
+        if isinstance(f, ast.Name) and f.id in _CASTS and f.id not in ctx.local and f.id not in ctx.globals:
+            return self.cast(ctx, node, np.dtype(_CASTS[f.id]))
+        try:
+            fn = self.const(ctx, node.func) if not isinstance(node.func, ast.Name) else self.lookup(ctx, node.func.id, node.func)
+        except GridbufValueError:
+            raise
+        except Exception:  # noqa: BLE001
+            raise self.error(ctx, node, f"call of {ast.unparse(node.func)!r}") from None
+        name = _MATH.get(id(fn))
+        if fn is builtins.abs:
+            name = "abs"
+        elif fn is builtins.min:
+            name = "min"
+        elif fn is builtins.max:
+            name = "max"
+        if name is not None:
+            if node.keywords:
+                raise self.error(ctx, node, f"keyword arguments to {name}")
+            args = [self.expr(ctx, a) for a in node.args]
+            if name in _UNARY_FUNCS:
+                if len(args) != 1:
+                    raise self.error(ctx, node, f"{name} takes one argument")
+                return (name, args[0])
+            if name in ("min", "max") and len(args) >= 2:
+                out = args[0]
+                for a in args[1:]:
+                    out = (name, out, a)
+                return out
+            if len(args) != 2:
+                raise self.error(ctx, node, f"{name} takes two arguments")
+            return (name, args[0], args[1])
+        if getattr(fn, "__gtscript_function__", False):
+            return self.inline(ctx, node, fn)
+        if fn in (float, int, bool) or (isinstance(fn, type) and issubclass(fn, np.generic)):
+            return self.cast(ctx, node, np.dtype(_CASTS.get(getattr(fn, "__name__", ""), fn)))
+        raise self.error(ctx, node, f"call of {ast.unparse(node.func)!r}: only the gtscript math functions and gtscript.function helpers can be called")
+
+    def cast(self, ctx: _Ctx, node: ast.Call, dt: np.dtype[Any]) -> Expr:
+        """`float32(x)`, `int(x)`, `np.float64(x)`, ...: a conversion (C's, as NumPy's `astype`)."""
+        if len(node.args) != 1 or node.keywords:
+            raise self.error(ctx, node, f"the conversion {ast.unparse(node.func)} takes one argument")
+        dt = self.dtype_of(ctx, node, dt, f"the conversion {ast.unparse(node.func)}")
+        return ("cast", dt.name, self.expr(ctx, node.args[0]))
+
+    def inline(self, ctx: _Ctx, node: ast.Call, fn: Callable[..., Any]) -> Any:
+        fdef, first = _source(fn)
+        sig = inspect.signature(fn)
+        try:
+            bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
+        except TypeError as exc:
+            raise self.error(ctx, node, f"call of {fn.__name__}: {exc}") from None
+        local: dict[str, Any] = {}
+        for pname, p in sig.parameters.items():
+            if pname in bound.arguments:
+                arg = bound.arguments[pname]
+                if isinstance(arg, ast.Name) and isinstance(ctx.local.get(arg.id), _Table):
+                    local[pname] = ctx.local[arg.id]  # a GlobalTable, read as t.A[...] inside
+                    continue
+                local[pname] = self.value(ctx, arg)
+                if isinstance(local[pname], list):
+                    raise self.error(ctx, node, f"tuple argument to {fn.__name__}")
+            elif p.default is not inspect.Parameter.empty:
+                local[pname] = p.default
+        inner = _Ctx(fn, first, local)
+        if self.depth > 100:
+            raise self.error(ctx, node, f"{fn.__name__} calls itself too deeply")
+        self.depth += 1
+        try:
+            ret = self.func_block(inner, fdef.body, top=True)
+        finally:
+            self.depth -= 1
+        if ret is None:
+            raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
+        return ret
+
+    def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None = None) -> Any:
+        """Lowers the statements of an inlined function; returns the value of its `return`
+        (None if there is none). As in GT4Py, a function's locals are temporaries typed by their
+        first assignment (a parameter's: its argument's): a new local assigned once,
+        unconditionally, stays an expression (the same thing, computed in place); a local or
+        parameter assigned again or inside an `if` becomes a temporary, whose later assignments
+        are cast to its type (`z = int_field; z *= 2.5` truncates), and an `if` writes it under a
+        mask computed once, like the stencil's `if`."""
+        for s in body:
+            if isinstance(s, ast.ImportFrom):
+                self.import_from(inner, s)
+            elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) or isinstance(s, ast.Pass):
+                continue
+            elif self.compile_assert(inner, s):
+                continue
+            elif isinstance(s, ast.Assign) and len(s.targets) == 1:
+                self.func_assign(inner, s, s.targets[0], s.value, mask)
+            elif isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                if type(s.op) not in _BINOPS:
+                    raise self.error(inner, s, f"augmented assignment with {type(s.op).__name__}")
+                value = ast.BinOp(left=_load(s.target), op=s.op, right=s.value)
+                ast.copy_location(value, s)
+                self.func_assign(inner, s, s.target, value, mask)
+            elif isinstance(s, ast.If):
+                if self.inlined_test(inner, s.test):
+                    ret = self.func_block(inner, s.body if self.const_cond(inner, s.test) else s.orelse, top, mask)
+                    if ret is not None:
+                        return ret
+                    continue
+                self.func_if(inner, s, mask)
+            elif isinstance(s, ast.Return) and s.value is not None:
+                if not top or mask is not None:
+                    raise self.error(inner, s, "a return statement inside an if in a gtscript function: GT4Py allows one return statement, at the function's end")
+                v = self.value(inner, s.value)
+                if isinstance(v, list):
+                    return [self.as_expr(inner, s, x) for x in v]
+                if _vectors.is_vector(self, v):
+                    return _vectors.lift(self, inner, s, v)  # a whole vector, for the caller's expression
+                return self.as_expr(inner, s, v)
+            elif isinstance(s, ast.With):
+                self.func_locals_to_temps(inner, s, s.body)
+                if not self.regions(inner, s, lambda: self.func_body(inner, s, s.body, mask)):
+                    raise self.error(inner, s, "a `with` block in a gtscript function (only `with horizontal(region[...])`)")
+            elif isinstance(s, ast.While):
+                self.func_locals_to_temps(inner, s, s.body)
+                self.loop(inner, s, mask, lambda m: self.func_body(inner, s, s.body, m))
+            else:
+                raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.AugAssign) else 'an augmented assignment to a subscript'} in a gtscript function")
+        return None
+
+    def func_body(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt], mask: Expr | None) -> None:
+        """The body of a region or loop in a function: its locals first assigned there cannot be
+        read after it (they hold a value only where, or as long as, it ran)."""
+        before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
+        if self.func_block(inner, body, top=False, mask=mask) is not None:
+            raise self.error(inner, s, "a return statement inside a region or loop of a gtscript function")
+        line = inner.line0 + s.lineno - 1
+        for name in set(inner.local) - before:
+            inner.local[name] = _Undefined(name, line)
+
+    def func_locals_to_temps(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt]) -> None:
+        """Locals a region or loop assigns keep their value where (or when) it does not run:
+        each that is still an expression becomes a temporary holding it, first."""
+        names = {t.id for b in body for n in ast.walk(b) if isinstance(n, (ast.Assign, ast.AugAssign)) for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets) for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])}
+        for name in sorted(names):
+            cur = inner.local.get(name)
+            if cur is None or isinstance(cur, _Undefined) or (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps):
+                continue
+            value = self.as_expr(inner, s, cur)
+            index = len(self.temps)
+            self.temps.append(f"__{inner.name}_{name}{index}")
+            self.func_temps.add(index)
+            self.emit(inner, s, ("t", index), value)
+            inner.local[name] = _Ref("t", index)
+
+    def func_assign(self, inner: _Ctx, s: ast.stmt, t: ast.expr, v: ast.expr, mask: Expr | None) -> None:
+        if isinstance(t, ast.Name):
+            self.func_local(inner, s, t.id, self.expr(inner, v), mask)
+        elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts) and isinstance(v, ast.Tuple) and len(v.elts) == len(t.elts):
+            # One assignment after the other, as GT4Py unrolls it: `lo, hi = hi, lo` gives both hi.
+            for e, x in zip(t.elts, v.elts):
+                self.func_local(inner, s, e.id, self.expr(inner, x), mask)  # type: ignore[attr-defined]
+        elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+            vals = self.value(inner, v)
+            if not isinstance(vals, list) or len(vals) != len(t.elts):
+                raise self.error(inner, s, "tuple assignment needs as many values as targets")
+            for e, x in zip(t.elts, vals):
+                self.func_local(inner, s, e.id, self.as_expr(inner, s, x), mask)  # type: ignore[attr-defined]
+        else:
+            raise self.error(inner, s, "assignment to something other than a local name in a gtscript function")
+
+    def func_local(self, inner: _Ctx, s: ast.stmt, name: str, value: Expr, mask: Expr | None) -> None:
+        """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
+        inner.written.add(name)
+        cur = inner.local.get(name)
+        if isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps:
+            self.freeze_readers(inner, s, name, cur.index, mask)
+            old: Expr = ("t", cur.index, (0, 0, 0))
+            self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
+            return
+        if isinstance(cur, _Undefined):
+            cur = cur.value  # set by the other branch of an `if` (None: by neither)
+        if cur is None:
+            # A new local: an expression computed in place. Under a mask, the points the mask
+            # leaves out are never read: either the other branch assigns them too, or the local
+            # cannot be read after the `if`.
+            inner.local[name] = value
+            return
+        before = self.as_expr(inner, s, cur)
+        dt = _dtype(self, before)
+        if dt is not None and dt == _dtype(self, value):
+            # Same type: no cast, the new value stays an expression.
+            inner.local[name] = value if mask is None else ("sel", mask, value, before)
+            return
+        # Another type, or one this frontend cannot tell: a temporary typed by the earlier value
+        # (GT4Py's function temporaries), to which the new one is cast.
+        index = len(self.temps)
+        self.temps.append(f"__{inner.name}_{name}{index}")
+        self.func_temps.add(index)
+        self.emit(inner, s, ("t", index), before)
+        inner.local[name] = _Ref("t", index)
+        self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ("t", index, (0, 0, 0))))
+
+    def freeze_readers(self, inner: _Ctx, s: ast.stmt, name: str, index: int, mask: Expr | None) -> None:
+        """Before the temporary `index` (the local `name`) is assigned again: the other locals
+        that are still expressions reading it get temporaries of their own, holding the value
+        they had (`w = z; z = z + 1; return w` returns the old z)."""
+        for other, v in list(inner.local.items()):
+            if other == name or not (isinstance(v, tuple) and v and v[0] not in ("c", "s")) or not _reads_temp(v, index):
+                continue
+            t = len(self.temps)
+            self.temps.append(f"__{inner.name}_{other}{t}")
+            self.func_temps.add(t)
+            self.emit(inner, s, ("t", t), _guard_levels(v, mask))
+            inner.local[other] = _Ref("t", t)
+
+    def func_if(self, inner: _Ctx, s: ast.If, mask: Expr | None) -> None:
+        """An `if` on values computed at run time in a gtscript function: its condition is
+        computed once, before either branch, into a mask temporary (as for the stencil's `if`,
+        and as GT4Py does); the locals the branches assign are selected by it. A local first
+        assigned in one branch only cannot be read after the `if` (nor in the other branch)."""
+        cond = self.new_mask(inner, s, ("sel", self.expr(inner, s.test), ("c", True), ("c", False)))
+        m = cond if mask is None else self.new_mask(inner, s, ("and", mask, cond))
+        before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
+        outer_written = inner.written
+        inner.written = set()
+        self.func_block(inner, s.body, top=False, mask=m)
+        then = inner.written
+        line = inner.line0 + s.lineno - 1
+        for name in then - before:
+            inner.local[name] = _Undefined(name, line, inner.local[name])
+        inner.written = set()
+        if s.orelse:
+            notc = ("not", cond)
+            m2 = self.new_mask(inner, s, notc if mask is None else ("and", mask, notc))
+            self.func_block(inner, s.orelse, top=False, mask=m2)
+        other = inner.written
+        inner.written = outer_written | then | other
+        for name in (then ^ other) - before:
+            inner.local[name] = _Undefined(name, line)
+
+
+_FLOAT_SAME = {
+    "add", "sub", "mul", "div", "pow", "mod", "min", "max", "neg", "abs", "sqrt", "exp", "log",
+    "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "cbrt", "floor", "ceil", "trunc", "round", "round_away_from_zero",
+}  # fmt: skip
+_BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
+
+
+def _reads_temp(e: Any, index: int) -> bool:
+    if not (isinstance(e, tuple) and e):
+        return False
+    if e[0] == "t":
+        return e[1] == index
+    if e[0] in ("f", "s", "c"):
+        return False
+    return any(_reads_temp(x, index) for x in e[1:])
+
+
+def _dtype(low: _LoweringBase, e: Expr) -> np.dtype[Any] | None:
+    """The dtype of `e` where it is plain (one float type throughout, or a boolean), else None:
+    a conservative subset of the core's typing, enough to tell that a reassignment needs no
+    cast. The typing itself is the core's (``crates/gridbuf/src/gtscript/types.rs``:
+    ``bin_types``, ``un_types``, ``type_of``), which the binding does not expose; where this
+    returns a dtype, the core gives the same one."""
+    tag = e[0]
+    if tag == "f":
+        return low.fields[e[1]][1].dtype
+    if tag == "s":
+        return low.scalar_types[e[1]]
+    if tag == "c":
+        v = e[1]
+        return np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)
+    if tag == "t":
+        return low.temp_types.get(e[1], (None, ""))[0]
+    if tag == "cast":
+        return np.dtype(e[1])
+    if tag in ("kvar", "kabs"):
+        return _dtype(low, e[1])
+    if tag in _BOOL_OPS:
+        return np.dtype(np.bool_)
+    if tag == "sel":
+        a, b = _dtype(low, e[2]), _dtype(low, e[3])
+        return a if a is not None and a == b else None
+    if tag in _FLOAT_SAME:
+        dts = {_dtype(low, x) for x in e[1:]}
+        if len(dts) == 1 and (dt := dts.pop()) is not None and dt.kind == "f":
+            return dt
+    return None

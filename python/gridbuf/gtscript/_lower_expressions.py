@@ -1,0 +1,265 @@
+"""Lowering of expressions (:class:`ExpressionsMixin`): literals and names, operators,
+comparisons and selects, and the reads of fields and temporaries: offsets, data-dim
+components, run-time K levels (variable K offsets, ``.at(K=...)``) and ``GlobalTable``
+elements."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import numpy as np
+
+from . import _vectors
+from ._irtext import Expr
+from ._lower_base import _BINOPS, _CMPOPS, _is_axis_value, _LoweringBase, _num
+from ._values import _Ctx, _describe, _Ref, _Table
+
+
+class ExpressionsMixin(_LoweringBase):
+    """Expressions and the reads of fields, temporaries and tables."""
+
+    def expr(self, ctx: _Ctx, node: ast.expr) -> Expr:
+        return self.as_expr(ctx, node, self.value(ctx, node))
+
+    def as_expr(self, ctx: _Ctx, node: ast.AST, v: Any) -> Expr:
+        if _vectors.is_vector(self, v):
+            raise _vectors.scalar_error(self, ctx, node, v)
+        if isinstance(v, _Ref):
+            if v.kind == "f":
+                f = self.fields[v.index]
+                if f[1].data_shape and v.comp is None:
+                    raise self.error(ctx, node, f"field {f[0]!r} has data dims: read one component, e.g. {f[0]}[0, 0, 0][0]")
+                read: Expr = ("f", v.index, v.comp or 0, v.offset)
+            else:
+                read = ("t", v.index, v.offset)
+            if v.klevel is not None:
+                return (v.klevel[0], read, v.klevel[1])  # ("kvar" | "kabs", read, index)
+            return read
+        if isinstance(v, tuple):
+            return v
+        if isinstance(v, (bool, int, float, np.number)):
+            return ("c", _num(v))
+        raise self.error(ctx, node, f"{_describe(node) if not isinstance(node, ast.Name) else repr(node.id)} is not a value a stencil can compute with ({v!r})")
+
+    def value(self, ctx: _Ctx, node: ast.expr) -> Any:
+        self.depth += 1
+        try:
+            if self.depth > 150:
+                raise self.error(ctx, node, "expression nested too deeply")
+            return self._value(ctx, node)
+        finally:
+            self.depth -= 1
+
+    def _value(self, ctx: _Ctx, node: ast.expr) -> Any:
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, (bool, int, float)):
+                return ("c", node.value)
+            raise self.error(ctx, node, f"the literal {node.value!r}")
+        if isinstance(node, ast.Name):
+            v = self.lookup(ctx, node.id, node)
+            if isinstance(v, (bool, int, float, np.number)):
+                return ("c", _num(v))
+            if isinstance(v, _Table):
+                raise self.error(ctx, node, f"GlobalTable {node.id!r} used as a value: read one element, e.g. {node.id}.A[0]")
+            if _is_axis_value(v):
+                raise self.error(ctx, node, f"the axis position {node.id!r} ({v}) used as a value: axis positions such as I[0] + 1 are bounds of horizontal regions, region[...]")
+            return v
+        if isinstance(node, ast.Attribute):
+            if node.attr == "A" and isinstance(self.value(ctx, node.value), _Ref):
+                raise self.error(ctx, node, f"{ast.unparse(node)} without an index: read one component, e.g. {ast.unparse(node)}[0]")
+            if node.attr == "T" and _vectors.is_vector(self, base := self.value(ctx, node.value)):
+                return _vectors.transpose(self, ctx, node, base)
+            if self.is_const(ctx, node):
+                return ("c", _num(self.const(ctx, node)))
+            try:
+                return self.const(ctx, node)
+            except Exception:  # noqa: BLE001
+                raise self.error(ctx, node, f"attribute {ast.unparse(node)!r}") from None
+        if isinstance(node, ast.BinOp):
+            left, right = self.value(ctx, node.left), self.value(ctx, node.right)
+            if isinstance(node.op, ast.MatMult) or _vectors.is_vector(self, left) or _vectors.is_vector(self, right):
+                return _vectors.binop(self, ctx, node, left, right)
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
+            if op == "floordiv":
+                raise self.error(ctx, node, f"floor division `{ast.unparse(node)}`: GT4Py has no operator //, so nothing to compute it as; write floor(a / b)")
+            return (op, self.as_expr(ctx, node.left, left), self.as_expr(ctx, node.right, right))
+        if isinstance(node, ast.UnaryOp):
+            operand = self.value(ctx, node.operand)
+            if _vectors.is_vector(self, operand):
+                return _vectors.unary(self, ctx, node, operand)
+            a = self.as_expr(ctx, node.operand, operand)
+            if isinstance(node.op, ast.USub):
+                if a[0] == "c" and isinstance(a[1], bool):
+                    raise self.error(ctx, node, "unary minus on a boolean (GT4Py refuses it)")
+                return ("c", -a[1]) if a[0] == "c" else ("neg", a)
+            if isinstance(node.op, ast.UAdd):
+                return a
+            if isinstance(node.op, ast.Not):
+                return ("not", a)
+            raise self.error(ctx, node, f"the operator {type(node.op).__name__}")
+        if isinstance(node, ast.BoolOp):
+            op = "and" if isinstance(node.op, ast.And) else "or"
+            vals = [self.expr(ctx, v) for v in node.values]
+            out = vals[0]
+            for v in vals[1:]:
+                out = (op, out, v)
+            return out
+        if isinstance(node, ast.Compare):
+            if len(node.ops) > 1:
+                raise self.error(ctx, node, f"the chained comparison `{ast.unparse(node)}` (GT4Py cannot build one); write `a < b and b < c`")
+            left = self.expr(ctx, node.left)
+            chain: Any = None
+            for cmp, right in zip(node.ops, node.comparators):
+                cmp_name = _CMPOPS.get(type(cmp))
+                if cmp_name is None:
+                    raise self.error(ctx, node, f"the comparison {type(cmp).__name__}")
+                r = self.expr(ctx, right)
+                term = (cmp_name, left, r)
+                chain = term if chain is None else ("and", chain, term)
+                left = r
+            return chain
+        if isinstance(node, ast.IfExp):
+            if self.is_const(ctx, node.test):
+                # Both branches are computed, in the larger of their types, as in GT4Py.
+                return ("sel", ("c", self.const_cond(ctx, node.test)), self.expr(ctx, node.body), self.expr(ctx, node.orelse))
+            return ("sel", self.expr(ctx, node.test), self.expr(ctx, node.body), self.expr(ctx, node.orelse))
+        if isinstance(node, ast.Subscript):
+            return self.subscript(ctx, node)
+        if isinstance(node, ast.Call):
+            return self.call(ctx, node)
+        if isinstance(node, ast.Tuple):
+            return [self.value(ctx, e) for e in node.elts]
+        raise self.error(ctx, node, f"{_describe(node)} is not supported in a stencil")
+
+    def offsets(self, ctx: _Ctx, node: ast.expr) -> list[int]:
+        elts = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for e in elts:
+            v = self.const(ctx, e)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise self.error(ctx, node, f"offset {ast.unparse(e)!r}: offsets and data-dim indices are integer constants")
+            out.append(int(v))
+        return out
+
+    def subscript(self, ctx: _Ctx, node: ast.Subscript) -> Any:
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "A":
+            # `v.A[i]`: GT4Py's absolute data-dim index, read at offset zero.
+            inner = node.value.value
+            if isinstance(inner, ast.Name) and isinstance(table := ctx.local.get(inner.id), _Table):
+                return self.table_read(ctx, node, table)
+            base = self.value(ctx, inner)
+            if not (isinstance(base, _Ref) and base.kind == "f" and self.fields[base.index][1].data_shape and not base.indexed):
+                raise self.error(ctx, node, f"{ast.unparse(node.value)}[...]: `.A` indexes the data dims of a field with data dims")
+            base = _Ref("f", base.index, (0, 0, 0), None, True)
+        else:
+            base = self.value(ctx, node.value)
+        if not isinstance(base, _Ref):
+            if isinstance(base, tuple) and self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
+                return base  # an expression argument of a function read at offset zero
+            raise self.error(ctx, node, f"subscript of {ast.unparse(node.value)!r}, which is not a field or temporary")
+        if base.klevel is not None and not (base.kind == "f" and self.fields[base.index][1].data_shape and base.comp is None):
+            if self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
+                return base  # a read at a run-time K level passed to a function, read at offset zero
+            raise self.error(ctx, node, f"{ast.unparse(node)}: an offset on a read at a K level computed at run time")
+        var = self.var_k_read(ctx, node, base)
+        if var is not None:
+            return var
+        idx = self.offsets(ctx, node.slice)
+        if base.kind == "f":
+            name, ftype = self.fields[base.index]
+            if base.indexed:
+                if not ftype.data_shape or base.comp is not None:
+                    raise self.error(ctx, node, f"too many subscripts on field {name!r}")
+                if len(idx) != len(ftype.data_shape) or any(not 0 <= i < n for i, n in zip(idx, ftype.data_shape)):
+                    raise self.error(ctx, node, f"data-dim index {tuple(idx)} of field {name!r} with data dims {ftype.data_shape}")
+                comp = 0
+                for i, n in zip(idx, ftype.data_shape):
+                    comp = comp * n + i
+                return _Ref("f", base.index, base.offset, comp, True, base.klevel)
+            axes = ftype.axes
+            if len(idx) == 3:
+                off = tuple(idx)
+            elif len(idx) == len(axes):
+                full = dict(zip(axes, idx))
+                off = (full.get("I", 0), full.get("J", 0), full.get("K", 0))
+            else:
+                raise self.error(ctx, node, f"field {name!r} with axes {axes} takes {len(axes)} or 3 offsets, got {len(idx)}")
+        else:
+            if base.indexed:
+                raise self.error(ctx, node, f"too many subscripts on temporary {self.temps[base.index]!r}")
+            if len(idx) != 3:
+                raise self.error(ctx, node, f"temporary {self.temps[base.index]!r} takes 3 offsets, got {len(idx)}")
+            off = tuple(idx)
+        total = tuple(a + b for a, b in zip(base.offset, off))
+        return _Ref(base.kind, base.index, total, base.comp, True)  # type: ignore[arg-type]
+
+    def var_k_read(self, ctx: _Ctx, node: ast.Subscript, base: _Ref) -> _Ref | None:
+        """`a[0, 0, idx]` with `idx` an integer expression known only at run time (GT4Py's variable
+        K offset: the level of the point plus `idx`); None when every offset is a constant."""
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if base.indexed or all(self.is_const(ctx, e) for e in elts):
+            return None
+        if base.kind == "f":
+            name, ftype = self.fields[base.index]
+            axes = ftype.axes
+        else:
+            name, axes = self.temps[base.index], "IJK"
+        if len(elts) == 3:
+            kpos = 2
+        elif len(elts) == len(axes) and "K" in axes:
+            kpos = axes.index("K")
+        else:
+            raise self.error(ctx, node, f"{ast.unparse(node)}: {name!r} with axes {axes} takes {len(axes)} or 3 offsets, got {len(elts)}")
+        for n, e in enumerate(elts):
+            if n != kpos and not self.is_const(ctx, e):
+                raise self.error(ctx, node, f"{ast.unparse(node)}: only the K offset may be computed at run time (GT4Py's variable K offset); the offset {ast.unparse(e)!r} is not a constant")
+            if n != kpos and self.offsets(ctx, e) != [0]:
+                raise self.error(ctx, node, f"{ast.unparse(node)}: a horizontal offset with a variable K offset (GT4Py drops it and reads at offset zero, so nothing computes this); read at I and J offsets zero")
+        return _Ref(base.kind, base.index, (0, 0, 0), base.comp, True, ("kvar", self.expr(ctx, elts[kpos])))
+
+    def at_k(self, ctx: _Ctx, node: ast.Call, base: _Ref) -> _Ref:
+        """`a.at(K=k)` or `a.at(K=k, ddim=[...])`: GT4Py's absolute K index, the level `k` (an
+        integer expression) counted from the domain's first level, at the point's I and J; read-only."""
+        src = ast.unparse(node)
+        kws = node.keywords
+        if node.args or len(kws) not in (1, 2):
+            raise self.error(ctx, node, f"{src}: absolute K index: the syntax is `.at(K=..., ddim=[...])`, the `ddim` argument optional (GT4Py's rule)")
+        if kws[0].arg != "K":
+            raise self.error(ctx, node, f"{src}: absolute K index: the first argument must be `K`, e.g. `.at(K=...)`")
+        if len(kws) > 1 and (kws[1].arg != "ddim" or not isinstance(kws[1].value, ast.List)):
+            raise self.error(ctx, node, f"{src}: absolute K index: the second (optional) argument must be `ddim`, a list, e.g. `.at(K=..., ddim=[...])`")
+        if isinstance(kws[0].value, ast.Name) and kws[0].value.id in ("I", "J", "K") and kws[0].value.id not in ctx.local:
+            raise self.error(ctx, node, f"{src}: absolute K index: an axis cannot be the index (`.at(K=K)` is the field itself)")
+        if base.indexed or base.klevel is not None or base.offset != (0, 0, 0):
+            raise self.error(ctx, node, f"{src}: `.at(...)` applies to a field or temporary's name, without offsets (GT4Py fails on others)")
+        comp = None
+        if len(kws) > 1:
+            if base.kind != "f" or not self.fields[base.index][1].data_shape:
+                raise self.error(ctx, node, f"{src}: ddim indexes the data dims of a field with data dims")
+            shape = self.fields[base.index][1].data_shape
+            idx = [self.offsets(ctx, e)[0] for e in kws[1].value.elts]  # type: ignore[attr-defined]
+            if len(idx) != len(shape) or any(not 0 <= i < n for i, n in zip(idx, shape)):
+                raise self.error(ctx, node, f"{src}: data-dim index {tuple(idx)} of a field with data dims {shape}")
+            comp = 0
+            for i, n in zip(idx, shape):
+                comp = comp * n + i
+        return _Ref(base.kind, base.index, (0, 0, 0), comp, True, ("kabs", self.expr(ctx, kws[0].value)))
+
+    def table_read(self, ctx: _Ctx, node: ast.Subscript, table: _Table) -> Expr:
+        """`t.A[i, j]` at constant indices: a hidden scalar parameter holding that element."""
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not all(self.is_const(ctx, e) for e in elts):
+            raise self.error(ctx, node, f"{ast.unparse(node)}: GlobalTable {table.name!r} read at an index known only at run time; gridbuf's IR reads tables at constant indices only")
+        idx = tuple(self.offsets(ctx, node.slice))
+        shape = table.type.shape
+        if len(idx) != len(shape) or any(not 0 <= i < n for i, n in zip(idx, shape)):
+            raise self.error(ctx, node, f"{ast.unparse(node)}: index {idx} of GlobalTable {table.name!r} with shape {shape} (indices are from 0, as in GT4Py)")
+        name = f"__{table.name}_" + "_".join(map(str, idx))
+        if name not in self.table_reads:
+            self.table_reads[name] = (table.name, idx)
+            self.scalars.append(name)
+            self.scalar_types.append(table.type.dtype)
+        return ("s", self.scalars.index(name))
