@@ -124,7 +124,7 @@ def _to_side(x: Any, side: str, lead: _Operand, write: bool) -> Any:
     return cp.asarray(x)
 
 
-def _lead(operands: Sequence[Any]) -> Any:
+def _lead(operands: Sequence[Any]) -> _Operand | None:
     """The storage operand that handles an operation: highest ``__array_priority__``, first on ties."""
     lead: _Operand | None = None
     for x in operands:
