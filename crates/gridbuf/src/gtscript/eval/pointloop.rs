@@ -318,15 +318,43 @@ pub(super) fn build(
     let r = b.use_var(rv);
     // Each run-time K read's column and level at the row's first point, and what the row's
     // points need of it, in registers for the row.
-    let mut row_slots = Vec::new();
-    for slot in 0..vk.len() {
+    // Counted from the slot's lowest allowed level (see [`SlotRegs`]): the column's address of
+    // that level, the row's first level minus it, the number allowed; then what the points'
+    // columns and levels move by (nothing but the level, along a column), and the lowest
+    // level itself where some read gives an absolute level.
+    let absolute: Vec<bool> = vk
+        .iter()
+        .map(|&(q, _)| {
+            all.iter()
+                .any(|ins| ins.op == Op::LoadK(q, crate::gtscript::ir::KIndex::Absolute))
+        })
+        .collect();
+    let mut row_slots: Vec<Vec<Value>> = Vec::new();
+    for (slot, &abs) in absolute.iter().enumerate() {
         let (col, k) = vk_row(&mut b, vkp, slot, r);
         let get = |b: &mut FunctionBuilder<'_>, f: usize| {
             b.ins().load(types::I64, flags, vkp, vk_field(slot, f))
         };
-        let [d_point, d_level, k_point, lo, hi] = [2, 3, 6, 7, 8].map(|f| get(&mut b, f));
+        let [lo, hi] = [7, 8].map(|f| get(&mut b, f));
+        let d_level = match walk {
+            // Levels one element apart (checked by `run_points`).
+            Some(Walk::Columns) => b.ins().iconst(types::I64, size),
+            _ => get(&mut b, 3),
+        };
+        let low = b.ins().imul(lo, d_level);
+        let base = b.ins().iadd(col, low);
+        let rel = b.ins().isub(k, lo);
         let span = b.ins().isub(hi, lo);
-        row_slots.push([col, k, d_point, d_level, k_point, lo, span]);
+        let mut fields = vec![base, rel, span];
+        match walk {
+            Some(Walk::Columns) => {}
+            Some(Walk::Levels) => fields.extend([get(&mut b, 2), d_level]),
+            None => fields.extend([get(&mut b, 2), d_level, get(&mut b, 6)]),
+        }
+        if abs {
+            fields.push(lo);
+        }
+        row_slots.push(fields);
     }
     let row = |b: &mut FunctionBuilder<'_>, f: &[Value], st: &[Value]| -> Vec<Value> {
         f.iter()
@@ -413,44 +441,48 @@ pub(super) fn build(
     }
     // The point's column and level for each run-time K read; a level outside goes to `fexit`.
     let level_dir = if step < 0 { -1 } else { 1 };
-    let slot_regs: Vec<SlotRegs> = row_slots
-        .iter()
-        .enumerate()
-        .map(|(x, _)| {
-            let [col, k, d_point, d_level, k_point, lo, span] =
-                [0, 1, 2, 3, 4, 5, 6].map(|f| kept(&mut b, n_bases + n_outs + 7 * x + f));
-            // Along K: the column stays, the level moves; along I: the other way round.
-            let (col, k) = match point_axis {
-                Some(2) => {
-                    let dk = b.ins().imul_imm_s(i, level_dir);
-                    (col, b.ins().iadd(k, dk))
-                }
-                Some(_) => {
-                    let off = b.ins().imul(i, d_point);
-                    (b.ins().iadd(col, off), k)
-                }
-                None => {
-                    let off = b.ins().imul(i, d_point);
-                    let dk = b.ins().imul(i, k_point);
-                    (b.ins().iadd(col, off), b.ins().iadd(k, dk))
-                }
-            };
-            // Walking columns, the levels of what is read at run-time levels are one element
-            // apart (checked by `run_points`): the address is one instruction.
-            let d_level = match point_axis {
-                Some(2) => b.ins().iconst(types::I64, size),
-                _ => d_level,
-            };
-            SlotRegs {
-                col,
-                k,
-                d_level,
-                lo,
-                span,
-                fail: fexit,
+    let mut at_slot = n_bases + n_outs;
+    let mut slot_regs: Vec<SlotRegs> = Vec::new();
+    for (fields, &abs) in row_slots.iter().zip(&absolute) {
+        let kept_fields: Vec<Value> = (at_slot..at_slot + fields.len())
+            .map(|x| kept(&mut b, x))
+            .collect();
+        at_slot += fields.len();
+        let mut f = kept_fields.into_iter();
+        let mut next = || f.next().expect("slot field");
+        let (base, rel, span) = (next(), next(), next());
+        // Along K: the column stays, the level moves; along I: the other way round.
+        let (base, rel, d_level) = match walk {
+            Some(Walk::Columns) => {
+                let dk = b.ins().imul_imm_s(i, level_dir);
+                (
+                    base,
+                    b.ins().iadd(rel, dk),
+                    b.ins().iconst(types::I64, size),
+                )
             }
-        })
-        .collect();
+            Some(Walk::Levels) => {
+                let (d_point, d_level) = (next(), next());
+                let off = b.ins().imul(i, d_point);
+                (b.ins().iadd(base, off), rel, d_level)
+            }
+            None => {
+                let (d_point, d_level, k_point) = (next(), next(), next());
+                let off = b.ins().imul(i, d_point);
+                let dk = b.ins().imul(i, k_point);
+                (b.ins().iadd(base, off), b.ins().iadd(rel, dk), d_level)
+            }
+        };
+        let lo = abs.then(&mut next);
+        slot_regs.push(SlotRegs {
+            base,
+            rel,
+            lo,
+            d_level,
+            span,
+            fail: fexit,
+        });
+    }
     b.ins().jump(blocks[0], &[]);
 
     let to = |x: usize| if x == exit { pdone } else { blocks[x - t] };

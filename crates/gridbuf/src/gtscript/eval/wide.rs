@@ -30,14 +30,17 @@ pub(super) struct WideEmit<'a> {
 }
 
 /// A [`super::jit::VkSlot`] held in registers, for code that runs one point at a time with
-/// branches (`pointloop`): the current point's column start (bytes) and level, the byte step
-/// per level, the lowest level allowed and the number allowed; a level outside is reported in
-/// the slot's `err` and `err_level` and jumps to `fail` (the caller returns).
+/// branches (`pointloop`), counted from the slot's lowest allowed level `lo`: the address of
+/// level `lo` in the current point's column, the point's own level minus `lo`, `lo` itself
+/// where some read gives an absolute level, the byte step per level and the number of levels
+/// allowed. A level outside is reported in the slot's `err` and `err_level` and jumps to
+/// `fail` (the caller returns). Counting from `lo` makes a read one add, one unsigned compare
+/// and one load, with three values per slot live in the point's loops.
 pub(super) struct SlotRegs {
-    pub(super) col: Value,
-    pub(super) k: Value,
+    pub(super) base: Value,
+    pub(super) rel: Value,
+    pub(super) lo: Option<Value>,
     pub(super) d_level: Value,
-    pub(super) lo: Value,
     pub(super) span: Value,
     pub(super) fail: Block,
 }
@@ -201,12 +204,15 @@ impl WideEmit<'_> {
         let get =
             |b: &mut FunctionBuilder<'_>, n: usize| b.ins().load(types::I64, flags, vkp, field(n));
         if let Some(r) = self.slot_regs.map(|r| &r[slot]) {
-            let level = match kind {
-                crate::gtscript::ir::KIndex::Relative => b.ins().iadd(r.k, index),
-                crate::gtscript::ir::KIndex::Absolute => index,
+            // The level minus `lo`: inside when below `span`, as one unsigned comparison.
+            let rel = match (kind, r.lo) {
+                (crate::gtscript::ir::KIndex::Relative, _) => b.ins().iadd(r.rel, index),
+                (crate::gtscript::ir::KIndex::Absolute, Some(lo)) => b.ins().isub(index, lo),
+                (crate::gtscript::ir::KIndex::Absolute, None) => {
+                    let lo = get(b, 7);
+                    b.ins().isub(index, lo)
+                }
             };
-            // `lo <= level < lo + span` as one unsigned comparison.
-            let rel = b.ins().isub(level, r.lo);
             let ok = b.ins().icmp(IntCC::UnsignedLessThan, rel, r.span);
             let (inside, outside) = (b.create_block(), b.create_block());
             b.set_cold_block(outside);
@@ -214,11 +220,13 @@ impl WideEmit<'_> {
             b.switch_to_block(outside);
             let one = b.ins().iconst(types::I64, 1);
             b.ins().store(flags, one, vkp, field(9));
+            let lo = get(b, 7);
+            let level = b.ins().iadd(rel, lo);
             b.ins().store(flags, level, vkp, field(10));
             b.ins().jump(r.fail, &[]);
             b.switch_to_block(inside);
-            let off = b.ins().imul(level, r.d_level);
-            let addr = b.ins().iadd(r.col, off);
+            let off = b.ins().imul(rel, r.d_level);
+            let addr = b.ins().iadd(r.base, off);
             return self.load_lane(b, slot, addr);
         }
         let (col, k, d_point, d_level) = (get(b, 11), get(b, 12), get(b, 2), get(b, 3));
