@@ -427,15 +427,8 @@ impl WideEmit<'_> {
                     } else {
                         let r = match o {
                             BinOp::Min | BinOp::Max => {
-                                let cc = if o == BinOp::Min {
-                                    FloatCC::LessThan
-                                } else {
-                                    FloatCC::GreaterThan
-                                };
-                                let c1 = b.ins().fcmp(cc, a, x);
-                                let c2 = b.ins().fcmp(FloatCC::Unordered, a, a);
-                                let c = b.ins().bor(c1, c2);
-                                b.ins().select(c, a, x)
+                                let vt = b.func.dfg.value_type(a);
+                                Emit::min_max(b, vt, o, a, x)
                             }
                             BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
                                 self.call(b, ins.op, ty, &[a, x])
