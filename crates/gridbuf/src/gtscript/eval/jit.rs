@@ -122,8 +122,11 @@ pub struct Jit {
     /// the loop can run point by point (see [`pointloop`]).
     loops: Vec<Vec<Option<LoopCode>>>,
     /// Per section, per [`Walk`]: the whole section's point function, where it has one (see
-    /// [`pointloop::section`]).
+    /// [`pointloop::section`]); along columns, that of the run of sections it starts (see
+    /// [`pointloop::group`]).
     walks: Vec<[Option<LoopCode>; 2]>,
+    /// Per section: the first section of the run it walks columns in, where it has one.
+    column_run: Vec<Option<usize>>,
     /// The element type the code was made for.
     lanes: Lanes,
     _memory: CodeMemory,
@@ -252,35 +255,53 @@ impl Jit {
         // Sections with loops, where they can, also as one point function per walk (see
         // `pointloop::section`).
         let mut loop_ids = Vec::new();
+        // Sections that walk columns, by the first of their run (see `pointloop::group`).
+        let mut column_run: Vec<Option<usize>> = plan.sections.iter().map(|_| None).collect();
         for (s, sec) in plan.sections.iter().enumerate() {
             let n = sec.stmts.len();
             let whole = walks_section[s];
+            let whole_section = |x: usize, w: Walk| {
+                let exit = plan.sections[x].stmts.len();
+                let walk = Some(w);
+                (
+                    x,
+                    PointRange {
+                        first: 0,
+                        exit,
+                        walk,
+                    },
+                )
+            };
             // (A section that walks needs its loops on blocks only where the walks cannot run:
             // layouts with unit stride along J, or memory of other element types. Those run
             // the loops' passes over blocks, and the compile time goes to the walks.)
-            let ranges = (0..n)
+            let mut partss: Vec<Vec<(usize, PointRange)>> = (0..n)
                 .filter(|_| !whole)
                 .filter_map(|t| {
-                    pointloop::range(plan, s, t, wide).map(|exit| PointRange {
-                        first: t,
-                        exit,
-                        walk: None,
-                    })
+                    let exit = pointloop::range(plan, s, t, wide)?;
+                    Some(vec![(
+                        s,
+                        PointRange {
+                            first: t,
+                            exit,
+                            walk: None,
+                        },
+                    )])
                 })
-                .chain(
-                    [Walk::Columns, Walk::Levels]
-                        .into_iter()
-                        .filter(|_| whole)
-                        .map(|w| PointRange {
-                            first: 0,
-                            exit: n,
-                            walk: Some(w),
-                        }),
-                );
-            for r in ranges {
-                let (id, operands, outs, vk) =
-                    pointloop::build(&mut module, &mut ctx, &mut fctx, plan, s, &r, elem, wide)?;
-                loop_ids.push((s, r.first, r.walk, r.exit, id, operands, outs, vk));
+                .collect();
+            if whole {
+                partss.push(vec![whole_section(s, Walk::Levels)]);
+                if column_run[s].is_none() {
+                    let e = pointloop::group(plan, s, wide);
+                    column_run[s..e].fill(Some(s));
+                    partss.push((s..e).map(|x| whole_section(x, Walk::Columns)).collect());
+                }
+            }
+            for parts in partss {
+                let (first, exit, walk) = (parts[0].1.first, parts[0].1.exit, parts[0].1.walk);
+                let (id, operands, outs, vk, sizes) =
+                    pointloop::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+                loop_ids.push((s, first, walk, exit, id, operands, outs, vk, sizes));
             }
         }
         // FORWARD and BACKWARD sections also as one function that walks whole columns (used
@@ -328,7 +349,7 @@ impl Jit {
             .collect();
         let mut walks: Vec<[Option<LoopCode>; 2]> =
             plan.sections.iter().map(|_| [None, None]).collect();
-        for (s, t, walk, exit, id, operands, outs, vk) in loop_ids {
+        for (s, t, walk, exit, id, operands, outs, vk, parts) in loop_ids {
             let code = module.get_finalized_function(id);
             // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
             // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C
@@ -340,6 +361,7 @@ impl Jit {
                 outs,
                 vk,
                 exit,
+                parts,
             };
             match walk {
                 Some(w) => walks[s][w as usize] = Some(code),
@@ -351,6 +373,7 @@ impl Jit {
             columns,
             loops,
             walks,
+            column_run,
             lanes: plan.lanes,
             _memory: CodeMemory(Some(module)),
         }))
@@ -383,6 +406,13 @@ impl Jit {
             return None;
         }
         self.walks.get(sec)?[walk as usize].as_ref()
+    }
+
+    /// Whether section `sec` walks columns in a point function for `T` (the one of the run of
+    /// sections it is part of, see [`pointloop::group`]).
+    #[inline]
+    pub(super) fn walks_columns<T: Elem>(&self, sec: usize) -> bool {
+        self.lanes == T::LANES && self.column_run.get(sec).is_some_and(Option::is_some)
     }
 
     /// The column code of section `sec`, if it has some for `T`.

@@ -28,34 +28,35 @@ use super::strip::{vk_errors, vk_slots};
 use super::wide::{SlotRegs, WideEmit};
 use crate::error::Result;
 use crate::gtscript::ir::{IterOrder, Ty};
-use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src};
+use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src, StmtPlan};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
-    types, AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
+    types, AbiParam, Block, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 
-/// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs `n`
-/// points on each of `rows` rows; operand `k`'s row `r` starts at `operands[k] + r *
-/// steps[k]` bytes, stored quantity `j`'s at `outs[j] + r * out_steps[j]`, and the points of a
-/// row are one element apart (see [`PointRange::walk`] for quantities without the point axis
-/// and for BACKWARD walks); `vk` as for [`super::jit::RowFn`]. It returns early, leaving
-/// points unfinished, once a run-time K read has reported a level outside (the caller raises
-/// the error).
+/// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs, on
+/// each of `rows` rows, each of its parts in turn (see [`build`]), part `x` on `n[x]` points;
+/// operand `k`'s row `r` starts at `operands[k] + r * steps[k]` bytes, stored quantity `j`'s
+/// at `outs[j] + r * out_steps[j]` (the parts' operands, stored quantities and run-time K
+/// slots one after the other), and the points of a row are one element apart (see
+/// [`PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
+/// for [`super::jit::RowFn`]. It returns early, leaving points unfinished, once a run-time K
+/// read has reported a level outside (the caller raises the error).
 pub(super) type LoopFn = unsafe extern "C" fn(
     *const *const u8,
     *const isize,
     *const *mut u8,
     *const isize,
-    usize,
+    *const usize,
     usize,
     *const u8,
     *mut i64,
 );
 
-/// A compiled loop (or section) and what the caller must hand it.
+/// A compiled loop (or sections) and what the caller must hand it.
 pub(super) struct LoopCode {
     /// The function.
     pub(super) f: LoopFn,
@@ -67,8 +68,20 @@ pub(super) struct LoopCode {
     /// The quantities read at run-time K levels, one `VkSlot` each, and their memory's
     /// element types.
     pub(super) vk: Vec<(u32, Ty)>,
-    /// One past the last statement.
+    /// One past the last statement (of the first part).
     pub(super) exit: usize,
+    /// Its parts, in the order they run and their entries lie in the arrays above.
+    pub(super) parts: Vec<PartCode>,
+}
+
+/// One part of a point function: its section, and how many operands, stored quantities and
+/// run-time K reads it has.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct PartCode {
+    pub(super) section: usize,
+    pub(super) operands: usize,
+    pub(super) outs: usize,
+    pub(super) vk: usize,
 }
 
 /// The statements `first..exit` of a section that one point function runs, and how it walks.
@@ -166,6 +179,38 @@ pub(super) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
         .all(|f| f.next <= n && f.exit.is_none_or(|e| e <= n))
 }
 
+/// The end of the run of sections from `s` that walk columns as one point function (see
+/// [`build`]), each column through all of them in turn, as GT4Py's code walks a computation's
+/// intervals: consecutive sections that each can (see [`section`]), none of which reads at a
+/// horizontal offset what one of them writes. Each column's result then depends on that
+/// column alone, so running a column through every section before the next column computes
+/// what running each section over all columns does, and each column is read from memory
+/// once instead of once per section. `s + 1` when section `s` walks alone; `s` when it
+/// cannot walk.
+pub(super) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
+    if !section(plan, s, wide) {
+        return s;
+    }
+    let mut e = s + 1;
+    while e < plan.sections.len() && section(plan, e, wide) {
+        let written: Vec<u32> = plan.sections[s..=e]
+            .iter()
+            .flat_map(|sec| sec.stmts.iter().map(|st| st.target))
+            .collect();
+        let apart = plan.sections[s..=e]
+            .iter()
+            .flat_map(|sec| &sec.stmts)
+            .flat_map(|st| &st.tape)
+            .flat_map(|ins| ins.args)
+            .any(|a| matches!(a, Src::Q(q, off) if off[..2] != [0, 0] && written.contains(&q)));
+        if apart {
+            break;
+        }
+        e += 1;
+    }
+    e
+}
+
 /// Where the loop whose condition is statement `t` of section `s` ends (one past its last
 /// statement), if it can run point by point: `t` is a `while` condition outside any other loop;
 /// every statement of the loop is compiled (`wide`: mixed-type code), writes at its own point
@@ -212,99 +257,163 @@ pub(super) fn range(plan: &Plan, s: usize, t: usize, wide: bool) -> Option<usize
     flows_stay.then_some(exit)
 }
 
-/// Defines the point function of the statements `r` of section `s` (a loop, see [`range`],
-/// or a whole section, see [`section`]) in `module`, for elements of type `elem` (`I64` lanes
-/// when `wide`); returns it with its operands, stored quantities and run-time K reads (see
-/// [`LoopCode`]).
+/// One part of a point function: the statements `t..exit` of section `s`, the quantities
+/// they write (each in a register per point), store (`outs`; `load`: loaded at the point's
+/// start), read from memory (`operands`) and read at run-time K levels (`vk`).
+struct Part<'p> {
+    s: usize,
+    t: usize,
+    exit: usize,
+    stmts: &'p [StmtPlan],
+    written: Vec<u32>,
+    outs: Vec<u32>,
+    all: Vec<Instr>,
+    operands: Vec<(u32, [i32; 3])>,
+    load: Vec<bool>,
+    vk: Vec<(u32, Ty)>,
+}
+
+impl<'p> Part<'p> {
+    fn new(plan: &'p Plan, s: usize, r: &PointRange) -> Part<'p> {
+        let sec = &plan.sections[s];
+        let (t, exit, walk) = (r.first, r.exit, r.walk);
+        let range = t..exit;
+        let stmts = &sec.stmts[t..exit];
+        let mut written: Vec<u32> = Vec::new();
+        for st in stmts {
+            if !written.contains(&st.target) {
+                written.push(st.target);
+            }
+        }
+        let outs: Vec<u32> = written
+            .iter()
+            .copied()
+            .filter(|&q| !(walk.is_some() && matches!(plan.kinds[q as usize], Kind::Local)))
+            .collect();
+        let all: Vec<Instr> = stmts
+            .iter()
+            .flat_map(|st| st.tape.iter().copied())
+            .collect();
+        let operands: Vec<(u32, [i32; 3])> = operands_of(&all)
+            .into_iter()
+            .filter(|&(q, off)| !(written.contains(&q) && off == [0; 3]))
+            .collect();
+        // A stored quantity is loaded at the point's start where some statement reads it
+        // before it is surely written, or the point can end without writing it.
+        let at_end = surely_written(plan, s, &range, exit);
+        let load: Vec<bool> = outs
+            .iter()
+            .map(|&q| {
+                !at_end.contains(&q)
+                    || (t..exit).any(|u| {
+                        operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
+                            && !surely_written(plan, s, &range, u).contains(&q)
+                    })
+            })
+            .collect();
+        let vk = vk_of(plan, &all);
+        Part {
+            s,
+            t,
+            exit,
+            stmts,
+            written,
+            outs,
+            all,
+            operands,
+            load,
+            vk,
+        }
+    }
+}
+
+/// Defines the point function of `parts` (each the statements of a [`PointRange`] of a
+/// section: a loop, see [`range`], or a whole section, see [`section`]; several only for
+/// whole sections walking columns, see [`group`]) in `module`, for elements of type `elem`
+/// (`I64` lanes when `wide`); returns it with its operands, stored quantities and run-time K
+/// reads, part after part, and how many of each every part has (see [`LoopCode`]). Per row,
+/// each part runs its points in turn.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(super) fn build(
     module: &mut JITModule,
     ctx: &mut cranelift_codegen::Context,
     fctx: &mut FunctionBuilderContext,
     plan: &Plan,
-    s: usize,
-    r: &PointRange,
+    parts: &[(usize, PointRange)],
     elem: Type,
     wide: bool,
-) -> Result<(FuncId, Vec<(u32, [i32; 3])>, Vec<u32>, Vec<(u32, Ty)>)> {
-    let sec = &plan.sections[s];
-    let (t, exit, walk) = (r.first, r.exit, r.walk);
+) -> Result<(
+    FuncId,
+    Vec<(u32, [i32; 3])>,
+    Vec<u32>,
+    Vec<(u32, Ty)>,
+    Vec<PartCode>,
+)> {
+    let walk = parts.first().ok_or_else(|| jit_error("no part"))?.1.walk;
     let point_axis = walk.map(Walk::axis);
     let size = elem.bytes() as i64;
-    let range = t..exit;
-    let stmts = &sec.stmts[t..exit];
-    // Every quantity written, in a register per point; those stored, in the output array.
-    let mut written: Vec<u32> = Vec::new();
-    for st in stmts {
-        if !written.contains(&st.target) {
-            written.push(st.target);
-        }
-    }
-    let outs: Vec<u32> = written
-        .iter()
-        .copied()
-        .filter(|&q| !(walk.is_some() && matches!(plan.kinds[q as usize], Kind::Local)))
-        .collect();
-    let all: Vec<Instr> = stmts
-        .iter()
-        .flat_map(|st| st.tape.iter().copied())
-        .collect();
-    let operands: Vec<(u32, [i32; 3])> = operands_of(&all)
-        .into_iter()
-        .filter(|&(q, off)| !(written.contains(&q) && off == [0; 3]))
-        .collect();
-    // A stored quantity is loaded at the point's start where some statement reads it before
-    // it is surely written, or the point can end without writing it.
-    let at_end = surely_written(plan, s, &range, exit);
-    let load: Vec<bool> = outs
-        .iter()
-        .map(|&q| {
-            !at_end.contains(&q)
-                || (t..exit).any(|u| {
-                    operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
-                        && !surely_written(plan, s, &range, u).contains(&q)
-                })
-        })
-        .collect();
-    let vk = vk_of(plan, &all);
+    let ps: Vec<Part<'_>> = parts.iter().map(|(s, r)| Part::new(plan, *s, r)).collect();
+    let every: Vec<Instr> = ps.iter().flat_map(|p| p.all.iter().copied()).collect();
     let ptr = module.target_config().pointer_type();
     ctx.func.signature = module.make_signature();
     for _ in 0..8 {
         ctx.func.signature.params.push(AbiParam::new(ptr));
     }
-    let calls = declare_calls(module, &mut ctx.func, &all, elem, wide)?;
+    let calls = declare_calls(module, &mut ctx.func, &every, elem, wide)?;
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let [ops, strides, outp, out_strides, n, rows, scal, vkp] = b.block_params(entry) else {
+    let [ops, strides, outp, out_strides, np, rows, scal, vkp_all] = b.block_params(entry) else {
         return Err(jit_error("signature"));
     };
-    let (ops, strides, outp, out_strides, n, rows, scal, vkp) =
-        (*ops, *strides, *outp, *out_strides, *n, *rows, *scal, *vkp);
+    let (ops, strides, outp, out_strides, np, rows, scal, vkp_all) = (
+        *ops,
+        *strides,
+        *outp,
+        *out_strides,
+        *np,
+        *rows,
+        *scal,
+        *vkp_all,
+    );
     let flags = MemFlagsData::new().with_notrap();
     let word = ptr.bytes() as i32;
-    let load_ptrs = |b: &mut FunctionBuilder<'_>, base: Value, count: usize| -> Vec<Value> {
-        (0..count)
-            .map(|k| b.ins().load(ptr, flags, base, k as i32 * word))
-            .collect()
-    };
-    let firsts = load_ptrs(&mut b, ops, operands.len());
-    let steps = load_ptrs(&mut b, strides, operands.len());
-    let out_firsts = load_ptrs(&mut b, outp, outs.len());
-    let out_steps = load_ptrs(&mut b, out_strides, outs.len());
-    let scalars = load_scalars(&mut b, &all, elem, scal);
+    let load_ptrs =
+        |b: &mut FunctionBuilder<'_>, base: Value, from: usize, count: usize| -> Vec<Value> {
+            (from..from + count)
+                .map(|k| b.ins().load(ptr, flags, base, k as i32 * word))
+                .collect()
+        };
+    let scalars = load_scalars(&mut b, &every, elem, scal);
+    // Per part: its operands' and stored quantities' first rows and row steps, its number of
+    // points and its run-time K reads' slots (each part's after the parts' before it).
+    let mut entries = Vec::new();
+    let (mut o_ops, mut o_outs, mut o_vk) = (0, 0, 0);
+    for (x, p) in ps.iter().enumerate() {
+        let firsts = load_ptrs(&mut b, ops, o_ops, p.operands.len());
+        let steps = load_ptrs(&mut b, strides, o_ops, p.operands.len());
+        let out_firsts = load_ptrs(&mut b, outp, o_outs, p.outs.len());
+        let out_steps = load_ptrs(&mut b, out_strides, o_outs, p.outs.len());
+        let n = b.ins().load(ptr, flags, np, x as i32 * word);
+        let vkp = b
+            .ins()
+            .iadd_imm_s(vkp_all, (o_vk * std::mem::size_of::<VkSlot>()) as i64);
+        o_ops += p.operands.len();
+        o_outs += p.outs.len();
+        o_vk += p.vk.len();
+        entries.push((firsts, steps, out_firsts, out_steps, n, vkp));
+    }
     // The written quantities' values at the current point, and the row and point counters.
     // In mixed-type code, floats in float registers (the lanes' bits).
     let reg_ty = |q: u32| match plan.quantity_ty(q) {
         t if wide && t.is_float() => types::F64,
         _ => elem,
     };
-    let vars: Vec<_> = written.iter().map(|&q| b.declare_var(reg_ty(q))).collect();
     let rv = b.declare_var(ptr);
     let iv = b.declare_var(ptr);
-    let [rhead, rbody, phead, pbody, pdone, rnext, fexit] = [(); 7].map(|_| b.create_block());
-    let blocks: Vec<_> = stmts.iter().map(|_| b.create_block()).collect();
+    let [rhead, rnext, fexit] = [(); 3].map(|_| b.create_block());
+    let rbodies: Vec<_> = ps.iter().map(|_| b.create_block()).collect();
     let zero = b.ins().iconst(ptr, 0);
     b.def_var(rv, zero);
     b.ins().jump(rhead, &[]);
@@ -312,282 +421,325 @@ pub(super) fn build(
     b.switch_to_block(rhead);
     let r = b.use_var(rv);
     let more = b.ins().icmp(IntCC::UnsignedLessThan, r, rows);
-    b.ins().brif(more, rbody, &[], fexit, &[]);
+    b.ins().brif(more, rbodies[0], &[], fexit, &[]);
 
-    b.switch_to_block(rbody);
-    let r = b.use_var(rv);
-    // Each run-time K read's column and level at the row's first point, and what the row's
-    // points need of it, in registers for the row.
-    // Counted from the slot's lowest allowed level (see [`SlotRegs`]): the column's address of
-    // that level, the row's first level minus it, the number allowed; then what the points'
-    // columns and levels move by (nothing but the level, along a column), and the lowest
-    // level itself where some read gives an absolute level.
-    let absolute: Vec<bool> = vk
-        .iter()
-        .map(|&(q, _)| {
-            all.iter()
-                .any(|ins| ins.op == Op::LoadK(q, crate::gtscript::ir::KIndex::Absolute))
-        })
-        .collect();
-    let mut row_slots: Vec<Vec<Value>> = Vec::new();
-    for (slot, &abs) in absolute.iter().enumerate() {
-        let (col, k) = vk_row(&mut b, vkp, slot, r);
-        let get = |b: &mut FunctionBuilder<'_>, f: usize| {
-            b.ins().load(types::I64, flags, vkp, vk_field(slot, f))
-        };
-        let [lo, hi] = [7, 8].map(|f| get(&mut b, f));
-        let d_level = match walk {
-            // Levels one element apart (checked by `run_points`).
-            Some(Walk::Columns) => b.ins().iconst(types::I64, size),
-            _ => get(&mut b, 3),
-        };
-        let low = b.ins().imul(lo, d_level);
-        let base = b.ins().iadd(col, low);
-        let rel = b.ins().isub(k, lo);
-        let span = b.ins().isub(hi, lo);
-        let mut fields = vec![base, rel, span];
-        match walk {
-            Some(Walk::Columns) => {}
-            Some(Walk::Levels) => fields.extend([get(&mut b, 2), d_level]),
-            None => fields.extend([get(&mut b, 2), d_level, get(&mut b, 6)]),
-        }
-        if abs {
-            fields.push(lo);
-        }
-        row_slots.push(fields);
-    }
-    let row = |b: &mut FunctionBuilder<'_>, f: &[Value], st: &[Value]| -> Vec<Value> {
-        f.iter()
-            .zip(st)
-            .map(|(&f, &st)| {
-                let off = b.ins().imul(r, st);
-                b.ins().iadd(f, off)
+    for (x, (p, (firsts, steps, out_firsts, out_steps, n, vkp))) in
+        ps.iter().zip(&entries).enumerate()
+    {
+        let (n, vkp) = (*n, *vkp);
+        let Part {
+            s,
+            t,
+            exit,
+            stmts,
+            written,
+            outs,
+            all,
+            operands,
+            load,
+            vk,
+        } = p;
+        let (s, t, exit) = (*s, *t, *exit);
+        let sec = &plan.sections[s];
+        let vars: Vec<_> = written.iter().map(|&q| b.declare_var(reg_ty(q))).collect();
+        let [phead, pbody, pdone] = [(); 3].map(|_| b.create_block());
+        let blocks: Vec<_> = stmts.iter().map(|_| b.create_block()).collect();
+        let after = rbodies.get(x + 1).copied().unwrap_or(rnext);
+        b.switch_to_block(rbodies[x]);
+        let r = b.use_var(rv);
+        // Each run-time K read's column and level at the row's first point, and what the row's
+        // points need of it, in registers for the row.
+        // Counted from the slot's lowest allowed level (see [`SlotRegs`]): the column's address of
+        // that level, the row's first level minus it, the number allowed; then what the points'
+        // columns and levels move by (nothing but the level, along a column), and the lowest
+        // level itself where some read gives an absolute level.
+        let absolute: Vec<bool> = vk
+            .iter()
+            .map(|&(q, _)| {
+                all.iter()
+                    .any(|ins| ins.op == Op::LoadK(q, crate::gtscript::ir::KIndex::Absolute))
             })
-            .collect()
-    };
-    let bases = row(&mut b, &firsts, &steps);
-    let out_bases = row(&mut b, &out_firsts, &out_steps);
-    // The row's values reach the points through a record on the stack, loaded where used:
-    // as plain values (or variables defined once), Cranelift computes them again at every use
-    // inside the point loop, from values it spilled.
-    let values: Vec<Value> = bases
-        .iter()
-        .chain(&out_bases)
-        .chain(row_slots.iter().flatten())
-        .copied()
-        .collect();
-    let record = b.create_sized_stack_slot(StackSlotData::new(
-        StackSlotKind::ExplicitSlot,
-        (values.len() * 8) as u32,
-        3,
-    ));
-    for (x, &v) in values.iter().enumerate() {
-        b.ins().stack_store(ptr, v, record, x as i32 * 8);
-    }
-    let kept = |b: &mut FunctionBuilder<'_>, x: usize| -> Value {
-        b.ins().stack_load(ptr, types::I64, record, x as i32 * 8)
-    };
-    let (n_bases, n_outs) = (bases.len(), out_bases.len());
-    b.def_var(iv, zero);
-    b.ins().jump(phead, &[]);
-
-    b.switch_to_block(phead);
-    let i = b.use_var(iv);
-    let more = b.ins().icmp(IntCC::UnsignedLessThan, i, n);
-    b.ins().brif(more, pbody, &[], rnext, &[]);
-
-    b.switch_to_block(pbody);
-    let i = b.use_var(iv);
-    // The point's byte offset from the row's first point, for every quantity with the point
-    // axis (one element per point, down the column when walking a BACKWARD section).
-    let step = match walk {
-        Some(Walk::Columns) if sec.order == IterOrder::Backward => -size,
-        _ => size,
-    };
-    let at = b.ins().imul_imm_s(i, step);
-    let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
-    // The point's address of operand `x` (`x < n_bases`) or stored quantity `x - n_bases`.
-    let address = |b: &mut FunctionBuilder<'_>, x: usize| -> Value {
-        let q = if x < n_bases {
-            operands[x].0
-        } else {
-            outs[x - n_bases]
-        };
-        let a = kept(b, x);
-        if moves(q) {
-            b.ins().iadd(a, at)
-        } else {
-            a
-        }
-    };
-    // Every operand once per point, at its start: reads inside loops would load again at every
-    // pass (Cranelift keeps no load out of a loop). All lie inside the memory the caller
-    // checked, so loading those a point never reads is harmless.
-    let values: Vec<Value> = operands
-        .iter()
-        .enumerate()
-        .map(|(g, &(q, _))| {
-            let a = address(&mut b, g);
-            b.ins().load(reg_ty(q), flags, a, 0)
-        })
-        .collect();
-    for j in 0..outs.len() {
-        if load[j] {
-            let a = address(&mut b, n_bases + j);
-            let v = b.ins().load(reg_ty(outs[j]), flags, a, 0);
-            let w = written.iter().position(|&q| q == outs[j]).expect("listed");
-            b.def_var(vars[w], v);
-        }
-    }
-    // The point's column and level for each run-time K read; a level outside goes to `fexit`.
-    let level_dir = if step < 0 { -1 } else { 1 };
-    let mut at_slot = n_bases + n_outs;
-    let mut slot_regs: Vec<SlotRegs> = Vec::new();
-    for (fields, &abs) in row_slots.iter().zip(&absolute) {
-        let kept_fields: Vec<Value> = (at_slot..at_slot + fields.len())
-            .map(|x| kept(&mut b, x))
             .collect();
-        at_slot += fields.len();
-        let mut f = kept_fields.into_iter();
-        let mut next = || f.next().expect("slot field");
-        let (base, rel, span) = (next(), next(), next());
-        // Along K: the column stays, the level moves; along I: the other way round.
-        let (base, rel, d_level) = match walk {
-            Some(Walk::Columns) => {
-                let dk = b.ins().imul_imm_s(i, level_dir);
-                (
-                    base,
-                    b.ins().iadd(rel, dk),
-                    b.ins().iconst(types::I64, size),
-                )
+        let mut row_slots: Vec<Vec<Value>> = Vec::new();
+        for (slot, &abs) in absolute.iter().enumerate() {
+            let (col, k) = vk_row(&mut b, vkp, slot, r);
+            let get = |b: &mut FunctionBuilder<'_>, f: usize| {
+                b.ins().load(types::I64, flags, vkp, vk_field(slot, f))
+            };
+            let [lo, hi] = [7, 8].map(|f| get(&mut b, f));
+            let d_level = match walk {
+                // Levels one element apart (checked by `run_points`).
+                Some(Walk::Columns) => b.ins().iconst(types::I64, size),
+                _ => get(&mut b, 3),
+            };
+            let low = b.ins().imul(lo, d_level);
+            let base = b.ins().iadd(col, low);
+            let rel = b.ins().isub(k, lo);
+            let span = b.ins().isub(hi, lo);
+            let mut fields = vec![base, rel, span];
+            match walk {
+                Some(Walk::Columns) => {}
+                Some(Walk::Levels) => fields.extend([get(&mut b, 2), d_level]),
+                None => fields.extend([get(&mut b, 2), d_level, get(&mut b, 6)]),
             }
-            Some(Walk::Levels) => {
-                let (d_point, d_level) = (next(), next());
-                let off = b.ins().imul(i, d_point);
-                (b.ins().iadd(base, off), rel, d_level)
+            if abs {
+                fields.push(lo);
             }
-            None => {
-                let (d_point, d_level, k_point) = (next(), next(), next());
-                let off = b.ins().imul(i, d_point);
-                let dk = b.ins().imul(i, k_point);
-                (b.ins().iadd(base, off), b.ins().iadd(rel, dk), d_level)
-            }
-        };
-        let lo = abs.then(&mut next);
-        slot_regs.push(SlotRegs {
-            base,
-            rel,
-            lo,
-            d_level,
-            span,
-            fail: fexit,
-        });
-    }
-    b.ins().jump(blocks[0], &[]);
-
-    let to = |x: usize| if x == exit { pdone } else { blocks[x - t] };
-    // Per statement: the conditions known to be set there (those of the loops whose bodies
-    // hold it, when nothing else in the body writes them).
-    let known: Vec<Vec<u32>> = (t..exit)
-        .map(|u| {
-            (t..u)
-                .filter_map(|c| {
-                    let e = sec.flow[c].exit?;
-                    let q = sec.stmts[c].target;
-                    let body = c + 1..e;
-                    let boolean = plan.quantity_ty(q) == Ty::Bool;
-                    (boolean && body.contains(&u) && body.clone().all(|x| sec.stmts[x].target != q))
-                        .then_some(q)
+            row_slots.push(fields);
+        }
+        let row = |b: &mut FunctionBuilder<'_>, f: &[Value], st: &[Value]| -> Vec<Value> {
+            f.iter()
+                .zip(st)
+                .map(|(&f, &st)| {
+                    let off = b.ins().imul(r, st);
+                    b.ins().iadd(f, off)
                 })
                 .collect()
-        })
-        .collect();
-    for (u, st) in stmts.iter().enumerate() {
-        b.switch_to_block(blocks[u]);
-        let local = operands_of(&st.tape);
-        let mut operand = |b: &mut FunctionBuilder<'_>, k: usize| -> Value {
-            let (q, off) = local[k];
-            if known[u].contains(&q) {
-                return match (wide, elem) {
-                    (true, _) => b.ins().iconst(types::I64, 1),
-                    (false, e) if e == types::F32 => b.ins().f32const(1.0),
-                    (false, _) => b.ins().f64const(1.0),
-                };
+        };
+        let bases = row(&mut b, firsts, steps);
+        let out_bases = row(&mut b, out_firsts, out_steps);
+        // The row's values reach the points through a record on the stack, loaded where used:
+        // as plain values (or variables defined once), Cranelift computes them again at every use
+        // inside the point loop, from values it spilled.
+        let values: Vec<Value> = bases
+            .iter()
+            .chain(&out_bases)
+            .chain(row_slots.iter().flatten())
+            .copied()
+            .collect();
+        let record = b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (values.len() * 8) as u32,
+            3,
+        ));
+        for (x, &v) in values.iter().enumerate() {
+            b.ins().stack_store(ptr, v, record, x as i32 * 8);
+        }
+        let kept = |b: &mut FunctionBuilder<'_>, x: usize| -> Value {
+            b.ins().stack_load(ptr, types::I64, record, x as i32 * 8)
+        };
+        let (n_bases, n_outs) = (bases.len(), out_bases.len());
+        b.def_var(iv, zero);
+        b.ins().jump(phead, &[]);
+
+        b.switch_to_block(phead);
+        let i = b.use_var(iv);
+        let more = b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+        b.ins().brif(more, pbody, &[], after, &[]);
+
+        b.switch_to_block(pbody);
+        let i = b.use_var(iv);
+        // The point's byte offset from the row's first point, for every quantity with the point
+        // axis (one element per point, down the column when walking a BACKWARD section).
+        let step = match walk {
+            Some(Walk::Columns) if sec.order == IterOrder::Backward => -size,
+            _ => size,
+        };
+        let at = b.ins().imul_imm_s(i, step);
+        let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
+        // The point's address of operand `x` (`x < n_bases`) or stored quantity `x - n_bases`.
+        let address = |b: &mut FunctionBuilder<'_>, x: usize| -> Value {
+            let q = if x < n_bases {
+                operands[x].0
+            } else {
+                outs[x - n_bases]
+            };
+            let a = kept(b, x);
+            if moves(q) {
+                b.ins().iadd(a, at)
+            } else {
+                a
             }
-            match written
-                .iter()
-                .position(|&o| o == q)
-                .filter(|_| off == [0; 3])
-            {
-                Some(j) => b.use_var(vars[j]),
+        };
+        // Every operand once per point, at its start: reads inside loops would load again at every
+        // pass (Cranelift keeps no load out of a loop). All lie inside the memory the caller
+        // checked, so loading those a point never reads is harmless.
+        let values: Vec<Value> = operands
+            .iter()
+            .enumerate()
+            .map(|(g, &(q, _))| {
+                let a = address(&mut b, g);
+                b.ins().load(reg_ty(q), flags, a, 0)
+            })
+            .collect();
+        for j in 0..outs.len() {
+            if load[j] {
+                let a = address(&mut b, n_bases + j);
+                let v = b.ins().load(reg_ty(outs[j]), flags, a, 0);
+                let w = written.iter().position(|&q| q == outs[j]).expect("listed");
+                b.def_var(vars[w], v);
+            }
+        }
+        // The point's column and level for each run-time K read; a level outside goes to `fexit`.
+        let level_dir = if step < 0 { -1 } else { 1 };
+        let mut at_slot = n_bases + n_outs;
+        let mut slot_regs: Vec<SlotRegs> = Vec::new();
+        for (fields, &abs) in row_slots.iter().zip(&absolute) {
+            let kept_fields: Vec<Value> = (at_slot..at_slot + fields.len())
+                .map(|x| kept(&mut b, x))
+                .collect();
+            at_slot += fields.len();
+            let mut f = kept_fields.into_iter();
+            let mut next = || f.next().expect("slot field");
+            let (base, rel, span) = (next(), next(), next());
+            // Along K: the column stays, the level moves; along I: the other way round.
+            let (base, rel, d_level) = match walk {
+                Some(Walk::Columns) => {
+                    let dk = b.ins().imul_imm_s(i, level_dir);
+                    (
+                        base,
+                        b.ins().iadd(rel, dk),
+                        b.ins().iconst(types::I64, size),
+                    )
+                }
+                Some(Walk::Levels) => {
+                    let (d_point, d_level) = (next(), next());
+                    let off = b.ins().imul(i, d_point);
+                    (b.ins().iadd(base, off), rel, d_level)
+                }
                 None => {
-                    let g = operands
-                        .iter()
-                        .position(|&o| o == (q, off))
-                        .expect("operand listed");
-                    values[g]
+                    let (d_point, d_level, k_point) = (next(), next(), next());
+                    let off = b.ins().imul(i, d_point);
+                    let dk = b.ins().imul(i, k_point);
+                    (b.ins().iadd(base, off), b.ins().iadd(rel, dk), d_level)
+                }
+            };
+            let lo = abs.then(&mut next);
+            slot_regs.push(SlotRegs {
+                base,
+                rel,
+                lo,
+                d_level,
+                span,
+                fail: fexit,
+            });
+        }
+        b.ins().jump(blocks[0], &[]);
+
+        let to = |x: usize| if x == exit { pdone } else { blocks[x - t] };
+        // Per statement: the conditions known to be set there (those of the loops whose bodies
+        // hold it, when nothing else in the body writes them).
+        let known: Vec<Vec<u32>> = (t..exit)
+            .map(|u| {
+                (t..u)
+                    .filter_map(|c| {
+                        let e = sec.flow[c].exit?;
+                        let q = sec.stmts[c].target;
+                        let body = c + 1..e;
+                        let boolean = plan.quantity_ty(q) == Ty::Bool;
+                        (boolean
+                            && body.contains(&u)
+                            && body.clone().all(|x| sec.stmts[x].target != q))
+                        .then_some(q)
+                    })
+                    .collect()
+            })
+            .collect();
+        // Statement `u`'s code in the current block, ending in its branch: a `while` condition
+        // branches into its body or past the loop, anything else jumps to its successor.
+        let emit = |b: &mut FunctionBuilder<'_>, u: usize, back: Option<Block>| {
+            let st = &stmts[u];
+            let local = operands_of(&st.tape);
+            let mut operand = |b: &mut FunctionBuilder<'_>, k: usize| -> Value {
+                let (q, off) = local[k];
+                if known[u].contains(&q) {
+                    return match (wide, elem) {
+                        (true, _) => b.ins().iconst(types::I64, 1),
+                        (false, e) if e == types::F32 => b.ins().f32const(1.0),
+                        (false, _) => b.ins().f64const(1.0),
+                    };
+                }
+                match written
+                    .iter()
+                    .position(|&o| o == q)
+                    .filter(|_| off == [0; 3])
+                {
+                    Some(j) => b.use_var(vars[j]),
+                    None => {
+                        let g = operands
+                            .iter()
+                            .position(|&o| o == (q, off))
+                            .expect("operand listed");
+                        values[g]
+                    }
+                }
+            };
+            let v = if wide {
+                WideEmit {
+                    tape: &st.tape,
+                    operands: &local,
+                    scalars: &scalars,
+                    calls: &calls,
+                    vk: &vk,
+                    vkp,
+                    slot_regs: Some(&slot_regs),
+                }
+                .step_typed(b, i, &mut operand)
+            } else {
+                Emit {
+                    tape: &st.tape,
+                    operands: &local,
+                    scalars: &scalars,
+                    calls: &calls,
+                    elem,
+                }
+                .step_with(b, elem, &mut operand)
+            };
+            let j = written
+                .iter()
+                .position(|&o| o == st.target)
+                .expect("listed");
+            let v = WideEmit::as_type(b, v, reg_ty(st.target));
+            b.def_var(vars[j], v);
+            let flow = sec.flow[t + u];
+            match flow.exit {
+                Some(e) => {
+                    let set = if wide {
+                        b.ins().icmp_imm_s(IntCC::NotEqual, v, 0)
+                    } else {
+                        let z = if elem == types::F64 {
+                            b.ins().f64const(0.0)
+                        } else {
+                            b.ins().f32const(0.0)
+                        };
+                        b.ins().fcmp(FloatCC::NotEqual, v, z)
+                    };
+                    b.ins().brif(set, to(flow.next), &[], to(e), &[]);
+                }
+                None => {
+                    b.ins().jump(back.unwrap_or_else(|| to(flow.next)), &[]);
                 }
             }
         };
-        let v = if wide {
-            WideEmit {
-                tape: &st.tape,
-                operands: &local,
-                scalars: &scalars,
-                calls: &calls,
-                vk: &vk,
-                vkp,
-                slot_regs: Some(&slot_regs),
-            }
-            .step_typed(&mut b, i, &mut operand)
-        } else {
-            Emit {
-                tape: &st.tape,
-                operands: &local,
-                scalars: &scalars,
-                calls: &calls,
-                elem,
-            }
-            .step_with(&mut b, elem, &mut operand)
-        };
-        let j = written
-            .iter()
-            .position(|&o| o == st.target)
-            .expect("listed");
-        let v = WideEmit::as_type(&mut b, v, reg_ty(st.target));
-        b.def_var(vars[j], v);
-        let flow = sec.flow[t + u];
-        match flow.exit {
-            Some(e) => {
-                let set = if wide {
-                    b.ins().icmp_imm_s(IntCC::NotEqual, v, 0)
-                } else {
-                    let z = if elem == types::F64 {
-                        b.ins().f64const(0.0)
-                    } else {
-                        b.ins().f32const(0.0)
-                    };
-                    b.ins().fcmp(FloatCC::NotEqual, v, z)
-                };
-                b.ins().brif(set, to(flow.next), &[], to(e), &[]);
-            }
-            None => {
-                b.ins().jump(to(flow.next), &[]);
+        for u in 0..stmts.len() {
+            b.switch_to_block(blocks[u]);
+            // The last statement of a loop's body tests the loop's condition again right after it
+            // (a copy of the condition's code, laid out next): one branch back per pass instead of
+            // a jump up to the test and a branch down into the body.
+            let c = sec.flow[t + u].next;
+            let again = (sec.flow[t + u].exit.is_none()
+                && (t..=t + u).contains(&c)
+                && sec.flow[c].exit.is_some())
+            .then(|| b.create_block());
+            emit(&mut b, u, again);
+            if let Some(again) = again {
+                b.switch_to_block(again);
+                emit(&mut b, c - t, None);
             }
         }
-    }
 
-    b.switch_to_block(pdone);
-    for (j, &q) in outs.iter().enumerate() {
-        let a = address(&mut b, n_bases + j);
-        let w = written.iter().position(|&o| o == q).expect("listed");
-        let v = b.use_var(vars[w]);
-        b.ins().store(flags, v, a, 0);
+        b.switch_to_block(pdone);
+        for (j, &q) in outs.iter().enumerate() {
+            let a = address(&mut b, n_bases + j);
+            let w = written.iter().position(|&o| o == q).expect("listed");
+            let v = b.use_var(vars[w]);
+            b.ins().store(flags, v, a, 0);
+        }
+        let i = b.use_var(iv);
+        let i = b.ins().iadd_imm_s(i, 1);
+        b.def_var(iv, i);
+        b.ins().jump(phead, &[]);
     }
-    let i = b.use_var(iv);
-    let i = b.ins().iadd_imm_s(i, 1);
-    b.def_var(iv, i);
-    b.ins().jump(phead, &[]);
 
     b.switch_to_block(rnext);
     let r = b.use_var(rv);
@@ -599,9 +751,10 @@ pub(super) fn build(
     b.ins().return_(&[]);
     b.seal_all_blocks();
     b.finalize(module.target_config());
-    // Loops by their first statement, whole sections by their index alone.
+    // Loops by their first statement, whole sections by their first index alone.
+    let (s, t) = (ps[0].s, ps[0].t);
     let name = if walk.is_some() {
-        format!("p{s}_{}", point_axis.unwrap_or(0))
+        format!("p{s}_{}_{}", ps.len(), point_axis.unwrap_or(0))
     } else {
         format!("l{s}_{t}")
     };
@@ -610,7 +763,22 @@ pub(super) fn build(
         .map_err(jit_error)?;
     module.define_function(id, ctx).map_err(jit_error)?;
     module.clear_context(ctx);
-    Ok((id, operands, outs, vk))
+    let sizes = ps
+        .iter()
+        .map(|p| PartCode {
+            section: p.s,
+            operands: p.operands.len(),
+            outs: p.outs.len(),
+            vk: p.vk.len(),
+        })
+        .collect();
+    Ok((
+        id,
+        ps.iter().flat_map(|p| p.operands.iter().copied()).collect(),
+        ps.iter().flat_map(|p| p.outs.iter().copied()).collect(),
+        ps.iter().flat_map(|p| p.vk.iter().copied()).collect(),
+        sizes,
+    ))
 }
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
@@ -634,12 +802,12 @@ impl Walk {
     }
 }
 
-/// Runs the point function `code` of a whole section (see [`section`]), compiled for `walk`,
-/// over the columns `lo..hi` (I, J) and the levels `ks..ke`, BACKWARD from the top when
-/// `backward`; quantity `q`'s memory is `mem_of(q)`, run-time K reads read `vmem`.
-/// `Ok(false)` (nothing run) where some memory is not of the element type, not writable where
-/// stored, or not of unit stride along the point axis where it has that axis (along K also
-/// what is read at run-time levels).
+/// Runs the point function `code` of whole sections (see [`section`] and [`group`]),
+/// compiled for `walk`, over the columns `lo..hi` (I, J): part `x` over the levels
+/// `levels[x].0` (`ks..ke`), BACKWARD from the top when `levels[x].1`; quantity `q`'s memory is
+/// `mem_of(q)`, run-time K reads read `vmem`. `Ok(false)` (nothing run) where some memory is
+/// not of the element type, not writable where stored, or not of unit stride along the point
+/// axis where it has that axis (along K also what is read at run-time levels).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run_points<'m, T: Elem>(
     code: &LoopCode,
@@ -647,31 +815,57 @@ pub(super) fn run_points<'m, T: Elem>(
     vmem: &[Option<VarMem<'_>>],
     lo: [i64; 2],
     hi: [i64; 2],
-    (ks, ke): (usize, usize),
-    backward: bool,
+    levels: &[((usize, usize), bool)],
     walk: Walk,
     scalars: &[T],
 ) -> Result<bool> {
-    let (ni, nj, nk) = (hi[0] - lo[0], hi[1] - lo[1], ke as i64 - ks as i64);
-    if ni <= 0 || nj <= 0 || nk <= 0 {
+    let (ni, nj) = (hi[0] - lo[0], hi[1] - lo[1]);
+    let nk = |x: usize| levels[x].0 .1 as i64 - levels[x].0 .0 as i64;
+    if levels.len() != code.parts.len() || (walk == Walk::Levels && levels.len() != 1) {
+        return Err(crate::error::Error::invalid(
+            "gtscript point function",
+            levels.len(),
+            "one level range per part (internal planning error)",
+        ));
+    }
+    if ni <= 0 || nj <= 0 || (0..levels.len()).all(|x| nk(x) <= 0) {
         return Ok(true);
     }
     let size = std::mem::size_of::<T>() as isize;
     let point = walk.axis();
     let nops = code.operands.len();
-    // Per operand, then per stored quantity: the address of the tile's lowest corner (I, J at
-    // `lo`, level `ks`) and the byte steps along I, J, K.
+    // Per operand, then per stored quantity (each part's after the parts' before it): the
+    // address of the tile's lowest corner (I, J at `lo`, its part's first level) and the byte
+    // steps along I, J, K.
     let mut corner: smallvec::SmallVec<[(usize, [isize; 3]); 16]> = smallvec::SmallVec::new();
+    let part_of = |list: fn(&PartCode) -> usize| {
+        code.parts
+            .iter()
+            .enumerate()
+            .flat_map(move |(x, p)| std::iter::repeat_n(x, list(p)))
+    };
     let slots = code
         .operands
         .iter()
-        .map(|&(q, off)| (q, off, false))
-        .chain(code.outs.iter().map(|&q| (q, [0; 3], true)));
-    for (q, off, stored) in slots {
+        .zip(part_of(|p| p.operands))
+        .map(|(&(q, off), x)| (q, off, false, x))
+        .chain(
+            code.outs
+                .iter()
+                .zip(part_of(|p| p.outs))
+                .map(|(&q, x)| (q, [0; 3], true, x)),
+        );
+    for (q, off, stored, x) in slots {
         let m = mem_of(q as usize);
         let unit = !m.axes[point] || m.strides[point] == 1;
         if !m.native || !unit || (stored && !m.writable) {
             return Ok(false);
+        }
+        let (ks, ke) = levels[x].0;
+        if ke <= ks {
+            // A part with no level runs no point: its rows' addresses are never read.
+            corner.push((0, [0; 3]));
+            continue;
         }
         let base = m.check(
             [
@@ -690,57 +884,90 @@ pub(super) fn run_points<'m, T: Elem>(
             [0, 1, 2].map(|a| m.stride(a) * size),
         ));
     }
+    let part_of_corner: smallvec::SmallVec<[usize; 16]> =
+        part_of(|p| p.operands).chain(part_of(|p| p.outs)).collect();
     // Rows along J: each one's step.
     let steps: smallvec::SmallVec<[isize; 16]> = corner.iter().map(|c| c.1[1]).collect();
     let (steps, out_steps) = steps.split_at(nops);
-    let start = if backward { ke as i64 - 1 } else { ks as i64 };
-    let k_dir: i64 = if backward { -1 } else { 1 };
-    let (calls, n) = match walk {
-        Walk::Columns => (ni, nk as usize),
-        Walk::Levels => (nk, ni as usize),
+    // Per part: its first level and the direction it walks.
+    let start = |x: usize| {
+        let ((ks, ke), backward) = levels[x];
+        if backward {
+            (ke as i64 - 1, -1i64)
+        } else {
+            (ks as i64, 1)
+        }
+    };
+    let (calls, n): (i64, smallvec::SmallVec<[usize; 4]>) = match walk {
+        Walk::Columns => (
+            ni,
+            (0..levels.len()).map(|x| nk(x).max(0) as usize).collect(),
+        ),
+        Walk::Levels => (nk(0), smallvec::smallvec![ni as usize]),
     };
     let mut first: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![0; corner.len()];
     let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
         smallvec::smallvec![VkSlot::default(); code.vk.len()];
     for c in 0..calls {
-        // This call's first point (I, J, level) and its last.
-        let (i, k) = match walk {
-            Walk::Columns => (lo[0] + c, start),
-            Walk::Levels => (lo[0], start + c * k_dir),
+        // This call's first point (I, J, level) and its last, per part.
+        let at = |x: usize| {
+            let (k0, dir) = start(x);
+            match walk {
+                Walk::Columns => (lo[0] + c, k0),
+                Walk::Levels => (lo[0], k0 + c * dir),
+            }
         };
-        for (f, &(a, st)) in first.iter_mut().zip(&corner) {
-            let off = (i - lo[0]) as isize * st[0] + (k - ks as i64) as isize * st[2];
+        for ((f, &(a, st)), &x) in first.iter_mut().zip(&corner).zip(&part_of_corner) {
+            if n[x] == 0 {
+                continue;
+            }
+            let (i, k) = at(x);
+            let off = (i - lo[0]) as isize * st[0] + (k - levels[x].0 .0 as i64) as isize * st[2];
             *f = a.wrapping_add_signed(off);
         }
-        let last = match walk {
-            Walk::Columns => [i, hi[1] - 1, start + (nk - 1) * k_dir],
-            Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
-        };
-        vk_slots::<T>(&code.vk, vmem, [1, point], [i, lo[1], k], last, &mut vk)?;
-        if walk == Walk::Columns && vk.iter().any(|v| v.d_level != size as i64) {
-            // Compiled for levels one element apart (before the first call: nothing ran).
-            return Ok(false);
+        let mut v0 = 0;
+        for (x, p) in code.parts.iter().enumerate() {
+            let slots = &mut vk[v0..v0 + p.vk];
+            let kinds = &code.vk[v0..v0 + p.vk];
+            v0 += p.vk;
+            if n[x] == 0 || p.vk == 0 {
+                continue;
+            }
+            let (i, k) = at(x);
+            let (_, dir) = start(x);
+            let last = match walk {
+                Walk::Columns => [i, hi[1] - 1, k + (nk(x) - 1) * dir],
+                Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
+            };
+            vk_slots::<T>(kinds, vmem, [1, point], [i, lo[1], k], last, slots)?;
+            if walk == Walk::Columns && slots.iter().any(|v| v.d_level != size as i64) {
+                // Compiled for levels one element apart (before the first call: nothing ran).
+                return Ok(false);
+            }
         }
         let (ops, outs) = first.split_at(nops);
-        // SAFETY: `code.f` was compiled from the section's statements for `T` and `walk`
-        // (`Jit::point_section`). Row `r < nj`, point `p < n` of operand or stored quantity
-        // `x` is at `first[x] + r * (J step) + p * (one element, away from the first point
-        // along the point axis)`, or at `first[x] + r * (J step)` where it lacks that axis: a
-        // point of the box over the tile's columns and levels shifted by its offset, which
-        // `check` verified lies inside its view (the caller of `run` vouched for the fields'
-        // views; the tile's own storage otherwise), with unit stride along the point axis
-        // (checked above); stored quantities are writable (checked above). The function
-        // stores only the section's targets, at the point itself, over this tile, which
-        // overlap no other argument (binder) and no other tile; it reads what it stores only at
-        // other levels or through its registers. `vk` holds one slot per run-time K read
-        // (`vk_slots` checked every point's column; the code loads only levels inside it).
+        // SAFETY: `code.f` was compiled from the sections' statements for `T` and `walk`
+        // (`Jit::point_section`), part after part as in `code.parts`. Row `r < nj`, point
+        // `p < n[x]` of operand or stored quantity `y` of part `x` is at `first[y] + r * (J
+        // step) + p * (one element, away from the first point along the point axis)`, or at
+        // `first[y] + r * (J step)` where it lacks that axis: a point of the box over the
+        // tile's columns and the part's levels shifted by its offset, which `check` verified
+        // lies inside its view (the caller of `run` vouched for the fields' views; the tile's
+        // own storage otherwise), with unit stride along the point axis (checked above); a part
+        // with no point (`n[x] == 0`) reads and writes nothing. Stored quantities are
+        // writable (checked above). The function stores only the sections' targets, at the
+        // point itself, over this tile, which overlap no other argument (binder) and no other
+        // tile; the sections read what they store only at other levels of the same column or
+        // through their registers (`section`, `group`). `vk` holds one slot per run-time K
+        // read (`vk_slots` checked every point's column; the code loads only levels inside
+        // it).
         unsafe {
             (code.f)(
                 ops.as_ptr().cast(),
                 steps.as_ptr(),
                 outs.as_ptr().cast(),
                 out_steps.as_ptr(),
-                n,
+                n.as_ptr(),
                 nj as usize,
                 scalars.as_ptr().cast(),
                 vk.as_mut_ptr().cast(),

@@ -714,7 +714,7 @@ pub(super) fn run_loop_code<T: Elem>(
                 steps.as_ptr(),
                 out_first.as_ptr().cast(),
                 out_steps.as_ptr(),
-                row_len,
+                &row_len,
                 rows,
                 scalars.as_ptr().cast(),
                 vk.as_mut_ptr().cast(),

@@ -540,3 +540,121 @@ fn section_walks_match_direct_loops() {
 fn box_points(n: [usize; 3]) -> impl Iterator<Item = (usize, usize, usize)> {
     (0..n[0]).flat_map(move |i| (0..n[1]).flat_map(move |j| (0..n[2]).map(move |k| (i, j, k))))
 }
+
+#[test]
+fn section_runs_walk_columns_as_one_function() {
+    // Four sections with loops, two FORWARD then two BACKWARD, reading at K offsets what the
+    // earlier ones wrote: on K-fastest memory one function walks each column through all four
+    // (`pointloop::group`); on I-fastest memory each walks levels on its own. Both, and the
+    // interpreter, against direct loops.
+    use super::pointloop::{group, Walk};
+    use super::Jit;
+    let text = "stencil runs float64\nfield a IJK\nfield out IJK\nfield b IJK\n\
+        temp m bool\ntemp x\n\
+        comp FORWARD\ninterval S 0 S 1\n\
+        stmt 1 f 1 0 f 0 0 0 0 0\n\
+        stmt 2 t 0 lt f 1 0 0 0 0 c 1.0\n\
+        while\nstmt 3 f 1 0 sel t 0 0 0 0 add f 1 0 0 0 0 c 0.5 f 1 0 0 0 0\nendwhile\n\
+        interval S 1 E 0\n\
+        stmt 4 t 1 add f 1 0 0 0 -1 f 0 0 0 0 0\n\
+        stmt 5 t 0 gt t 1 0 0 0 c 2.0\n\
+        while\nstmt 6 t 1 sel t 0 0 0 0 sub t 1 0 0 0 c 1.5 t 1 0 0 0\nendwhile\n\
+        stmt 7 f 1 0 t 1 0 0 0\n\
+        comp BACKWARD\ninterval E -1 E 0\n\
+        stmt 8 f 2 0 f 1 0 0 0 0\n\
+        stmt 9 t 0 gt f 2 0 0 0 0 c 3.0\n\
+        while\nstmt 10 f 2 0 sel t 0 0 0 0 mul f 2 0 0 0 0 c 0.5 f 2 0 0 0 0\nendwhile\n\
+        interval S 0 E -1\n\
+        stmt 11 t 1 add f 2 0 0 0 1 f 1 0 0 0 0\n\
+        stmt 12 t 0 gt t 1 0 0 0 c 3.0\n\
+        while\nstmt 13 t 1 sel t 0 0 0 0 mul t 1 0 0 0 c 0.5 t 1 0 0 0\nendwhile\n\
+        stmt 14 f 2 0 t 1 0 0 0\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.sections.len(), 4);
+    assert_eq!(group(&plan, 0, false), 4);
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let run_code = jit
+        .point_section::<f64>(0, Walk::Columns)
+        .expect("a column walk");
+    let sections: Vec<usize> = run_code.parts.iter().map(|p| p.section).collect();
+    assert_eq!(sections, [0, 1, 2, 3]);
+    assert!((0..4).all(|s| jit.point_section::<f64>(s, Walk::Levels).is_some()));
+    assert!((1..4).all(|s| jit.point_section::<f64>(s, Walk::Columns).is_none()));
+    let n = [7, 5, 9];
+    let len: usize = n.iter().product();
+    for k_fastest in [true, false] {
+        let strides: [isize; 3] = if k_fastest {
+            [(n[1] * n[2]) as isize, n[2] as isize, 1]
+        } else {
+            [1, n[0] as isize, (n[0] * n[1]) as isize]
+        };
+        let at = |i: usize, j: usize, k: usize| {
+            (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2]) as usize
+        };
+        let mut a: Vec<f64> = vec![0.0; len];
+        for (i, j, k) in box_points(n) {
+            a[at(i, j, k)] = 2.0 * value(i, j, k);
+        }
+        for jit in [None, Some(&jit)] {
+            let mut out = vec![0.0; len];
+            let mut b = vec![0.0; len];
+            let mem = |d: &mut [f64], writable: bool| {
+                let mut f = field(d, n, [0; 3], writable);
+                f.strides = strides;
+                f
+            };
+            let fields = [mem(&mut a, false), mem(&mut out, true), mem(&mut b, true)];
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<f64>(&plan, jit, &fields, &[], n, Threads::ONE).unwrap() };
+            for i in 0..n[0] {
+                for j in 0..n[1] {
+                    let col = |k: usize| a[at(i, j, k)];
+                    let mut o = vec![0.0; n[2]];
+                    o[0] = col(0);
+                    while o[0] < 1.0 {
+                        o[0] += 0.5;
+                    }
+                    for k in 1..n[2] {
+                        let mut x = o[k - 1] + col(k);
+                        while x > 2.0 {
+                            x -= 1.5;
+                        }
+                        o[k] = x;
+                    }
+                    let mut w = vec![0.0; n[2]];
+                    let top = n[2] - 1;
+                    w[top] = o[top];
+                    while w[top] > 3.0 {
+                        w[top] *= 0.5;
+                    }
+                    for k in (0..top).rev() {
+                        let mut x = w[k + 1] + o[k];
+                        while x > 3.0 {
+                            x *= 0.5;
+                        }
+                        w[k] = x;
+                    }
+                    for k in 0..n[2] {
+                        let what = format!(
+                            "k_fastest {k_fastest} jit {} ({i}, {j}, {k})",
+                            jit.is_some()
+                        );
+                        assert_eq!(out[at(i, j, k)], o[k], "out {what}");
+                        assert_eq!(b[at(i, j, k)], w[k], "b {what}");
+                    }
+                }
+            }
+        }
+    }
+    // A section without a loop ends the run; it walks no columns itself.
+    let cut = text.replace(
+        "while\nstmt 10 f 2 0 sel t 0 0 0 0 mul f 2 0 0 0 0 c 0.5 f 2 0 0 0 0\nendwhile\n",
+        "",
+    );
+    let plan = compile(&cut).unwrap();
+    assert_eq!(
+        (0..4).map(|s| group(&plan, s, false)).collect::<Vec<_>>(),
+        [2, 2, 2, 4]
+    );
+}

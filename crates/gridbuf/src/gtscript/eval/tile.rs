@@ -219,13 +219,15 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     // The tape's registers and one scratch register for streamed stores.
     let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
     let mut table = Vec::new();
+    // Sections up to here ran as part of a run walking columns.
+    let mut ran_until = 0;
     for (s, (sec, &(ks, ke))) in plan.sections.iter().zip(ctx.ranges).enumerate() {
-        let (ks, ke) = (ks.max(tile.k.0), ke.min(tile.k.1));
-        if ks >= ke {
+        if s < ran_until {
             continue;
         }
-        // A section with loops as one point function: each column's levels (walking
-        // columns) or each level's rows of I.
+        let clipped = |(ks, ke): (usize, usize)| (ks.max(tile.k.0), ke.min(tile.k.1));
+        // Sections with loops as one point function: each column's levels, section after
+        // section (walking columns), or each level's rows of I.
         let walk = if ctx.walk {
             Some(Walk::Columns)
         } else {
@@ -233,19 +235,31 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         };
         if let Some((code, walk)) = walk.and_then(|w| Some((ctx.jit?.point_section::<T>(s, w)?, w)))
         {
+            let levels: smallvec::SmallVec<[((usize, usize), bool); 4]> = code
+                .parts
+                .iter()
+                .map(|p| {
+                    let backward = plan.sections[p.section].order == IterOrder::Backward;
+                    (clipped(ctx.ranges[p.section]), backward)
+                })
+                .collect();
             if run_points(
                 code,
                 &mem_of,
                 &vmem,
                 tile.lo,
                 tile.hi,
-                (ks, ke),
-                sec.order == IterOrder::Backward,
+                &levels,
                 walk,
                 ctx.scalars,
             )? {
+                ran_until = s + code.parts.len();
                 continue;
             }
+        }
+        let (ks, ke) = clipped((ks, ke));
+        if ks >= ke {
+            continue;
         }
         if let Some(code) = ctx.jit.and_then(|j| j.column::<T>(s)).filter(|_| ctx.walk) {
             if run_columns(
@@ -878,7 +892,7 @@ pub unsafe fn run<T: Elem>(
             plan.sections.iter().enumerate().all(|(s, sec)| {
                 sec.order == IterOrder::Parallel
                     || j.column::<T>(s).is_some()
-                    || j.point_section::<T>(s, Walk::Columns).is_some()
+                    || j.walks_columns::<T>(s)
             })
         });
     let ctx = Ctx {
