@@ -16,6 +16,7 @@
 //! block copies what it wrote back to memory.
 
 mod column;
+mod emit;
 mod jit;
 #[cfg(test)]
 mod jit_tests;

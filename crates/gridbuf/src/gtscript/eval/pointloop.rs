@@ -670,7 +670,7 @@ pub(super) fn build(
                     operands: &local,
                     scalars: &scalars,
                     calls: &calls,
-                    vk: &vk,
+                    vk,
                     vkp,
                     slot_regs: Some(&slot_regs),
                 }
@@ -711,11 +711,11 @@ pub(super) fn build(
                 }
             }
         };
-        for u in 0..stmts.len() {
-            b.switch_to_block(blocks[u]);
-            // The last statement of a loop's body tests the loop's condition again right after it
-            // (a copy of the condition's code, laid out next): one branch back per pass instead of
-            // a jump up to the test and a branch down into the body.
+        for (u, &block) in blocks.iter().enumerate() {
+            b.switch_to_block(block);
+            // The last statement of a loop's body tests the loop's condition again right after
+            // it (a copy of the condition's code, laid out next): one branch back per pass
+            // instead of a jump up to the test and a branch down into the body.
             let c = sec.flow[t + u].next;
             let again = (sec.flow[t + u].exit.is_none()
                 && (t..=t + u).contains(&c)
