@@ -27,7 +27,7 @@ use super::mem::{Mem, VarMem};
 use super::strip::{vk_errors, vk_slots};
 use super::wide::{SlotRegs, WideEmit};
 use crate::error::Result;
-use crate::gtscript::ir::{IterOrder, Ty};
+use crate::gtscript::ir::{IterOrder, KIndex, Ty};
 use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src, StmtPlan};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -273,6 +273,16 @@ struct Part<'p> {
     vk: Vec<(u32, Ty)>,
 }
 
+/// On the column walk, the offset at which a point reads what the point before it wrote (one
+/// level against the walk's direction); `None` on other walks.
+fn back_offset(plan: &Plan, s: usize, walk: Option<Walk>) -> Option<[i32; 3]> {
+    match walk {
+        Some(Walk::Columns) if plan.sections[s].order == IterOrder::Backward => Some([0, 0, 1]),
+        Some(Walk::Columns) => Some([0, 0, -1]),
+        _ => None,
+    }
+}
+
 impl<'p> Part<'p> {
     fn new(plan: &'p Plan, s: usize, r: &PointRange) -> Part<'p> {
         let sec = &plan.sections[s];
@@ -285,14 +295,40 @@ impl<'p> Part<'p> {
                 written.push(st.target);
             }
         }
+        let all: Vec<Instr> = stmts
+            .iter()
+            .flat_map(|st| st.tape.iter().copied())
+            .collect();
+        // Along a column, what the point before stored is read one level back (against the
+        // walk) from its register; a stored temporary that nothing else reads then (this
+        // section only there and at the point, no later section) is never stored.
+        let back = back_offset(plan, s, walk);
+        let unread = |q: u32| {
+            matches!(plan.kinds[q as usize], Kind::Stored { .. })
+                && back.is_some()
+                && surely_written(plan, s, &range, exit).contains(&q)
+                && (t..exit).all(|u| {
+                    !operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
+                        || surely_written(plan, s, &range, u).contains(&q)
+                })
+                && plan.sections[s..].iter().enumerate().all(|(x, later)| {
+                    later.stmts.iter().flat_map(|st| &st.tape).all(|ins| {
+                        ins.op != Op::LoadK(q, KIndex::Relative)
+                            && ins.op != Op::LoadK(q, KIndex::Absolute)
+                            && ins.args.iter().all(|a| match *a {
+                                Src::Q(r, off) if r == q => {
+                                    x == 0 && (off == [0; 3] || Some(off) == back)
+                                }
+                                _ => true,
+                            })
+                    })
+                })
+        };
         let outs: Vec<u32> = written
             .iter()
             .copied()
             .filter(|&q| !(walk.is_some() && matches!(plan.kinds[q as usize], Kind::Local)))
-            .collect();
-        let all: Vec<Instr> = stmts
-            .iter()
-            .flat_map(|st| st.tape.iter().copied())
+            .filter(|&q| !unread(q))
             .collect();
         let operands: Vec<(u32, [i32; 3])> = operands_of(&all)
             .into_iter()
@@ -519,6 +555,23 @@ pub(super) fn build(
             b.ins().stack_load(ptr, types::I64, record, x as i32 * 8)
         };
         let (n_bases, n_outs) = (bases.len(), out_bases.len());
+        // Operands read one level back of what the part writes, from the register of the point
+        // before (see `Part::new`); each row's first point reads the level before from memory.
+        let back = back_offset(plan, s, walk);
+        let carried: Vec<Option<usize>> = operands
+            .iter()
+            .map(|&(q, off)| {
+                (Some(off) == back)
+                    .then(|| written.iter().position(|&o| o == q))
+                    .flatten()
+            })
+            .collect();
+        for (g, c) in carried.iter().enumerate() {
+            if let Some(w) = *c {
+                let v = b.ins().load(reg_ty(operands[g].0), flags, bases[g], 0);
+                b.def_var(vars[w], v);
+            }
+        }
         b.def_var(iv, zero);
         b.ins().jump(phead, &[]);
 
@@ -557,9 +610,12 @@ pub(super) fn build(
         let values: Vec<Value> = operands
             .iter()
             .enumerate()
-            .map(|(g, &(q, _))| {
-                let a = address(&mut b, g);
-                b.ins().load(reg_ty(q), flags, a, 0)
+            .map(|(g, &(q, _))| match carried[g] {
+                Some(w) => b.use_var(vars[w]),
+                None => {
+                    let a = address(&mut b, g);
+                    b.ins().load(reg_ty(q), flags, a, 0)
+                }
             })
             .collect();
         for j in 0..outs.len() {

@@ -549,14 +549,18 @@ fn section_runs_walk_columns_as_one_function() {
     // interpreter, against direct loops.
     use super::pointloop::{group, Walk};
     use super::Jit;
+    // The temporary `y` (its level number) is read one level back only: from a register
+    // along the column, and never stored by the second section.
     let text = "stencil runs float64\nfield a IJK\nfield out IJK\nfield b IJK\n\
-        temp m bool\ntemp x\n\
+        temp m bool\ntemp x\ntemp y\n\
         comp FORWARD\ninterval S 0 S 1\n\
         stmt 1 f 1 0 f 0 0 0 0 0\n\
         stmt 2 t 0 lt f 1 0 0 0 0 c 1.0\n\
         while\nstmt 3 f 1 0 sel t 0 0 0 0 add f 1 0 0 0 0 c 0.5 f 1 0 0 0 0\nendwhile\n\
+        stmt 20 t 2 c 0.0\n\
         interval S 1 E 0\n\
-        stmt 4 t 1 add f 1 0 0 0 -1 f 0 0 0 0 0\n\
+        stmt 4 t 1 add add f 1 0 0 0 -1 f 0 0 0 0 0 mul c 0.125 t 2 0 0 -1\n\
+        stmt 21 t 2 add t 2 0 0 -1 c 1.0\n\
         stmt 5 t 0 gt t 1 0 0 0 c 2.0\n\
         while\nstmt 6 t 1 sel t 0 0 0 0 sub t 1 0 0 0 c 1.5 t 1 0 0 0\nendwhile\n\
         stmt 7 f 1 0 t 1 0 0 0\n\
@@ -578,6 +582,16 @@ fn section_runs_walk_columns_as_one_function() {
         .expect("a column walk");
     let sections: Vec<usize> = run_code.parts.iter().map(|p| p.section).collect();
     assert_eq!(sections, [0, 1, 2, 3]);
+    let y = 3 + plan
+        .program
+        .temps
+        .iter()
+        .position(|t| t.name == "y")
+        .expect("y");
+    let first_outs = run_code.parts[0].outs;
+    let second_outs = &run_code.outs[first_outs..first_outs + run_code.parts[1].outs];
+    assert!(run_code.outs[..first_outs].contains(&(y as u32)));
+    assert!(!second_outs.contains(&(y as u32)) && second_outs.contains(&1));
     assert!((0..4).all(|s| jit.point_section::<f64>(s, Walk::Levels).is_some()));
     assert!((1..4).all(|s| jit.point_section::<f64>(s, Walk::Columns).is_none()));
     let n = [7, 5, 9];
@@ -616,7 +630,7 @@ fn section_runs_walk_columns_as_one_function() {
                         o[0] += 0.5;
                     }
                     for k in 1..n[2] {
-                        let mut x = o[k - 1] + col(k);
+                        let mut x = o[k - 1] + col(k) + 0.125 * (k - 1) as f64;
                         while x > 2.0 {
                             x -= 1.5;
                         }
