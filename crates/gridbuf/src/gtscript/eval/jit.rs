@@ -33,6 +33,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
+use std::sync::OnceLock;
 
 /// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars, vk)`
 /// computes `n` points on each of `rows` rows (strides in bytes, see [`build`]); `vk` holds one
@@ -123,9 +124,9 @@ pub struct Jit {
     /// the loop can run point by point (see [`pointloop`]).
     loops: Vec<Vec<Option<LoopCode>>>,
     /// Per section, per [`Walk`]: the whole section's point function, where it has one (see
-    /// [`pointloop::section`]); along columns, that of the run of sections it starts (see
-    /// [`pointloop::group`]).
-    walks: Vec<[Option<LoopCode>; 2]>,
+    /// [`pointloop::section`]; along columns, that of the run of sections it starts, see
+    /// [`pointloop::group`]), compiled on first use.
+    walks: Vec<[Option<LazyWalk>; 2]>,
     /// Per section: the first section of the run it walks columns in, where it has one.
     column_run: Vec<Option<usize>>,
     /// The element type the code was made for.
@@ -181,29 +182,10 @@ impl Jit {
         if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
             return Ok(None);
         }
-        let Ok(isa_builder) = cranelift_native::builder() else {
+        let Some(mut module) = new_module()? else {
             return Ok(None);
         };
-        let mut flags = settings::builder();
-        flags.set("opt_level", "speed").map_err(jit_error)?;
-        // Cranelift's IR verifier checks the code generator, not the stencil: tests and debug
-        // builds run it on every function; release builds skip it (tridiagonal solve: 4.2 ms
-        // of compilation with it, 3.1 without).
-        if !cfg!(any(test, debug_assertions)) {
-            flags.set("enable_verifier", "false").map_err(jit_error)?;
-        }
-        let isa = isa_builder
-            .finish(settings::Flags::new(flags))
-            .map_err(jit_error)?;
-        let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
-        builder.symbols(math::symbols());
-        builder.symbols(column::symbols());
-        let mut module = JITModule::new(builder);
-        let (elem, wide) = match plan.lanes {
-            Lanes::F64 => (types::F64, false),
-            Lanes::F32 => (types::F32, false),
-            Lanes::Wide => (types::I64, true),
-        };
+        let (elem, wide) = lane_types(plan.lanes);
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::new();
@@ -259,50 +241,32 @@ impl Jit {
         // Sections that walk columns, by the first of their run (see `pointloop::group`).
         let mut column_run: Vec<Option<usize>> = plan.sections.iter().map(|_| None).collect();
         for (s, sec) in plan.sections.iter().enumerate() {
-            let n = sec.stmts.len();
             let whole = walks_section[s];
-            let whole_section = |x: usize, w: Walk| {
-                let exit = plan.sections[x].stmts.len();
-                let walk = Some(w);
-                (
-                    x,
-                    PointRange {
-                        first: 0,
-                        exit,
-                        walk,
-                    },
-                )
-            };
+            // Whole sections' walks are compiled when a call first needs one (see
+            // `Jit::point_section`): a stencil runs on one layout, which needs one of them.
+            if whole && column_run[s].is_none() {
+                let e = pointloop::group(plan, s, wide);
+                column_run[s..e].fill(Some(s));
+            }
             // (A section that walks needs its loops on blocks only where the walks cannot run:
             // layouts with unit stride along J, or memory of other element types. Those run
             // the loops' passes over blocks, and the compile time goes to the walks.)
-            let mut partss: Vec<Vec<(usize, PointRange)>> = (0..n)
-                .filter(|_| !whole)
-                .filter_map(|t| {
-                    let exit = pointloop::range(plan, s, t, wide)?;
-                    Some(vec![(
-                        s,
-                        PointRange {
-                            first: t,
-                            exit,
-                            walk: None,
-                        },
-                    )])
-                })
-                .collect();
-            if whole {
-                partss.push(vec![whole_section(s, Walk::Levels)]);
-                if column_run[s].is_none() {
-                    let e = pointloop::group(plan, s, wide);
-                    column_run[s..e].fill(Some(s));
-                    partss.push((s..e).map(|x| whole_section(x, Walk::Columns)).collect());
-                }
-            }
-            for parts in partss {
-                let (first, exit, walk) = (parts[0].1.first, parts[0].1.exit, parts[0].1.walk);
+            for t in (0..sec.stmts.len()).filter(|_| !whole) {
+                let Some(exit) = pointloop::range(plan, s, t, wide) else {
+                    continue;
+                };
+                let walk = None;
+                let parts = [(
+                    s,
+                    PointRange {
+                        first: t,
+                        exit,
+                        walk,
+                    },
+                )];
                 let (id, operands, outs, vk, sizes) =
                     pointloop::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
-                loop_ids.push((s, first, walk, exit, id, operands, outs, vk, sizes));
+                loop_ids.push((s, t, exit, id, operands, outs, vk, sizes));
             }
         }
         // FORWARD and BACKWARD sections also as one function that walks whole columns (used
@@ -348,9 +312,7 @@ impl Jit {
             .iter()
             .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        let mut walks: Vec<[Option<LoopCode>; 2]> =
-            plan.sections.iter().map(|_| [None, None]).collect();
-        for (s, t, walk, exit, id, operands, outs, vk, parts) in loop_ids {
+        for (s, t, exit, id, operands, outs, vk, parts) in loop_ids {
             let code = module.get_finalized_function(id);
             // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
             // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C
@@ -364,11 +326,20 @@ impl Jit {
                 exit,
                 parts,
             };
-            match walk {
-                Some(w) => walks[s][w as usize] = Some(code),
-                None => loops[s][t] = Some(code),
-            }
+            loops[s][t] = Some(code);
         }
+        let walks = plan
+            .sections
+            .iter()
+            .enumerate()
+            .map(|(s, _)| {
+                let run = column_run[s] == Some(s);
+                [
+                    run.then(OnceLock::new),
+                    walks_section[s].then(OnceLock::new),
+                ]
+            })
+            .collect();
         Ok(Some(Jit {
             stmts,
             columns,
@@ -400,13 +371,32 @@ impl Jit {
     }
 
     /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
-    /// [`pointloop::section`]).
-    #[inline]
-    pub(super) fn point_section<T: Elem>(&self, sec: usize, walk: Walk) -> Option<&LoopCode> {
+    /// [`pointloop::section`]; along columns, that of the run of sections `sec` starts, see
+    /// [`pointloop::group`]), compiled from `plan` (the plan this code was made for) when it
+    /// is first asked for.
+    pub(super) fn point_section<T: Elem>(
+        &self,
+        plan: &Plan,
+        sec: usize,
+        walk: Walk,
+    ) -> Result<Option<&LoopCode>> {
         if self.lanes != T::LANES {
-            return None;
+            return Ok(None);
         }
-        self.walks.get(sec)?[walk as usize].as_ref()
+        let Some(cell) = self.walks.get(sec).and_then(|w| w[walk as usize].as_ref()) else {
+            return Ok(None);
+        };
+        let walked = cell.get_or_init(|| {
+            let end = match walk {
+                Walk::Columns => pointloop::group(plan, sec, lane_types(plan.lanes).1),
+                Walk::Levels => sec + 1,
+            };
+            compile_walk(plan, sec..end, walk).map_err(|e| e.to_string())
+        });
+        match walked {
+            Ok(w) => Ok(Some(&w.code)),
+            Err(e) => Err(jit_error(e)),
+        }
     }
 
     /// Whether section `sec` walks columns in a point function for `T` (the one of the run of
@@ -424,6 +414,93 @@ impl Jit {
         }
         self.columns.get(sec)?.as_ref()
     }
+}
+
+/// A walk compiled on first use (the compiler's error as text: the same for every call).
+type LazyWalk = OnceLock<std::result::Result<Walked, String>>;
+
+/// A whole section's walk (or a run of sections' walk along columns) and the code memory it
+/// lives in.
+struct Walked {
+    code: LoopCode,
+    _memory: CodeMemory,
+}
+
+/// The element type compiled code computes in, and whether it is the mixed-type lanes.
+fn lane_types(lanes: Lanes) -> (Type, bool) {
+    match lanes {
+        Lanes::F64 => (types::F64, false),
+        Lanes::F32 => (types::F32, false),
+        Lanes::Wide => (types::I64, true),
+    }
+}
+
+/// A module for this machine's code, the math functions and the column helpers its code calls
+/// registered; `None` when Cranelift has no backend for this machine.
+fn new_module() -> Result<Option<JITModule>> {
+    let Ok(isa_builder) = cranelift_native::builder() else {
+        return Ok(None);
+    };
+    let mut flags = settings::builder();
+    flags.set("opt_level", "speed").map_err(jit_error)?;
+    // Cranelift's IR verifier checks the code generator, not the stencil: tests and debug
+    // builds run it on every function; release builds skip it (tridiagonal solve: 4.2 ms
+    // of compilation with it, 3.1 without).
+    if !cfg!(any(test, debug_assertions)) {
+        flags.set("enable_verifier", "false").map_err(jit_error)?;
+    }
+    let isa = isa_builder
+        .finish(settings::Flags::new(flags))
+        .map_err(jit_error)?;
+    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    builder.symbols(math::symbols());
+    builder.symbols(column::symbols());
+    Ok(Some(JITModule::new(builder)))
+}
+
+/// Compiles the walk `walk` of the whole sections `sections` (see [`pointloop::build`]) in a
+/// module of its own.
+fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Result<Walked> {
+    let mut module = new_module()?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let (elem, wide) = lane_types(plan.lanes);
+    let parts: Vec<(usize, PointRange)> = sections
+        .map(|s| {
+            let exit = plan.sections[s].stmts.len();
+            let walk = Some(walk);
+            (
+                s,
+                PointRange {
+                    first: 0,
+                    exit,
+                    walk,
+                },
+            )
+        })
+        .collect();
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let (id, operands, outs, vk, parts) =
+        pointloop::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+    module.finalize_definitions().map_err(jit_error)?;
+    let code = module.get_finalized_function(id);
+    // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
+    // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C calling
+    // convention; it lives as long as `module`, kept in `_memory` beside it.
+    let f = unsafe { std::mem::transmute::<*const u8, LoopFn>(code) };
+    let exit = parts
+        .first()
+        .map_or(0, |_| plan.sections[parts[0].section].stmts.len());
+    Ok(Walked {
+        code: LoopCode {
+            f,
+            operands,
+            outs,
+            vk,
+            exit,
+            parts,
+        },
+        _memory: CodeMemory(Some(module)),
+    })
 }
 
 /// Imports into `func` the math functions that `tape` calls (the operations with no

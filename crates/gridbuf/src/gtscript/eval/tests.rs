@@ -368,7 +368,8 @@ fn point_loops_match_blocks_and_direct_loops() {
         // A FORWARD section with a loop walks as one point function (and needs no loop code
         // of its own); a PARALLEL one runs the loop point by point in blocks.
         let walks = jit
-            .point_section::<Lane>(0, super::pointloop::Walk::Columns)
+            .point_section::<Lane>(&plan, 0, super::pointloop::Walk::Columns)
+            .unwrap()
             .is_some();
         assert_eq!(walks, order == "FORWARD");
         assert_eq!(jit.point_loop::<Lane>(0, 2).is_some(), !walks, "{order}");
@@ -455,7 +456,10 @@ fn section_walks_match_direct_loops() {
         let plan = compile(&text).unwrap();
         let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
         for walk in [Walk::Columns, Walk::Levels] {
-            assert!(jit.point_section::<f64>(1, walk).is_some(), "{order}");
+            assert!(
+                jit.point_section::<f64>(&plan, 1, walk).unwrap().is_some(),
+                "{order}"
+            );
         }
         let n = [11, 6, 7];
         let len: usize = n.iter().product();
@@ -578,7 +582,8 @@ fn section_runs_walk_columns_as_one_function() {
     assert_eq!(group(&plan, 0, false), 4);
     let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
     let run_code = jit
-        .point_section::<f64>(0, Walk::Columns)
+        .point_section::<f64>(&plan, 0, Walk::Columns)
+        .unwrap()
         .expect("a column walk");
     let sections: Vec<usize> = run_code.parts.iter().map(|p| p.section).collect();
     assert_eq!(sections, [0, 1, 2, 3]);
@@ -592,8 +597,14 @@ fn section_runs_walk_columns_as_one_function() {
     let second_outs = &run_code.outs[first_outs..first_outs + run_code.parts[1].outs];
     assert!(run_code.outs[..first_outs].contains(&(y as u32)));
     assert!(!second_outs.contains(&(y as u32)) && second_outs.contains(&1));
-    assert!((0..4).all(|s| jit.point_section::<f64>(s, Walk::Levels).is_some()));
-    assert!((1..4).all(|s| jit.point_section::<f64>(s, Walk::Columns).is_none()));
+    assert!((0..4).all(|s| jit
+        .point_section::<f64>(&plan, s, Walk::Levels)
+        .unwrap()
+        .is_some()));
+    assert!((1..4).all(|s| jit
+        .point_section::<f64>(&plan, s, Walk::Columns)
+        .unwrap()
+        .is_none()));
     let n = [7, 5, 9];
     let len: usize = n.iter().product();
     for k_fastest in [true, false] {

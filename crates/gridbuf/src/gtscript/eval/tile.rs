@@ -233,8 +233,11 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         } else {
             (ctx.inner == 0).then_some(Walk::Levels)
         };
-        if let Some((code, walk)) = walk.and_then(|w| Some((ctx.jit?.point_section::<T>(s, w)?, w)))
-        {
+        let code = match (ctx.jit, walk) {
+            (Some(jit), Some(w)) => jit.point_section::<T>(plan, s, w)?.map(|c| (c, w)),
+            _ => None,
+        };
+        if let Some((code, walk)) = code {
             let levels: smallvec::SmallVec<[((usize, usize), bool); 4]> = code
                 .parts
                 .iter()
