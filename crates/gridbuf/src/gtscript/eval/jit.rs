@@ -328,11 +328,8 @@ impl Jit {
             };
             loops[s][t] = Some(code);
         }
-        let walks = plan
-            .sections
-            .iter()
-            .enumerate()
-            .map(|(s, _)| {
+        let walks = (0..plan.sections.len())
+            .map(|s| {
                 let run = column_run[s] == Some(s);
                 [
                     run.then(OnceLock::new),
@@ -387,11 +384,14 @@ impl Jit {
             return Ok(None);
         };
         let walked = cell.get_or_init(|| {
-            let end = match walk {
-                Walk::Columns => pointloop::group(plan, sec, lane_types(plan.lanes).1),
-                Walk::Levels => sec + 1,
+            let run = match walk {
+                Walk::Columns => self.column_run[sec..]
+                    .iter()
+                    .take_while(|&&r| r == Some(sec))
+                    .count(),
+                Walk::Levels => 1,
             };
-            compile_walk(plan, sec..end, walk).map_err(|e| e.to_string())
+            compile_walk(plan, sec..sec + run, walk).map_err(|e| e.to_string())
         });
         match walked {
             Ok(w) => Ok(Some(&w.code)),
@@ -487,9 +487,7 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Re
     // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C calling
     // convention; it lives as long as `module`, kept in `_memory` beside it.
     let f = unsafe { std::mem::transmute::<*const u8, LoopFn>(code) };
-    let exit = parts
-        .first()
-        .map_or(0, |_| plan.sections[parts[0].section].stmts.len());
+    let exit = plan.sections[parts[0].section].stmts.len();
     Ok(Walked {
         code: LoopCode {
             f,

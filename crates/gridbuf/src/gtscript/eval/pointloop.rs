@@ -566,10 +566,17 @@ pub(super) fn build(
                     .flatten()
             })
             .collect();
-        for (g, c) in carried.iter().enumerate() {
-            if let Some(w) = *c {
-                let v = b.ins().load(reg_ty(operands[g].0), flags, bases[g], 0);
-                b.def_var(vars[w], v);
+        if carried.iter().any(Option::is_some) {
+            // (Only where the part has points: a part with no level has no memory to read. The
+            // planner gives every interval a level, so this guards the code, not a case.)
+            let init = b.create_block();
+            b.ins().brif(n, init, &[], after, &[]);
+            b.switch_to_block(init);
+            for (g, c) in carried.iter().enumerate() {
+                if let Some(w) = *c {
+                    let v = b.ins().load(reg_ty(operands[g].0), flags, bases[g], 0);
+                    b.def_var(vars[w], v);
+                }
             }
         }
         b.def_var(iv, zero);
