@@ -35,6 +35,7 @@ mod tests;
 mod tile;
 #[cfg(test)]
 mod typed_tests;
+mod walk;
 mod wide;
 
 pub use jit::Jit;

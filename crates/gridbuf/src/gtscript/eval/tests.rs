@@ -368,7 +368,7 @@ fn point_loops_match_blocks_and_direct_loops() {
         // A FORWARD section with a loop walks as one point function (and needs no loop code
         // of its own); a PARALLEL one runs the loop point by point in blocks.
         let walks = jit
-            .point_section::<Lane>(&plan, 0, super::pointloop::Walk::Columns)
+            .point_section::<Lane>(&plan, 0, super::walk::Walk::Columns)
             .unwrap()
             .is_some();
         assert_eq!(walks, order == "FORWARD");
@@ -429,7 +429,7 @@ fn section_walks_match_direct_loops() {
     // (K fastest) or levels (I fastest): a recurrence on the level before along the walk, a
     // 2-D temporary carried from level to level, a one-level temporary in registers, a field
     // written under a mask (loaded first), loops with no pass for some points.
-    use super::pointloop::Walk;
+    use super::walk::Walk;
     use super::Jit;
     for backward in [false, true] {
         let (order, first, rest, back) = if backward {
@@ -551,7 +551,8 @@ fn section_runs_walk_columns_as_one_function() {
     // earlier ones wrote: on K-fastest memory one function walks each column through all four
     // (`pointloop::group`); on I-fastest memory each walks levels on its own. Both, and the
     // interpreter, against direct loops.
-    use super::pointloop::{group, Walk};
+    use super::pointloop::group;
+    use super::walk::Walk;
     use super::Jit;
     // The temporary `y` (its level number) is read one level back only: from a register
     // along the column, and never stored by the second section.

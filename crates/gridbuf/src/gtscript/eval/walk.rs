@@ -1,0 +1,207 @@
+//! How a compiled point function of whole sections (see [`super::pointloop`]) runs over a
+//! tile: the two walks ([`Walk`]) and the call that hands it the tile's memory
+//! ([`run_points`]), after checking that memory once for the whole tile.
+
+use super::jit::VkSlot;
+use super::lane::Elem;
+use super::mem::{Mem, VarMem};
+use super::pointloop::{LoopCode, PartCode};
+use super::strip::{vk_errors, vk_slots};
+use crate::error::Result;
+
+/// How a section's point function walks a tile: the point axis (K: each column's levels in
+/// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
+/// the section's order); rows run along J either way.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Walk {
+    /// Points along K, one call per column of I.
+    Columns,
+    /// Points along I, one call per level.
+    Levels,
+}
+
+impl Walk {
+    /// The point axis.
+    pub(super) fn axis(self) -> usize {
+        match self {
+            Walk::Columns => 2,
+            Walk::Levels => 0,
+        }
+    }
+}
+
+/// Runs the point function `code` of whole sections (see [`super::pointloop::section`] and [`super::pointloop::group`]),
+/// compiled for `walk`, over the columns `lo..hi` (I, J): part `x` over the levels
+/// `levels[x].0` (`ks..ke`), BACKWARD from the top when `levels[x].1`; quantity `q`'s memory is
+/// `mem_of(q)`, run-time K reads read `vmem`. `Ok(false)` (nothing run) where some memory is
+/// not of the element type, not writable where stored, or not of unit stride along the point
+/// axis where it has that axis (along K also what is read at run-time levels).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_points<'m, T: Elem>(
+    code: &LoopCode,
+    mem_of: &impl Fn(usize) -> &'m Mem,
+    vmem: &[Option<VarMem<'_>>],
+    lo: [i64; 2],
+    hi: [i64; 2],
+    levels: &[((usize, usize), bool)],
+    walk: Walk,
+    scalars: &[T],
+) -> Result<bool> {
+    let (ni, nj) = (hi[0] - lo[0], hi[1] - lo[1]);
+    let nk = |x: usize| levels[x].0 .1 as i64 - levels[x].0 .0 as i64;
+    if levels.len() != code.parts.len() || (walk == Walk::Levels && levels.len() != 1) {
+        return Err(crate::error::Error::invalid(
+            "gtscript point function",
+            levels.len(),
+            "one level range per part (internal planning error)",
+        ));
+    }
+    if ni <= 0 || nj <= 0 || (0..levels.len()).all(|x| nk(x) <= 0) {
+        return Ok(true);
+    }
+    let size = std::mem::size_of::<T>() as isize;
+    let point = walk.axis();
+    let nops = code.operands.len();
+    // Per operand, then per stored quantity (each part's after the parts' before it): the
+    // address of the tile's lowest corner (I, J at `lo`, its part's first level) and the byte
+    // steps along I, J, K.
+    let mut corner: smallvec::SmallVec<[(usize, [isize; 3]); 16]> = smallvec::SmallVec::new();
+    let part_of = |list: fn(&PartCode) -> usize| {
+        code.parts
+            .iter()
+            .enumerate()
+            .flat_map(move |(x, p)| std::iter::repeat_n(x, list(p)))
+    };
+    let slots = code
+        .operands
+        .iter()
+        .zip(part_of(|p| p.operands))
+        .map(|(&(q, off), x)| (q, off, false, x))
+        .chain(
+            code.outs
+                .iter()
+                .zip(part_of(|p| p.outs))
+                .map(|(&q, x)| (q, [0; 3], true, x)),
+        );
+    for (q, off, stored, x) in slots {
+        let m = mem_of(q as usize);
+        let unit = !m.axes[point] || m.strides[point] == 1;
+        if !m.native || !unit || (stored && !m.writable) {
+            return Ok(false);
+        }
+        let (ks, ke) = levels[x].0;
+        if ke <= ks {
+            // A part with no level runs no point: its rows' addresses are never read.
+            corner.push((0, [0; 3]));
+            continue;
+        }
+        let base = m.check(
+            [
+                lo[0] + off[0] as i64,
+                lo[1] + off[1] as i64,
+                ks as i64 + off[2] as i64,
+            ],
+            [
+                hi[0] + off[0] as i64,
+                hi[1] + off[1] as i64,
+                ke as i64 + off[2] as i64,
+            ],
+        )?;
+        corner.push((
+            m.addr.wrapping_add_signed(base * size),
+            [0, 1, 2].map(|a| m.stride(a) * size),
+        ));
+    }
+    let part_of_corner: smallvec::SmallVec<[usize; 16]> =
+        part_of(|p| p.operands).chain(part_of(|p| p.outs)).collect();
+    // Rows along J: each one's step.
+    let steps: smallvec::SmallVec<[isize; 16]> = corner.iter().map(|c| c.1[1]).collect();
+    let (steps, out_steps) = steps.split_at(nops);
+    // Per part: its first level and the direction it walks.
+    let start = |x: usize| {
+        let ((ks, ke), backward) = levels[x];
+        if backward {
+            (ke as i64 - 1, -1i64)
+        } else {
+            (ks as i64, 1)
+        }
+    };
+    let (calls, n): (i64, smallvec::SmallVec<[usize; 4]>) = match walk {
+        Walk::Columns => (
+            ni,
+            (0..levels.len()).map(|x| nk(x).max(0) as usize).collect(),
+        ),
+        Walk::Levels => (nk(0), smallvec::smallvec![ni as usize]),
+    };
+    let mut first: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![0; corner.len()];
+    let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
+        smallvec::smallvec![VkSlot::default(); code.vk.len()];
+    for c in 0..calls {
+        // This call's first point (I, J, level) and its last, per part.
+        let at = |x: usize| {
+            let (k0, dir) = start(x);
+            match walk {
+                Walk::Columns => (lo[0] + c, k0),
+                Walk::Levels => (lo[0], k0 + c * dir),
+            }
+        };
+        for ((f, &(a, st)), &x) in first.iter_mut().zip(&corner).zip(&part_of_corner) {
+            if n[x] == 0 {
+                continue;
+            }
+            let (i, k) = at(x);
+            let off = (i - lo[0]) as isize * st[0] + (k - levels[x].0 .0 as i64) as isize * st[2];
+            *f = a.wrapping_add_signed(off);
+        }
+        let mut v0 = 0;
+        for (x, p) in code.parts.iter().enumerate() {
+            let slots = &mut vk[v0..v0 + p.vk];
+            let kinds = &code.vk[v0..v0 + p.vk];
+            v0 += p.vk;
+            if n[x] == 0 || p.vk == 0 {
+                continue;
+            }
+            let (i, k) = at(x);
+            let (_, dir) = start(x);
+            let last = match walk {
+                Walk::Columns => [i, hi[1] - 1, k + (nk(x) - 1) * dir],
+                Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
+            };
+            vk_slots::<T>(kinds, vmem, [1, point], [i, lo[1], k], last, slots)?;
+            if walk == Walk::Columns && slots.iter().any(|v| v.d_level != size as i64) {
+                // Compiled for levels one element apart (before the first call: nothing ran).
+                return Ok(false);
+            }
+        }
+        let (ops, outs) = first.split_at(nops);
+        // SAFETY: `code.f` was compiled from the sections' statements for `T` and `walk`
+        // (`Jit::point_section`), part after part as in `code.parts`. Row `r < nj`, point
+        // `p < n[x]` of operand or stored quantity `y` of part `x` is at `first[y] + r * (J
+        // step) + p * (one element, away from the first point along the point axis)`, or at
+        // `first[y] + r * (J step)` where it lacks that axis: a point of the box over the
+        // tile's columns and the part's levels shifted by its offset, which `check` verified
+        // lies inside its view (the caller of `run` vouched for the fields' views; the tile's
+        // own storage otherwise), with unit stride along the point axis (checked above); a part
+        // with no point (`n[x] == 0`) reads and writes nothing. Stored quantities are
+        // writable (checked above). The function stores only the sections' targets, at the
+        // point itself, over this tile, which overlap no other argument (binder) and no other
+        // tile; the sections read what they store only at other levels of the same column or
+        // through their registers (`section`, `group`). `vk` holds one slot per run-time K
+        // read (`vk_slots` checked every point's column; the code loads only levels inside
+        // it).
+        unsafe {
+            (code.f)(
+                ops.as_ptr().cast(),
+                steps.as_ptr(),
+                outs.as_ptr().cast(),
+                out_steps.as_ptr(),
+                n.as_ptr(),
+                nj as usize,
+                scalars.as_ptr().cast(),
+                vk.as_mut_ptr().cast(),
+            )
+        };
+        vk_errors(&code.vk, vmem, &vk)?;
+    }
+    Ok(true)
+}
