@@ -271,6 +271,8 @@ struct Part<'p> {
     operands: Vec<(u32, [i32; 3])>,
     load: Vec<bool>,
     vk: Vec<(u32, Ty)>,
+    /// Along a column, the offset at which a point reads what the point before wrote.
+    back: Option<[i32; 3]>,
 }
 
 /// On the column walk, the offset at which a point reads what the point before it wrote (one
@@ -299,18 +301,25 @@ impl<'p> Part<'p> {
             .iter()
             .flat_map(|st| st.tape.iter().copied())
             .collect();
+        // A quantity is loaded at the point's start where some statement reads it before it
+        // is surely written, or the point can end without writing it.
+        let at_end = surely_written(plan, s, &range, exit);
+        let needs_load = |q: u32| {
+            !at_end.contains(&q)
+                || (t..exit).any(|u| {
+                    operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
+                        && !surely_written(plan, s, &range, u).contains(&q)
+                })
+        };
         // Along a column, what the point before stored is read one level back (against the
-        // walk) from its register; a stored temporary that nothing else reads then (this
-        // section only there and at the point, no later section) is never stored.
+        // walk) from its register; a stored temporary that needs no load and that nothing else
+        // reads then (this section only there and at the point, no later section) is never
+        // stored.
         let back = back_offset(plan, s, walk);
         let unread = |q: u32| {
             matches!(plan.kinds[q as usize], Kind::Stored { .. })
                 && back.is_some()
-                && surely_written(plan, s, &range, exit).contains(&q)
-                && (t..exit).all(|u| {
-                    !operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
-                        || surely_written(plan, s, &range, u).contains(&q)
-                })
+                && !needs_load(q)
                 && plan.sections[s..].iter().enumerate().all(|(x, later)| {
                     later.stmts.iter().flat_map(|st| &st.tape).all(|ins| {
                         ins.op != Op::LoadK(q, KIndex::Relative)
@@ -334,19 +343,7 @@ impl<'p> Part<'p> {
             .into_iter()
             .filter(|&(q, off)| !(written.contains(&q) && off == [0; 3]))
             .collect();
-        // A stored quantity is loaded at the point's start where some statement reads it
-        // before it is surely written, or the point can end without writing it.
-        let at_end = surely_written(plan, s, &range, exit);
-        let load: Vec<bool> = outs
-            .iter()
-            .map(|&q| {
-                !at_end.contains(&q)
-                    || (t..exit).any(|u| {
-                        operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
-                            && !surely_written(plan, s, &range, u).contains(&q)
-                    })
-            })
-            .collect();
+        let load: Vec<bool> = outs.iter().map(|&q| needs_load(q)).collect();
         let vk = vk_of(plan, &all);
         Part {
             s,
@@ -359,6 +356,7 @@ impl<'p> Part<'p> {
             operands,
             load,
             vk,
+            back,
         }
     }
 }
@@ -474,6 +472,7 @@ pub(super) fn build(
             operands,
             load,
             vk,
+            back,
         } = p;
         let (s, t, exit) = (*s, *t, *exit);
         let sec = &plan.sections[s];
@@ -557,11 +556,10 @@ pub(super) fn build(
         let (n_bases, n_outs) = (bases.len(), out_bases.len());
         // Operands read one level back of what the part writes, from the register of the point
         // before (see `Part::new`); each row's first point reads the level before from memory.
-        let back = back_offset(plan, s, walk);
         let carried: Vec<Option<usize>> = operands
             .iter()
             .map(|&(q, off)| {
-                (Some(off) == back)
+                (Some(off) == *back)
                     .then(|| written.iter().position(|&o| o == q))
                     .flatten()
             })
