@@ -132,8 +132,12 @@ pub fn raise(py: Python<'_>, class: Class, message: impl Into<String>) -> PyErr 
     }
 }
 
-/// Converts a core error into the matching gridbuf exception.
+/// Converts a core error into the matching gridbuf exception (an interrupted computation into
+/// Python's `KeyboardInterrupt`).
 pub fn to_py(py: Python<'_>, err: gridbuf::Error) -> PyErr {
+    if err.class() == ErrorClass::Interrupted {
+        return pyo3::exceptions::PyKeyboardInterrupt::new_err(err.to_string());
+    }
     raise(py, err.class(), err.to_string())
 }
 

@@ -8,8 +8,9 @@ use gridbuf::kernels::PARALLEL_MIN_POINTS;
 use gridbuf::Error;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
-use std::sync::Arc;
+use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use gridbuf::interrupt::{run_watched, Interrupt};
+use std::sync::{Arc, Mutex};
 
 /// A compiled gtscript stencil body.
 #[pyclass(frozen, module = "gridbuf", name = "GtProgram")]
@@ -28,6 +29,22 @@ pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
         plan: Arc::new(plan),
         jit: jit.map(Arc::new),
     })
+}
+
+/// Whether a scalar is complex: a Python `complex` (NumPy's `complex128` is one) or a NumPy
+/// scalar of a complex dtype (`complex64`), which convert to a float by dropping their
+/// imaginary part.
+fn is_complex(v: &Bound<'_, PyAny>) -> bool {
+    if v.is_instance_of::<PyComplex>() {
+        return true;
+    }
+    if v.is_instance_of::<PyFloat>() || v.is_instance_of::<PyInt>() {
+        return false;
+    }
+    v.getattr(pyo3::intern!(v.py(), "dtype"))
+        .and_then(|d| d.getattr(pyo3::intern!(v.py(), "kind")))
+        .and_then(|k| k.extract::<String>())
+        .is_ok_and(|k| k == "c")
 }
 
 #[pymethods]
@@ -114,10 +131,17 @@ impl GtProgram {
             // Floats take any real number (rounded to float32 where declared so); integers
             // and booleans only values of their kind, as GT4Py checks them.
             let x = match s.ty {
-                Ty::F64 | Ty::F32 => Value::F(
-                    v.extract::<f64>()
-                        .map_err(|_| bad("expected a real number"))?,
-                ),
+                Ty::F64 | Ty::F32 => {
+                    if is_complex(&v) {
+                        return Err(bad(
+                            "expected a real number, not a complex one (its imaginary part would be lost)",
+                        ));
+                    }
+                    Value::F(
+                        v.extract::<f64>()
+                            .map_err(|_| bad("expected a real number"))?,
+                    )
+                }
                 Ty::Bool => {
                     Value::I(v.extract::<bool>().map_err(|_| bad("expected a bool"))? as i64)
                 }
@@ -212,32 +236,69 @@ impl GtProgram {
         }
         let plan = Arc::clone(&self.plan);
         let jit = self.jit.clone();
-        let run = move || -> gridbuf::Result<()> {
+        // Ctrl-C: the thread that called polls Python's signal handlers (see
+        // `gridbuf::interrupt`); the handler's exception (KeyboardInterrupt) is raised after
+        // the stencil stopped at its next tile or loop pass.
+        let raised: Mutex<Option<PyErr>> = Mutex::new(None);
+        let poll = || {
+            Python::attach(|py| {
+                // Let other Python threads run (a timer thread may be the one that interrupts).
+                py.detach(|| ());
+                py.check_signals().map_err(|e| {
+                    *raised.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                })
+            })
+            .is_err()
+        };
+        let stop = Interrupt::polled(&poll);
+        let threads = gridbuf::threads::configured();
+        let run = || -> gridbuf::Result<()> {
             // SAFETY: the views come from the stencil binder, which checked that each lies
-            // inside its array (origin, domain and extent on every axis), that outputs overlap
-            // no other argument, and keeps the arrays alive for the call; above we checked
-            // dtype size, alignment and writeability of written fields. The views' shapes are
-            // what `FieldMem` carries, and the evaluator checks every block against them.
+            // inside its array (origin, domain and extent on every axis, in elements of the
+            // stencil's own size), that outputs overlap no other argument, and keeps the arrays
+            // alive for the call; above we checked dtype size, alignment and writeability of
+            // written fields. The views' shapes are what `FieldMem` carries, and the evaluator
+            // checks every block against them.
             unsafe {
-                let threads = gridbuf::threads::configured();
                 match plan.lanes {
-                    Lanes::F64 => {
-                        gtscript::run::<f64>(&plan, jit.as_deref(), &mems, &vals, domain, threads)
-                    }
-                    Lanes::F32 => {
-                        gtscript::run::<f32>(&plan, jit.as_deref(), &mems, &vals, domain, threads)
-                    }
-                    Lanes::Wide => {
-                        gtscript::run::<Lane>(&plan, jit.as_deref(), &mems, &vals, domain, threads)
-                    }
+                    Lanes::F64 => gtscript::run_interruptible::<f64>(
+                        &plan,
+                        jit.as_deref(),
+                        &mems,
+                        &vals,
+                        domain,
+                        threads,
+                        &stop,
+                    ),
+                    Lanes::F32 => gtscript::run_interruptible::<f32>(
+                        &plan,
+                        jit.as_deref(),
+                        &mems,
+                        &vals,
+                        domain,
+                        threads,
+                        &stop,
+                    ),
+                    Lanes::Wide => gtscript::run_interruptible::<Lane>(
+                        &plan,
+                        jit.as_deref(),
+                        &mems,
+                        &vals,
+                        domain,
+                        threads,
+                        &stop,
+                    ),
                 }
             }
         };
         let points = domain.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
         let result = match points {
             Some(n) if n < PARALLEL_MIN_POINTS => run(),
-            _ => py.detach(run),
+            _ => py.detach(|| run_watched(threads, &stop, run)),
         };
+        if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
+        }
         result.py(py)
     }
 

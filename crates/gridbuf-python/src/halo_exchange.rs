@@ -8,7 +8,7 @@ use gridbuf::array_info::DeviceKind;
 use gridbuf::decomposition::Decomposition;
 use gridbuf::halo_exchange::{ExchangePlan, FieldLayout};
 use gridbuf::Error;
-use numpy::{PyArray1, PyArrayMethods};
+use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
 /// The halo exchange of a list of fields on one process: message sizes, buffers, packing.
@@ -167,7 +167,7 @@ impl PyHaloExchangePlan {
     /// `threads`: split a mebibyte or more over the thread pool.
     #[pyo3(signature = (index=None, threads=false))]
     fn pack(&self, py: Python<'_>, index: Option<usize>, threads: bool) -> PyResult<()> {
-        let bufs = self.addresses(py, &self.send, index)?;
+        let bufs = self.addresses(py, &self.send, index, "send_buffers")?;
         let plan = &self.plan;
         let bases_addr = self.bases.clone();
         py.detach(|| {
@@ -218,7 +218,7 @@ impl PyHaloExchangePlan {
     /// the GIL released (`threads` as in `pack`).
     #[pyo3(signature = (index=None, threads=false))]
     fn unpack(&self, py: Python<'_>, index: Option<usize>, threads: bool) -> PyResult<()> {
-        let bufs = self.addresses(py, &self.recv, index)?;
+        let bufs = self.addresses(py, &self.recv, index, "recv_buffers")?;
         let plan = &self.plan;
         let bases_addr = self.bases.clone();
         py.detach(|| {
@@ -247,18 +247,37 @@ impl PyHaloExchangePlan {
 }
 
 impl PyHaloExchangePlan {
-    /// `(message, data address)` of the buffer of message `index`, or of every message.
+    /// `(message, data address)` of the buffer of message `index`, or of every message, each
+    /// checked to still be the contiguous bytes the message needs: the buffers are NumPy arrays
+    /// Python code can resize or reshape in place.
     fn addresses(
         &self,
         py: Python<'_>,
         buffers: &[Py<PyArray1<u8>>],
         index: Option<usize>,
+        which: &str,
     ) -> PyResult<Vec<(usize, usize)>> {
-        Ok(self
-            .which(index)?
+        self.which(index)?
             .into_iter()
-            .map(|i| (i, buffers[i].bind(py).data() as usize))
-            .collect())
+            .map(|i| {
+                let typed = buffers[i].bind(py);
+                let a = typed.as_untyped();
+                let nbytes = a.shape().iter().product::<usize>() * a.dtype().itemsize();
+                let m = &self.plan.messages[i];
+                let need = if which == "send_buffers" {
+                    m.send_bytes
+                } else {
+                    m.recv_bytes
+                };
+                if nbytes < need || !a.is_c_contiguous() {
+                    return Err(to_py(
+                        py,
+                        Error::exchange_buffer_size(which, i, nbytes, need),
+                    ));
+                }
+                Ok((i, typed.data() as usize))
+            })
+            .collect()
     }
 
     fn which(&self, index: Option<usize>) -> PyResult<Vec<usize>> {

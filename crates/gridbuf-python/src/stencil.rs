@@ -131,7 +131,9 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
                     "expected field names (str) as the keys of an origin dict",
                 )
             })?;
-            let v = usize_list(&v)?;
+            // The message names the entry: `origin["out"]`.
+            let v = crate::convert::usize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?
+                .into_vec();
             if k.to_str()? == "_all_" {
                 default = Some(v);
             } else {
@@ -246,7 +248,7 @@ impl Stencil {
         domain: Option<&[usize]>,
         validate: bool,
     ) -> PyResult<Arc<Prepared>> {
-        let (cached, key) = self.cache.get(pairs, origin, domain);
+        let (cached, key) = self.cache.get(pairs, origin, domain, validate);
         let bound = match (cached, key) {
             (Some(b), _) => b,
             (None, key) => {
@@ -263,7 +265,7 @@ impl Stencil {
                         1,
                     )?;
                 }
-                let key = key.unwrap_or_else(|| CallKey::new(pairs, origin, domain));
+                let key = key.unwrap_or_else(|| CallKey::new(pairs, origin, domain, validate));
                 self.cache.insert(key, Arc::clone(&b));
                 b
             }
@@ -458,10 +460,11 @@ impl Stencil {
     /// domain : tuple of int, optional
     ///     Extent of the compute domain; default the largest that fits every field.
     /// validate_args : bool, optional
-    ///     ``False`` skips the dtype, device, writeability and layout checks, but only on a cache
-    ///     miss (a call whose layout was checked before is never re-checked anyway). Bounds,
-    ///     dims and overlap checks always run, since skipping them could touch memory that was
-    ///     not handed over.
+    ///     ``False`` skips only what cannot make the call touch memory it was not handed: the
+    ///     dtype's agreement with the stencil (a dtype of the same element size is then read as
+    ///     the stencil's) and the layout warnings. The element size, device, writeability,
+    ///     dims, bounds and overlap checks always run. A binding checked with some checks
+    ///     skipped is cached apart, so a later validated call runs every check.
     /// **scalars
     ///     The stencil's scalar parameters.
     ///

@@ -207,6 +207,9 @@ pub enum ErrorClass {
     UnknownPreset,
     /// A device that is missing or cannot be used (`GridbufDeviceError`, a `RuntimeError`).
     Device,
+    /// A computation stopped at a safe point because an interrupt was requested (Python's
+    /// `KeyboardInterrupt`; see [`crate::interrupt`]).
+    Interrupted,
 }
 
 /// Result type of the gridbuf core.
@@ -239,6 +242,14 @@ impl Error {
             param: param.into(),
             value: format!("{value:?}"),
             expected: expected.into(),
+        }
+    }
+
+    /// A computation stopped by [`crate::interrupt::Interrupt`]; what it wrote before stays.
+    pub fn interrupted() -> Self {
+        Error::Message {
+            class: ErrorClass::Interrupted,
+            message: "stencil interrupted; the points computed before the interrupt were written".into(),
         }
     }
 
@@ -786,6 +797,17 @@ impl Error {
             format!("fields[{index}]"),
             format!("sharing memory with fields[{other}]"),
             "every field of one exchange must be a separate array",
+        )
+    }
+
+    /// The message buffer `which[index]`, changed from Python after the plan made it (NumPy's
+    /// `resize(..., refcheck=False)`, a new shape or dtype): it no longer is `need` contiguous
+    /// bytes, so packing into it or unpacking from it would leave its memory.
+    pub fn exchange_buffer_size(which: &str, index: usize, nbytes: usize, need: usize) -> Self {
+        Error::value_shown(
+            format!("{which}[{index}]"),
+            format!("a buffer of {nbytes} bytes"),
+            format!("the message needs its contiguous buffer of {need} bytes, as the plan made it; it was resized or reshaped since"),
         )
     }
 

@@ -55,6 +55,7 @@ pub mod gtscript;
 pub mod halo;
 pub mod halo_exchange;
 pub mod interface;
+pub mod interrupt;
 pub mod kernels;
 pub mod labelled;
 pub mod layout;

@@ -458,6 +458,9 @@ class GTStencil:
                 raise GridbufTypeError(f"field {f!r} of stencil {self.name!r} is None, but the stencil uses it: only a field whose every use the externals prune may be None")
             if isinstance(v, (int, float, np.number)):
                 raise GridbufTypeError(f"invalid type for field {f!r} of stencil {self.name!r} ({type(v).__name__}): expected an array")
+        if isinstance(origin, dict) and self.unused_fields:
+            # A field the program left out takes no origin (the binder refuses other unknown names).
+            origin = {k: v for k, v in origin.items() if k not in self.unused_fields}
         self._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
 
     def __repr__(self) -> str:

@@ -44,13 +44,17 @@ fn call_error(message: String) -> Error {
     }
 }
 
-/// Checks and binds a call. With `validate = false` only the checks that keep memory safe run
-/// (bounds, shapes, dims); dtype, device, writeability and layout checks are skipped.
+/// Checks and binds a call. With `validate = false` only the checks whose failure cannot reach
+/// memory outside the arrays are skipped: the dtype's agreement with the signature (an element
+/// of the same size, read as another type) and the layout warnings. Every check that keeps
+/// memory safe always runs: the element size the kernel reads and writes, the device, the
+/// writeability of outputs, dims, shapes and bounds.
 ///
 /// The steps: [`check_call`] (number of fields, the given domain), then per field
-/// [`check_kind`] (dtype, device, writeability), [`kernel_axes`] (which array axis each kernel
-/// dim is), [`check_data_shape`] and the origin; then the domain (given, else
-/// [`largest_domain`]) and per field [`field_view`] (bounds, view, layout warnings).
+/// [`check_memory`] (element size, device, writeability), with `validate` [`check_dtype`],
+/// [`kernel_axes`] (which array axis each kernel dim is), [`check_data_shape`] and the origin;
+/// then the domain (given, else [`largest_domain`]) and per field [`field_view`] (bounds, view,
+/// layout warnings).
 pub fn bind(
     sig: &Signature,
     args: &[(&ArrayInfo, &ArgMeta)],
@@ -59,12 +63,14 @@ pub fn bind(
     validate: bool,
 ) -> Result<BoundCall> {
     check_call(sig, args, domain)?;
+    check_origin_names(sig, origin)?;
     // Per field: the permutation from kernel dims to array axes, and the origin in kernel order.
     let mut perms = Vec::with_capacity(args.len());
     let mut origins = Vec::with_capacity(args.len());
     for (f, (info, meta)) in sig.fields.iter().zip(args) {
+        check_memory(sig, f, info)?;
         if validate {
-            check_kind(sig, f, info)?;
+            check_dtype(f, info)?;
         }
         let perm = kernel_axes(f, info, meta)?;
         check_data_shape(f, info, &perm)?;
@@ -132,12 +138,31 @@ fn check_call(
     Ok(())
 }
 
-/// The dtype, device and (outputs) writeability of a field.
-fn check_kind(sig: &Signature, f: &FieldParam, info: &ArrayInfo) -> Result<()> {
+/// The field's dtype is the signature's (skipped with `validate_args=False`: an element of the
+/// same size read as another type stays inside the array, see [`check_memory`]).
+fn check_dtype(f: &FieldParam, info: &ArrayInfo) -> Result<()> {
     if info.dtype != f.dtype {
         return Err(call_error(format!(
             "field {:?} has dtype {}, but the stencil needs {}",
             f.name, info.dtype, f.dtype
+        )));
+    }
+    Ok(())
+}
+
+/// What keeps the kernel inside the field's memory, checked on every call whatever
+/// `validate_args` says: the kernel's element size is the array's (the bounds are checked in
+/// elements, so a larger element would reach past the last one), the memory is reachable from
+/// the stencil's device, and an output is writeable.
+fn check_memory(sig: &Signature, f: &FieldParam, info: &ArrayInfo) -> Result<()> {
+    if info.dtype.itemsize() != f.dtype.itemsize() {
+        return Err(call_error(format!(
+            "field {:?} has dtype {} ({} bytes per element), but the stencil reads and writes {} ({} bytes); validate_args=False does not skip this check, since the stencil would reach past the array",
+            f.name,
+            info.dtype,
+            info.dtype.itemsize(),
+            f.dtype,
+            f.dtype.itemsize()
         )));
     }
     if !info.device.accessible_from(sig.device) {
@@ -213,7 +238,8 @@ fn check_data_shape(f: &FieldParam, info: &ArrayInfo, perm: &[usize]) -> Result<
     Ok(())
 }
 
-/// The largest domain that fits every field from its origin, with its extent.
+/// The largest domain that fits every field from its origin, with its extent; when none does,
+/// the error names the first field that leaves no room.
 fn largest_domain(
     sig: &Signature,
     args: &[(&ArrayInfo, &ArgMeta)],
@@ -225,20 +251,39 @@ fn largest_domain(
     for ((f, (info, _)), (perm, o)) in sig.fields.iter().zip(args).zip(perms.iter().zip(origins)) {
         for (a, d) in f.dims.iter().enumerate() {
             if let Some(di) = sig.domain_index(*d) {
-                let room = info.shape[perm[a]]
-                    .saturating_sub(o[a])
-                    .saturating_sub(f.extent[a].1);
+                let n = info.shape[perm[a]];
+                let hi = f.extent[a].1;
+                let room = n.saturating_sub(o[a]).saturating_sub(hi);
+                if room == 0 {
+                    return Err(call_error(format!(
+                        "no positive domain fits along {d}: field {:?} has extent {n} there, which leaves no point after its origin {} and the upper extent {hi} the stencil reads",
+                        f.name, o[a]
+                    )));
+                }
                 dom[di] = dom[di].min(room);
             }
         }
     }
-    if let Some(di) = dom.iter().position(|&n| n == 0) {
-        return Err(call_error(format!(
-            "no positive domain fits along {}: some field is too small for its origin and extent",
-            sig.domain_dims[di]
-        )));
-    }
     Ok(dom)
+}
+
+/// Every field name of a per-field origin is a field of the signature.
+fn check_origin_names(sig: &Signature, origin: &CallOrigin) -> Result<()> {
+    if let CallOrigin::PerField { fields, .. } = origin {
+        for (name, _) in fields {
+            if !sig.fields.iter().any(|f| &f.name == name) {
+                return Err(call_error(format!(
+                    "origin names {name:?}, which is not a field of the stencil (fields: {}; \"_all_\" sets the others)",
+                    sig.fields
+                        .iter()
+                        .map(|f| format!("{:?}", f.name))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The view of one field: its bounds checked along every axis, its offset, shape and strides in
@@ -289,10 +334,12 @@ fn field_view(
         shape.push(len);
         strides.push(stride);
     }
+    // The span of the elements the kernel touches: its element type, not the array's.
     let view = ArrayInfo {
         ptr: 0,
         shape: shape.clone(),
         strides: strides.clone(),
+        dtype: f.dtype,
         ..(*info).clone()
     };
     let span = view.nbytes_span()?;
@@ -562,8 +609,8 @@ mod tests {
         let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
         let m = ArgMeta::default();
         let origin = CallOrigin::All(vec![1, 1, 0]);
-        let key = CallKey::new(&[(&a, &m), (&b, &m)], &origin, None);
-        assert!(key.matches(&[(&a, &m), (&b, &m)], &origin, None));
+        let key = CallKey::new(&[(&a, &m), (&b, &m)], &origin, None, true);
+        assert!(key.matches(&[(&a, &m), (&b, &m)], &origin, None, true));
         let mut f32arr = arr(&[10, 10, 5]);
         f32arr.dtype = DType::FLOAT32;
         let mut ro = arr(&[10, 10, 5]);
@@ -578,11 +625,12 @@ mod tests {
         };
         for (x, mx) in [(&f32arr, &m), (&ro, &m), (&strided, &m), (&b, &declared)] {
             let other = [(&a, &m), (x, mx)];
-            assert!(!key.matches(&other, &origin, None));
-            assert_ne!(key, CallKey::new(&other, &origin, None));
+            assert!(!key.matches(&other, &origin, None, true));
+            assert_ne!(key, CallKey::new(&other, &origin, None, true));
         }
-        assert!(!key.matches(&[(&a, &m)], &origin, None));
-        assert!(!key.matches(&[(&a, &m), (&b, &m)], &CallOrigin::Default, None));
-        assert!(!key.matches(&[(&a, &m), (&b, &m)], &origin, Some(&[8, 8, 5])));
+        assert!(!key.matches(&[(&a, &m)], &origin, None, true));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &origin, None, false));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &CallOrigin::Default, None, true));
+        assert!(!key.matches(&[(&a, &m), (&b, &m)], &origin, Some(&[8, 8, 5]), true));
     }
 }

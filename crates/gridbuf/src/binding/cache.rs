@@ -33,22 +33,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl<V> CallCache<V> {
-    /// The binding of the call `args`, `origin`, `domain` if one is cached, and its key (built
-    /// only when the latest call does not match, for [`CallCache::insert`] on a miss).
+    /// The binding of the call `args`, `origin`, `domain` checked with (`validated`) or without
+    /// the checks `validate_args=False` skips, if one is cached, and its key (built only when
+    /// the latest call does not match, for [`CallCache::insert`] on a miss).
     #[inline]
     pub fn get(
         &self,
         args: &[(&ArrayInfo, &ArgMeta)],
         origin: &CallOrigin,
         domain: Option<&[usize]>,
+        validated: bool,
     ) -> (Option<Arc<V>>, Option<CallKey>) {
         if let Some((_, b)) = lock(&self.last)
             .as_ref()
-            .filter(|(k, _)| k.matches(args, origin, domain))
+            .filter(|(k, _)| k.matches(args, origin, domain, validated))
         {
             return (Some(Arc::clone(b)), None);
         }
-        let key = CallKey::new(args, origin, domain);
+        let key = CallKey::new(args, origin, domain, validated);
         let found = lock(&self.map).get(&key).cloned();
         if let Some(b) = &found {
             *lock(&self.last) = Some((key.clone(), Arc::clone(b)));
@@ -84,16 +86,22 @@ mod tests {
         let (a, b) = (arr(&[4, 4, 4]), arr(&[5, 4, 4]));
         let m = ArgMeta::default();
         let o = CallOrigin::Default;
-        let (hit, key) = cache.get(&[(&a, &m)], &o, None);
+        let (hit, key) = cache.get(&[(&a, &m)], &o, None, true);
         assert!(hit.is_none());
         cache.insert(key.unwrap(), Arc::new(1));
-        let (hit, key) = cache.get(&[(&a, &m)], &o, None);
+        let (hit, key) = cache.get(&[(&a, &m)], &o, None, true);
         assert_eq!((hit.as_deref(), key), (Some(&1), None)); // the latest call, no key built
-        let (_, key) = cache.get(&[(&b, &m)], &o, None);
+        let (_, key) = cache.get(&[(&b, &m)], &o, None, true);
         cache.insert(key.unwrap(), Arc::new(2));
-        let (hit, key) = cache.get(&[(&a, &m)], &o, None);
+        let (hit, key) = cache.get(&[(&a, &m)], &o, None, true);
         assert_eq!(hit.as_deref(), Some(&1)); // from the map
         assert!(key.is_some());
         assert_eq!(cache.len(), 2);
+        // A binding made with checks skipped is not the validated call's, nor the reverse.
+        let (hit, key) = cache.get(&[(&a, &m)], &o, None, false);
+        assert!(hit.is_none());
+        cache.insert(key.unwrap(), Arc::new(3));
+        assert_eq!(cache.get(&[(&a, &m)], &o, None, false).0.as_deref(), Some(&3));
+        assert_eq!(cache.get(&[(&a, &m)], &o, None, true).0.as_deref(), Some(&1));
     }
 }

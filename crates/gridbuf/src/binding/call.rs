@@ -36,7 +36,8 @@ pub enum CallOrigin {
 /// Per field of a [`CallKey`]: dtype, shape, strides, device, read-only flag and declarations.
 pub type FieldKey = (DType, Vec<usize>, Vec<isize>, ArrayDevice, bool, ArgMeta);
 
-/// Everything a [`BoundCall`] depends on: a call with an equal key binds identically.
+/// Everything a [`BoundCall`] depends on, the checks that ran included: a call with an equal
+/// key binds identically, after the same checks.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CallKey {
     /// Per field: dtype, shape, strides, device and what the array declares.
@@ -45,6 +46,9 @@ pub struct CallKey {
     pub origin: CallOrigin,
     /// The call's domain (per domain dim), if given.
     pub domain: Option<Vec<usize>>,
+    /// Whether every check ran (`validate_args`): a binding made with some checks skipped is
+    /// never reused by a call that asks for them.
+    pub validated: bool,
 }
 
 impl CallKey {
@@ -53,6 +57,7 @@ impl CallKey {
         args: &[(&ArrayInfo, &ArgMeta)],
         origin: &CallOrigin,
         domain: Option<&[usize]>,
+        validated: bool,
     ) -> CallKey {
         CallKey {
             fields: args
@@ -70,18 +75,22 @@ impl CallKey {
                 .collect(),
             origin: origin.clone(),
             domain: domain.map(<[usize]>::to_vec),
+            validated,
         }
     }
 
-    /// Whether this key equals `CallKey::new(args, origin, domain)`, without building that key.
+    /// Whether this key equals `CallKey::new(args, origin, domain, validated)`, without building
+    /// that key.
     #[inline]
     pub fn matches(
         &self,
         args: &[(&ArrayInfo, &ArgMeta)],
         origin: &CallOrigin,
         domain: Option<&[usize]>,
+        validated: bool,
     ) -> bool {
-        self.fields.len() == args.len()
+        self.validated == validated
+            && self.fields.len() == args.len()
             && self.fields.iter().zip(args).all(|(k, (i, m))| {
                 k.0 == i.dtype
                     && k.1 == i.shape

@@ -16,7 +16,7 @@ mod region;
 mod tape;
 pub mod types;
 
-pub use eval::{run, FieldMem, Jit, Lane, Num};
+pub use eval::{run, run_interruptible, FieldMem, Jit, Lane, Num};
 pub use ir::{Program, Ty, Value};
 pub use plan::{Lanes, Plan};
 

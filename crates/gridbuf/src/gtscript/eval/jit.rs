@@ -456,6 +456,7 @@ fn new_module() -> Result<Option<JITModule>> {
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     builder.symbols(math::symbols());
     builder.symbols(column::symbols());
+    builder.symbols(super::pointloop::symbols());
     Ok(Some(JITModule::new(builder)))
 }
 

@@ -43,7 +43,7 @@ pub use kernels::Arg;
 pub use lane::{Elem, Lane};
 pub use mem::FieldMem;
 pub use num::Num;
-pub use tile::run;
+pub use tile::{run, run_interruptible};
 
 /// Points per strip of the tape interpreter.
 const STRIP: usize = 512;

@@ -7,6 +7,7 @@ use super::mem::{mem_row, Geo, Mem, VarMem};
 use super::pointloop::LoopCode;
 use super::STRIP;
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 use crate::gtscript::ir::{KIndex, Ty};
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 
@@ -639,6 +640,7 @@ pub(super) fn run_loop_code<T: Elem>(
     scalars: &[T],
     rlo: [i64; 3],
     rhi: [i64; 3],
+    stop: &Interrupt<'_>,
 ) -> Result<()> {
     let [o, m, i] = geo.order;
     let row_len = (rhi[i] - rlo[i]) as usize;
@@ -707,7 +709,8 @@ pub(super) fn run_loop_code<T: Elem>(
         // through its own registers, never through the operand rows; distinct quantities have
         // distinct buffers, and the binder keeps written fields apart from the other
         // arguments. `vk` holds one slot per run-time K read (`vk_slots` checked that every
-        // point's column lies inside the memory; the code loads only levels inside it).
+        // point's column lies inside the memory; the code loads only levels inside it);
+        // `stop` is this call's interrupt, alive until the function returns.
         unsafe {
             (code.f)(
                 first.as_ptr().cast(),
@@ -718,8 +721,10 @@ pub(super) fn run_loop_code<T: Elem>(
                 rows,
                 scalars.as_ptr().cast(),
                 vk.as_mut_ptr().cast(),
+                stop,
             )
         };
+        stop.check()?;
         vk_errors(&code.vk, vmem, &vk)?;
     }
     Ok(())

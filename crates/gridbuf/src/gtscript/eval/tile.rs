@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::gtscript::ir::{IterOrder, Value};
 use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, Reach, SectionPlan};
 use crate::gtscript::region::region_box;
+use crate::interrupt::Interrupt;
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
 
@@ -48,6 +49,8 @@ struct Ctx<'a, T> {
     walk: bool,
     /// Where statements and transfers may run.
     clips: &'a Clips,
+    /// Checked before each tile and at each pass of a `while` loop.
+    stop: &'a Interrupt<'a>,
 }
 
 /// The horizontal boxes (I lower, I upper, J lower, J upper; domain coordinates) statements
@@ -255,6 +258,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 &levels,
                 walk,
                 ctx.scalars,
+                ctx.stop,
             )? {
                 ran_until = s + code.parts.len();
                 continue;
@@ -575,7 +579,18 @@ fn run_block<'m, T: Elem>(
             })
         });
         if let Some(lc) = point_loop {
-            run_loop_code(lc, &geo, bufs, regs, direct, vmem, ctx.scalars, rlo, rhi)?;
+            run_loop_code(
+                lc,
+                &geo,
+                bufs,
+                regs,
+                direct,
+                vmem,
+                ctx.scalars,
+                rlo,
+                rhi,
+                ctx.stop,
+            )?;
             t = lc.exit;
             continue;
         }
@@ -606,7 +621,11 @@ fn run_block<'m, T: Elem>(
         t = match flow.exit {
             // A `while` condition: its body runs again while any point of the block needs it.
             Some(exit) if !(live && any_set(st.target, &geo, bufs, direct, rlo, rhi)?) => exit,
-            _ => flow.next,
+            Some(_) => {
+                ctx.stop.check()?;
+                flow.next
+            }
+            None => flow.next,
         };
     }
     for t in &sec.stores {
@@ -656,6 +675,27 @@ pub unsafe fn run<T: Elem>(
     scalars: &[Value],
     domain: [usize; 3],
     threads: Threads,
+) -> Result<()> {
+    // SAFETY: the caller's promises are `run_interruptible`'s.
+    unsafe {
+        run_interruptible::<T>(plan, jit, fields, scalars, domain, threads, &Interrupt::never())
+    }
+}
+
+/// [`run`], stopping with [`Error::interrupted`] once `stop` is requested: it is checked before
+/// each tile and at every pass of a `while` loop. Tiles finished before stay written; a tile
+/// stopped in a loop has written what its statements before the loop wrote.
+///
+/// # Safety
+/// As for [`run`].
+pub unsafe fn run_interruptible<T: Elem>(
+    plan: &Plan,
+    jit: Option<&Jit>,
+    fields: &[FieldMem],
+    scalars: &[Value],
+    domain: [usize; 3],
+    threads: Threads,
+    stop: &Interrupt<'_>,
 ) -> Result<()> {
     let n_comp = plan
         .kinds
@@ -818,6 +858,7 @@ pub unsafe fn run<T: Elem>(
                 };
                 return run_all(
                     threads,
+                    stop,
                     sweep_tiles(domain, order, threads.get()),
                     |(lo, hi)| exec::simd(SweepTask { ctx: &ctx, lo, hi }),
                 );
@@ -909,21 +950,23 @@ pub unsafe fn run<T: Elem>(
         ranges: &ranges,
         clips: &clips,
         walk,
+        stop,
     };
-    run_all(threads, tiles, |tile| {
+    run_all(threads, stop, tiles, |tile| {
         exec::simd(TileTask { ctx: &ctx, tile })
     })
 }
 
-/// Runs `f` on every task; the first error any returns.
+/// Runs `f` on every task, each after a check of `stop`; the first error any returns.
 fn run_all<I: Send>(
     threads: Threads,
+    stop: &Interrupt<'_>,
     tasks: Vec<I>,
     f: impl Fn(I) -> Result<()> + Sync,
 ) -> Result<()> {
     let error: Mutex<Option<Error>> = Mutex::new(None);
     crate::threads::run_tasks(threads, tasks, |task| {
-        if let Err(e) = f(task) {
+        if let Err(e) = stop.check().and_then(|()| f(task)) {
             error
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

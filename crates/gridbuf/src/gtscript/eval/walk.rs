@@ -8,6 +8,7 @@ use super::mem::{Mem, VarMem};
 use super::pointloop::{LoopCode, PartCode};
 use super::strip::{vk_errors, vk_slots};
 use crate::error::Result;
+use crate::interrupt::Interrupt;
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
 /// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
@@ -46,6 +47,7 @@ pub(super) fn run_points<'m, T: Elem>(
     levels: &[((usize, usize), bool)],
     walk: Walk,
     scalars: &[T],
+    stop: &Interrupt<'_>,
 ) -> Result<bool> {
     let (ni, nj) = (hi[0] - lo[0], hi[1] - lo[1]);
     let nk = |x: usize| levels[x].0 .1 as i64 - levels[x].0 .0 as i64;
@@ -188,7 +190,7 @@ pub(super) fn run_points<'m, T: Elem>(
         // tile; the sections read what they store only at other levels of the same column or
         // through their registers (`section`, `group`). `vk` holds one slot per run-time K
         // read (`vk_slots` checked every point's column; the code loads only levels inside
-        // it).
+        // it); `stop` is this call's interrupt, alive until the function returns.
         unsafe {
             (code.f)(
                 ops.as_ptr().cast(),
@@ -199,8 +201,10 @@ pub(super) fn run_points<'m, T: Elem>(
                 nj as usize,
                 scalars.as_ptr().cast(),
                 vk.as_mut_ptr().cast(),
+                stop,
             )
         };
+        stop.check()?;
         vk_errors(&code.vk, vmem, &vk)?;
     }
     Ok(true)

@@ -1,0 +1,192 @@
+//! Stopping a running computation from outside, at safe points: a gtscript stencil checks its
+//! [`Interrupt`] before each tile and at every pass of a `while` loop (the interpreter's block
+//! passes and the compiled point functions' loop back edges, which read the flag directly), and
+//! returns [`Error::interrupted`] once it is set.
+//!
+//! Who sets it: the thread that started the call (the owner) calls the `poll` function it was
+//! given, at most once per [`POLL_PERIOD`]: from the check points when the owner runs the work
+//! itself, or from [`run_watched`]'s waiting loop while the pool runs it. The Python binding's
+//! poll runs Python's signal handlers, so Ctrl-C stops a stencil whose `while` loop never ends.
+//! What was written before the stop stays written.
+
+use crate::error::{Error, Result};
+use crate::threads::{pool, Threads};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+/// How often the owner asks `poll` at most (a signal handler runs within about this long).
+pub const POLL_PERIOD: Duration = Duration::from_millis(10);
+
+/// A stop request shared by the threads of one call (see the module documentation).
+pub struct Interrupt<'a> {
+    flag: AtomicBool,
+    owner: ThreadId,
+    poll: Option<&'a (dyn Fn() -> bool + Sync)>,
+    start: Instant,
+    /// Nanoseconds after `start` before which the owner does not poll again.
+    next_poll: AtomicU64,
+}
+
+impl Interrupt<'static> {
+    /// An interrupt nobody requests: checks cost one load.
+    pub fn never() -> Interrupt<'static> {
+        Interrupt {
+            flag: AtomicBool::new(false),
+            owner: std::thread::current().id(),
+            poll: None,
+            start: Instant::now(),
+            next_poll: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl<'a> Interrupt<'a> {
+    /// An interrupt owned by the calling thread, which calls `poll` (true: stop) at most once per
+    /// [`POLL_PERIOD`].
+    pub fn polled(poll: &'a (dyn Fn() -> bool + Sync)) -> Interrupt<'a> {
+        Interrupt {
+            flag: AtomicBool::new(false),
+            owner: std::thread::current().id(),
+            poll: Some(poll),
+            start: Instant::now(),
+            next_poll: AtomicU64::new(POLL_PERIOD.as_nanos() as u64),
+        }
+    }
+
+    /// Whether the computation must stop; on the owner thread, polls when a period has passed.
+    #[inline]
+    pub fn requested(&self) -> bool {
+        if self.flag.load(Ordering::Relaxed) {
+            return true;
+        }
+        let Some(poll) = self.poll else { return false };
+        let now = self.start.elapsed().as_nanos() as u64;
+        if now < self.next_poll.load(Ordering::Relaxed) || std::thread::current().id() != self.owner
+        {
+            return false;
+        }
+        self.next_poll
+            .store(now + POLL_PERIOD.as_nanos() as u64, Ordering::Relaxed);
+        if poll() {
+            self.flag.store(true, Ordering::Relaxed);
+        }
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// `Err(Error::interrupted())` once the computation must stop.
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        if self.requested() {
+            Err(Error::interrupted())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The flag's address, read by compiled code as one byte (nonzero: stop).
+    pub fn flag_address(&self) -> *const u8 {
+        self.flag.as_ptr().cast_const().cast()
+    }
+
+    /// Whether the flag is set, without polling.
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// Polls now (the owner's waiting loop in [`run_watched`]).
+    fn poll_now(&self) {
+        if self.poll.is_some_and(|p| p()) {
+            self.flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs `work` with `stop` polled by the calling thread: with a pool of `threads`, `work` runs
+/// on the pool while the calling thread waits, polling every [`POLL_PERIOD`]; else on the
+/// calling thread, which then polls from the work's own checks.
+pub fn run_watched<R: Send>(
+    threads: Threads,
+    stop: &Interrupt<'_>,
+    work: impl FnOnce() -> R + Send,
+) -> R {
+    let Some(p) = (stop.poll.is_some()).then(|| pool(threads)).flatten() else {
+        return work();
+    };
+    let done = AtomicBool::new(false);
+    let result: Mutex<Option<R>> = Mutex::new(None);
+    let caller = std::thread::current();
+    p.in_place_scope(|s| {
+        s.spawn(|_| {
+            let r = work();
+            *result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            done.store(true, Ordering::Release);
+            caller.unpark();
+        });
+        while !done.load(Ordering::Acquire) {
+            std::thread::park_timeout(POLL_PERIOD);
+            if !done.load(Ordering::Acquire) {
+                stop.poll_now();
+            }
+        }
+    });
+    let r = result.into_inner().unwrap_or_else(|e| e.into_inner());
+    r.expect("the work ran to its end inside the scope")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn never_is_never_requested() {
+        let i = Interrupt::never();
+        assert!(!i.requested() && i.check().is_ok());
+    }
+
+    #[test]
+    fn the_owner_polls_at_most_once_per_period() {
+        let calls = AtomicUsize::new(0);
+        let poll = || calls.fetch_add(1, Ordering::Relaxed) >= 2;
+        let i = Interrupt::polled(&poll);
+        assert!(!i.requested()); // before the first period: no poll
+        let t0 = Instant::now();
+        while !i.requested() {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+        }
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+        assert!(i.check().is_err());
+        // Another thread sees the flag but never polls.
+        let other = Interrupt::polled(&poll);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(POLL_PERIOD * 2);
+                assert!(!other.requested());
+            });
+        });
+    }
+
+    #[test]
+    fn watched_work_on_the_pool_is_stopped_by_the_waiting_owner() {
+        let polls = AtomicUsize::new(0);
+        let poll = || polls.fetch_add(1, Ordering::Relaxed) >= 1;
+        let i = Interrupt::polled(&poll);
+        let passes = run_watched(Threads::new(2).unwrap(), &i, || {
+            let mut n = 0u64;
+            while !i.is_set() {
+                n += 1;
+                std::hint::spin_loop();
+            }
+            n
+        });
+        assert!(passes > 0 && i.is_set());
+        // Without a pool the work runs here.
+        let here = std::thread::current().id();
+        assert_eq!(
+            run_watched(Threads::ONE, &i, || std::thread::current().id()),
+            here
+        );
+    }
+}

@@ -1,0 +1,85 @@
+"""Ctrl-C stops a gtscript stencil whose `while` loop never ends: the calling thread polls
+Python's signal handlers while the stencil runs, and the stencil stops at its next tile or loop
+pass, compiled or interpreted, with the GIL held (small domains) or released (large ones)."""
+
+from __future__ import annotations
+
+import _thread
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import gridbuf as gb
+from gridbuf import gtscript
+from gridbuf.gtscript import FORWARD, PARALLEL, Field, computation, interval
+
+
+@gtscript.stencil(backend="numpy")
+def forever_parallel(inp: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        x = inp
+        while x > -1.0:  # never false for inp >= 0
+            x = x + 1.0
+        out = x
+
+
+@gtscript.stencil(backend="numpy")
+def forever_forward(inp: Field[np.float64], out: Field[np.float64]):
+    with computation(FORWARD), interval(...):
+        x = inp
+        while x > -1.0:
+            x = x + 1.0
+        out = x
+
+
+def interrupted_after(delay, call):
+    """Runs `call` with `_thread.interrupt_main()` from a timer after `delay` s; the seconds it
+    took from the interrupt to the KeyboardInterrupt."""
+    timer = threading.Timer(delay, _thread.interrupt_main)
+    t0 = time.perf_counter()
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    return time.perf_counter() - t0 - delay
+
+
+@pytest.mark.parametrize("stencil", [forever_parallel, forever_forward], ids=["parallel", "forward"])
+@pytest.mark.parametrize("backend", ["numpy", "gt:cpu_kfirst", "gt:cpu_ifirst"])
+@pytest.mark.parametrize("shape", [(3, 3, 2), (64, 64, 20)], ids=["small", "large"])
+def test_a_loop_that_never_ends_is_interrupted(stencil, backend, shape):
+    inp = gb.zeros(shape, np.float64, backend=backend)
+    out = gb.full(shape, 7.0, np.float64, backend=backend)
+    late = interrupted_after(0.2, lambda: stencil(inp, out))
+    assert late < 1.0
+    # The stencil is usable again afterwards.
+    stop = gb.full(shape, -5.0, np.float64, backend=backend)
+    stencil(stop, out)
+    assert (out == -5.0).all()
+
+
+def test_interrupt_off_the_main_thread_does_not_touch_other_calls():
+    # A stencil running in another thread is not stopped by the main thread's signal; only the
+    # main thread's own call is.
+    finite = gtscript.stencil(backend="numpy", definition=forever_parallel.definition_func)
+    inp = np.full((8, 8, 4), -3.0)
+    out = np.zeros((8, 8, 4))
+    errors = []
+
+    def worker():
+        try:
+            for _ in range(200):
+                finite(inp, out)
+        except BaseException as exc:  # noqa: BLE001 - the test reports any
+            errors.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    late = interrupted_after(0.2, lambda: forever_parallel(np.zeros((4, 4, 2)), np.zeros((4, 4, 2))))
+    t.join()
+    assert late < 1.0 and not errors
+    assert (out == -3.0).all()
