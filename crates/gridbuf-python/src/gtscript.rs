@@ -4,12 +4,12 @@
 
 use crate::errors::{to_py, IntoPyResult};
 use gridbuf::gtscript::{self, FieldMem, Jit, Lane, Lanes, Plan, Ty, Value};
+use gridbuf::interrupt::{run_watched, Interrupt};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
 use gridbuf::Error;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyComplex, PyDict, PyFloat, PyInt, PyList, PyTuple};
-use gridbuf::interrupt::{run_watched, Interrupt};
 use std::sync::{Arc, Mutex};
 
 /// A compiled gtscript stencil body.

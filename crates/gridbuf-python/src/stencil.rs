@@ -132,8 +132,8 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
                 )
             })?;
             // The message names the entry: `origin["out"]`.
-            let v = crate::convert::usize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?
-                .into_vec();
+            let v =
+                crate::convert::usize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?.into_vec();
             if k.to_str()? == "_all_" {
                 default = Some(v);
             } else {

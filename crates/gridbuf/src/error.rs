@@ -249,7 +249,8 @@ impl Error {
     pub fn interrupted() -> Self {
         Error::Message {
             class: ErrorClass::Interrupted,
-            message: "stencil interrupted; the points computed before the interrupt were written".into(),
+            message: "stencil interrupted; the points computed before the interrupt were written"
+                .into(),
         }
     }
 

@@ -101,7 +101,13 @@ mod tests {
         let (hit, key) = cache.get(&[(&a, &m)], &o, None, false);
         assert!(hit.is_none());
         cache.insert(key.unwrap(), Arc::new(3));
-        assert_eq!(cache.get(&[(&a, &m)], &o, None, false).0.as_deref(), Some(&3));
-        assert_eq!(cache.get(&[(&a, &m)], &o, None, true).0.as_deref(), Some(&1));
+        assert_eq!(
+            cache.get(&[(&a, &m)], &o, None, false).0.as_deref(),
+            Some(&3)
+        );
+        assert_eq!(
+            cache.get(&[(&a, &m)], &o, None, true).0.as_deref(),
+            Some(&1)
+        );
     }
 }

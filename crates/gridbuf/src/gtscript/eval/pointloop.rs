@@ -27,9 +27,9 @@ use super::jit::{
 use super::walk::Walk;
 use super::wide::{SlotRegs, WideEmit};
 use crate::error::Result;
-use crate::interrupt::Interrupt;
 use crate::gtscript::ir::{IterOrder, KIndex, Ty};
 use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src, StmtPlan};
+use crate::interrupt::Interrupt;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Block, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,

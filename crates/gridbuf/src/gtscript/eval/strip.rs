@@ -7,9 +7,9 @@ use super::mem::{mem_row, Geo, Mem, VarMem};
 use super::pointloop::LoopCode;
 use super::STRIP;
 use crate::error::{Error, Result};
-use crate::interrupt::Interrupt;
 use crate::gtscript::ir::{KIndex, Ty};
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
+use crate::interrupt::Interrupt;
 
 fn row_error(what: &str) -> Error {
     Error::invalid(

@@ -678,7 +678,15 @@ pub unsafe fn run<T: Elem>(
 ) -> Result<()> {
     // SAFETY: the caller's promises are `run_interruptible`'s.
     unsafe {
-        run_interruptible::<T>(plan, jit, fields, scalars, domain, threads, &Interrupt::never())
+        run_interruptible::<T>(
+            plan,
+            jit,
+            fields,
+            scalars,
+            domain,
+            threads,
+            &Interrupt::never(),
+        )
     }
 }
 
