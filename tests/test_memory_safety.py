@@ -330,6 +330,21 @@ def test_halo_pack_unpack_canaries(dtype, order):
     arena.check_gaps()
 
 
+@pytest.mark.parametrize("dtype", ["float64", "int8", ">f4"])
+def test_halo_copy_local_canaries(dtype):
+    # One process, periodic: every message goes to the process itself, interior to halo.
+    arena = Arena([((9, 8, 2), dtype, None, 0), ((9, 8, 2), dtype, (8 * 2 * 2 * np.dtype(dtype).itemsize, 2 * np.dtype(dtype).itemsize, np.dtype(dtype).itemsize), 0)])
+    arena.fill(np.random.default_rng(13))
+    specs = [([0, 1], [(2, 2), (2, 2)], [(2, 2), (1, 2)])] * 2
+    plan = gb._gridbuf.HaloExchangePlan(arena.arrays, specs, ["I", "J"], [5, 4], [1, 1], [True, True], 0, True)
+    assert set(plan.peers) == {0}
+    for i in range(len(plan.peers)):
+        plan.copy_local(i)
+    arena.check_gaps()
+    a = arena.arrays[0]
+    assert (a[:2, 2:6] == a[5:7, 2:6]).all()  # the low I halo holds the high interior
+
+
 def test_halo_unpack_refuses_a_shrunken_buffer():
     a = np.zeros((10, 9, 3))
     b = np.zeros((10, 9, 3))
