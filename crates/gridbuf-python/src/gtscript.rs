@@ -291,10 +291,16 @@ impl GtProgram {
                 }
             }
         };
+        // Small domains run on this thread in microseconds with the GIL held, polling between
+        // tiles; a stencil with `while` loops, whose compiled loops only read the flag, runs on
+        // another thread while this one polls.
         let points = domain.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
-        let result = match points {
-            Some(n) if n < PARALLEL_MIN_POINTS => run(),
-            _ => py.detach(|| run_watched(threads, &stop, run)),
+        let small = points.is_some_and(|n| n < PARALLEL_MIN_POINTS);
+        let looped = plan.has_loops();
+        let result = if small && !looped {
+            run()
+        } else {
+            py.detach(|| run_watched(threads, &stop, looped, run))
         };
         if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);

@@ -1,18 +1,20 @@
 //! Stopping a running computation from outside, at safe points: a gtscript stencil checks its
 //! [`Interrupt`] before each tile and at every pass of a `while` loop (the interpreter's block
-//! passes and the compiled point functions' loop back edges, which read the flag directly), and
+//! passes, and the compiled point functions' loop back edges, which load the flag itself), and
 //! returns [`Error::interrupted`] once it is set.
 //!
 //! Who sets it: the thread that started the call (the owner) calls the `poll` function it was
-//! given, at most once per [`POLL_PERIOD`]: from the check points when the owner runs the work
-//! itself, or from [`run_watched`]'s waiting loop while the pool runs it. The Python binding's
-//! poll runs Python's signal handlers, so Ctrl-C stops a stencil whose `while` loop never ends.
-//! What was written before the stop stays written.
+//! given, at most once per [`POLL_PERIOD`]. While the owner runs the work itself, it polls from
+//! the checks between tiles and interpreted loop passes; work that may run unbounded in compiled
+//! code (a stencil with `while` loops) goes to another thread with [`run_watched`], and the owner
+//! polls while it waits. The Python binding's poll runs Python's signal handlers, which only run
+//! on the main thread, so Ctrl-C stops a stencil whose `while` loop never ends. What was written
+//! before the stop stays written.
 
 use crate::error::{Error, Result};
 use crate::threads::{pool, Threads};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
@@ -103,16 +105,26 @@ impl<'a> Interrupt<'a> {
     }
 }
 
-/// Runs `work` with `stop` polled by the calling thread: with a pool of `threads`, `work` runs
-/// on the pool while the calling thread waits, polling every [`POLL_PERIOD`]; else on the
-/// calling thread, which then polls from the work's own checks.
+/// Runs `work` with `stop` polled by the calling thread. The work goes to the pool of `threads`
+/// (a pool of one thread when `threads` is one and `unbounded`) while the calling thread waits,
+/// polling every [`POLL_PERIOD`]; without a poll, or with one thread and a bounded `work`, it runs
+/// on the calling thread, which then polls from the work's own checks.
 pub fn run_watched<R: Send>(
     threads: Threads,
     stop: &Interrupt<'_>,
+    unbounded: bool,
     work: impl FnOnce() -> R + Send,
 ) -> R {
-    let Some(p) = (stop.poll.is_some()).then(|| pool(threads)).flatten() else {
+    if stop.poll.is_none() {
         return work();
+    }
+    let p = match pool(threads) {
+        Some(p) => p,
+        None if unbounded => match runner() {
+            Some(p) => p,
+            None => return work(),
+        },
+        None => return work(),
     };
     let done = AtomicBool::new(false);
     let result: Mutex<Option<R>> = Mutex::new(None);
@@ -133,6 +145,22 @@ pub fn run_watched<R: Send>(
     });
     let r = result.into_inner().unwrap_or_else(|e| e.into_inner());
     r.expect("the work ran to its end inside the scope")
+}
+
+/// A pool of one thread, for work that must leave the calling thread free to poll when
+/// [`pool`] offers none (one thread configured); `None` if it cannot start.
+fn runner() -> Option<Arc<rayon::ThreadPool>> {
+    static RUNNER: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
+    RUNNER
+        .get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "gridbuf-runner".into())
+                .build()
+                .ok()
+                .map(Arc::new)
+        })
+        .clone()
 }
 
 #[cfg(test)]
@@ -173,7 +201,7 @@ mod tests {
         let polls = AtomicUsize::new(0);
         let poll = || polls.fetch_add(1, Ordering::Relaxed) >= 1;
         let i = Interrupt::polled(&poll);
-        let passes = run_watched(Threads::new(2).unwrap(), &i, || {
+        let passes = run_watched(Threads::new(2).unwrap(), &i, false, || {
             let mut n = 0u64;
             while !i.is_set() {
                 n += 1;
@@ -182,10 +210,14 @@ mod tests {
             n
         });
         assert!(passes > 0 && i.is_set());
-        // Without a pool the work runs here.
+        // With one thread, bounded work runs here, unbounded work on the runner.
         let here = std::thread::current().id();
         assert_eq!(
-            run_watched(Threads::ONE, &i, || std::thread::current().id()),
+            run_watched(Threads::ONE, &i, false, || std::thread::current().id()),
+            here
+        );
+        assert_ne!(
+            run_watched(Threads::ONE, &i, true, || std::thread::current().id()),
             here
         );
     }

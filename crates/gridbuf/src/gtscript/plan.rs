@@ -195,6 +195,14 @@ fn min_k_size(p: &Program) -> usize {
 }
 
 impl Plan {
+    /// Whether any section has a `while` loop: the only construct whose running time the
+    /// domain does not bound.
+    pub fn has_loops(&self) -> bool {
+        self.sections
+            .iter()
+            .any(|s| s.flow.iter().any(|f| f.exit.is_some()))
+    }
+
     /// The element type of quantity `q`: its field's, or its temporary's (as typed by
     /// [`crate::gtscript::types::check`]).
     pub fn quantity_ty(&self, q: u32) -> Ty {

@@ -456,7 +456,6 @@ fn new_module() -> Result<Option<JITModule>> {
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     builder.symbols(math::symbols());
     builder.symbols(column::symbols());
-    builder.symbols(super::pointloop::symbols());
     Ok(Some(JITModule::new(builder)))
 }
 

@@ -29,7 +29,6 @@ use super::wide::{SlotRegs, WideEmit};
 use crate::error::Result;
 use crate::gtscript::ir::{IterOrder, KIndex, Ty};
 use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src, StmtPlan};
-use crate::interrupt::Interrupt;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
     types, AbiParam, Block, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type, Value,
@@ -44,9 +43,10 @@ use cranelift_module::{FuncId, Linkage, Module};
 /// at `outs[j] + r * out_steps[j]` (the parts' operands, stored quantities and run-time K
 /// slots one after the other), and the points of a row are one element apart (see
 /// [`PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
-/// for [`super::jit::RowFn`]; `stop` the call's [`Interrupt`], polled every [`POLL_PASSES`]
-/// passes of a loop. It returns early, leaving points unfinished, once a run-time K read has
-/// reported a level outside or the interrupt was requested (the caller raises the error).
+/// for [`super::jit::RowFn`]; `stop` the address of the call's interrupt flag
+/// ([`crate::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
+/// early, leaving points unfinished, once a run-time K read has reported a level outside or the
+/// flag is set (the caller raises the error).
 pub(super) type LoopFn = unsafe extern "C" fn(
     *const *const u8,
     *const isize,
@@ -56,32 +56,8 @@ pub(super) type LoopFn = unsafe extern "C" fn(
     usize,
     *const u8,
     *mut i64,
-    *const Interrupt<'_>,
+    *const u8,
 );
-
-/// Passes of a `while` loop (in any point's loop of one call) between two polls of the
-/// interrupt: a countdown in a register per pass, a call now and then (a poll costs a clock
-/// read, rate-limited to [`crate::interrupt::POLL_PERIOD`]).
-const POLL_PASSES: i64 = 1 << 12;
-
-/// Called by compiled loops every [`POLL_PASSES`] passes: 1 when the call must stop.
-///
-/// # Safety
-/// `stop` is the [`Interrupt`] the loop function was handed, alive for its call.
-unsafe extern "C" fn gridbuf_interrupt_poll(stop: *const Interrupt<'_>) -> u8 {
-    // SAFETY: the caller of the loop function passes a reference to its `Interrupt`, which
-    // outlives the call (see `LoopFn`).
-    u8::from(unsafe { &*stop }.requested())
-}
-
-/// The functions compiled loops call, for the module's symbol table.
-pub(super) fn symbols() -> Vec<(&'static str, *const u8)> {
-    type Poll = unsafe extern "C" fn(*const Interrupt<'_>) -> u8;
-    vec![(
-        "gridbuf_interrupt_poll",
-        gridbuf_interrupt_poll as Poll as *const u8,
-    )]
-}
 
 /// A compiled loop (or sections) and what the caller must hand it.
 pub(super) struct LoopCode {
@@ -421,15 +397,6 @@ pub(super) fn build(
         ctx.func.signature.params.push(AbiParam::new(ptr));
     }
     let calls = declare_calls(module, &mut ctx.func, &every, elem, wide)?;
-    let poll = {
-        let mut sig = module.make_signature();
-        sig.params.push(AbiParam::new(ptr));
-        sig.returns.push(AbiParam::new(types::I8));
-        let id = module
-            .declare_function("gridbuf_interrupt_poll", Linkage::Import, &sig)
-            .map_err(jit_error)?;
-        module.declare_func_in_func(id, &mut ctx.func)
-    };
     let mut b = FunctionBuilder::new(&mut ctx.func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
@@ -484,14 +451,15 @@ pub(super) fn build(
     };
     let rv = b.declare_var(ptr);
     let iv = b.declare_var(ptr);
-    // Loop passes left before the next poll of the interrupt.
-    let countdown = b.declare_var(ptr);
+    // The interrupt flag's address, in memory rather than in a register: the loops' own values
+    // keep every register.
+    let stop_slot =
+        b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+    b.ins().stack_store(ptr, stop, stop_slot, 0);
     let [rhead, rnext, fexit] = [(); 3].map(|_| b.create_block());
     let rbodies: Vec<_> = ps.iter().map(|_| b.create_block()).collect();
     let zero = b.ins().iconst(ptr, 0);
     b.def_var(rv, zero);
-    let passes = b.ins().iconst(ptr, POLL_PASSES);
-    b.def_var(countdown, passes);
     b.ins().jump(rhead, &[]);
 
     b.switch_to_block(rhead);
@@ -827,19 +795,14 @@ pub(super) fn build(
             emit(&mut b, u, again);
             if let Some(again) = again {
                 b.switch_to_block(again);
-                // Every POLL_PASSES passes, ask the interrupt; stop (as a K read outside does)
-                // when it is requested.
-                let left = b.use_var(countdown);
-                let left = b.ins().iadd_imm_s(left, -1);
-                b.def_var(countdown, left);
-                let (ask, go_on) = (b.create_block(), b.create_block());
-                b.ins().brif(left, go_on, &[], ask, &[]);
-                b.switch_to_block(ask);
-                let call = b.ins().call(poll, &[stop]);
-                let stopped = b.inst_results(call)[0];
-                let passes = b.ins().iconst(ptr, POLL_PASSES);
-                b.def_var(countdown, passes);
-                b.ins().brif(stopped, fexit, &[], go_on, &[]);
+                // At every pass the interrupt flag (set by the thread that made the call, which
+                // polls while the loop runs elsewhere): set, stop as a K read outside does. No
+                // call here: a call in the loop made its values live across it, spilled (the
+                // vertical remap 50 -> 75 ms).
+                let flag = b.ins().stack_load(ptr, types::I64, stop_slot, 0);
+                let set = b.ins().load(types::I8, flags, flag, 0);
+                let go_on = b.create_block();
+                b.ins().brif(set, fexit, &[], go_on, &[]);
                 b.switch_to_block(go_on);
                 emit(&mut b, c - t, None);
             }

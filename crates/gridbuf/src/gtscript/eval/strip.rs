@@ -721,7 +721,7 @@ pub(super) fn run_loop_code<T: Elem>(
                 rows,
                 scalars.as_ptr().cast(),
                 vk.as_mut_ptr().cast(),
-                stop,
+                stop.flag_address(),
             )
         };
         stop.check()?;

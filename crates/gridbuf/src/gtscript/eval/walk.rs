@@ -201,7 +201,7 @@ pub(super) fn run_points<'m, T: Elem>(
                 nj as usize,
                 scalars.as_ptr().cast(),
                 vk.as_mut_ptr().cast(),
-                stop,
+                stop.flag_address(),
             )
         };
         stop.check()?;
