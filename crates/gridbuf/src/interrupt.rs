@@ -131,10 +131,11 @@ pub fn run_watched<R: Send>(
     let caller = std::thread::current();
     p.in_place_scope(|s| {
         s.spawn(|_| {
+            // Set when the work ends, also by a panic (which the scope then passes on), so the
+            // loop below never waits for work that is gone.
+            let _done = Done(&done, caller.clone());
             let r = work();
             *result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-            done.store(true, Ordering::Release);
-            caller.unpark();
         });
         while !done.load(Ordering::Acquire) {
             std::thread::park_timeout(POLL_PERIOD);
@@ -145,6 +146,16 @@ pub fn run_watched<R: Send>(
     });
     let r = result.into_inner().unwrap_or_else(|e| e.into_inner());
     r.expect("the work ran to its end inside the scope")
+}
+
+/// Marks the watched work as ended and wakes the thread waiting for it, when dropped.
+struct Done<'a>(&'a AtomicBool, std::thread::Thread);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+        self.1.unpark();
+    }
 }
 
 /// A pool of one thread, for work that must leave the calling thread free to poll when
@@ -220,5 +231,17 @@ mod tests {
             run_watched(Threads::ONE, &i, true, || std::thread::current().id()),
             here
         );
+    }
+
+    #[test]
+    fn a_panic_in_watched_work_reaches_the_caller() {
+        let poll = || false;
+        let i = Interrupt::polled(&poll);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_watched(Threads::new(2).unwrap(), &i, true, || -> u32 {
+                panic!("boom")
+            })
+        }));
+        assert!(r.is_err());
     }
 }

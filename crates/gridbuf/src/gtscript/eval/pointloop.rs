@@ -451,11 +451,6 @@ pub(super) fn build(
     };
     let rv = b.declare_var(ptr);
     let iv = b.declare_var(ptr);
-    // The interrupt flag's address, in memory rather than in a register: the loops' own values
-    // keep every register.
-    let stop_slot =
-        b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
-    b.ins().stack_store(ptr, stop, stop_slot, 0);
     let [rhead, rnext, fexit] = [(); 3].map(|_| b.create_block());
     let rbodies: Vec<_> = ps.iter().map(|_| b.create_block()).collect();
     let zero = b.ins().iconst(ptr, 0);
@@ -799,8 +794,7 @@ pub(super) fn build(
                 // polls while the loop runs elsewhere): set, stop as a K read outside does. No
                 // call here: a call in the loop made its values live across it, spilled (the
                 // vertical remap 50 -> 75 ms).
-                let flag = b.ins().stack_load(ptr, types::I64, stop_slot, 0);
-                let set = b.ins().load(types::I8, flags, flag, 0);
+                let set = b.ins().load(types::I8, flags, stop, 0);
                 let go_on = b.create_block();
                 b.ins().brif(set, fexit, &[], go_on, &[]);
                 b.switch_to_block(go_on);
