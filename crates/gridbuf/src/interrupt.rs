@@ -21,9 +21,6 @@ use std::time::{Duration, Instant};
 /// How often the owner asks `poll` at most (a signal handler runs within about this long).
 pub const POLL_PERIOD: Duration = Duration::from_millis(10);
 
-/// How long [`run_watched`] spins before it parks, waiting for the work.
-const SPIN: Duration = Duration::from_micros(50);
-
 /// A stop request shared by the threads of one call (see the module documentation).
 pub struct Interrupt<'a> {
     flag: AtomicBool,
@@ -140,12 +137,6 @@ pub fn run_watched<R: Send>(
             let r = work();
             *result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
         });
-        // Short work (a small domain) ends within microseconds: wait for it spinning first,
-        // sparing the wake-up from a park.
-        let t0 = Instant::now();
-        while !done.load(Ordering::Acquire) && t0.elapsed() < SPIN {
-            std::hint::spin_loop();
-        }
         while !done.load(Ordering::Acquire) {
             std::thread::park_timeout(POLL_PERIOD);
             if !done.load(Ordering::Acquire) {
