@@ -1,6 +1,7 @@
 """Call-path benchmark: what a stencil call costs with and without ``validate_args``, on a small
 domain where the binder's work shows: a 16x16x8 hdiff (two-point halo, origin (2, 2, 0)) as the
-native kernel and as a gtscript stencil, called normally, with ``validate_args=False``, and bound.
+native kernel and as a gtscript stencil, called normally, with ``validate_args=False``, and bound;
+and a gtscript ``while`` loop on the same domain.
 
 Prints a markdown table of medians (round-robin repeats, see ``_timing``). With
 ``--baseline PATH`` it also runs the same measurements on the gridbuf package found under PATH
@@ -40,6 +41,13 @@ def hdiff(inp: Field[np.float64], coeff: Field[np.float64], out: Field[np.float6
         fly = lap[0, 1, 0] - lap
         fly = 0.0 if fly * (inp[0, 1, 0] - inp) > 0.0 else fly
         out = inp - coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])
+
+def count_up(inp: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        x = inp
+        while x < 3.0:
+            x = x + 1.0
+        out = x
 '''
 
 
@@ -56,6 +64,7 @@ def measure(repeats: int) -> dict[str, float]:
 
     mod = load_source(tempfile.mkdtemp(), "bench_call_checks_hdiff", HDIFF_SOURCE)
     gt_hdiff = gtscript.stencil(backend="numpy", definition=mod.hdiff)
+    gt_loop = gtscript.stencil(backend="numpy", definition=mod.count_up)
     rng = np.random.default_rng(0)
     inp = gb.from_array(rng.random(SHAPE), backend="gt:cpu_ifirst")
     coeff = gb.from_array(rng.random(SHAPE) * 0.1, backend="gt:cpu_ifirst")
@@ -69,6 +78,9 @@ def measure(repeats: int) -> dict[str, float]:
         Candidate("native hdiff, bound", bound_nat),
         Candidate("gtscript hdiff, validated", lambda: gt_hdiff(inp, coeff, out, origin=ORIGIN, domain=domain)),
         Candidate("gtscript hdiff, validate_args=False", lambda: gt_hdiff(inp, coeff, out, origin=ORIGIN, domain=domain, validate_args=False)),
+        # A `while` loop (up to 3 passes a point): runs beside the polling thread since Ctrl-C
+        # support (issue 36), a hand-over per call.
+        Candidate("gtscript while loop, validated", lambda: gt_loop(inp, out, origin=ORIGIN, domain=domain)),
     ]
     results = compare(cands, repeats=repeats, repeat_seconds=0.1)
     return {r.label: r.median for r in results}
