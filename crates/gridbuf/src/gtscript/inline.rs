@@ -594,7 +594,6 @@ mod tests {
     /// `MAX_DEPTH`, the same operations in the same order.
     #[test]
     fn single_use_chain_respects_the_depth_bound() {
-        let n = 2000;
         let read = |k: usize| {
             if k == 0 {
                 "f 0 0 0 0 0".to_owned()
@@ -602,19 +601,27 @@ mod tests {
                 format!("t {} 0 0 0", k - 1)
             }
         };
-        let mut p = chain(n, |k| format!("add mul {} c 0.5 f 0 0 0 0 0", read(k)));
+        let body = |k: usize| format!("add mul {} c 0.5 f 0 0 0 0 0", read(k));
+        let n = 3000;
+        let mut p = chain(n, body);
         inline_temps(&mut p);
         let stmts: Vec<&Stmt> = p.sections.iter().flat_map(|s| &s.stmts).collect();
         // Each statement holds about MAX_DEPTH / 2 steps of the chain.
         assert!(stmts.len() <= 2 * n * 2 / MAX_DEPTH + 2, "{}", stmts.len());
+        assert!(stmts.len() >= n * 2 / MAX_DEPTH, "{}", stmts.len());
         for st in &stmts {
             assert!(measure(&st.expr).1 <= MAX_DEPTH);
         }
         // Unfolding every remaining temporary gives back the whole chain: the same expression
-        // as inlining without bounds would (so the same arithmetic in the same order).
+        // as inlining without bounds would (so the same arithmetic in the same order). (A
+        // shorter chain: the unfolded expression is as deep as the chain.)
+        let n = 100;
+        let mut p = chain(n, body);
+        inline_temps(&mut p);
+        assert!(p.sections[0].stmts.len() > 2);
         let mut values: Vec<Option<Expr>> = vec![None; p.temps.len()];
         let mut last = None;
-        for st in stmts {
+        for st in &p.sections[0].stmts {
             let mut e = st.expr.clone();
             e.reads_mut(&mut |r| {
                 if let Expr::Read(Access::Temp(t), _) = r {
@@ -626,19 +633,17 @@ mod tests {
                 _ => last = Some(e),
             }
         }
-        let mut want = Expr::Read(Access::Field { field: 0, comp: 0 }, [0; 3]);
-        for _ in 0..n {
-            want = Expr::Bin(
-                BinOp::Add,
-                Box::new(Expr::Bin(
-                    BinOp::Mul,
-                    Box::new(want),
-                    Box::new(Expr::Const(super::super::ir::Value::F(0.5), super::super::ir::Ty::F64)),
-                )),
-                Box::new(Expr::Read(Access::Field { field: 0, comp: 0 }, [0; 3])),
-            );
+        let want = chain(n, body);
+        let mut unfolded = Expr::Read(Access::Temp(n - 1), [0; 3]);
+        for k in (0..n).rev() {
+            let def = &want.sections[0].stmts[k].expr;
+            unfolded.reads_mut(&mut |r| {
+                if matches!(r, Expr::Read(Access::Temp(t), _) if *t == k) {
+                    *r = def.clone();
+                }
+            });
         }
-        assert!(last.unwrap() == want);
+        assert!(last.unwrap() == unfolded);
     }
 
     /// A fan: many temporaries read once by one large sum; the sum is never grown past the
