@@ -563,6 +563,29 @@ mod tests {
             .sum()
     }
 
+    /// hdiff as the frontend writes it: `flx_raw` and `fly_raw` (3 nodes, each read twice by
+    /// `flx` and `fly`) are inlined as before the cost model; `lap`, `flx`, `fly` are read at
+    /// offsets and stay (the measured 10.9 -> 9.8 ms).
+    #[test]
+    fn hdiff_inlines_its_raw_fluxes() {
+        let mut p = Program::parse(
+            "stencil hdiff float64\nfield inp IJK\nfield coeff IJK\nfield out IJK\ntemp lap\n\
+             temp flx_raw\ntemp flx\ntemp fly_raw\ntemp fly\ncomp PARALLEL\ninterval S 0 E 0\n\
+             stmt 1 t 0 sub mul c 4.0 f 0 0 0 0 0 add add add f 0 0 -1 0 0 f 0 0 1 0 0 f 0 0 0 -1 0 f 0 0 0 1 0\n\
+             stmt 2 t 1 sub t 0 1 0 0 t 0 0 0 0\n\
+             stmt 3 t 2 sel gt mul t 1 0 0 0 sub f 0 0 1 0 0 f 0 0 0 0 0 c 0.0 c 0.0 t 1 0 0 0\n\
+             stmt 4 t 3 sub t 0 0 1 0 t 0 0 0 0\n\
+             stmt 5 t 4 sel gt mul t 3 0 0 0 sub f 0 0 0 1 0 f 0 0 0 0 0 c 0.0 c 0.0 t 3 0 0 0\n\
+             stmt 6 f 2 0 sub f 0 0 0 0 0 mul f 1 0 0 0 0 add sub add sub t 2 0 0 0 t 2 -1 0 0 t 4 0 0 0 t 4 0 -1 0\n",
+        )
+        .unwrap();
+        inline_temps(&mut p);
+        let lines: Vec<u32> = p.sections[0].stmts.iter().map(|s| s.line).collect();
+        assert_eq!(lines, [1, 3, 5, 6]);
+        let names: Vec<&str> = p.temps.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["lap", "flx", "fly"]);
+    }
+
     /// `x{k} = x{k-1} * x{k-1}`: inlining doubles the expression at each step, so a chain
     /// keeps a temporary wherever the copy would exceed `MAX_COPIED` nodes: the program grows
     /// linearly with the chain (not as 2^30), and no statement is larger than the bounds.

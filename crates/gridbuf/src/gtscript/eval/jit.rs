@@ -611,10 +611,11 @@ pub(super) fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
 /// The distinct (quantity, offset) operands of a tape, in first-use order.
 pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
     let mut out: Vec<(u32, [i32; 3])> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     for ins in tape {
         for a in ins.args {
             if let Src::Q(q, off) = a {
-                if !out.contains(&(q, off)) {
+                if seen.insert((q, off)) {
                     out.push((q, off));
                 }
             }
