@@ -576,7 +576,7 @@ mod tests {
              stmt 3 t 2 sel gt mul t 1 0 0 0 sub f 0 0 1 0 0 f 0 0 0 0 0 c 0.0 c 0.0 t 1 0 0 0\n\
              stmt 4 t 3 sub t 0 0 1 0 t 0 0 0 0\n\
              stmt 5 t 4 sel gt mul t 3 0 0 0 sub f 0 0 0 1 0 f 0 0 0 0 0 c 0.0 c 0.0 t 3 0 0 0\n\
-             stmt 6 f 2 0 sub f 0 0 0 0 0 mul f 1 0 0 0 0 add sub add sub t 2 0 0 0 t 2 -1 0 0 t 4 0 0 0 t 4 0 -1 0\n",
+             stmt 6 f 2 0 sub f 0 0 0 0 0 mul f 1 0 0 0 0 sub add sub t 2 0 0 0 t 2 -1 0 0 t 4 0 0 0 t 4 0 -1 0\n",
         )
         .unwrap();
         inline_temps(&mut p);

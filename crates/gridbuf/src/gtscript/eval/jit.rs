@@ -28,7 +28,8 @@ use crate::gtscript::ir::{BinOp, Ty};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind, Type, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -630,6 +631,15 @@ pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
 /// 11.2, 11.0, 10.0, 11.3).
 const UNROLL: u32 = 8;
 
+/// Tapes reading more operands than this keep their row addresses in a stack array instead of
+/// carrying them through the loops as block parameters (one per operand, live across every
+/// loop: Cranelift's time grew quadratically with them, 8 s for one statement summing 2400
+/// temporaries), and tapes longer than [`LONG_TAPE`] instructions run one step per
+/// iteration: their own instructions give the processor enough independent work.
+const CARRIED_OPERANDS: usize = 32;
+/// See [`CARRIED_OPERANDS`].
+const LONG_TAPE: usize = 256;
+
 /// Builds `f(operands, strides, out, out_stride, n, rows, scalars)`: for each of `rows` rows
 /// (operand `k`'s row `r` starts at `operands[k] + r * strides[k]` bytes, the output's at
 /// `out + r * out_stride`), a vector loop over the whole steps of the row, then a scalar loop
@@ -668,14 +678,25 @@ fn build(
     // Not `aligned`: operand rows start at any element.
     let flags = MemFlagsData::new().with_notrap();
     let word = ptr.bytes() as usize;
-    let firsts: Vec<Value> = (0..operands.len())
+    // Many operands: their row addresses in `rows_at`, computed at each row's start.
+    let many = operands.len() > CARRIED_OPERANDS;
+    let rows_at = many.then(|| {
+        b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (operands.len() * word) as u32,
+            3,
+        ))
+    });
+    let unroll = if tape.len() > LONG_TAPE { 1 } else { UNROLL };
+    let carried_ops = if many { 0 } else { operands.len() };
+    let firsts: Vec<Value> = (0..carried_ops)
         .map(|k| b.ins().load(ptr, flags, ops, (k * word) as i32))
         .collect();
-    let steps: Vec<Value> = (0..operands.len())
+    let steps: Vec<Value> = (0..carried_ops)
         .map(|k| b.ins().load(ptr, flags, strides, (k * word) as i32))
         .collect();
     let scalars = load_scalars(&mut b, tape, elem, scal);
-    let whole = b.ins().band_imm_s(n, -((lanes * UNROLL) as i64));
+    let whole = b.ins().band_imm_s(n, -((lanes * unroll) as i64));
     let whole1 = b.ins().band_imm_s(n, -(lanes as i64));
     let zero = b.ins().iconst(ptr, 0);
     let emit = Emit {
@@ -698,7 +719,7 @@ fn build(
     // parameters, advanced by each iteration: row bases computed once per row and indexed in
     // the loops were recomputed at every use (their inputs reloaded from the stack), a third
     // of the instructions of hdiff's statements.
-    let carried = operands.len() + 1;
+    let carried = carried_ops + 1;
     let [rhead, rbody, vhead, vbody, v1head, v1body, shead, sbody, rnext, exit] = [
         0, 0, carried, carried, carried, carried, carried, carried, carried, 0,
     ]
@@ -723,6 +744,15 @@ fn build(
         let (col, k) = vk_row(&mut b, vkp, slot, r);
         b.ins().store(flags, col, vkp, vk_field(slot, 11));
         b.ins().store(flags, k, vkp, vk_field(slot, 12));
+    }
+    if let Some(slot) = rows_at {
+        for k in 0..operands.len() {
+            let f = b.ins().load(ptr, flags, ops, (k * word) as i32);
+            let st = b.ins().load(ptr, flags, strides, (k * word) as i32);
+            let off = b.ins().imul(r, st);
+            let at = b.ins().iadd(f, off);
+            b.ins().stack_store(ptr, at, slot, (k * word) as i32);
+        }
     }
     let mut start: Vec<BlockArg> = vec![zero.into()];
     for (&f, &st) in firsts
@@ -754,11 +784,28 @@ fn build(
         // `unroll` independent steps per iteration, for instruction-level parallelism.
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
-            let v = if wide {
-                let point = b.ins().iadd_imm_s(i, u as i64);
-                wide_emit.step(b, addrs, at, point)
-            } else {
-                emit.step(b, vt, addrs, at)
+            let v = match rows_at {
+                // Operand `k` at its row's address (from the stack) plus `i` elements.
+                Some(slot) => {
+                    let off = b.ins().imul_imm_s(i, size);
+                    let lt = if wide { types::I64 } else { vt };
+                    let mut operand = |b: &mut FunctionBuilder<'_>, k: usize| {
+                        let row = b.ins().stack_load(ptr, ptr, slot, (k * word) as i32);
+                        let addr = b.ins().iadd(row, off);
+                        b.ins().load(lt, flags, addr, at)
+                    };
+                    if wide {
+                        let point = b.ins().iadd_imm_s(i, u as i64);
+                        wide_emit.step_with(b, point, &mut operand)
+                    } else {
+                        emit.step_with(b, vt, &mut operand)
+                    }
+                }
+                None if wide => {
+                    let point = b.ins().iadd_imm_s(i, u as i64);
+                    wide_emit.step(b, addrs, at, point)
+                }
+                None => emit.step(b, vt, addrs, at),
             };
             b.ins().store(flags, v, *dst, at);
         }
@@ -777,7 +824,7 @@ fn build(
         whole,
         vt,
         lanes as i64,
-        UNROLL,
+        unroll,
     );
     counted(&mut b, v1head, v1body, shead, whole1, vt, lanes as i64, 1);
     counted(&mut b, shead, sbody, rnext, n, elem, 1, 1);
