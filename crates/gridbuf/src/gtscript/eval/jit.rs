@@ -631,7 +631,7 @@ pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
 /// 11.2, 11.0, 10.0, 11.3).
 const UNROLL: u32 = 8;
 
-/// Tapes reading more operands than this keep their row addresses in a stack array instead of
+/// Tapes reading more operands than this keep their current addresses in a stack array instead of
 /// carrying them through the loops as block parameters (one per operand, live across every
 /// loop: Cranelift's time grew quadratically with them, 8 s for one statement summing 2400
 /// temporaries), and tapes longer than [`LONG_TAPE`] instructions run one step per
@@ -785,13 +785,13 @@ fn build(
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
             let v = match rows_at {
-                // Operand `k` at its row's address (from the stack) plus `i` elements.
+                // Operand `k` at its current address, kept on the stack (no value of the step
+                // lives through it all: one that did, the element offset, made Cranelift's
+                // register allocation quadratic in the operands).
                 Some(slot) => {
-                    let off = b.ins().imul_imm_s(i, size);
                     let lt = if wide { types::I64 } else { vt };
                     let mut operand = |b: &mut FunctionBuilder<'_>, k: usize| {
-                        let row = b.ins().stack_load(ptr, ptr, slot, (k * word) as i32);
-                        let addr = b.ins().iadd(row, off);
+                        let addr = b.ins().stack_load(ptr, ptr, slot, (k * word) as i32);
                         b.ins().load(lt, flags, addr, at)
                     };
                     if wide {
@@ -810,6 +810,14 @@ fn build(
             b.ins().store(flags, v, *dst, at);
         }
         let advance = step * unroll as i64;
+        if let Some(slot) = rows_at {
+            for k in 0..operands.len() {
+                let at = (k * word) as i32;
+                let addr = b.ins().stack_load(ptr, ptr, slot, at);
+                let next = b.ins().iadd_imm_s(addr, advance * size);
+                b.ins().stack_store(ptr, next, slot, at);
+            }
+        }
         let mut again: Vec<BlockArg> = vec![b.ins().iadd_imm_s(i, advance).into()];
         for &p in ptrs {
             again.push(b.ins().iadd_imm_s(p, advance * size).into());
