@@ -604,7 +604,11 @@ mod tests {
             inline_temps(&mut p);
             let stmts: Vec<&Stmt> = p.sections.iter().flat_map(|s| &s.stmts).collect();
             // Some temporaries inlined, others kept.
-            assert!(stmts.len() < n + 1 && stmts.len() > n / 5, "{}", stmts.len());
+            assert!(
+                stmts.len() < n + 1 && stmts.len() > n / 5,
+                "{}",
+                stmts.len()
+            );
             assert!(nodes(&p) <= 8 * before, "{} nodes from {before}", nodes(&p));
             for st in stmts {
                 let (size, depth) = measure(&st.expr);

@@ -20,7 +20,10 @@ fn ir(shape: &str, n: usize) -> String {
         "chain" => {
             t += "stmt 1 t 0 f 0 0 0 0 0\n";
             for k in 1..n - 1 {
-                t += &format!("stmt 1 t {k} add mul {} lit float64 1.0001 f 0 0 0 0 0\n", tk(k - 1));
+                t += &format!(
+                    "stmt 1 t {k} add mul {} lit float64 1.0001 f 0 0 0 0 0\n",
+                    tk(k - 1)
+                );
             }
         }
         "square" => {
@@ -32,7 +35,11 @@ fn ir(shape: &str, n: usize) -> String {
         "fib" => {
             t += "stmt 1 t 0 f 0 0 0 0 0\nstmt 1 t 1 mul f 0 0 0 0 0 s 1\n";
             for k in 2..n - 1 {
-                t += &format!("stmt 1 t {k} add mul s 0 {} mul s 1 {}\n", tk(k - 1), tk(k - 2));
+                t += &format!(
+                    "stmt 1 t {k} add mul s 0 {} mul s 1 {}\n",
+                    tk(k - 1),
+                    tk(k - 2)
+                );
             }
         }
         "fan" => {

@@ -97,12 +97,12 @@ pub(super) struct StmtCode {
     pub(super) vk: Vec<(u32, Ty)>,
 }
 
-/// Owns the code memory of one stencil.
-struct CodeMemory(Option<JITModule>);
+/// Owns the code memory of one stencil (one module, or two: see [`CARRIED_OPERANDS`]).
+struct CodeMemory(Vec<JITModule>);
 
 impl Drop for CodeMemory {
     fn drop(&mut self) {
-        if let Some(m) = self.0.take() {
+        for m in self.0.drain(..) {
             // SAFETY: the functions of this module are only reachable through the `StmtCode`s
             // of the `Jit` that owns this memory, which is being dropped with it.
             unsafe { m.free_memory() };
@@ -184,7 +184,7 @@ impl Jit {
         if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
             return Ok(None);
         }
-        let Some(mut module) = new_module()? else {
+        let Some(mut module) = new_module(true)? else {
             return Ok(None);
         };
         let (elem, wide) = lane_types(plan.lanes);
@@ -198,19 +198,30 @@ impl Jit {
         let walks_section: Vec<bool> = (0..plan.sections.len())
             .map(|s| pointloop::section(plan, s, wide))
             .collect();
+        // Statements with many operands, in a module of their own without Cranelift's
+        // optimizations (see `CARRIED_OPERANDS`).
+        let mut plain: Option<JITModule> = None;
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
                 if walks_section[s] || !supported(&st.tape, wide) || st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
+                let many = operands.len() > CARRIED_OPERANDS;
+                if many && plain.is_none() {
+                    plain = new_module(false)?;
+                }
+                let module = match plain.as_mut() {
+                    Some(m) if many => m,
+                    _ => &mut module,
+                };
                 let vk = vk_of(plan, &st.tape);
                 let ptr = module.target_config().pointer_type();
                 ctx.func.signature = module.make_signature();
                 for _ in 0..8 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
-                let calls = declare_calls(&mut module, &mut ctx.func, &st.tape, elem, wide)?;
+                let calls = declare_calls(module, &mut ctx.func, &st.tape, elem, wide)?;
                 build(
                     &mut ctx.func,
                     &mut fctx,
@@ -233,7 +244,7 @@ impl Jit {
                         .iter()
                         .any(|&(q, off)| q == st.target && off[a] != 0)
                 });
-                ids.push((s, t, id, operands, reads_target_along, vk));
+                ids.push((s, t, many, id, operands, reads_target_along, vk));
             }
         }
         // `while` loops that can run point by point, as one function each.
@@ -282,6 +293,9 @@ impl Jit {
             }
         }
         module.finalize_definitions().map_err(jit_error)?;
+        if let Some(m) = plain.as_mut() {
+            m.finalize_definitions().map_err(jit_error)?;
+        }
         let mut columns: Vec<Option<ColumnCode>> = plan.sections.iter().map(|_| None).collect();
         for (s, (id, slots)) in col_ids {
             let code = module.get_finalized_function(id);
@@ -296,8 +310,11 @@ impl Jit {
             .iter()
             .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        for (s, t, id, operands, reads_target_along, vk) in ids {
-            let code = module.get_finalized_function(id);
+        for (s, t, many, id, operands, reads_target_along, vk) in ids {
+            let code = match plain.as_ref() {
+                Some(m) if many => m.get_finalized_function(id),
+                _ => module.get_finalized_function(id),
+            };
             // SAFETY: `code` is the entry of the function just defined with the signature
             // (8 pointer-sized arguments, no result) in the platform's C calling convention,
             // which is `RowFn`'s; it lives as long as `module`, kept in `_memory` below.
@@ -346,7 +363,7 @@ impl Jit {
             walks,
             column_run,
             lanes: plan.lanes,
-            _memory: CodeMemory(Some(module)),
+            _memory: CodeMemory(std::iter::once(module).chain(plain).collect()),
         }))
     }
 
@@ -439,12 +456,16 @@ fn lane_types(lanes: Lanes) -> (Type, bool) {
 
 /// A module for this machine's code, the math functions and the column helpers its code calls
 /// registered; `None` when Cranelift has no backend for this machine.
-fn new_module() -> Result<Option<JITModule>> {
+/// `optimize`: Cranelift's optimizations (`opt_level` "speed"; else "none", see
+/// [`CARRIED_OPERANDS`]).
+fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     let Ok(isa_builder) = cranelift_native::builder() else {
         return Ok(None);
     };
     let mut flags = settings::builder();
-    flags.set("opt_level", "speed").map_err(jit_error)?;
+    flags
+        .set("opt_level", if optimize { "speed" } else { "none" })
+        .map_err(jit_error)?;
     // Cranelift's IR verifier checks the code generator, not the stencil: tests and debug
     // builds run it on every function; release builds skip it (tridiagonal solve: 4.2 ms
     // of compilation with it, 3.1 without).
@@ -463,7 +484,7 @@ fn new_module() -> Result<Option<JITModule>> {
 /// Compiles the walk `walk` of the whole sections `sections` (see [`pointloop::build`]) in a
 /// module of its own.
 fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Result<Walked> {
-    let mut module = new_module()?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let (elem, wide) = lane_types(plan.lanes);
     let parts: Vec<(usize, PointRange)> = sections
         .map(|s| {
@@ -499,7 +520,7 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Re
             exit,
             parts,
         },
-        _memory: CodeMemory(Some(module)),
+        _memory: CodeMemory(vec![module]),
     })
 }
 
@@ -634,8 +655,12 @@ const UNROLL: u32 = 8;
 /// Tapes reading more operands than this keep their current addresses in a stack array instead of
 /// carrying them through the loops as block parameters (one per operand, live across every
 /// loop: Cranelift's time grew quadratically with them, 8 s for one statement summing 2400
-/// temporaries), and tapes longer than [`LONG_TAPE`] instructions run one step per
-/// iteration: their own instructions give the processor enough independent work.
+/// temporaries), and are compiled without Cranelift's optimizations (its e-graph pass computes
+/// a pure operation where its value is first needed: a sum's additions all moved to the end
+/// of the step, every loaded operand live until then, and register allocation was quadratic
+/// in the operands, 3.1 s for 6000 of them; 0.27 s without). Tapes longer than [`LONG_TAPE`]
+/// instructions run one step per iteration: their own instructions give the processor enough
+/// independent work.
 const CARRIED_OPERANDS: usize = 32;
 /// See [`CARRIED_OPERANDS`].
 const LONG_TAPE: usize = 256;

@@ -803,7 +803,9 @@ fn sections_with_halo_keep_levels() {
 /// (`jit::build`): both agree with the reference.
 #[test]
 fn many_operands_and_long_tapes_agree() {
-    let offs: Vec<(i32, i32)> = (-3..=3).flat_map(|i| (-3..=3).map(move |j| (i, j))).collect();
+    let offs: Vec<(i32, i32)> = (-3..=3)
+        .flat_map(|i| (-3..=3).map(move |j| (i, j)))
+        .collect();
     // 49 operands, 48 additions.
     let mut many = String::from("f 0 0 -3 -3 0");
     for &(i, j) in &offs[1..] {

@@ -2,8 +2,8 @@
 //! each operation in its own type, exactly as the interpreter computes it. The row loop around
 //! it is `jit::build`'s.
 
-use super::jit::{uses_arg, Emit};
 use super::emit::OperandIndex;
+use super::jit::{uses_arg, Emit};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
