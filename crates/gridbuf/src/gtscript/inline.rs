@@ -31,11 +31,11 @@
 //! Why these numbers: the saving of an inlined temporary is one store and one load per point
 //! and a row loop; an expression of 256 nodes already does a hundred or more operations per
 //! point, so past it the saving is under a few percent, while the machine code of one
-//! statement (unrolled 8 times, see `eval::jit`) stays a few thousand instructions. 64 levels
-//! are well under the parser's limit of 200 and keep every recursive pass (typing, tapes,
-//! the planner's walks) shallow. 16 nodes copied per extra read is about eight arithmetic
-//! operations, the cost of the memory round trip it replaces; hdiff's `flx_raw` (3 nodes,
-//! read twice) is inlined as before.
+//! statement (its step unrolled 8 times, see `eval::jit`) stays a few thousand instructions.
+//! 64 levels are well under the parser's limit of 200 and keep every recursive pass (typing,
+//! tapes, the planner's walks) shallow. 16 nodes copied per extra read is about eight
+//! arithmetic operations, the cost of the memory round trip it replaces; hdiff's `flx_raw`
+//! (3 nodes, read twice) is inlined as before.
 //!
 //! # Cost of the pass
 //!
@@ -46,7 +46,10 @@
 //! sorted list of writers. A statement is walked once, and again only after a substitution
 //! that brought in reads of other temporaries (which may then qualify). `merge_branches`
 //! is one pass per section. The two alternate until no branches merge (in practice at most
-//! twice).
+//! twice). A chain of 10,000 single-use temporaries: 26 ms, 323 statements left (before, the
+//! pass restarted its scan from the first temporary after every success: 4.6 s to define a
+//! chain of 1,000, one expression as deep as the chain); 10,000 squarings `t_k = t_(k-1) *
+//! t_(k-1)`: 8 ms, 2,500 statements left (before: more than 2 GiB for 22).
 
 use super::ir::{Access, BinOp, Expr, Program, Stmt, UnOp};
 
