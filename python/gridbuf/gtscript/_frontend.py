@@ -10,11 +10,12 @@ expressions and field reads (``_lower_expressions``), calls and inlined function
 from __future__ import annotations
 
 import inspect
+import sys
 from typing import Any
 
 import numpy as np
 
-from ..errors import GridbufTypeError
+from ..errors import GridbufTypeError, GridbufValueError
 from ._irtext import _fmt_stmt, _uses
 from ._lower_calls import CallsMixin
 from ._lower_expressions import ExpressionsMixin
@@ -22,11 +23,33 @@ from ._lower_statements import StatementsMixin
 from ._values import FieldType, TableType, _Ctx, _Ref, _source, _Table
 
 
+#: Python's recursion limit while a definition is lowered: the lowering recurses along the
+#: definition's expressions and through every inlined ``gtscript.function`` (about eight frames
+#: per function), so a chain of a few hundred distinct functions (f2 calls f1, which calls f0)
+#: needs more than the default 1000. Python-to-Python calls use no C stack on CPython 3.11+.
+_RECURSION_LIMIT = 20_000
+
+
 class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
     """Lowers one stencil definition to the IR text."""
 
-    # -- parameters ------------------------------------------------------------------------
     def lower(self) -> str:
+        """The IR text of the definition (see `_lower`), with Python's recursion limit raised
+        to `_RECURSION_LIMIT` meanwhile; a definition that still exceeds it is refused."""
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+        try:
+            return self._lower()
+        except RecursionError:
+            raise GridbufValueError(
+                f"invalid stencil definition {self.name!r}: its expressions and gtscript function calls nest deeper than Python's recursion "
+                f"allows (limit {max(limit, _RECURSION_LIMIT)} frames while lowering; about eight per inlined function): split it into fewer nested calls"
+            ) from None
+        finally:
+            sys.setrecursionlimit(limit)
+
+    # -- parameters ------------------------------------------------------------------------
+    def _lower(self) -> str:
         fdef, first = _source(self.definition)
         ctx = _Ctx(self.definition, first)
         try:

@@ -10,6 +10,27 @@ from typing import Any
 
 Expr = tuple
 
+#: The deepest expression the core's IR parser takes (``ir.rs``: nesting beyond 200 is refused).
+IR_MAX_DEPTH = 200
+
+
+def _shape(e: Any, memo: dict[int, tuple[int, int, bool]]) -> tuple[int, int, bool]:
+    """Depth, node count (shared parts counted at every use, as the IR text writes them) and
+    whether it reads at run-time K levels, of an expression; `memo` by identity keeps it linear
+    in the distinct tuples."""
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    tag = e[0]
+    if tag in ("f", "t", "s", "c"):
+        out = (1, 1, False)
+    else:
+        parts = [_shape(x, memo) for x in (e[2:] if tag == "cast" else e[1:]) if isinstance(x, tuple) and x]
+        out = (1 + max((p[0] for p in parts), default=0), 1 + sum(p[1] for p in parts), tag in ("kvar", "kabs") or any(p[2] for p in parts))
+    memo[key] = out
+    return out
+
+
 def _uses(e: Any, tag: str) -> Any:
     """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
     statement names."""

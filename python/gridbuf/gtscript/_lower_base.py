@@ -44,7 +44,14 @@ class _LoweringBase:
         # IR lines: strings, and statements as (line, target, value) until the fields are numbered.
         self.lines: list[Any] = []
         self.masks = 0
+        # Nesting of the expression being lowered, within one function body (a guard: Python
+        # recursion follows it).
         self.depth = 0
+        # The gtscript functions being inlined, outermost first (a call of one of them again
+        # is a recursion, which GT4Py refuses), and how many `while` loops (condition or body)
+        # are being lowered.
+        self.inlining: list[Callable[..., Any]] = []
+        self.loop_depth = 0
         self.dtypes: dict[str, Any] = dict(dtypes or {})
         self.scalar_types: list[np.dtype[Any]] = []
         # Field parameters the body never uses (left out of the IR; they may be passed as None).

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import GridbufValueError
 from . import _vectors
-from ._irtext import Expr
+from ._irtext import Expr, _shape
 from ._lower_base import _BINOPS, _load, _LoweringBase, _num
 from ._lower_statements import _guard_levels
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
@@ -110,16 +110,46 @@ class CallsMixin(_LoweringBase):
             elif p.default is not inspect.Parameter.empty:
                 local[pname] = p.default
         inner = _Ctx(fn, first, local)
-        if self.depth > 100:
-            raise self.error(ctx, node, f"{fn.__name__} calls itself too deeply")
-        self.depth += 1
+        if fn in self.inlining:
+            chain = " -> ".join(f.__name__ for f in [*self.inlining[self.inlining.index(fn) :], fn])
+            raise self.error(ctx, node, f"{fn.__name__} calls itself ({chain}): gtscript functions cannot be recursive (GT4Py refuses it too)")
+        # A chain of distinct functions may be long: the expression nesting is counted per
+        # function body, and Python's recursion limit is raised while lowering (`Lowering.lower`).
+        self.inlining.append(fn)
+        depth, self.depth = self.depth, 0
         try:
             ret = self.func_block(inner, fdef.body, top=True)
         finally:
-            self.depth -= 1
+            self.inlining.pop()
+            self.depth = depth
         if ret is None:
             raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
-        return ret
+        return self.spill(ctx, node, fn, ret)
+
+    def spill(self, ctx: _Ctx, node: ast.AST, fn: Callable[..., Any], ret: Any) -> Any:
+        """A function's value deeper than `_SPILL_DEPTH` or larger than `_SPILL_NODES` nodes (its
+        calls inlined, arguments read more than once copied) goes to a temporary of its type,
+        read where the call was: so a chain of functions each wrapping the last one's value makes
+        a chain of statements, not one expression as deep as the chain (which the IR refuses
+        past 200 levels) or as large as 2**n (`sq(sq(...))` with `sq(x) = x * x`). The same
+        arithmetic on the same values: done only where the value's type is plain (one float type
+        throughout, or a boolean; see `_dtype`), so the temporary holds exactly the value, and
+        never for values with reads at run-time K levels (whose guards depend on where they are
+        used) or inside `while` loops (whose condition and body statements repeat). The core's
+        inliner puts it back where its cost model allows."""
+        if self.loop_depth or not (isinstance(ret, tuple) and ret and isinstance(ret[0], str)) or ret[0] in ("f", "t", "s", "c"):
+            return ret
+        depth, size, kread = _shape(ret, {})
+        if (depth <= _SPILL_DEPTH and size <= _SPILL_NODES) or kread:
+            return ret
+        dt = _dtype(self, ret)
+        if dt is None:
+            return ret
+        index = len(self.temps)
+        self.temps.append(f"__{fn.__name__}_value{index}")
+        self.temp_types[index] = (dt, "IJK")
+        self.emit(ctx, node, ("t", index), ret)
+        return ("t", index, (0, 0, 0))
 
     def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None = None) -> Any:
         """Lowers the statements of an inlined function; returns the value of its `return`
@@ -289,6 +319,13 @@ _FLOAT_SAME = {
     "atanh", "cbrt", "floor", "ceil", "trunc", "round", "round_away_from_zero",
 }  # fmt: skip
 _BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
+
+
+#: A function's value deeper or larger than this goes to a temporary (see `CallsMixin.spill`):
+#: well under the IR's nesting limit (200) and the core inliner's bounds (64 levels, 256 nodes),
+#: which may inline it back.
+_SPILL_DEPTH = 48
+_SPILL_NODES = 256
 
 
 def _reads_temp(e: Any, index: int) -> bool:

@@ -46,7 +46,7 @@ class ExpressionsMixin(_LoweringBase):
         self.depth += 1
         try:
             if self.depth > 150:
-                raise self.error(ctx, node, "expression nested too deeply")
+                raise self.error(ctx, node, "expression nested too deeply (more than 150 levels; a flat sum `a + b + c + ...` nests one level per term): split it with temporaries")
             return self._value(ctx, node)
         finally:
             self.depth -= 1

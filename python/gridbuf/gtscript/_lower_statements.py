@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _regions, _vectors
-from ._irtext import Expr
+from ._irtext import IR_MAX_DEPTH, Expr, _shape
 from ._lower_base import _BINOPS, _is_axis_value, _load, _LoweringBase, _num
 from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref
 
@@ -341,6 +341,9 @@ class StatementsMixin(_LoweringBase):
 
     def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        depth = _shape(value, {})[0]
+        if depth > IR_MAX_DEPTH:
+            raise self.error(ctx, node, f"an expression nested {depth} levels deep (gtscript functions inlined): the IR takes at most {IR_MAX_DEPTH}; assign a part of it to a temporary")
         value = _guard_levels(value, None)
         if self.region is not None:
             self.lines.append(f"region {self.region}")
@@ -382,11 +385,15 @@ class StatementsMixin(_LoweringBase):
         if self.region is not None:
             raise self.error(ctx, s, "a while loop inside a horizontal region: GT4Py's numpy backend never ends it (it tests the condition outside the region too)")
         # One statement computes the mask (the core runs it again before every pass).
-        cond: Expr = ("sel", self.expr(ctx, s.test), ("c", True), ("c", False))
-        m = self.new_mask(ctx, s, cond if mask is None else ("and", mask, cond))
-        self.lines.append("while")
-        start = len(self.lines)
-        body(m)
+        self.loop_depth += 1
+        try:
+            cond: Expr = ("sel", self.expr(ctx, s.test), ("c", True), ("c", False))
+            m = self.new_mask(ctx, s, cond if mask is None else ("and", mask, cond))
+            self.lines.append("while")
+            start = len(self.lines)
+            body(m)
+        finally:
+            self.loop_depth -= 1
         if not any(isinstance(item, tuple) for item in self.lines[start:]):
             raise self.error(ctx, s, "a while loop whose body assigns nothing: it never ends where its condition holds")
         self.lines.append("endwhile")

@@ -13,6 +13,8 @@ mod inline;
 pub mod ir;
 pub mod plan;
 mod region;
+#[cfg(test)]
+mod scale_tests;
 mod tape;
 pub mod types;
 

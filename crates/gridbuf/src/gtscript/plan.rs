@@ -171,6 +171,54 @@ pub struct Plan {
     pub sweeps: [Option<Vec<SectionSweep>>; 3],
 }
 
+/// Per quantity, its position in a list being built (one list per section): what
+/// `iter().find` found in time linear in the list, in constant time (a section with thousands
+/// of quantities made the planner quadratic). `clear` empties it in constant time.
+struct Slots {
+    gen: Vec<u32>,
+    pos: Vec<u32>,
+    now: u32,
+}
+
+impl Slots {
+    fn new(n: usize) -> Slots {
+        Slots {
+            gen: vec![0; n],
+            pos: vec![0; n],
+            now: 1,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.now += 1;
+    }
+
+    fn get(&self, q: u32) -> Option<usize> {
+        (self.gen[q as usize] == self.now).then(|| self.pos[q as usize] as usize)
+    }
+
+    fn set(&mut self, q: u32, i: usize) {
+        self.gen[q as usize] = self.now;
+        self.pos[q as usize] = i as u32;
+    }
+}
+
+/// Adds `reach` and the K levels `k` of quantity `q` to its transfer in `list` (a new one if
+/// it has none).
+fn add_transfer(list: &mut Vec<Transfer>, slots: &mut Slots, q: u32, reach: Reach, k: (i32, i32)) {
+    match slots.get(q) {
+        Some(i) => {
+            let t = &mut list[i];
+            t.reach = union(t.reach, reach);
+            t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
+        }
+        None => {
+            slots.set(q, list.len());
+            list.push(Transfer { q, reach, k });
+        }
+    }
+}
+
 /// The fewest levels for which every interval fits, as GT4Py's `compute_min_k_size`.
 fn min_k_size(p: &Program) -> usize {
     let (mut from_start, mut from_end, mut biggest) = (0i64, 0i64, 0i64);
@@ -313,10 +361,11 @@ pub fn plan(program: Program) -> Result<Plan> {
                     ),
                 ));
             }
-            if !written_in_comp[tq].contains(&s.computation) {
+            // Sections (and their computations) come in order: each list stays sorted.
+            if written_in_comp[tq].last() != Some(&s.computation) {
                 written_in_comp[tq].push(s.computation);
             }
-            if !sections_of[tq].contains(&si) {
+            if sections_of[tq].last() != Some(&si) {
                 sections_of[tq].push(si);
             }
             if st.k_offset != 0 {
@@ -326,7 +375,7 @@ pub fn plan(program: Program) -> Result<Plan> {
             let mut err = None;
             st.expr.var_reads(&mut |a, k| {
                 let q = quantity(p, a);
-                if !sections_of[q].contains(&si) {
+                if sections_of[q].last() != Some(&si) {
                     sections_of[q].push(si);
                 }
                 var_read[q] = true;
@@ -355,7 +404,7 @@ pub fn plan(program: Program) -> Result<Plan> {
             });
             st.expr.reads(&mut |a, off| {
                 let q = quantity(p, a);
-                if !sections_of[q].contains(&si) {
+                if sections_of[q].last() != Some(&si) {
                     sections_of[q].push(si);
                 }
                 k_margin[q] = k_margin[q].max(off[2].unsigned_abs() as usize);
@@ -433,7 +482,7 @@ pub fn plan(program: Program) -> Result<Plan> {
                 }
                 if s.order == IterOrder::Parallel
                     && off[2] != 0
-                    && written_in_comp[q].contains(&s.computation)
+                    && written_in_comp[q].binary_search(&s.computation).is_ok()
                 {
                     err.get_or_insert(def_error(
                         st.line,
@@ -447,7 +496,7 @@ pub fn plan(program: Program) -> Result<Plan> {
             });
             st.expr.var_reads(&mut |a, _| {
                 let q = quantity(p, a);
-                if s.order == IterOrder::Parallel && written_in_comp[q].contains(&s.computation) {
+                if s.order == IterOrder::Parallel && written_in_comp[q].binary_search(&s.computation).is_ok() {
                     err.get_or_insert(def_error(
                         st.line,
                         format!(
@@ -531,6 +580,8 @@ pub fn plan(program: Program) -> Result<Plan> {
     }
     let mut sections = Vec::with_capacity(p.sections.len());
     let mut max_regs = 1;
+    // Where each quantity is in the section's lists being built.
+    let mut slot = [(); 7].map(|_| Slots::new(nq));
     for s in &p.sections {
         let mut stmts = Vec::new();
         let mut loads: Vec<Transfer> = Vec::new();
@@ -540,8 +591,12 @@ pub fn plan(program: Program) -> Result<Plan> {
         let mut k_reads: Vec<(u32, i32, i32)> = Vec::new();
         let mut k_writes: Vec<(u32, i32, i32)> = Vec::new();
         let mut var_reads: Vec<u32> = Vec::new();
-        let add_q = |q: usize, quantities: &mut Vec<u32>| {
-            if !quantities.contains(&(q as u32)) {
+        slot.iter_mut().for_each(Slots::clear);
+        let [q_slot, load_slot, store_slot, k_read_slot, k_write_slot, var_slot, written] =
+            &mut slot;
+        let add_q = |q: usize, quantities: &mut Vec<u32>, q_slot: &mut Slots| {
+            if q_slot.get(q as u32).is_none() {
+                q_slot.set(q as u32, quantities.len());
                 quantities.push(q as u32);
             }
         };
@@ -575,29 +630,22 @@ pub fn plan(program: Program) -> Result<Plan> {
             halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
             st.expr.reads(&mut |a, off| {
                 let q = quantity(p, a);
-                add_q(q, &mut quantities);
+                add_q(q, &mut quantities, q_slot);
                 if !matches!(kinds[q], Kind::Local) {
                     let r = shifted(se, off);
-                    let k = (-off[2], off[2]);
-                    match loads.iter_mut().find(|t| t.q == q as u32) {
-                        Some(t) => {
-                            t.reach = union(t.reach, r);
-                            t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
-                        }
-                        None => loads.push(Transfer {
-                            q: q as u32,
-                            reach: r,
-                            k,
-                        }),
-                    }
+                    add_transfer(&mut loads, load_slot, q as u32, r, (-off[2], off[2]));
                 }
                 if matches!(kinds[q], Kind::Field { .. }) {
-                    match k_reads.iter_mut().find(|t| t.0 == q as u32) {
-                        Some(t) => {
+                    match k_read_slot.get(q as u32) {
+                        Some(i) => {
+                            let t = &mut k_reads[i];
                             t.1 = t.1.min(off[2]);
                             t.2 = t.2.max(off[2]);
                         }
-                        None => k_reads.push((q as u32, off[2], off[2])),
+                        None => {
+                            k_read_slot.set(q as u32, k_reads.len());
+                            k_reads.push((q as u32, off[2], off[2]));
+                        }
                     }
                     // Static K extent of the field, as GT4Py computes it.
                     if let Kind::Field { field, .. } = kinds[q] {
@@ -613,62 +661,38 @@ pub fn plan(program: Program) -> Result<Plan> {
             });
             st.expr.var_reads(&mut |a, _| {
                 let q = quantity(p, a) as u32;
-                if !var_reads.contains(&q) {
+                if var_slot.get(q).is_none() {
+                    var_slot.set(q, var_reads.len());
                     var_reads.push(q);
                 }
             });
-            add_q(tq, &mut quantities);
+            add_q(tq, &mut quantities, q_slot);
+            written.set(tq as u32, 0);
             // A statement restricted to a region leaves the rest of its target as it was:
             // what goes back to memory is loaded first.
             let ko = st.k_offset;
             if st.region.is_some() && !matches!(kinds[tq], Kind::Local) {
-                let k = (-ko, ko);
-                match loads.iter_mut().find(|t| t.q == tq as u32) {
-                    Some(t) => {
-                        t.reach = union(t.reach, se);
-                        t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
-                    }
-                    None => loads.push(Transfer {
-                        q: tq as u32,
-                        reach: se,
-                        k,
-                    }),
-                }
+                add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
             }
             if !matches!(kinds[tq], Kind::Local) {
                 // Stores cover the levels written: the core's, shifted by the K offset.
-                let k = (-ko, ko);
-                match stores.iter_mut().find(|t| t.q == tq as u32) {
-                    Some(t) => {
-                        t.reach = union(t.reach, se);
-                        t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
-                    }
-                    None => stores.push(Transfer {
-                        q: tq as u32,
-                        reach: se,
-                        k,
-                    }),
-                }
+                add_transfer(&mut stores, store_slot, tq as u32, se, (-ko, ko));
                 if ko != 0 {
                     // A quantity written at a K offset is loaded over every level stored, so
                     // that a level of the stored box no statement writes keeps its value.
-                    match loads.iter_mut().find(|t| t.q == tq as u32) {
-                        Some(t) => {
-                            t.reach = union(t.reach, se);
-                            t.k = (t.k.0.max(k.0), t.k.1.max(k.1));
-                        }
-                        None => loads.push(Transfer {
-                            q: tq as u32,
-                            reach: se,
-                            k,
-                        }),
-                    }
+                    add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
                 }
             }
             if let Kind::Field { field, .. } = kinds[tq] {
-                match k_writes.iter_mut().find(|t| t.0 == tq as u32) {
-                    Some(t) => (t.1, t.2) = (t.1.min(ko), t.2.max(ko)),
-                    None => k_writes.push((tq as u32, ko, ko)),
+                match k_write_slot.get(tq as u32) {
+                    Some(i) => {
+                        let t = &mut k_writes[i];
+                        (t.1, t.2) = (t.1.min(ko), t.2.max(ko));
+                    }
+                    None => {
+                        k_write_slot.set(tq as u32, k_writes.len());
+                        k_writes.push((tq as u32, ko, ko));
+                    }
                 }
                 if ko != 0 {
                     // Static K extent of the written field, as GT4Py computes it.
@@ -696,7 +720,7 @@ pub fn plan(program: Program) -> Result<Plan> {
         let write_through: Vec<u32> = var_reads
             .iter()
             .copied()
-            .filter(|q| stmts.iter().any(|st| st.target == *q))
+            .filter(|&q| written.get(q).is_some())
             .collect();
         for t in &loads {
             halo[0] = (halo[0].0.max(t.reach[0]), halo[0].1.max(t.reach[1]));
@@ -919,7 +943,18 @@ fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
         return None;
     }
     let written_field = |q: u32| matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field]);
+    let local = |q: u32| matches!(plan.kinds[q as usize], Kind::Local);
+    let nq = plan.kinds.len();
     let mut out = Vec::with_capacity(plan.sections.len());
+    // Per quantity, over the statements of the section before the current one: the delay of
+    // its first and of its last writer, the largest delay of a writer, and the largest
+    // `delay - lowest offset` of a reader (each kept as it goes, so the section is planned in
+    // one pass, not one pass per statement). `pos`: where a quantity is in a statement's reads.
+    let mut first_w: Vec<Option<i64>> = vec![None; nq];
+    let mut last_w: Vec<Option<i64>> = vec![None; nq];
+    let mut max_w: Vec<Option<i64>> = vec![None; nq];
+    let mut max_r: Vec<Option<i64>> = vec![None; nq];
+    let mut pos = Slots::new(nq);
     for sec in &plan.sections {
         if sec.order != IterOrder::Parallel {
             return None;
@@ -931,15 +966,22 @@ fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
             .iter()
             .map(|st| {
                 let mut r: Vec<(u32, i64, i64)> = Vec::new();
+                pos.clear();
                 for src in st.tape.iter().flat_map(|ins| ins.args) {
                     let Src::Q(q, off) = src else { continue };
                     if written_field(q) && (off[2] != 0 || off[axis] != 0) {
                         return None;
                     }
                     let o = off[axis] as i64;
-                    match r.iter_mut().find(|e| e.0 == q) {
-                        Some(e) => (e.1, e.2) = (e.1.min(o), e.2.max(o)),
-                        None => r.push((q, o, o)),
+                    match pos.get(q) {
+                        Some(i) => {
+                            let e = &mut r[i];
+                            (e.1, e.2) = (e.1.min(o), e.2.max(o));
+                        }
+                        None => {
+                            pos.set(q, r.len());
+                            r.push((q, o, o));
+                        }
                     }
                 }
                 Some(r)
@@ -949,38 +991,53 @@ fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
         let mut window = 1i64;
         for t in 0..n {
             let target = sec.stmts[t].target;
-            let local = |q: u32| matches!(plan.kinds[q as usize], Kind::Local);
+            let tq = target as usize;
             let mut d = 0;
             for &(q, lo, hi) in &reads[t] {
                 if q == target && (lo, hi) != (0, 0) {
                     return None;
                 }
-                match (0..t).rev().find(|&u| sec.stmts[u].target == q) {
+                match last_w[q as usize] {
                     // Plane `p + hi` of `q` is written before this statement reads it.
-                    Some(u) => d = d.max(delay[u] + hi),
+                    Some(w) => d = d.max(w + hi),
                     None if local(q) && q != target => return None,
                     None => {}
                 }
             }
-            for u in 0..t {
-                if sec.stmts[u].target == target {
-                    d = d.max(delay[u]);
-                }
-                // Every plane an earlier statement reads of this target is read before it is
-                // overwritten.
-                if let Some(&(_, lo, _)) = reads[u].iter().find(|e| e.0 == target) {
-                    d = d.max(delay[u] - lo);
-                }
+            // After every earlier write of its target, and after every plane an earlier
+            // statement reads of it is read.
+            if let Some(w) = max_w[tq] {
+                d = d.max(w);
+            }
+            if let Some(r) = max_r[tq] {
+                d = d.max(r);
             }
             delay[t] = d;
             // The window holds every plane read since the first writer of a temporary, the
             // one furthest ahead, wrote the newest.
             for &(q, lo, _) in &reads[t] {
-                if let Some(u) = (0..t).find(|&u| sec.stmts[u].target == q) {
+                if let Some(w) = first_w[q as usize] {
                     if local(q) {
-                        window = window.max(d - lo - delay[u] + 1);
+                        window = window.max(d - lo - w + 1);
                     }
                 }
+            }
+            for &(q, lo, _) in &reads[t] {
+                let r = &mut max_r[q as usize];
+                *r = Some(r.map_or(d - lo, |r| r.max(d - lo)));
+            }
+            first_w[tq].get_or_insert(d);
+            last_w[tq] = Some(d);
+            max_w[tq] = Some(max_w[tq].map_or(d, |w| w.max(d)));
+        }
+        // Back to empty for the next section.
+        for st in &sec.stmts {
+            let q = st.target as usize;
+            (first_w[q], last_w[q], max_w[q]) = (None, None, None);
+        }
+        for r in &reads {
+            for &(q, _, _) in r {
+                max_r[q as usize] = None;
             }
         }
         out.push(SectionSweep {

@@ -9,6 +9,34 @@ use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 
+/// Where each (quantity, offset) operand of a tape is in its operand list: a linear search
+/// for the few operands of most tapes, a hash map for the thousands of a statement that sums
+/// many quantities (where searching at every use made compiling quadratic).
+pub(super) struct OperandIndex<'a> {
+    operands: &'a [(u32, [i32; 3])],
+    map: Option<rustc_hash::FxHashMap<(u32, [i32; 3]), usize>>,
+}
+
+impl<'a> OperandIndex<'a> {
+    pub(super) fn new(operands: &'a [(u32, [i32; 3])]) -> Self {
+        let map = (operands.len() > 32)
+            .then(|| operands.iter().enumerate().map(|(k, &o)| (o, k)).collect());
+        OperandIndex { operands, map }
+    }
+
+    /// The position of operand (`q`, `off`), which the list holds.
+    pub(super) fn get(&self, q: u32, off: [i32; 3]) -> usize {
+        match &self.map {
+            Some(m) => m[&(q, off)],
+            None => self
+                .operands
+                .iter()
+                .position(|&o| o == (q, off))
+                .expect("operand listed"),
+        }
+    }
+}
+
 /// Emits one step of the tape over values of type `vt` (the element or a vector of it),
 /// reading operand `k` at `addrs[k]`; returns the result.
 pub(super) struct Emit<'a> {
@@ -147,6 +175,7 @@ impl Emit<'_> {
         // it tests the comparison itself (the unused 1/0 value is then dropped as dead code).
         let mut masks: Vec<Option<Value>> = Vec::new();
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
+        let index = OperandIndex::new(self.operands);
         let mut last = None;
         for ins in self.tape {
             let mut args = [None; 3];
@@ -157,11 +186,7 @@ impl Emit<'_> {
                 args[n] = Some(match *a {
                     Src::Reg(r) => regs[r as usize].expect("tape reads a register it wrote"),
                     Src::Q(q, off) => {
-                        let k = self
-                            .operands
-                            .iter()
-                            .position(|&o| o == (q, off))
-                            .expect("operand listed");
+                        let k = index.get(q, off);
                         match loaded[k] {
                             Some(v) => v,
                             None => *loaded[k].insert(operand(b, k)),

@@ -28,7 +28,8 @@ use crate::gtscript::ir::{BinOp, Ty};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, Type, Value,
+    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind, Type, Value,
 };
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -96,12 +97,12 @@ pub(super) struct StmtCode {
     pub(super) vk: Vec<(u32, Ty)>,
 }
 
-/// Owns the code memory of one stencil.
-struct CodeMemory(Option<JITModule>);
+/// Owns the code memory of one stencil (one module, or two: see [`CARRIED_OPERANDS`]).
+struct CodeMemory(Vec<JITModule>);
 
 impl Drop for CodeMemory {
     fn drop(&mut self) {
-        if let Some(m) = self.0.take() {
+        for m in self.0.drain(..) {
             // SAFETY: the functions of this module are only reachable through the `StmtCode`s
             // of the `Jit` that owns this memory, which is being dropped with it.
             unsafe { m.free_memory() };
@@ -183,7 +184,7 @@ impl Jit {
         if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
             return Ok(None);
         }
-        let Some(mut module) = new_module()? else {
+        let Some(mut module) = new_module(true)? else {
             return Ok(None);
         };
         let (elem, wide) = lane_types(plan.lanes);
@@ -197,19 +198,30 @@ impl Jit {
         let walks_section: Vec<bool> = (0..plan.sections.len())
             .map(|s| pointloop::section(plan, s, wide))
             .collect();
+        // Statements with many operands, in a module of their own without Cranelift's
+        // optimizations (see `CARRIED_OPERANDS`).
+        let mut plain: Option<JITModule> = None;
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
                 if walks_section[s] || !supported(&st.tape, wide) || st.tape.is_empty() {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
+                let many = operands.len() > CARRIED_OPERANDS;
+                if many && plain.is_none() {
+                    plain = new_module(false)?;
+                }
+                let module = match plain.as_mut() {
+                    Some(m) if many => m,
+                    _ => &mut module,
+                };
                 let vk = vk_of(plan, &st.tape);
                 let ptr = module.target_config().pointer_type();
                 ctx.func.signature = module.make_signature();
                 for _ in 0..8 {
                     ctx.func.signature.params.push(AbiParam::new(ptr));
                 }
-                let calls = declare_calls(&mut module, &mut ctx.func, &st.tape, elem, wide)?;
+                let calls = declare_calls(module, &mut ctx.func, &st.tape, elem, wide)?;
                 build(
                     &mut ctx.func,
                     &mut fctx,
@@ -232,7 +244,7 @@ impl Jit {
                         .iter()
                         .any(|&(q, off)| q == st.target && off[a] != 0)
                 });
-                ids.push((s, t, id, operands, reads_target_along, vk));
+                ids.push((s, t, many, id, operands, reads_target_along, vk));
             }
         }
         // `while` loops that can run point by point, as one function each.
@@ -281,6 +293,9 @@ impl Jit {
             }
         }
         module.finalize_definitions().map_err(jit_error)?;
+        if let Some(m) = plain.as_mut() {
+            m.finalize_definitions().map_err(jit_error)?;
+        }
         let mut columns: Vec<Option<ColumnCode>> = plan.sections.iter().map(|_| None).collect();
         for (s, (id, slots)) in col_ids {
             let code = module.get_finalized_function(id);
@@ -295,8 +310,11 @@ impl Jit {
             .iter()
             .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        for (s, t, id, operands, reads_target_along, vk) in ids {
-            let code = module.get_finalized_function(id);
+        for (s, t, many, id, operands, reads_target_along, vk) in ids {
+            let code = match plain.as_ref() {
+                Some(m) if many => m.get_finalized_function(id),
+                _ => module.get_finalized_function(id),
+            };
             // SAFETY: `code` is the entry of the function just defined with the signature
             // (8 pointer-sized arguments, no result) in the platform's C calling convention,
             // which is `RowFn`'s; it lives as long as `module`, kept in `_memory` below.
@@ -345,7 +363,7 @@ impl Jit {
             walks,
             column_run,
             lanes: plan.lanes,
-            _memory: CodeMemory(Some(module)),
+            _memory: CodeMemory(std::iter::once(module).chain(plain).collect()),
         }))
     }
 
@@ -438,12 +456,16 @@ fn lane_types(lanes: Lanes) -> (Type, bool) {
 
 /// A module for this machine's code, the math functions and the column helpers its code calls
 /// registered; `None` when Cranelift has no backend for this machine.
-fn new_module() -> Result<Option<JITModule>> {
+/// `optimize`: Cranelift's optimizations (`opt_level` "speed"; else "none", see
+/// [`CARRIED_OPERANDS`]).
+fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     let Ok(isa_builder) = cranelift_native::builder() else {
         return Ok(None);
     };
     let mut flags = settings::builder();
-    flags.set("opt_level", "speed").map_err(jit_error)?;
+    flags
+        .set("opt_level", if optimize { "speed" } else { "none" })
+        .map_err(jit_error)?;
     // Cranelift's IR verifier checks the code generator, not the stencil: tests and debug
     // builds run it on every function; release builds skip it (tridiagonal solve: 4.2 ms
     // of compilation with it, 3.1 without).
@@ -462,7 +484,7 @@ fn new_module() -> Result<Option<JITModule>> {
 /// Compiles the walk `walk` of the whole sections `sections` (see [`pointloop::build`]) in a
 /// module of its own.
 fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Result<Walked> {
-    let mut module = new_module()?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let (elem, wide) = lane_types(plan.lanes);
     let parts: Vec<(usize, PointRange)> = sections
         .map(|s| {
@@ -498,7 +520,7 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Re
             exit,
             parts,
         },
-        _memory: CodeMemory(Some(module)),
+        _memory: CodeMemory(vec![module]),
     })
 }
 
@@ -611,10 +633,11 @@ pub(super) fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
 /// The distinct (quantity, offset) operands of a tape, in first-use order.
 pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
     let mut out: Vec<(u32, [i32; 3])> = Vec::new();
+    let mut seen = rustc_hash::FxHashSet::default();
     for ins in tape {
         for a in ins.args {
             if let Src::Q(q, off) = a {
-                if !out.contains(&(q, off)) {
+                if seen.insert((q, off)) {
                     out.push((q, off));
                 }
             }
@@ -628,6 +651,19 @@ pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
 /// gt:cpu_ifirst took 9.4 ms with 2, 8.9 with 4, 7.95 with 8 and 7.95 with 16 (gt:cpu_kfirst:
 /// 11.2, 11.0, 10.0, 11.3).
 const UNROLL: u32 = 8;
+
+/// Tapes reading more operands than this keep their current addresses in a stack array instead of
+/// carrying them through the loops as block parameters (one per operand, live across every
+/// loop: Cranelift's time grew quadratically with them, 8 s for one statement summing 2400
+/// temporaries), and are compiled without Cranelift's optimizations (its e-graph pass computes
+/// a pure operation where its value is first needed: a sum's additions all moved to the end
+/// of the step, every loaded operand live until then, and register allocation was quadratic
+/// in the operands, 3.1 s for 6000 of them; 0.27 s without). Tapes longer than [`LONG_TAPE`]
+/// instructions run one step per iteration: their own instructions give the processor enough
+/// independent work.
+const CARRIED_OPERANDS: usize = 32;
+/// See [`CARRIED_OPERANDS`].
+const LONG_TAPE: usize = 256;
 
 /// Builds `f(operands, strides, out, out_stride, n, rows, scalars)`: for each of `rows` rows
 /// (operand `k`'s row `r` starts at `operands[k] + r * strides[k]` bytes, the output's at
@@ -667,14 +703,25 @@ fn build(
     // Not `aligned`: operand rows start at any element.
     let flags = MemFlagsData::new().with_notrap();
     let word = ptr.bytes() as usize;
-    let firsts: Vec<Value> = (0..operands.len())
+    // Many operands: their row addresses in `rows_at`, computed at each row's start.
+    let many = operands.len() > CARRIED_OPERANDS;
+    let rows_at = many.then(|| {
+        b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (operands.len() * word) as u32,
+            3,
+        ))
+    });
+    let unroll = if tape.len() > LONG_TAPE { 1 } else { UNROLL };
+    let carried_ops = if many { 0 } else { operands.len() };
+    let firsts: Vec<Value> = (0..carried_ops)
         .map(|k| b.ins().load(ptr, flags, ops, (k * word) as i32))
         .collect();
-    let steps: Vec<Value> = (0..operands.len())
+    let steps: Vec<Value> = (0..carried_ops)
         .map(|k| b.ins().load(ptr, flags, strides, (k * word) as i32))
         .collect();
     let scalars = load_scalars(&mut b, tape, elem, scal);
-    let whole = b.ins().band_imm_s(n, -((lanes * UNROLL) as i64));
+    let whole = b.ins().band_imm_s(n, -((lanes * unroll) as i64));
     let whole1 = b.ins().band_imm_s(n, -(lanes as i64));
     let zero = b.ins().iconst(ptr, 0);
     let emit = Emit {
@@ -697,7 +744,7 @@ fn build(
     // parameters, advanced by each iteration: row bases computed once per row and indexed in
     // the loops were recomputed at every use (their inputs reloaded from the stack), a third
     // of the instructions of hdiff's statements.
-    let carried = operands.len() + 1;
+    let carried = carried_ops + 1;
     let [rhead, rbody, vhead, vbody, v1head, v1body, shead, sbody, rnext, exit] = [
         0, 0, carried, carried, carried, carried, carried, carried, carried, 0,
     ]
@@ -722,6 +769,15 @@ fn build(
         let (col, k) = vk_row(&mut b, vkp, slot, r);
         b.ins().store(flags, col, vkp, vk_field(slot, 11));
         b.ins().store(flags, k, vkp, vk_field(slot, 12));
+    }
+    if let Some(slot) = rows_at {
+        for k in 0..operands.len() {
+            let f = b.ins().load(ptr, flags, ops, (k * word) as i32);
+            let st = b.ins().load(ptr, flags, strides, (k * word) as i32);
+            let off = b.ins().imul(r, st);
+            let at = b.ins().iadd(f, off);
+            b.ins().stack_store(ptr, at, slot, (k * word) as i32);
+        }
     }
     let mut start: Vec<BlockArg> = vec![zero.into()];
     for (&f, &st) in firsts
@@ -753,15 +809,40 @@ fn build(
         // `unroll` independent steps per iteration, for instruction-level parallelism.
         for u in 0..unroll {
             let at = (u * vt.bytes()) as i32;
-            let v = if wide {
-                let point = b.ins().iadd_imm_s(i, u as i64);
-                wide_emit.step(b, addrs, at, point)
-            } else {
-                emit.step(b, vt, addrs, at)
+            let v = match rows_at {
+                // Operand `k` at its current address, kept on the stack (no value of the step
+                // lives through it all: one that did, the element offset, made Cranelift's
+                // register allocation quadratic in the operands).
+                Some(slot) => {
+                    let lt = if wide { types::I64 } else { vt };
+                    let mut operand = |b: &mut FunctionBuilder<'_>, k: usize| {
+                        let addr = b.ins().stack_load(ptr, ptr, slot, (k * word) as i32);
+                        b.ins().load(lt, flags, addr, at)
+                    };
+                    if wide {
+                        let point = b.ins().iadd_imm_s(i, u as i64);
+                        wide_emit.step_with(b, point, &mut operand)
+                    } else {
+                        emit.step_with(b, vt, &mut operand)
+                    }
+                }
+                None if wide => {
+                    let point = b.ins().iadd_imm_s(i, u as i64);
+                    wide_emit.step(b, addrs, at, point)
+                }
+                None => emit.step(b, vt, addrs, at),
             };
             b.ins().store(flags, v, *dst, at);
         }
         let advance = step * unroll as i64;
+        if let Some(slot) = rows_at {
+            for k in 0..operands.len() {
+                let at = (k * word) as i32;
+                let addr = b.ins().stack_load(ptr, ptr, slot, at);
+                let next = b.ins().iadd_imm_s(addr, advance * size);
+                b.ins().stack_store(ptr, next, slot, at);
+            }
+        }
         let mut again: Vec<BlockArg> = vec![b.ins().iadd_imm_s(i, advance).into()];
         for &p in ptrs {
             again.push(b.ins().iadd_imm_s(p, advance * size).into());
@@ -776,7 +857,7 @@ fn build(
         whole,
         vt,
         lanes as i64,
-        UNROLL,
+        unroll,
     );
     counted(&mut b, v1head, v1body, shead, whole1, vt, lanes as i64, 1);
     counted(&mut b, shead, sbody, rnext, n, elem, 1, 1);

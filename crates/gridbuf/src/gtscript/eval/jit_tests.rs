@@ -797,3 +797,48 @@ fn sections_with_halo_keep_levels() {
         check_one::<f64>(&plan, jit.as_ref(), [19, 11, 6], fortran, &[1], 2).expect("agree");
     }
 }
+
+/// Statements reading more than `CARRIED_OPERANDS` operands keep their row addresses on the
+/// stack, and tapes longer than `LONG_TAPE` instructions run one step per iteration
+/// (`jit::build`): both agree with the reference.
+#[test]
+fn many_operands_and_long_tapes_agree() {
+    let offs: Vec<(i32, i32)> = (-3..=3)
+        .flat_map(|i| (-3..=3).map(move |j| (i, j)))
+        .collect();
+    // 49 operands, 48 additions.
+    let mut many = String::from("f 0 0 -3 -3 0");
+    for &(i, j) in &offs[1..] {
+        many = format!("add {many} f 0 0 {i} {j} 0");
+    }
+    // A balanced sum of 300 products: a tape of about 600 instructions.
+    fn sum(offs: &[(i32, i32)], lo: usize, hi: usize) -> String {
+        if hi - lo == 1 {
+            let (i, j) = offs[lo % offs.len()];
+            format!("mul f 0 0 {i} {j} 0 c {}.5", lo % 7)
+        } else {
+            let mid = (lo + hi) / 2;
+            format!("add {} {}", sum(offs, lo, mid), sum(offs, mid, hi))
+        }
+    }
+    let long = sum(&offs, 0, 300);
+    for dtype in ["float64", "float32"] {
+        let text = format!(
+            "stencil m {dtype}\nfield a IJK\nfield o IJK\nfield p IJK\ncomp PARALLEL\n\
+             interval S 0 E 0\nstmt 1 f 1 0 {many}\nstmt 2 f 2 0 {long}\n"
+        );
+        let plan = compile(&text).expect("plan");
+        assert!(plan.sections[0].stmts[1].tape.len() > 256);
+        let jit = Jit::compile(&plan).expect("jit");
+        for fortran in [false, true] {
+            for domain in [[9, 7, 4], [1, 1, 1], LARGE] {
+                let r = if dtype == "float64" {
+                    check_one::<f64>(&plan, jit.as_ref(), domain, fortran, &[1, 3], 3)
+                } else {
+                    check_one::<f32>(&plan, jit.as_ref(), domain, fortran, &[1, 3], 3)
+                };
+                r.unwrap_or_else(|e| panic!("{dtype} {domain:?}: {e}"));
+            }
+        }
+    }
+}

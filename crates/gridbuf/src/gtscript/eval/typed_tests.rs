@@ -189,7 +189,14 @@ fn check(tys: Vec<Ty>, out_tys: Vec<Ty>, exprs: Vec<Raw>, seed: u64) -> Result<(
         render(e, &tys, &mut s);
         text.push_str(&format!("stmt {o} f {} 0 {s}\n", n_in + o));
     }
-    let plan = match compile(&text) {
+    let all: Vec<Ty> = tys.iter().chain(&out_tys).copied().collect();
+    check_text(&text, &all, n_in, seed)
+}
+
+/// Runs the program `text` (fields of types `tys`, the first `n_in` read only) by the
+/// interpreter and by the machine code on 1 and 2 threads; Err where a written field differs.
+fn check_text(text: &str, tys: &[Ty], n_in: usize, seed: u64) -> Result<(), TestCaseError> {
+    let plan = match compile(text) {
         Ok(p) => p,
         // Programs GT4Py refuses (integer powers, divisions used inside expressions, ...).
         Err(_) => return Ok(()),
@@ -202,11 +209,7 @@ fn check(tys: Vec<Ty>, out_tys: Vec<Ty>, exprs: Vec<Raw>, seed: u64) -> Result<(
     let shape = [domain[0] + 2, domain[1] + 2, domain[2]];
     let n = shape.iter().product();
     let mut s = seed | 1;
-    let inputs: Vec<Buf> = tys
-        .iter()
-        .chain(&out_tys)
-        .map(|&t| fill(t, n, &mut s))
-        .collect();
+    let inputs: Vec<Buf> = tys.iter().map(|&t| fill(t, n, &mut s)).collect();
     let mut results = Vec::new();
     for (code, threads) in [(None, 1), (jit.as_ref(), 1), (jit.as_ref(), 2)] {
         let mut bufs = inputs.clone();
@@ -310,4 +313,27 @@ fn integer_semantics() {
         // int32 % int64 literal computes in int64: -7 % -3 == -1, 7 % -3 == -2.
         assert_eq!(p, [-2, -1, 0, -1]);
     }
+}
+
+/// A mixed-type statement reading more than `CARRIED_OPERANDS` (quantity, offset) operands
+/// keeps its row addresses on the stack (`jit::build`); it agrees with the interpreter.
+#[test]
+fn many_operands_on_wide_lanes() {
+    let tys = [Ty::I32, Ty::F64, Ty::I16, Ty::F32, Ty::F64];
+    let mut e = String::from("f 0 0 0 0 0");
+    for f in 0..4 {
+        for i in -1..=1 {
+            for j in -1..=1 {
+                e = format!("add {e} f {f} 0 {i} {j} 0");
+            }
+        }
+    }
+    let text = format!(
+        "stencil wide\nfield a int32 IJK\nfield b float64 IJK\nfield c int16 IJK\nfield d float32 IJK\n\
+         field o float64 IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 4 0 {e}\n"
+    );
+    let plan = compile(&text).expect("plan");
+    assert_eq!(plan.lanes, crate::gtscript::Lanes::Wide);
+    assert!(plan.sections[0].stmts[0].tape.len() > 36);
+    check_text(&text, &tys, 4, 11).expect("agree");
 }

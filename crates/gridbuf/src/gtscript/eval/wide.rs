@@ -2,6 +2,7 @@
 //! each operation in its own type, exactly as the interpreter computes it. The row loop around
 //! it is `jit::build`'s.
 
+use super::emit::OperandIndex;
 use super::jit::{uses_arg, Emit};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Src};
@@ -303,6 +304,7 @@ impl WideEmit<'_> {
     ) -> Value {
         let mut regs: Vec<Option<Value>> = Vec::new();
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
+        let index = OperandIndex::new(self.operands);
         let mut last = None;
         for ins in self.tape {
             let mut args = [None; 3];
@@ -319,11 +321,7 @@ impl WideEmit<'_> {
                 let v = match *a {
                     Src::Reg(r) => regs[r as usize].expect("tape reads a register it wrote"),
                     Src::Q(q, off) => {
-                        let k = self
-                            .operands
-                            .iter()
-                            .position(|&o| o == (q, off))
-                            .expect("operand listed");
+                        let k = index.get(q, off);
                         match loaded[k] {
                             Some(v) => v,
                             None => *loaded[k].insert(operand(b, k)),
