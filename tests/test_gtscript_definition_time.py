@@ -150,6 +150,26 @@ def test_long_chains_of_distinct_helpers_are_inlined(tmp_path, n, form):
     np.testing.assert_array_equal(out, want)
 
 
+def test_a_local_reassigned_under_many_ifs_stays_linear(tmp_path):
+    # Each `if` selects between the new and the old value of `x`: as expressions, 2**n nodes
+    # (18 ifs took 8 s and 24 MB of IR); past 1024 nodes the local becomes a temporary.
+    n = 60
+    body = "".join(f"    if x > {k}.0:\n        x = x * 0.5 + 0.25\n" for k in range(n))
+    src = HEAD + f"@gtscript.function\ndef f(x):\n{body}    return x\n\n" + (
+        "def defn(inp: Field[float], out: Field[float]):\n    with computation(PARALLEL), interval(...):\n        out = f(inp)\n"
+    )
+    t0 = time.perf_counter()
+    st = define(tmp_path, src)
+    assert len(st.ir) < 500_000 and time.perf_counter() - t0 < 30
+    inp = np.random.default_rng(1).uniform(0, n + 2, (5, 4, 3))
+    out = np.zeros_like(inp)
+    st(inp, out)
+    want = inp
+    for k in range(n):
+        want = np.where(want > k, want * 0.5 + 0.25, want)
+    np.testing.assert_array_equal(out, want)
+
+
 def test_recursion_is_refused_naming_the_function(tmp_path):
     src = HEAD + (
         "@gtscript.function\ndef f(x):\n    return f(x) + 1.0\n\n"

@@ -261,12 +261,16 @@ class CallsMixin(_LoweringBase):
             return
         before = self.as_expr(inner, s, cur)
         dt = _dtype(self, before)
-        if dt is not None and dt == _dtype(self, value):
+        new = value if mask is None else ("sel", mask, value, before)
+        if dt is not None and dt == _dtype(self, value) and _shape(new, {})[1] <= _SPILL_NODES:
             # Same type: no cast, the new value stays an expression.
-            inner.local[name] = value if mask is None else ("sel", mask, value, before)
+            inner.local[name] = new
             return
         # Another type, or one this frontend cannot tell: a temporary typed by the earlier value
-        # (GT4Py's function temporaries), to which the new one is cast.
+        # (GT4Py's function temporaries), to which the new one is cast. Also where the new value
+        # would grow past `_SPILL_NODES` nodes: under a mask it holds the old value twice (in
+        # the value and as the else), so n `if`s reassigning a local made 2**n nodes (18 took
+        # 8 s and 24 MB of IR); as a temporary it is read once.
         index = len(self.temps)
         self.temps.append(f"__{inner.name}_{name}{index}")
         self.func_temps.add(index)
@@ -321,11 +325,13 @@ _FLOAT_SAME = {
 _BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
 
 
-#: A function's value deeper or larger than this goes to a temporary (see `CallsMixin.spill`):
-#: well under the IR's nesting limit (200) and the core inliner's bounds (64 levels, 256 nodes),
-#: which may inline it back.
+#: A function's value deeper or larger than this goes to a temporary (see `CallsMixin.spill`), and
+#: so does a function's local larger than this (`CallsMixin.func_local`): a depth well under the
+#: IR's nesting limit (200) and the core inliner's (64), which may inline it back; a size that
+#: only the doubling of expressions copied into both sides of a select reaches (ordinary
+#: functions with `if`s stay expressions, which the core folds).
 _SPILL_DEPTH = 48
-_SPILL_NODES = 256
+_SPILL_NODES = 1024
 
 
 def _reads_temp(e: Any, index: int) -> bool:
