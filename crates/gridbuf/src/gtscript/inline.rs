@@ -22,20 +22,25 @@
 //! deep as the chain (every recursive pass down to the JIT would follow it, and the IR parser
 //! refuses expressions nested deeper than 200). So a temporary stays a temporary when:
 //! - it is read more than once by `r` and its expression has more than [`MAX_COPIED`] nodes
-//!   (or calls a math function, which has no instruction): the copies would cost more than
-//!   the buffer's store and load they save;
+//!   (or calls a math function, which has no instruction), or `r` would grow past
+//!   [`MAX_NODES_COPYING`] nodes: the copies would cost more than the buffer's store and load
+//!   they save;
 //! - inlining would grow `r`'s expression beyond [`MAX_NODES`] nodes or [`MAX_DEPTH`] levels
 //!   (a statement already larger from the definition itself may still take a temporary that
 //!   does not make it grow, e.g. `t = a`).
 //!
-//! Why these numbers: the saving of an inlined temporary is one store and one load per point
-//! and a row loop; an expression of 256 nodes already does a hundred or more operations per
-//! point, so past it the saving is under a few percent, while the machine code of one
-//! statement (its step unrolled 8 times, see `eval::jit`) stays a few thousand instructions.
-//! 64 levels are well under the parser's limit of 200 and keep every recursive pass (typing,
-//! tapes, the planner's walks) shallow. 16 nodes copied per extra read is about eight
-//! arithmetic operations, the cost of the memory round trip it replaces; hdiff's `flx_raw`
-//! (3 nodes, read twice) is inlined as before.
+//! Why these numbers: a temporary read once moves its expression, copying nothing: the
+//! program's size stays the same and only depth and the size of one statement's machine code
+//! need a bound. 64 levels are well under the parser's limit of 200 and keep every recursive
+//! pass (typing, tapes, the planner's walks, the JIT's emitters) shallow; 4096 nodes keep one
+//! statement's function to a few thousand instructions (a long tape runs one step per
+//! iteration, see `eval::jit`), compiled in milliseconds, while a fan of 1,000 temporaries
+//! summed by one statement still folds into it (with 256 nodes, a fan of 300 ran 16 times
+//! slower than fully inlined: 270 block buffers written and read). A temporary read k > 1
+//! times computes its expression k times: 16 nodes per copy is about eight arithmetic
+//! operations, the cost of the memory round trip it replaces, and statements that copy stay
+//! under 256 nodes, so duplicated work stays small; hdiff's `flx_raw` (3 nodes, read twice)
+//! is inlined as before.
 //!
 //! # Cost of the pass
 //!
@@ -54,7 +59,10 @@
 use super::ir::{Access, BinOp, Expr, Program, Stmt, UnOp};
 
 /// The most nodes a statement's expression may grow to by inlining (see the module docs).
-pub(crate) const MAX_NODES: usize = 256;
+pub(crate) const MAX_NODES: usize = 4096;
+/// The most nodes a statement's expression may grow to by inlining a temporary it reads more
+/// than once (see the module docs).
+pub(crate) const MAX_NODES_COPYING: usize = 256;
 /// The deepest a statement's expression may grow to by inlining (see the module docs).
 pub(crate) const MAX_DEPTH: usize = 64;
 /// The most nodes of an expression that is copied into more than one read.
@@ -261,10 +269,12 @@ fn inline_pass(p: &mut Program) {
                 }
                 // A value read more than once is computed once per read when inlined: worth
                 // it for a little arithmetic, not for a math function's call.
-                if k > 1 && (size[d] > MAX_COPIED || calls(&def.expr)) {
+                let new_size = cur_size + k * (size[d] - 1);
+                if k > 1
+                    && (size[d] > MAX_COPIED || calls(&def.expr) || new_size > MAX_NODES_COPYING)
+                {
                     continue;
                 }
-                let new_size = cur_size + k * (size[d] - 1);
                 let new_depth = cur_depth.max(at + depth[d] - 1);
                 if (new_size > MAX_NODES && new_size > cur_size)
                     || (new_depth > MAX_DEPTH && new_depth > cur_depth)
@@ -615,7 +625,7 @@ mod tests {
             assert!(nodes(&p) <= 8 * before, "{} nodes from {before}", nodes(&p));
             for st in stmts {
                 let (size, depth) = measure(&st.expr);
-                assert!(size <= MAX_NODES && depth <= MAX_DEPTH);
+                assert!(size <= MAX_NODES_COPYING && depth <= MAX_DEPTH);
             }
         }
     }
@@ -676,33 +686,42 @@ mod tests {
         assert!(last.unwrap() == unfolded);
     }
 
-    /// A fan: many temporaries read once by one large sum; the sum is never grown past the
-    /// bounds, and a temporary whose inlining does not grow it (`x = a`) is still inlined.
+    /// A fan: many temporaries read once by one large sum. Up to `MAX_NODES` it takes them
+    /// all; past it the sum is never grown, but a temporary whose inlining does not grow it
+    /// (`x = a`) is still inlined.
     #[test]
     fn large_readers_take_only_what_keeps_them_in_bounds() {
-        let n = 400;
-        let mut text = String::from("stencil s float64\nfield a IJK\nfield b IJK\n");
-        for k in 0..n {
-            text += &format!("temp x{k}\n");
-        }
-        text += "comp PARALLEL\ninterval S 0 E 0\n";
-        for k in 0..n {
-            if k % 2 == 0 {
-                text += &format!("stmt {k} t {k} mul f 0 0 1 0 0 c {k}\n");
-            } else {
-                text += &format!("stmt {k} t {k} f 0 0 0 0 {}\n", k % 3);
+        let fan = |n: usize| {
+            let mut text = String::from("stencil s float64\nfield a IJK\nfield b IJK\n");
+            for k in 0..n {
+                text += &format!("temp x{k}\n");
             }
-        }
-        // A balanced sum of the temporaries.
-        fn sum(lo: usize, hi: usize) -> String {
-            if hi - lo == 1 {
-                format!("t {lo} 0 0 0")
-            } else {
-                let mid = (lo + hi) / 2;
-                format!("add {} {}", sum(lo, mid), sum(mid, hi))
+            text += "comp PARALLEL\ninterval S 0 E 0\n";
+            for k in 0..n {
+                if k % 2 == 0 {
+                    text += &format!("stmt {k} t {k} mul f 0 0 1 0 0 c {k}\n");
+                } else {
+                    text += &format!("stmt {k} t {k} f 0 0 0 0 {}\n", k % 3);
+                }
             }
-        }
-        text += &format!("stmt {n} f 1 0 {}\n", sum(0, n));
+            // A balanced sum of the temporaries.
+            fn sum(lo: usize, hi: usize) -> String {
+                if hi - lo == 1 {
+                    format!("t {lo} 0 0 0")
+                } else {
+                    let mid = (lo + hi) / 2;
+                    format!("add {} {}", sum(lo, mid), sum(mid, hi))
+                }
+            }
+            text += &format!("stmt {n} f 1 0 {}\n", sum(0, n));
+            text
+        };
+        let mut p = Program::parse(&fan(400)).unwrap();
+        inline_temps(&mut p);
+        assert_eq!(p.sections[0].stmts.len(), 1);
+        assert_eq!(measure(&p.sections[0].stmts[0].expr).0, 799 + 200 * 2);
+        let n = 3000;
+        let text = fan(n);
         let mut p = Program::parse(&text).unwrap();
         let before = measure(&p.sections[0].stmts[n].expr);
         inline_temps(&mut p);
