@@ -260,34 +260,24 @@ impl GtProgram {
             // written fields. The views' shapes are what `FieldMem` carries, and the evaluator
             // checks every block against them.
             unsafe {
+                // One call per lane type.
+                macro_rules! run_as {
+                    ($t:ty) => {
+                        gtscript::run_interruptible::<$t>(
+                            &plan,
+                            jit.as_deref(),
+                            &mems,
+                            &vals,
+                            domain,
+                            threads,
+                            &stop,
+                        )
+                    };
+                }
                 match plan.lanes {
-                    Lanes::F64 => gtscript::run_interruptible::<f64>(
-                        &plan,
-                        jit.as_deref(),
-                        &mems,
-                        &vals,
-                        domain,
-                        threads,
-                        &stop,
-                    ),
-                    Lanes::F32 => gtscript::run_interruptible::<f32>(
-                        &plan,
-                        jit.as_deref(),
-                        &mems,
-                        &vals,
-                        domain,
-                        threads,
-                        &stop,
-                    ),
-                    Lanes::Wide => gtscript::run_interruptible::<Lane>(
-                        &plan,
-                        jit.as_deref(),
-                        &mems,
-                        &vals,
-                        domain,
-                        threads,
-                        &stop,
-                    ),
+                    Lanes::F64 => run_as!(f64),
+                    Lanes::F32 => run_as!(f32),
+                    Lanes::Wide => run_as!(Lane),
                 }
             }
         };

@@ -15,6 +15,7 @@ pub mod plan;
 mod region;
 #[cfg(test)]
 mod scale_tests;
+mod sweep_plan;
 mod tape;
 pub mod types;
 

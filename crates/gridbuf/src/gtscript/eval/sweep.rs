@@ -16,6 +16,7 @@ use super::strip::run_statement;
 use super::STRIP;
 use crate::error::Result;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
+use crate::kernels::exec::{self, SimdTask};
 
 /// What a sweeping tile reads.
 pub(super) struct SweepCtx<'a, T> {
@@ -159,6 +160,58 @@ pub(super) fn sweep_tiles(
         }
     }
     tiles
+}
+
+/// The axes of a sweep (sweep axis, the other axis across planes, `inner`) when every field
+/// component has unit stride along `inner`: the sweep follows the output's outermost memory
+/// axis, so each field is read plane after plane in memory order.
+pub(super) fn sweep_order(
+    plan: &Plan,
+    mems: &[Mem],
+    inner: usize,
+    domain: [usize; 3],
+) -> Option<[usize; 3]> {
+    if !mems
+        .iter()
+        .all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
+    {
+        return None;
+    }
+    let out = plan.first_output.and_then(|field| {
+        let q = plan
+            .kinds
+            .iter()
+            .position(|k| matches!(k, Kind::Field { field: f, .. } if *f == field))?;
+        Some(mems[q])
+    })?;
+    let (a, b) = match inner {
+        0 => (1, 2),
+        1 => (0, 2),
+        _ => (0, 1),
+    };
+    let key = |x: usize| (out.axes[x] && domain[x] > 1, out.strides[x].unsigned_abs());
+    Some(if key(a) >= key(b) {
+        [a, b, inner]
+    } else {
+        [b, a, inner]
+    })
+}
+
+/// One sweeping tile, as a task of the pool.
+pub(super) struct SweepTask<'a, T> {
+    pub(super) ctx: &'a SweepCtx<'a, T>,
+    pub(super) lo: [i64; 3],
+    pub(super) hi: [i64; 3],
+}
+
+impl<T: Elem> SimdTask for SweepTask<'_, T> {
+    type Output = Result<()>;
+    #[inline(always)]
+    fn run(self) -> Result<()> {
+        let r = run_sweep_tile(self.ctx, self.lo, self.hi);
+        exec::fence();
+        r
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::lane::Elem;
 use super::mem::{transfer, FieldMem, Geo, Mem, VarMem};
 use super::num::{fit_buf, give_bufs, take_buf};
 use super::strip::{any_set, run_loop_code, run_statement};
-use super::sweep::{run_sweep_tile, sweep_tiles, SweepCtx};
+use super::sweep::{sweep_order, sweep_tiles, SweepCtx, SweepTask};
 use super::walk::{run_points, Walk};
 use super::STRIP;
 use crate::error::{Error, Result};
@@ -984,51 +984,5 @@ fn run_all<I: Send>(
     match error.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(e) => Err(e),
         None => Ok(()),
-    }
-}
-
-/// The axes of a sweep (sweep axis, the other axis across planes, `inner`) when every field
-/// component has unit stride along `inner`: the sweep follows the output's outermost memory
-/// axis, so each field is read plane after plane in memory order.
-fn sweep_order(plan: &Plan, mems: &[Mem], inner: usize, domain: [usize; 3]) -> Option<[usize; 3]> {
-    if !mems
-        .iter()
-        .all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
-    {
-        return None;
-    }
-    let out = plan.first_output.and_then(|field| {
-        let q = plan
-            .kinds
-            .iter()
-            .position(|k| matches!(k, Kind::Field { field: f, .. } if *f == field))?;
-        Some(mems[q])
-    })?;
-    let (a, b) = match inner {
-        0 => (1, 2),
-        1 => (0, 2),
-        _ => (0, 1),
-    };
-    let key = |x: usize| (out.axes[x] && domain[x] > 1, out.strides[x].unsigned_abs());
-    Some(if key(a) >= key(b) {
-        [a, b, inner]
-    } else {
-        [b, a, inner]
-    })
-}
-
-struct SweepTask<'a, T> {
-    ctx: &'a SweepCtx<'a, T>,
-    lo: [i64; 3],
-    hi: [i64; 3],
-}
-
-impl<T: Elem> SimdTask for SweepTask<'_, T> {
-    type Output = Result<()>;
-    #[inline(always)]
-    fn run(self) -> Result<()> {
-        let r = run_sweep_tile(self.ctx, self.lo, self.hi);
-        exec::fence();
-        r
     }
 }
