@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 import gridbuf as gb
 from gridbuf import gtscript
-from _gtscript_oracle import load_source, same_bits
+from _gtscript_oracle import assert_same, gt4py_reference, in_layout, load_source, run_in_layout
 from gridbuf.errors import GridbufError, GridbufTypeError, GridbufValueError
 
 # GT4Py builds its numpy-backend modules in a cache it locates when first imported. The
@@ -621,15 +621,6 @@ def make_inputs(name: str, domain, seed_extra: int = 0) -> tuple[list[Arg], dict
     return specs, arrays
 
 
-def in_layout(a: np.ndarray, layout: str, kind: str):
-    """A copy of `a` in `layout`: NumPy's C or F order, or allocated by gridbuf for a preset."""
-    if layout in ("C", "F") or kind == "K":
-        return np.array(a, order=layout if layout in ("C", "F") else "C")
-    out = gb.from_array(a, backend=layout)
-    assert out.dtype == a.dtype and out.shape == a.shape
-    return out
-
-
 # ============================================================================ the two engines
 _DIR = tempfile.mkdtemp(prefix="gridbuf_conformance_defs_")
 _MODULES: dict = {}
@@ -663,9 +654,7 @@ def gt_results(name: str, domain) -> tuple[dict, dict]:
     key = (name, tuple(domain))
     if key not in _GT_RESULTS:
         specs, arrays = make_inputs(name, domain)
-        ref = {k: v.copy() for k, v in arrays.items()}
-        with np.errstate(all="ignore"):
-            gt_stencil(name)(**ref, **CASES[name].scalars, origin=CASES[name].halo, domain=domain)
+        ref = gt4py_reference(gt_stencil(name), arrays, origin=CASES[name].halo, domain=domain, scalars=CASES[name].scalars)
         _GT_RESULTS[key] = (arrays, ref)
     return _GT_RESULTS[key]
 
@@ -690,28 +679,8 @@ def gb_stencil(name: str, mode: str = "jit"):
 def gb_run(name: str, inputs: dict, layout: str, domain, mode: str = "jit") -> dict:
     """Runs gridbuf's stencil on copies of `inputs` in `layout`; returns every array after."""
     kinds = {a.name: a.kind for a in arg_specs(getattr(defs_module("gt"), name), CASES[name].dtypes)} if HAVE_GT4PY else {}
-    args = {k: in_layout(v, layout, kinds.get(k, "K" if v.ndim == 1 else "IJK")) for k, v in inputs.items()}
-    with np.errstate(all="ignore"):
-        gb_stencil(name, mode)(**args, **CASES[name].scalars, origin=CASES[name].halo, domain=domain)
-    return {k: np.array(np.asarray(v)) for k, v in args.items()}
-
-
-def assert_same(got: dict, want: dict, inputs: dict, what: str) -> None:
-    """Every array equal: integers and bools exactly, floats bit for bit (any NaN equals any
-    NaN; the sign of a zero counts)."""
-    assert got.keys() == want.keys()
-    for k in want:
-        x, y = got[k], want[k]
-        assert x.dtype == y.dtype and x.shape == y.shape, f"{what}: argument {k!r} is {x.dtype}{x.shape}, GT4Py's {y.dtype}{y.shape}"
-        same = same_bits(x, y)
-        if not same.all():
-            bad = np.argwhere(~same)
-            lines = []
-            for idx in bad[:4]:
-                idx = tuple(int(i) for i in idx)
-                at = {n: v[idx[: v.ndim]].item() for n, v in inputs.items() if v.ndim == x.ndim}
-                lines.append(f"  at {idx}: gridbuf {x[idx]!r}, GT4Py {y[idx]!r}; inputs there {at}")
-            raise AssertionError(f"{what}: argument {k!r} ({x.dtype}) differs at {len(bad)} of {x.size} points\n" + "\n".join(lines))
+    axes = {k: kinds.get(k, "K" if v.ndim == 1 else "IJK") for k, v in inputs.items()}
+    return run_in_layout(gb_stencil(name, mode), inputs, layout, axes, origin=CASES[name].halo, domain=domain, scalars=CASES[name].scalars)
 
 
 # ============================================================================ 1. conformance
@@ -723,7 +692,7 @@ def test_conformance(name, layout):
     halo where offsets are read, in every layout."""
     inputs, want = gt_results(name, DOMAIN)
     got = gb_run(name, inputs, layout, DOMAIN)
-    assert_same(got, want, inputs, f"{name} on {layout}")
+    assert_same(got, want, f"{name} on {layout}", inputs)
 
 
 @needs_gt4py
@@ -734,7 +703,7 @@ def test_conformance_interpreter(name, monkeypatch):
     _GB_STENCILS.pop((name, "interpreter"), None)
     inputs, want = gt_results(name, DOMAIN)
     got = gb_run(name, inputs, "gt:cpu_ifirst", DOMAIN, mode="interpreter")
-    assert_same(got, want, inputs, f"{name}, interpreter")
+    assert_same(got, want, f"{name}, interpreter", inputs)
 
 
 @needs_gt4py
@@ -743,7 +712,7 @@ def test_conformance_large_domain(name):
     """A domain large enough to be split in tiles over the threads (all cores by default)."""
     inputs, want = gt_results(name, BIG_DOMAIN)
     got = gb_run(name, inputs, "gt:cpu_kfirst", BIG_DOMAIN)
-    assert_same(got, want, inputs, f"{name} on the large domain")
+    assert_same(got, want, f"{name} on the large domain", inputs)
 
 
 def _subprocess_main(out_path: str) -> None:  # pragma: no cover - runs in the child
@@ -781,7 +750,7 @@ def test_two_threads_large_domain(tmp_path):
         inputs, want = gt_results(name, BIG_DOMAIN)
         got = {k: out[f"{name}/{k}"] for k in want}
         try:
-            assert_same(got, want, inputs, f"{name} on two threads")
+            assert_same(got, want, f"{name} on two threads", inputs)
         except AssertionError as e:
             failures.append(str(e))
     assert not failures, "\n".join(failures)
@@ -1065,13 +1034,9 @@ def check_random_tree(e1, e2, temp, dts, layout, seed) -> str:
     inputs = {}
     for n, d in zip(("a", "b", "c", "o1", "o2"), dts):
         inputs[n] = values(np.dtype(eval(d, {"np": np})), (domain[0] + 2, domain[1] + 2, domain[2]), rng, "wide")  # noqa: S307
-    ref = {k: v.copy() for k, v in inputs.items()}
-    with np.errstate(all="ignore"):
-        gt_st(**ref, origin=(1, 1, 0), domain=domain)
-        args = {k: in_layout(v, layout, "IJK") for k, v in inputs.items()}
-        gb_st(**args, origin=(1, 1, 0), domain=domain)
-    got = {k: np.array(np.asarray(v)) for k, v in args.items()}
-    assert_same(got, ref, inputs, f"random tree on {layout}:\n{body}")
+    ref = gt4py_reference(gt_st, inputs, origin=(1, 1, 0), domain=domain)
+    got = run_in_layout(gb_st, inputs, layout, origin=(1, 1, 0), domain=domain)
+    assert_same(got, ref, f"random tree on {layout}:\n{body}", inputs)
     return "compared"
 
 
@@ -1300,7 +1265,7 @@ def test_numpy_type_casts_match_gtscript_casts():
     outs = [np.zeros((7, 5, 3), t) for t in (np.float32, np.float32, np.int64, np.int64, np.float64, np.float64)]
     st_(d, *outs)
     for x, y in zip(outs[::2], outs[1::2]):
-        assert_same({"x": x}, {"x": y}, {"d": d}, "np.T(x) against T(x)")
+        assert_same({"x": x}, {"x": y}, "np.T(x) against T(x)", {"d": d})
     with np.errstate(all="ignore"):
-        assert_same({"o1": outs[0]}, {"o1": (d.astype(np.float32).astype(np.float64) * 1.1).astype(np.float32)}, {"d": d}, "np.float32(d) * 1.1")
-        assert_same({"o3": outs[2]}, {"o3": (d * 1000.0).astype(np.int32).astype(np.int64) * 3}, {"d": d}, "np.int32(d * 1000.0) * 3")
+        assert_same({"o1": outs[0]}, {"o1": (d.astype(np.float32).astype(np.float64) * 1.1).astype(np.float32)}, "np.float32(d) * 1.1", {"d": d})
+        assert_same({"o3": outs[2]}, {"o3": (d * 1000.0).astype(np.int32).astype(np.int64) * 3}, "np.int32(d * 1000.0) * 3", {"d": d})

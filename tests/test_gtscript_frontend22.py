@@ -31,7 +31,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
-from _gtscript_oracle import assert_same, field_kinds, load_source
+from _gtscript_oracle import assert_same, field_kinds, gt4py_reference, load_source, run_in_layout
 from gridbuf.errors import GridbufTypeError, GridbufValueError
 
 os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_frontend22_"))
@@ -286,10 +286,7 @@ def gt_results(name: str):
         c = CASES[name]
         st = gt_gtscript.stencil(backend="numpy", definition=getattr(defs("gt"), c.fn), externals=c.externals)
         inputs = make_inputs(name)
-        ref = {k: None if v is None else v.copy() for k, v in inputs.items()}
-        with np.errstate(all="ignore"):
-            st(**ref, **c.scalars, origin=c.halo, domain=DOMAIN)
-        _GT[name] = (inputs, ref)
+        _GT[name] = (inputs, gt4py_reference(st, inputs, origin=c.halo, domain=DOMAIN, scalars=c.scalars))
     return _GT[name]
 
 
@@ -302,23 +299,10 @@ def gb_stencil(name: str, mode: str):
     return _GB[key]
 
 
-def in_layout(a, layout: str, axes: str):
-    if a is None:
-        return None
-    if axes == "":  # a GlobalTable: a NumPy array, as GT4Py takes it
-        return np.array(a)
-    if layout in ("C", "F") or axes == "K":
-        return np.array(a, order=layout if layout in ("C", "F") else "C")
-    return gb.from_array(a, backend=layout)
-
-
 def run_gb(name: str, layout: str, mode: str = "jit") -> tuple[dict, dict]:
     inputs, want = gt_results(name)
-    kinds = arg_kinds(name)
-    args = {k: in_layout(v, layout, kinds[k][0]) for k, v in inputs.items()}
-    with np.errstate(all="ignore"):
-        gb_stencil(name, mode)(**args, **CASES[name].scalars, origin=CASES[name].halo, domain=DOMAIN)
-    got = {k: None if v is None else np.array(np.asarray(v)) for k, v in args.items()}
+    axes = {k: kind[0] for k, kind in arg_kinds(name).items()}
+    got = run_in_layout(gb_stencil(name, mode), inputs, layout, axes, origin=CASES[name].halo, domain=DOMAIN, scalars=CASES[name].scalars)
     return got, want
 
 

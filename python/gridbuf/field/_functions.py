@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _gridbuf
-from ._field_broadcast import (
+from .. import _gridbuf
+from ._broadcast import (
     _Broadcast,
     _cast_error,
     _describe_key,
@@ -20,21 +20,24 @@ from ._field_broadcast import (
     _normalize_out,
     _plain,
 )
-from . import _field_cache
-from ._field_cache import _remember
-from ._field_reductions import _hashable_axis, _reduce, _same_params, _scan
-from ._gridbuf import FieldMeta
-from .errors import GridbufTypeError
+from . import _cache
+from ._cache import _remember
+from ._reductions import _hashable_axis, _reduce, _same_params, _scan
+from .._gridbuf import FieldMeta
+from ..errors import GridbufTypeError
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
-_AXIS_CACHE = _field_cache._AXIS_CACHE
+_AXIS_CACHE = _cache._AXIS_CACHE
 
 if TYPE_CHECKING:
-    from ._field_dtypes import _Casting
-    from .field import Field
+    from ._dtypes import _Casting
+    from ._types import FieldLike
+
+    #: The Field class, ``gridbuf.field.Field``, bound here by the package once the class exists
+    #: (the package imports this module, never the other way round).
+    Field: type[FieldLike]
 else:
-    #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
     Field = None
 
 

@@ -5,10 +5,17 @@ Fields compute (GDP-3): NumPy ufuncs and the common array functions broadcast th
 name, results are allocated by gridbuf with the layout, alignment, aligned index and halo that
 GDP-3's "Output Storage Parameters" give, basic indexing keeps the dims of the axes it keeps,
 and assignment broadcasts by dims. The rules live in the Rust core (``gridbuf::labelled``); this
-module holds the Field class; the operations live one concept per module (``_field_broadcast``,
-``_field_ufuncs``, ``_field_reductions``, ``_field_functions``, ``_field_dtypes``, and
-``_field_cache``, which caches the core's answers per combination of dims, shapes and storage
-parameters so that an operation on small fields costs a few microseconds).
+module holds the Field class (here, so that its module stays ``gridbuf.field``); the operations
+live one concept per private module of this package (``_broadcast``, ``_ufuncs``,
+``_reductions``, ``_functions``, ``_dtypes``, ``_device``, and ``_cache``, which caches the
+core's answers per combination of dims, shapes and storage parameters so that an operation on
+small fields costs a few microseconds).
+
+Imports run one way: this module imports the operation modules, which never import it; those
+that need the class (``_broadcast``, ``_reductions``, ``_functions``, ``_ufuncs``) are handed it
+below once it exists, and are typed against ``_types.FieldLike`` (a protocol only the type
+checker reads). Within them: ``_functions`` and ``_ufuncs`` import ``_reductions``, which imports
+``_broadcast`` and ``_dtypes``; all of them import ``_cache``.
 """
 
 from __future__ import annotations
@@ -17,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _gridbuf
-from ._gridbuf import FieldDescriptor, FieldMeta, field_labels, whole_allocation_plan
-from ._metadata import data_interface_for, get_dims, normalize_halo
-from . import _field_broadcast, _field_functions, _field_reductions, _field_ufuncs
-from ._field_broadcast import (
+from .. import _gridbuf
+from .._gridbuf import FieldDescriptor, FieldMeta, field_labels, whole_allocation_plan
+from .._metadata import data_interface_for, get_dims, normalize_halo
+from . import _broadcast, _functions, _reductions, _ufuncs
+from ._broadcast import (
     _Broadcast,
     _describe_key,
     _gather,
@@ -29,22 +36,22 @@ from ._field_broadcast import (
     _object_new,
     _plain,
 )
-from . import _field_cache
-from ._field_cache import _intern, _remember
-from ._field_device import _on_gpu
-from ._field_functions import _FUNCTIONS, _fallback
-from ._field_reductions import _same_params
-from ._field_ufuncs import _call, _install_operators
-from .errors import GridbufDeviceError, GridbufTypeError
+from . import _cache
+from ._cache import _intern, _remember
+from ._device import _on_gpu
+from ._functions import _FUNCTIONS, _fallback
+from ._reductions import _same_params
+from ._ufuncs import _call, _install_operators
+from ..errors import GridbufDeviceError, GridbufTypeError
 
 if TYPE_CHECKING:
-    from ._field_broadcast import _Storage
-    from ._field_dtypes import _Casting
+    from ._types import _Storage
+    from ._dtypes import _Casting
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
-_AXIS_CACHE = _field_cache._AXIS_CACHE
-_BROADCASTS = _field_cache._BROADCASTS
+_AXIS_CACHE = _cache._AXIS_CACHE
+_BROADCASTS = _cache._BROADCASTS
 
 
 def _index_meta(meta: FieldMeta, shape: tuple[int, ...], key: Any) -> FieldMeta | None:
@@ -89,7 +96,7 @@ class Field:
 
     def __class_getitem__(cls, params: Any) -> Any:
         """``Field[dtype, dims, Extent(...), ...]`` in a stencil annotation declares a field."""
-        from .stencil import FieldAnnotation
+        from ..stencil import FieldAnnotation
 
         return FieldAnnotation.from_params(params)
 
@@ -152,7 +159,7 @@ class Field:
                 if getattr(type(a), "__array_ufunc__", None) is not None:
                     nd = a
                 else:
-                    from ._gpu import cupy_module
+                    from .._gpu import cupy_module
 
                     nd = cupy_module("computing with a GPU Field").asarray(a)
             else:
@@ -662,9 +669,10 @@ class Field:
         return data_interface_for(self._array, meta.dims, meta.halo, host_fallback=True)
 
 
-# The operation modules refer to the class (type checks, results); it exists only now.
-# (setattr: to the type checker each module's ``Field`` is this class already, imported.)
-for _module in (_field_broadcast, _field_functions, _field_reductions, _field_ufuncs):
+# The operation modules refer to the class (type checks, results); it exists only now, so it is
+# handed to them here rather than imported by them (they import nothing from this package module).
+# (setattr: to the type checker each module's ``Field`` is declared as ``type[FieldLike]``.)
+for _module in (_broadcast, _functions, _reductions, _ufuncs):
     setattr(_module, "Field", Field)
 _install_operators(Field)
 

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ._field_device import _on_gpu
-from ._metadata import GPU_KEYS
-from .errors import GridbufDeviceError
-from .field import Field
-from .mirrored import MirroredField
+from ..field._device import _on_gpu
+from .._metadata import GPU_KEYS
+from ..errors import GridbufDeviceError
+from ..field import Field
+from ..mirrored import MirroredField
 
 _SCALARS = (int, float, complex, bool, np.generic)
 
@@ -116,7 +116,7 @@ def _to_side(x: Any, side: str, lead: _Operand, write: bool) -> Any:
     # A host array for a managed storage computing on the device: one transfer (none on the stand-in).
     if lead.device == "host":
         return x
-    from ._gpu import cupy_module
+    from .._gpu import cupy_module
 
     cp = cupy_module("a host operand of a device computation")
     if isinstance(x, Field):

@@ -1,7 +1,7 @@
 """The storage classes of the Storage API (:mod:`gridbuf.storage`, which makes and exports them).
 
 :class:`Storage` is the base: the documents' attributes and the device rules ("Mixing Devices",
-through :mod:`gridbuf._storage_devices`). :class:`CPUStorage`, :class:`GPUStorage` and
+through :mod:`gridbuf.storage._devices`). :class:`CPUStorage`, :class:`GPUStorage` and
 :class:`CudaManagedGPUStorage` are :class:`gridbuf.Field` s on one side; a
 :class:`SoftwareManagedGPUStorage` holds a :class:`gridbuf.MirroredField` and computes on the side
 its operands lead it to. The constructors that pick a class are in :mod:`gridbuf.storage`; the
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from . import _gridbuf
-from . import mirrored as _mirrored
-from ._field_ufuncs import _call
-from ._gridbuf import FieldMeta, SyncState, layout_from_strides, whole_allocation_plan
-from ._storage_devices import _flat, _is_scalar, _lead, _on_device_value, _Operand, _to_side
-from .errors import GridbufDeviceError, GridbufTypeError
-from .field import Field
-from .mirrored import MirroredField
+from .. import _gridbuf
+from .. import mirrored as _mirrored
+from ..field._ufuncs import _call
+from .._gridbuf import FieldMeta, SyncState, layout_from_strides, whole_allocation_plan
+from ._devices import _flat, _is_scalar, _lead, _on_device_value, _Operand, _to_side
+from ..errors import GridbufDeviceError, GridbufTypeError
+from ..field import Field
+from ..mirrored import MirroredField
 
 # -- the classes --------------------------------------------------------------------------------
 
@@ -313,7 +313,7 @@ class CudaManagedGPUStorage(_FieldStorage):
 
     @property
     def device(self) -> str:
-        from ._gpu import managed_owner
+        from .._gpu import managed_owner
 
         return "gpu" if managed_owner(self._data()) is not None else "host"
 
@@ -331,7 +331,7 @@ class CudaManagedGPUStorage(_FieldStorage):
         """The same memory as a CuPy array (no copy); the NumPy array on the stand-in."""
         if self.device == "host":
             return self._data()
-        from ._interop import as_cupy
+        from .._interop import as_cupy
 
         return as_cupy(self._data())
 
@@ -342,7 +342,7 @@ class CudaManagedGPUStorage(_FieldStorage):
     def synchronize(self) -> None:
         """Wait for the GPU, so that host reads see finished device writes (nothing to copy)."""
         if self.device == "gpu":
-            from ._gpu import cupy_module
+            from .._gpu import cupy_module
 
             cupy_module("synchronize").cuda.runtime.deviceSynchronize()
 
@@ -373,7 +373,7 @@ class CudaManagedGPUStorage(_FieldStorage):
         if type(result) is not Field:
             return result
         if self.device == "gpu":
-            from ._allocation import empty_like
+            from .._allocation import empty_like
 
             managed = empty_like(result.array, managed="cuda")
             CudaManagedGPUStorage(managed, dims=result.dims, halo=result.halo)[...] = result
@@ -618,7 +618,7 @@ def _mirror_of(result: Field, side: str, kind: str) -> SoftwareManagedGPUStorage
     allocation) and whose other buffer is a new one of the same plan; ``side`` is modified."""
     array = result.array
     if side == "device" and kind == "gpu":
-        from ._gpu import device_plan
+        from .._gpu import device_plan
 
         plan = device_plan(array)
     else:

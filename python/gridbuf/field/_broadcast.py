@@ -10,31 +10,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _gridbuf
-from . import _field_cache
-from ._field_cache import _intern, _remember
-from ._gridbuf import FieldDescriptor, FieldMeta
-from .errors import GridbufTypeError, GridbufValueError
+from .. import _gridbuf
+from . import _cache
+from ._cache import _intern, _remember
+from .._gridbuf import FieldDescriptor, FieldMeta
+from ..errors import GridbufTypeError, GridbufValueError
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
-_BROADCASTS = _field_cache._BROADCASTS
+_BROADCASTS = _cache._BROADCASTS
 
 _empty = _gridbuf.empty
 _object_new = object.__new__
 _WEAK = (int, float, complex)
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
+    from .._gridbuf import OutputParams
+    from ._types import FieldLike, _Storage
 
-    from ._gridbuf import OutputParams
-    from .field import Field
-
-    #: What a Field stores about its allocation: (backend, layout or None, row alignment,
-    #: aligned index or None).
-    _Storage: TypeAlias = tuple[str, tuple[int, ...] | None, int, tuple[int, ...] | None]
+    #: The Field class, ``gridbuf.field.Field``, bound here by the package once the class exists
+    #: (the package imports this module, never the other way round).
+    Field: type[FieldLike]
 else:
-    #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
     Field = None
 
 

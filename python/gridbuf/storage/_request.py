@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _gridbuf
-from . import mirrored as _mirrored
-from ._metadata import default_dims, normalize_dims
-from .errors import GridbufError, GridbufTypeError, GridbufValueError, UnknownPresetError
+from .. import _gridbuf
+from .. import mirrored as _mirrored
+from .._metadata import default_dims, normalize_dims
+from ..errors import GridbufError, GridbufTypeError, GridbufValueError, UnknownPresetError
 
 #: The documents' backend names and GT4Py's names for them since.
 LEGACY_DEFAULTS = {"gtx86": "gt:cpu_kfirst", "gtmc": "gt:cpu_ifirst", "gtcuda": "gt:gpu"}

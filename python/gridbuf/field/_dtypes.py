@@ -12,13 +12,13 @@ if TYPE_CHECKING:
 
 import numpy as np
 
-from . import _field_cache
-from ._field_cache import _remember
+from . import _cache
+from ._cache import _remember
 
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
-_DTYPES = _field_cache._DTYPES
+_DTYPES = _cache._DTYPES
 
 def _resolve_dtypes(ufunc: Any, dtypes: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Output dtypes of a ufunc call by NumPy's rules (cached), or None if NumPy cannot say."""

@@ -17,8 +17,8 @@ it computes on. Keywords are renamed to gridbuf's allocation keywords (``axes`` 
 ``defaults`` -> ``backend``) and allocation is done by :func:`gridbuf.empty` and friends,
 :mod:`gridbuf.mirrored` and CuPy (``gridbuf._gpu``). What is left here is the documents' own
 part: which class a call makes, and on which device an operation computes ("Mixing Devices").
-The keywords are checked and renamed in ``gridbuf._storage_request``, and the operands of an
-operation are routed to its device in ``gridbuf._storage_devices``; the classes and the
+The keywords are checked and renamed in ``gridbuf.storage._request``, and the operands of an
+operation are routed to its device in ``gridbuf.storage._devices``; the classes and the
 constructors are here.
 
 The device stand-in
@@ -94,11 +94,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _gridbuf
-from . import mirrored as _mirrored
-from ._allocation import _like_keywords
-from ._gridbuf import SyncState, layout_from_strides
-from ._storage_classes import (
+from .. import _gridbuf
+from .. import mirrored as _mirrored
+from .._allocation import _like_keywords
+from .._gridbuf import SyncState, layout_from_strides
+from ._classes import (
     CPUStorage,
     CudaManagedGPUStorage,
     GPUStorage,
@@ -107,11 +107,11 @@ from ._storage_classes import (
     _FieldStorage,
     _recls,
 )
-from ._storage_devices import _device_only
-from ._storage_request import LEGACY_DEFAULTS, _on_device_keywords, _Request, _resolve, _UNSET  # noqa: F401 - LEGACY_DEFAULTS: still gridbuf.storage's
-from .errors import GridbufDeviceError, GridbufTypeError, GridbufValueError
-from .field import Field
-from .mirrored import as_mirrored
+from ._devices import _device_only
+from ._request import LEGACY_DEFAULTS, _on_device_keywords, _Request, _resolve, _UNSET  # noqa: F401 - LEGACY_DEFAULTS: still gridbuf.storage's
+from ..errors import GridbufDeviceError, GridbufTypeError, GridbufValueError
+from ..field import Field
+from ..mirrored import as_mirrored
 
 __all__ = [
     "CPUStorage",
@@ -405,7 +405,7 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
         if not isinstance(buf, np.ndarray):
             buf = np.asarray(buf)
         if req.device == "gpu":
-            from ._gpu import managed_owner
+            from .._gpu import managed_owner
 
             if managed_owner(buf) is None:
                 raise GridbufDeviceError("invalid data for managed='cuda': it is not CUDA managed memory (allocate it with managed='cuda')")

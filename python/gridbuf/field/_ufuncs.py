@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._field_broadcast import (
+from ._broadcast import (
     _Broadcast,
     _cast_error,
     _gather,
@@ -21,20 +21,23 @@ from ._field_broadcast import (
     _broadcast_of,
     _plain,
 )
-from . import _field_cache
-from ._field_cache import _remember
-from ._field_dtypes import _resolve_dtypes
-from ._field_reductions import _reduce, _scan
-from .errors import GridbufError, GridbufTypeError
+from . import _cache
+from ._cache import _remember
+from ._dtypes import _resolve_dtypes
+from ._reductions import _reduce, _scan
+from ..errors import GridbufError, GridbufTypeError
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
-_CALLS = _field_cache._CALLS
+_CALLS = _cache._CALLS
 
 if TYPE_CHECKING:
-    from .field import Field
+    from ._types import FieldLike
+
+    #: The Field class, ``gridbuf.field.Field``, bound here by the package once the class exists
+    #: (the package imports this module, never the other way round).
+    Field: type[FieldLike]
 else:
-    #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
     Field = None
 
 
@@ -130,13 +133,13 @@ def _allocate_results(ufunc: Any, bc: _Broadcast, arrays: list[Any], res_dtypes:
 
 
 def _binary(ufunc: Any) -> tuple[Any, Any, Any]:
-    def forward(self: Field, other: Any) -> Any:
+    def forward(self: FieldLike, other: Any) -> Any:
         return _call(ufunc, "__call__", (self, other), {})
 
-    def reflected(self: Field, other: Any) -> Any:
+    def reflected(self: FieldLike, other: Any) -> Any:
         return _call(ufunc, "__call__", (other, self), {})
 
-    def inplace(self: Field, other: Any) -> Any:
+    def inplace(self: FieldLike, other: Any) -> Any:
         # ``self op= other``: the general path of _call with out=self, with less to look at.
         operands = (self, other)
         gathered = _gather(operands)
@@ -162,7 +165,7 @@ def _binary(ufunc: Any) -> tuple[Any, Any, Any]:
 
 
 def _unary(ufunc: Any) -> Any:
-    def op(self: Field) -> Any:
+    def op(self: FieldLike) -> Any:
         return _call(ufunc, "__call__", (self,), {})
 
     return op

@@ -10,7 +10,7 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._gridbuf import FieldDescriptor
+    from .._gridbuf import FieldDescriptor
 
 
 #: Entries each cache holds at most.

@@ -5,21 +5,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import _gridbuf
-from ._field_broadcast import _Broadcast, _cast_error, _is_cast_error, _normalize_out
-from . import _field_cache
-from ._field_cache import _remember
-from ._field_dtypes import _probe_dtype
+from .. import _gridbuf
+from ._broadcast import _Broadcast, _cast_error, _is_cast_error, _normalize_out
+from . import _cache
+from ._cache import _remember
+from ._dtypes import _probe_dtype
 
 # Bound by assignment, not import: CPython 3.11 compiles `name.get(...)` on an imported name
 # as an attribute load plus call instead of a method call, which costs tens of nanoseconds.
-_AXIS_CACHE = _field_cache._AXIS_CACHE
+_AXIS_CACHE = _cache._AXIS_CACHE
 
 if TYPE_CHECKING:
-    from ._gridbuf import OutputParams
-    from .field import Field
+    from .._gridbuf import OutputParams
+    from ._types import FieldLike
+
+    #: The Field class, ``gridbuf.field.Field``, bound here by the package once the class exists
+    #: (the package imports this module, never the other way round).
+    Field: type[FieldLike]
 else:
-    #: ``gridbuf.field.Field``, set by that module once the class exists (it imports this one).
     Field = None
 
 
@@ -38,7 +41,7 @@ def _hashable_axis(axis: Any) -> Any:
     return tuple(axis) if isinstance(axis, list) else axis
 
 
-def _reduction(f: Field, axis: Any, keepdims: bool) -> _Reduction:
+def _reduction(f: FieldLike, axis: Any, keepdims: bool) -> _Reduction:
     key = ("reduce", f._key(), _hashable_axis(axis), bool(keepdims))
     bc = _AXIS_CACHE.get(key)
     if bc is None:
@@ -47,12 +50,12 @@ def _reduction(f: Field, axis: Any, keepdims: bool) -> _Reduction:
     return bc
 
 
-def _same_params(f: Field) -> _Reduction:
+def _same_params(f: FieldLike) -> _Reduction:
     """The parameters of ``f`` itself (a reduction over no axes), for copies and ``*_like``."""
     return _reduction(f, (), False)
 
 
-def _reduce(f: Field, fn: Any, axis: Any, keepdims: bool, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
+def _reduce(f: FieldLike, fn: Any, axis: Any, keepdims: bool, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
     """Run a NumPy reduction ``fn`` on a Field, writing into a gridbuf allocation or ``out``."""
     bc = _reduction(f, axis, keepdims)
     nd = f._data()
@@ -79,7 +82,7 @@ def _reduce(f: Field, fn: Any, axis: Any, keepdims: bool, out: Any, kwargs: dict
     return o
 
 
-def _scan(f: Field, fn: Any, axis: Any, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
+def _scan(f: FieldLike, fn: Any, axis: Any, out: Any, kwargs: dict[str, Any], name: Any) -> Any:
     """Run a NumPy scan (accumulate, cumsum) along one axis of a Field; dims are kept."""
     dims = f._meta.dims
     key = ("axis", dims, _hashable_axis(axis))
