@@ -155,7 +155,7 @@ pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<Dim>> {
         )
     };
     if let Ok(s) = obj.cast::<PyString>() {
-        return gridbuf::dims::parse_dims_str(s.to_str()?)
+        return gridbuf::geometry::dims::parse_dims_str(s.to_str()?)
             .map(AxisVec::from_vec)
             .map_err(invalid);
     }

@@ -4,8 +4,8 @@
 use crate::errors::IntoPyResult;
 use crate::extract::lookup;
 use crate::interface_dict::IfaceDict;
-use gridbuf::array_info::{ArrayInfo, Interface};
-use gridbuf::interface::CudaArrayInterfaceDict;
+use gridbuf::arrays::array_info::{ArrayInfo, Interface};
+use gridbuf::arrays::interface::CudaArrayInterfaceDict;
 use pyo3::intern;
 use pyo3::prelude::*;
 

@@ -6,7 +6,7 @@ use crate::convert::{self, type_error, value_error};
 use crate::errors::{to_py, IntoPyResult};
 use crate::extract::{lookup, sys_modules, Found};
 use crate::interface_dict::{repr, IfaceDict};
-use gridbuf::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
+use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
 use gridbuf::Error;
 use pyo3::exceptions::{PyKeyError, PyTypeError};
 use pyo3::intern;
@@ -213,7 +213,7 @@ fn check_entry_extras(d: &IfaceDict<'_, '_>, info: &ArrayInfo) -> PyResult<()> {
                 value_error(&field, &halo, EXPECTED)
             }
         })?;
-        gridbuf::halo::check_fits(&info.shape, &pairs, None, &field).py(py)?;
+        gridbuf::geometry::halo::check_fits(&info.shape, &pairs, None, &field).py(py)?;
     }
     for key in [
         intern!(py, "acquire"),

@@ -31,7 +31,7 @@ use crate::dlpack::extract_dlpack;
 use crate::errors::{to_py, IntoPyResult};
 use crate::interface_dict::IfaceDict;
 use crate::numpy_interop::{array_info_of_ndarray, as_exact_ndarray, as_ndarray, ndarray_type};
-use gridbuf::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
+use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
 use gridbuf::Error;
 use pyo3::ffi;
 use pyo3::intern;

@@ -9,7 +9,7 @@ use crate::data_interface::{field_array, is_dataarray};
 use crate::errors::{to_py, IntoPyResult};
 use crate::extract::{extract, extract_array, Extracted};
 use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
-use gridbuf::array_info::{ArrayInfo, DType};
+use gridbuf::arrays::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
     bind, parse_intent, ArgMeta, BoundCall, CallCache, CallKey, CallOrigin, FieldParam, Signature,
     Signatures, View3,
@@ -381,7 +381,7 @@ fn run_native(
     crate::numpy_interop::detach_if(py, !small, run).py(py)
 }
 
-fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
+fn run_typed<T: gridbuf::kernels::Float + gridbuf::arrays::array_info::Element>(
     kernel: &'static dyn Kernel,
     sig: &Signature,
     ptrs: &[usize],
@@ -412,7 +412,7 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
         &inputs,
         &mut outputs,
         domain,
-        gridbuf::threads::configured(),
+        gridbuf::runtime::threads::configured(),
     )
 }
 
@@ -722,7 +722,8 @@ pub fn python_stencil(
         let descr = PyArrayDescr::new(py, get("dtype")?)?;
         let dtype = crate::numpy_interop::dtype_of_descr(&descr)?;
         let dims =
-            gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
+            gridbuf::geometry::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?)
+                .py(py)?;
         let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
         let intent = parse_intent(get("intent")?.cast::<PyString>()?.to_str()?).py(py)?;
         let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());

@@ -44,7 +44,7 @@ pub(crate) fn dims_from(
     source: &str,
 ) -> PyResult<Vec<Dim>> {
     let names = dim_names(dims, source)?;
-    gridbuf::dims::parse_names_as(&names, ndim, source, Some(&repr(dims)))
+    gridbuf::geometry::dims::parse_names_as(&names, ndim, source, Some(&repr(dims)))
         .map(|d| d.into_vec())
         .py(dims.py())
 }
@@ -90,7 +90,7 @@ pub fn normalize_dims<'py>(
 /// The default dims of an array with `ndim` axes: ``"IJK"[:ndim]``, then data dims.
 #[pyfunction]
 pub fn default_dims(py: Python<'_>, ndim: usize) -> PyResult<Bound<'_, PyTuple>> {
-    dims_tuple(py, &gridbuf::dims::default_dims(ndim))
+    dims_tuple(py, &gridbuf::geometry::dims::default_dims(ndim))
 }
 
 /// Whether every name is a gt dim name (`I`, `J`, `K` or a decimal string).
@@ -112,7 +112,7 @@ pub(crate) fn dataarray_own_dims(da: &Bound<'_, PyAny>) -> PyResult<Option<Vec<D
     let ndim: usize = da.getattr(intern!(da.py(), "ndim"))?.extract()?;
     // A DataArray labelled with other names (lat, lon, ...) declares no gt dims.
     Ok(
-        gridbuf::dims::parse_names(&names, Some(ndim), "DataArray.dims")
+        gridbuf::geometry::dims::parse_names(&names, Some(ndim), "DataArray.dims")
             .ok()
             .map(|d| d.into_vec()),
     )
@@ -167,7 +167,7 @@ pub(crate) fn dims_of(obj: &Bound<'_, PyAny>, ndim: Option<usize>) -> PyResult<O
     if module.to_str()?.starts_with("xarray.") && obj.hasattr(intern!(py, "dims"))? {
         let names = xarray_dim_names(obj)?;
         if all_gt_names(&names) {
-            return gridbuf::dims::parse_names(&names, ndim, "DataArray.dims")
+            return gridbuf::geometry::dims::parse_names(&names, ndim, "DataArray.dims")
                 .py(py)
                 .map(|d| Some(d.into_vec()));
         }

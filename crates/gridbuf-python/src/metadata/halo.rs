@@ -9,7 +9,7 @@ pub(crate) fn halo_from(
     dims: Option<&[Dim]>,
 ) -> PyResult<Vec<(usize, usize)>> {
     let pairs = crate::convert::halo(halo)?.into_vec();
-    gridbuf::halo::check_fits(shape, &pairs, dims, "halo").py(halo.py())?;
+    gridbuf::geometry::halo::check_fits(shape, &pairs, dims, "halo").py(halo.py())?;
     Ok(pairs)
 }
 

@@ -1,7 +1,7 @@
 //! What an array says about itself besides its memory, read in one place: its dims
 //! (`__gt_dims__`, the data interface's `"dims"`, an xarray `DataArray`'s `.dims`), its origin
 //! (`__gt_origin__`), its halo, and the metadata a `gridbuf.Field` carries ([`FieldMeta`]).
-//! The rules are the core's (`gridbuf::dims`, `origin`, `halo`, `Plan::is_whole`); this module
+//! The rules are the core's (`gridbuf::geometry::dims`, `origin`, `halo`, `Plan::is_whole`); this module
 //! converts Python values to the names and ints they take. `gridbuf._metadata` and `gridbuf.Field` call these functions, and
 //! the stencil binder reads the same values without going through Python code.
 //!
@@ -29,7 +29,7 @@ use crate::data_interface::{data_interface_of, gpu_entry, host_entry, is_dataarr
 use crate::errors::{to_py, IntoPyResult};
 use crate::extract::lookup;
 use gridbuf::binding::ArgMeta;
-use gridbuf::dims::Dim;
+use gridbuf::geometry::dims::Dim;
 use gridbuf::Error;
 use pyo3::exceptions::PyKeyError;
 use pyo3::intern;
