@@ -16,6 +16,9 @@
 //! | buffer protocol             | [`BufferView::parse`]                   | CPU             |
 //! | `__dlpack__`                | [`DLPackOwner::array_info`], [`array_info_from_dltensor`] | from the tensor |
 //!
+//! Which of them describes an object that offers several, and which others must then agree,
+//! is [`precedence`]'s rule.
+//!
 //! An `__array_interface__` whose `data` is `None` fails with
 //! [`Error::BufferProtocolRequired`](crate::Error::BufferProtocolRequired): the binding then
 //! acquires the object's buffer, stores it as [`DataField::Buffer`] and parses again.
@@ -25,6 +28,7 @@ pub mod buffer_protocol;
 pub mod cuda_array_interface;
 pub mod dlpack;
 mod fields;
+pub mod precedence;
 
 pub use array_interface::{ArrayInterfaceDict, DataField, ARRAY_INTERFACE_VERSION};
 pub use buffer_protocol::BufferView;
