@@ -3,7 +3,7 @@
 
 use crate::buffer_protocol::with_buffer;
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::Found;
+use crate::found::Found;
 use crate::interface_dict::{repr, IfaceDict};
 use gridbuf::arrays::array_info::{ArrayDevice, Interface};
 use gridbuf::arrays::interface::{ArrayInterfaceDict, DataField};

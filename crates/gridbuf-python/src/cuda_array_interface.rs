@@ -2,8 +2,8 @@
 //! `CudaArrayInterfaceDict`.
 
 use crate::errors::IntoPyResult;
-use crate::extract::lookup;
 use crate::interface_dict::IfaceDict;
+use crate::pyobj::lookup;
 use gridbuf::arrays::array_info::{ArrayInfo, Interface};
 use gridbuf::arrays::interface::CudaArrayInterfaceDict;
 use pyo3::intern;

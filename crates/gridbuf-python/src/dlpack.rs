@@ -3,7 +3,8 @@
 
 use crate::convert::type_error;
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::{lookup, Found};
+use crate::found::Found;
+use crate::pyobj::lookup;
 use gridbuf::arrays::interface::dlpack::device_type_name;
 use gridbuf::arrays::interface::{
     DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackOwner,

@@ -49,16 +49,3 @@ pub fn normalize_halo<'py>(
     };
     pairs_tuple(halo.py(), &halo_from(halo, &shape, dims.as_deref())?)
 }
-
-/// The halo a data interface entry declares (its lower sides), in index order.
-pub(crate) fn entry_halo_lower(entry: &Bound<'_, PyAny>) -> PyResult<Option<Vec<usize>>> {
-    match entry_get(entry, intern!(entry.py(), "halo"))? {
-        Some(h) => Ok(Some(
-            crate::convert::halo(&h)?
-                .into_iter()
-                .map(|(lo, _)| lo)
-                .collect(),
-        )),
-        None => Ok(None),
-    }
-}
