@@ -5,10 +5,10 @@
 //! An exact `numpy.ndarray` is read from its C struct, without attribute lookups. A
 //! `gridbuf.Field` and an xarray `DataArray` describe the array they hold. For any other object
 //! the description comes from the first interface it offers in the core's order
-//! (`gridbuf::arrays::interface::precedence::ORDER`: NumPy's struct for a plain subclass, the host
-//! entry of `__gt_data_interface__`, `__array_interface__`, the GPU entry, `__cuda_array_interface__`,
-//! `__dlpack__`, the buffer protocol); this module only asks the object for each in turn and
-//! parses the one chosen.
+//! (`gridbuf::arrays::interface::precedence::ORDER`: NumPy's struct for a plain subclass, the
+//! host entry of `__gt_data_interface__`, `__array_interface__`, the GPU entry,
+//! `__cuda_array_interface__`, `__dlpack__`, the buffer protocol); this module only asks the
+//! object for each in turn and parses the one chosen.
 //!
 //! The interfaces the core's `precedence::cross_checks` names are read as well and must
 //! describe the same array; where they disagree the object is refused rather than one of them
