@@ -9,7 +9,7 @@ use crate::found::Found;
 use crate::interface_dict::{repr, IfaceDict};
 use crate::pyobj::{lookup, mapping_get};
 use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
-use gridbuf::{Dim, Error};
+use gridbuf::{AxisVec, Dim, Error};
 use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -24,7 +24,7 @@ pub(crate) struct EntryDecl<'py> {
     /// Its `"dims"`, one per axis.
     pub(crate) dims: Option<Vec<Dim>>,
     /// Its `"halo"`, (lower, upper) per axis, fitting the shape.
-    pub(crate) halo: Option<Vec<(usize, usize)>>,
+    pub(crate) halo: Option<AxisVec<(usize, usize)>>,
     /// Its `acquire`, `touch` and `release`, each callable or absent.
     pub(crate) callbacks: EntryCallbacks<'py>,
 }
@@ -195,7 +195,7 @@ fn entry_decl<'py>(d: &IfaceDict<'_, 'py>, info: &ArrayInfo) -> PyResult<EntryDe
                 }
             })?;
             gridbuf::geometry::halo::check_fits(&info.shape, &pairs, None, &field).py(py)?;
-            Some(pairs.into_vec())
+            Some(pairs)
         }
         None => None,
     };

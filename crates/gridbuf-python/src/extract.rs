@@ -57,12 +57,13 @@ pub struct Extracted<'py> {
     /// or `None` when no data interface described the array.
     pub data_interface: Option<Bound<'py, PyAny>>,
     /// What that entry declares (dims, halo, callbacks), converted when it was checked; `Some`
-    /// exactly when `data_interface` is.
-    pub(crate) decl: Option<EntryDecl<'py>>,
+    /// exactly when `data_interface` is. Boxed (as is the next field), so that the record of a
+    /// plain array, which has neither, stays small.
+    pub(crate) decl: Option<Box<EntryDecl<'py>>>,
     /// The object's data interface where it has one that described nothing (an object whose
     /// `__array_interface__` came before its GPU entry), kept so that what it declares is read
     /// without evaluating it again.
-    pub(crate) unused_data_interface: Option<DataInterface<'py>>,
+    pub(crate) unused_data_interface: Option<Box<DataInterface<'py>>>,
     /// Whether `keepalive` is an exact `numpy.ndarray` that `info` describes whole.
     pub(crate) whole_ndarray: bool,
 }
@@ -154,7 +155,7 @@ fn extract_dataarray<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Ext
         info,
         keepalive: obj.clone(),
         data_interface: Some(entry),
-        decl: Some(decl),
+        decl: Some(Box::new(decl)),
         unused_data_interface: None,
         whole_ndarray: false,
     })
@@ -268,7 +269,7 @@ fn extract_generic<'py>(
             };
             let (found, decl) = parse_entry(obj, di, &e, host)?;
             entry = Some(e);
-            (found, Some(decl))
+            (found, Some(Box::new(decl)))
         }
         Source::ArrayInterface => {
             let ai = offers.ai.take().expect("offered");
@@ -304,7 +305,7 @@ fn extract_generic<'py>(
     // Whether an interface read its memory through the object's buffer, which then need not
     // describe the array the same way.
     let mut raw_buffer = found.own_buffer;
-    let managed = decl.as_ref().is_some_and(EntryDecl::has_callbacks);
+    let managed = decl.as_ref().is_some_and(|d| d.has_callbacks());
     for &check in precedence::cross_checks(source, managed) {
         match check {
             Source::ArrayInterface => {
@@ -332,7 +333,7 @@ fn extract_generic<'py>(
     }
     let unused_data_interface = match entry {
         Some(_) => None,
-        None => offers.di,
+        None => offers.di.map(Box::new),
     };
     Ok(Extracted {
         info: found.info,
