@@ -62,9 +62,9 @@ pub(crate) fn read_arg<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResul
             Ok(Arg { meta, ..inner })
         }
         kind @ Kind::Other => {
-            let ex = extract_kind(obj, kind, false)?;
+            let mut ex = extract_kind(obj, kind, false)?;
             let meta = ArgMeta {
-                dims: declared_dims(obj, &ex)?,
+                dims: declared_dims(obj, &mut ex)?,
                 origin: origin_of(obj, Some(&ex.info.shape))?,
                 halo_lower: ex
                     .decl
@@ -93,19 +93,20 @@ impl<'py> Arg<'py> {
 /// The dims an object other than a NumPy array, Field or DataArray declares, checked against
 /// the array `ex` read from it: its `__gt_dims__`, else the `"dims"` of its data interface's
 /// entry (host, else GPU), else (xarray objects) its `.dims` when they are gt names. The rule of
-/// `metadata::dims_of`, reading the data interface from `ex` instead of the object.
-fn declared_dims(obj: &Bound<'_, PyAny>, ex: &Extracted<'_>) -> PyResult<Option<Vec<Dim>>> {
+/// `metadata::dims_of`, reading the data interface from `ex` instead of the object (the entry's
+/// dims are taken out of `ex`, not copied).
+fn declared_dims(obj: &Bound<'_, PyAny>, ex: &mut Extracted<'_>) -> PyResult<Option<Vec<Dim>>> {
     let py = obj.py();
     let ndim = Some(ex.info.ndim());
     if let Some(dims) = lookup(obj, intern!(py, "__gt_dims__"))? {
         return dims_from(&dims, ndim, "__gt_dims__").map(Some);
     }
-    match (&ex.decl, &ex.unused_data_interface) {
+    match (&mut ex.decl, &ex.unused_data_interface) {
         // The entry that described the memory is the host entry, else the GPU entry: the one
         // whose dims count, checked when it was read.
         (Some(decl), _) => {
             if decl.dims.is_some() {
-                return Ok(decl.dims.clone());
+                return Ok(decl.dims.take());
             }
         }
         // The array interface described the memory, before a GPU entry.
