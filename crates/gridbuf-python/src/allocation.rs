@@ -90,7 +90,7 @@ impl<'py> Keywords<'py> {
                 .map_err(|_| type_error(param, b, "expected a preset name (str) or None"))?
                 .to_str()?,
         };
-        let preset = gridbuf::preset::lookup(name, param).py(py)?;
+        let preset = gridbuf::allocation::preset::lookup(name, param).py(py)?;
         let mut req = PlanRequest::new(shape, dtype.itemsize, preset);
         req.subarray_shape = dtype.subarray_shape.clone();
         if let Some(v) = &self.dimensions {
@@ -321,7 +321,9 @@ fn allocate<'py>(
     if let Fill::Value(value) = fill {
         let pattern = element_bytes(py, value, &dtype.base)?;
         let data: &mut [MaybeUninit<u8>] = &mut buffer.as_uninit_mut()[plan.byte_offset..];
-        detach_if(py, true, || gridbuf::fill::fill_pattern(data, &pattern));
+        detach_if(py, true, || {
+            gridbuf::allocation::fill::fill_pattern(data, &pattern)
+        });
     }
     wrap_array(py, dtype.base, buffer, plan)
 }
@@ -574,7 +576,7 @@ numpy.ndarray
         let src_ptr = data_ptr(&source) as usize;
         let src_strides = source.strides().to_vec();
         let dst_strides: Vec<isize> = plan.strides.iter().map(|&s| s as isize).collect();
-        let copy = gridbuf::copy::CopyPlan::new(plan.itemsize, &full_shape, &src_strides, &dst_strides);
+        let copy = gridbuf::arrays::copy::CopyPlan::new(plan.itemsize, &full_shape, &src_strides, &dst_strides);
         detach_if(py, true, || {
             if copy.changes_layout() {
                 // The copy writes all over the destination at once: fault its pages in first,

@@ -4,7 +4,7 @@
 use crate::errors::{to_py, IntoPyResult};
 use crate::extract::{extract, extract_array};
 use crate::numpy_interop::{array_from_raw_parts, descr_of_dtype, NPY_MAXDIMS};
-use gridbuf::array_info::ArrayInfo;
+use gridbuf::arrays::array_info::ArrayInfo;
 use gridbuf::error::format_tuple;
 use gridbuf::Error;
 use numpy::PyArrayDescr;

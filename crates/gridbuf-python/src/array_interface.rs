@@ -3,10 +3,10 @@
 
 use crate::buffer_protocol::with_buffer;
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::Found;
+use crate::found::Found;
 use crate::interface_dict::{repr, IfaceDict};
-use gridbuf::array_info::{ArrayDevice, Interface};
-use gridbuf::interface::{ArrayInterfaceDict, DataField};
+use gridbuf::arrays::array_info::{ArrayDevice, Interface};
+use gridbuf::arrays::interface::{ArrayInterfaceDict, DataField};
 use gridbuf::Error;
 use pyo3::ffi;
 use pyo3::intern;

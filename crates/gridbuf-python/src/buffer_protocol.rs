@@ -1,7 +1,7 @@
 //! Reading an object's buffer protocol (PEP 3118) into the core's `BufferView`.
 
-use gridbuf::array_info::ArrayInfo;
-use gridbuf::interface::BufferView;
+use gridbuf::arrays::array_info::ArrayInfo;
+use gridbuf::arrays::interface::BufferView;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use std::ffi::{c_int, CStr};

@@ -1,11 +1,12 @@
-//! Extraction of allocation arguments from Python objects, with gridbuf errors that name the
-//! parameter and the value.
+//! Python arguments to core values (shapes, halos, dims, dims given as names), with gridbuf
+//! errors that name the parameter and the value.
 
-use crate::errors::{raise, to_py, Class};
+use crate::errors::{raise, to_py, Class, IntoPyResult};
 use gridbuf::error::{InvalidTypeMessage, InvalidValueMessage};
 use gridbuf::{AxisVec, Dim, Error};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyInt, PyList, PyMapping, PyString, PyTuple};
 
 /// `repr(obj)`, the way messages show a value.
 pub fn repr(obj: &Bound<'_, PyAny>) -> String {
@@ -155,7 +156,7 @@ pub fn dims(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<Dim>> {
         )
     };
     if let Ok(s) = obj.cast::<PyString>() {
-        return gridbuf::dims::parse_dims_str(s.to_str()?)
+        return gridbuf::geometry::dims::parse_dims_str(s.to_str()?)
             .map(AxisVec::from_vec)
             .map_err(invalid);
     }
@@ -190,4 +191,51 @@ pub fn alias<'py>(
         )),
         (a, b) => Ok(a.or(b)),
     }
+}
+
+/// The name of one dims entry: a str, the `__gt_axis_name__` of an object, or the `.value` of
+/// an enum member.
+pub(crate) fn dim_name(d: &Bound<'_, PyAny>, source: &str) -> PyResult<String> {
+    let py = d.py();
+    if let Ok(s) = d.cast::<PyString>() {
+        return Ok(s.to_str()?.to_owned());
+    }
+    let name = match d.getattr_opt(intern!(py, "__gt_axis_name__"))? {
+        Some(n) if !n.is_none() => n,
+        _ => d
+            .getattr_opt(intern!(py, "value"))?
+            .unwrap_or_else(|| d.clone()),
+    };
+    match name.cast::<PyString>() {
+        Ok(s) => Ok(s.to_str()?.to_owned()),
+        Err(_) => Err(to_py(py, Error::dim_entry_type(source, &repr(d)))),
+    }
+}
+
+/// The names dims are given as: one per character of a string, else one per entry of a
+/// sequence (see [`dim_name`]).
+pub(crate) fn dim_names(dims: &Bound<'_, PyAny>, source: &str) -> PyResult<Vec<String>> {
+    let py = dims.py();
+    if let Ok(s) = dims.cast::<PyString>() {
+        return Ok(s.to_str()?.chars().map(String::from).collect());
+    }
+    let not_names = || to_py(py, Error::dims_not_names(source, repr(dims)));
+    if dims.is_instance_of::<PyBytes>() || dims.cast::<PyMapping>().is_ok() {
+        return Err(not_names());
+    }
+    let iter = dims.try_iter().map_err(|_| not_names())?;
+    iter.map(|d| dim_name(&d?, source)).collect()
+}
+
+/// Dims given as a string or a sequence of names, checked by the core rule (valid names, none
+/// repeated, one per axis when `ndim` is given).
+pub(crate) fn dims_from(
+    dims: &Bound<'_, PyAny>,
+    ndim: Option<usize>,
+    source: &str,
+) -> PyResult<Vec<Dim>> {
+    let names = dim_names(dims, source)?;
+    gridbuf::geometry::dims::parse_names_as(&names, ndim, source, Some(&repr(dims)))
+        .map(|d| d.into_vec())
+        .py(dims.py())
 }

@@ -2,10 +2,10 @@
 //! `CudaArrayInterfaceDict`.
 
 use crate::errors::IntoPyResult;
-use crate::extract::lookup;
 use crate::interface_dict::IfaceDict;
-use gridbuf::array_info::{ArrayInfo, Interface};
-use gridbuf::interface::CudaArrayInterfaceDict;
+use crate::pyobj::lookup;
+use gridbuf::arrays::array_info::{ArrayInfo, Interface};
+use gridbuf::arrays::interface::CudaArrayInterfaceDict;
 use pyo3::intern;
 use pyo3::prelude::*;
 

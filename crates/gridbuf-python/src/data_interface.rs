@@ -1,56 +1,39 @@
-//! Reading `__gt_data_interface__` (and the older `__gt_interface__`), and recognising the
-//! wrappers that carry one: `gridbuf.Field` and xarray's `DataArray`.
+//! Reading `__gt_data_interface__` (and the older `__gt_interface__`): the mapping, its host and
+//! GPU entries, and one entry parsed and checked with what it declares besides its memory
+//! ([`EntryDecl`]: dims, halo, callbacks), converted once.
 
 use crate::array_interface::parse_array_dict;
-use crate::convert::{self, type_error, value_error};
+use crate::convert::{self, dims_from, type_error, value_error};
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::{lookup, sys_modules, Found};
+use crate::found::Found;
 use crate::interface_dict::{repr, IfaceDict};
-use gridbuf::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
-use gridbuf::Error;
-use pyo3::exceptions::{PyKeyError, PyTypeError};
+use crate::pyobj::{lookup, mapping_get};
+use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
+use gridbuf::{AxisVec, Dim, Error};
+use pyo3::exceptions::PyTypeError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyMapping, PyType};
+use pyo3::types::PyMapping;
 
-/// The array an exact `gridbuf.Field` holds; `None` for anything else.
-pub(crate) fn field_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    static FIELD: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let py = obj.py();
-    let field = FIELD.get_or_try_init(py, || -> PyResult<Py<PyType>> {
-        Ok(py
-            .import("gridbuf.field")?
-            .getattr("Field")?
-            .cast_into::<PyType>()?
-            .unbind())
-    })?;
-    if !obj.get_type().is(field.bind(py)) {
-        return Ok(None);
-    }
-    obj.getattr_opt(intern!(py, "_array"))
+/// The `acquire`, `touch` and `release` callables of one data-interface entry.
+pub(crate) type EntryCallbacks<'py> = [Option<Bound<'py, PyAny>>; 3];
+
+/// What a data-interface entry declares besides its memory, checked (against the array the
+/// entry describes) and converted once, when the entry is parsed.
+pub(crate) struct EntryDecl<'py> {
+    /// Its `"dims"`, one per axis.
+    pub(crate) dims: Option<Vec<Dim>>,
+    /// Its `"halo"`, (lower, upper) per axis, fitting the shape.
+    pub(crate) halo: Option<AxisVec<(usize, usize)>>,
+    /// Its `acquire`, `touch` and `release`, each callable or absent.
+    pub(crate) callbacks: EntryCallbacks<'py>,
 }
 
-/// Whether `obj` is an xarray `DataArray` (xarray is never imported for this).
-pub(crate) fn is_dataarray(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
-    static DATAARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-    let py = obj.py();
-    if let Some(cls) = DATAARRAY.get(py) {
-        return obj.is_instance(cls.bind(py));
+impl EntryDecl<'_> {
+    /// Whether the entry has any of `acquire`, `touch` and `release`.
+    pub(crate) fn has_callbacks(&self) -> bool {
+        self.callbacks.iter().any(Option::is_some)
     }
-    let Some(xr) = sys_modules(py)?.get_item(intern!(py, "xarray"))? else {
-        return Ok(false);
-    };
-    // xarray may be half imported (we may be called while it loads): then nothing is cached.
-    let Some(cls) = xr.getattr_opt(intern!(py, "DataArray"))? else {
-        return Ok(false);
-    };
-    let Ok(cls) = cls.cast_into::<PyType>() else {
-        return Ok(false);
-    };
-    let result = obj.is_instance(&cls);
-    let _ = DATAARRAY.set(py, cls.unbind());
-    result
 }
 
 /// A data interface: the attribute it came from and the mapping.
@@ -94,23 +77,15 @@ fn entry_of<'py>(
     di: &DataInterface<'py>,
     keys: [Bound<'py, PyAny>; 2],
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let py = di.mapping.py();
     for key in keys {
-        let value = match di.mapping.cast::<PyDict>() {
-            Ok(dict) => dict.get_item(key)?,
-            Err(_) => match di.mapping.get_item(key) {
-                Ok(v) => Some(v),
-                Err(e) if e.is_instance_of::<PyKeyError>(py) => None,
-                Err(e) => return Err(e),
-            },
-        };
-        if let Some(v) = value.filter(|v| !v.is_none()) {
+        if let Some(v) = mapping_get(&di.mapping, &key)? {
             return Ok(Some(v));
         }
     }
     Ok(None)
 }
 
+/// The host entry (key `None`, else `"cpu"`) of a data interface.
 pub(crate) fn host_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = di.mapping.py();
     entry_of(
@@ -122,6 +97,7 @@ pub(crate) fn host_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<
     )
 }
 
+/// The GPU entry (key `"gpu"`, else `"cuda"`) of a data interface.
 pub(crate) fn gpu_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
     let py = di.mapping.py();
     entry_of(
@@ -133,6 +109,7 @@ pub(crate) fn gpu_entry<'py>(di: &DataInterface<'py>) -> PyResult<Option<Bound<'
     )
 }
 
+/// The error for a data interface with neither a host nor a GPU entry.
 pub(crate) fn no_entry(di: &DataInterface<'_>) -> PyErr {
     let py = di.mapping.py();
     let keys = di
@@ -144,13 +121,14 @@ pub(crate) fn no_entry(di: &DataInterface<'_>) -> PyErr {
     to_py(py, Error::no_device_entry(di.attr, &keys))
 }
 
-/// Parses and checks one data-interface entry (host memory when `host`, else GPU memory).
+/// Parses and checks one data-interface entry (host memory when `host`, else GPU memory), and
+/// what it declares besides its memory.
 pub(crate) fn parse_entry<'py>(
     obj: &Bound<'py, PyAny>,
     di: &DataInterface<'py>,
     entry: &Bound<'py, PyAny>,
     host: bool,
-) -> PyResult<Found<'py>> {
+) -> PyResult<(Found<'py>, EntryDecl<'py>)> {
     let py = obj.py();
     let result = (|| {
         let d = IfaceDict::new(entry, Interface::DataInterface)?;
@@ -166,8 +144,8 @@ pub(crate) fn parse_entry<'py>(
         if !host {
             found.info.stream = entry_stream(&d)?;
         }
-        check_entry_extras(&d, &found.info)?;
-        Ok(found)
+        let decl = entry_decl(&d, &found.info)?;
+        Ok((found, decl))
     })();
     // Messages name the canonical attribute; say the one the object has.
     result.map_err(|e: PyErr| {
@@ -194,37 +172,51 @@ fn entry_stream(d: &IfaceDict<'_, '_>) -> PyResult<Option<i64>> {
     }
 }
 
-/// Checks `dims`, `halo`, `acquire`, `release` and `touch` of a data-interface entry.
-fn check_entry_extras(d: &IfaceDict<'_, '_>, info: &ArrayInfo) -> PyResult<()> {
+/// Checks and converts `dims`, `halo`, `acquire`, `release` and `touch` of a data-interface
+/// entry describing `info`.
+fn entry_decl<'py>(d: &IfaceDict<'_, 'py>, info: &ArrayInfo) -> PyResult<EntryDecl<'py>> {
     let py = d.obj.py();
     let ndim = info.ndim();
     let dims_key = intern!(py, "dims");
-    if let Some(dims) = d.get(dims_key)? {
-        crate::metadata::dims_from(&dims, Some(ndim), &d.field(dims_key))?;
-    }
+    let dims = match d.get(dims_key)? {
+        Some(dims) => Some(dims_from(&dims, Some(ndim), &d.field(dims_key))?),
+        None => None,
+    };
     let halo_key = intern!(py, "halo");
-    if let Some(halo) = d.get(halo_key)? {
-        let field = d.field(halo_key);
-        const EXPECTED: &str = "expected one non-negative int or (lower, upper) pair per axis";
-        let pairs = convert::halo(&halo).map_err(|e| {
-            if e.is_instance_of::<PyTypeError>(py) {
-                type_error(&field, &halo, EXPECTED)
-            } else {
-                value_error(&field, &halo, EXPECTED)
-            }
-        })?;
-        gridbuf::halo::check_fits(&info.shape, &pairs, None, &field).py(py)?;
-    }
-    for key in [
+    let halo = match d.get(halo_key)? {
+        Some(halo) => {
+            let field = d.field(halo_key);
+            const EXPECTED: &str = "expected one non-negative int or (lower, upper) pair per axis";
+            let pairs = convert::halo(&halo).map_err(|e| {
+                if e.is_instance_of::<PyTypeError>(py) {
+                    type_error(&field, &halo, EXPECTED)
+                } else {
+                    value_error(&field, &halo, EXPECTED)
+                }
+            })?;
+            gridbuf::geometry::halo::check_fits(&info.shape, &pairs, None, &field).py(py)?;
+            Some(pairs)
+        }
+        None => None,
+    };
+    // Checked in the order acquire, release, touch; kept as acquire, touch, release.
+    let mut checked: [Option<Bound<'py, PyAny>>; 3] = [None, None, None];
+    for (slot, key) in checked.iter_mut().zip([
         intern!(py, "acquire"),
         intern!(py, "release"),
         intern!(py, "touch"),
-    ] {
+    ]) {
         if let Some(f) = d.get(key)? {
             if !f.is_callable() {
                 return Err(type_error(&d.field(key), &f, "expected a callable or None"));
             }
+            *slot = Some(f);
         }
     }
-    Ok(())
+    let [acquire, release, touch] = checked;
+    Ok(EntryDecl {
+        dims,
+        halo,
+        callbacks: [acquire, touch, release],
+    })
 }

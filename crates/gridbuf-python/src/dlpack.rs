@@ -3,9 +3,12 @@
 
 use crate::convert::type_error;
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::{lookup, Found};
-use gridbuf::interface::dlpack::device_type_name;
-use gridbuf::interface::{DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackOwner};
+use crate::found::Found;
+use crate::pyobj::lookup;
+use gridbuf::arrays::interface::dlpack::device_type_name;
+use gridbuf::arrays::interface::{
+    DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackOwner,
+};
 use gridbuf::Error;
 use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;

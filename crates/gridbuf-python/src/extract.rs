@@ -1,43 +1,47 @@
-//! Reading arrays from Python objects: [`extract`] for Rust callers (the stencil binder), and
-//! the Python functions `array_info` and `as_numpy`.
+//! Reading arrays from Python objects: [`extract`] for Rust callers (the argument reader of the
+//! stencil binder, `array_info`, halo exchanges), and the Python functions `array_info` and
+//! `as_numpy` through it.
 //!
-//! An exact `numpy.ndarray` is read from its C struct, without attribute lookups. For any other
-//! object the description comes from the first of these it has:
+//! An exact `numpy.ndarray` is read from its C struct, without attribute lookups. A
+//! `gridbuf.Field` and an xarray `DataArray` describe the array they hold. For any other object
+//! the description comes from the first interface it offers in the core's order
+//! (`gridbuf::arrays::interface::precedence::ORDER`: NumPy's struct for a plain subclass, the
+//! host entry of `__gt_data_interface__`, `__array_interface__`, the GPU entry,
+//! `__cuda_array_interface__`, `__dlpack__`, the buffer protocol); this module only asks the
+//! object for each in turn and parses the one chosen.
 //!
-//! 1. the host entry (key `None` or `"cpu"`) of its `__gt_data_interface__` (or of the older
-//!    `__gt_interface__`);
-//! 2. `__array_interface__` (version 3);
-//! 3. the GPU entry (key `"gpu"` or `"cuda"`) of its data interface;
-//! 4. `__cuda_array_interface__` (versions 2 and 3);
-//! 5. `__dlpack__` (a versioned capsule where the producer can make one, else a legacy one);
-//! 6. the buffer protocol.
-//!
-//! The cheap interfaces that are also present are parsed as well and must describe the same
-//! array: behind a host data-interface entry the array interface and the buffer protocol,
-//! behind an array interface the buffer protocol, behind a GPU entry the CUDA array interface.
-//! Where they disagree the object is refused rather than one of them guessed; where one of
-//! them says read-only, the array is read-only. `__dlpack__` is called only when nothing else
-//! describes the array, since it hands out ownership. A `gridbuf.Field` and an xarray
-//! `DataArray` describe the array they hold. Nothing here reads or writes the described memory.
+//! The interfaces the core's `precedence::cross_checks` names are read as well and must
+//! describe the same array; where they disagree the object is refused rather than one of them
+//! guessed; where one of them says read-only, the array is read-only. `__dlpack__` is called
+//! only when nothing else describes the array, since it hands out ownership. Nothing here reads
+//! or writes the described memory.
 
 use crate::array_interface::parse_array_dict;
 use crate::buffer_protocol::{parse_buffer, with_buffer};
 use crate::convert::type_error;
 use crate::cuda_array_interface::{cuda_array_interface_of, parse_cuda_dict};
 use crate::data_interface::{
-    data_interface_of, field_array, gpu_entry, host_entry, is_dataarray, no_entry, parse_entry,
+    data_interface_of, gpu_entry, host_entry, no_entry, parse_entry, DataInterface, EntryDecl,
 };
 use crate::dlpack::extract_dlpack;
 use crate::errors::{to_py, IntoPyResult};
+use crate::found::Found;
 use crate::interface_dict::IfaceDict;
-use crate::numpy_interop::{array_info_of_ndarray, as_exact_ndarray, as_ndarray, ndarray_type};
-use gridbuf::array_info::{ArrayDevice, ArrayInfo, DeviceKind, Interface};
+use crate::numpy_interop::{array_info_of_ndarray, as_ndarray, ndarray_type};
+use crate::pyobj::{kind_of, lookup, sys_modules, Kind};
+use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, Interface};
+use gridbuf::arrays::interface::precedence::{self, Source};
 use gridbuf::Error;
+use numpy::PyUntypedArray;
 use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyMemoryView, PyString};
+use pyo3::types::PyMemoryView;
+
+// The exact-ndarray fast path of `extract_impl` (and of the argument reader) runs before the
+// core's order is walked: it is the order's first source.
+const _: () = assert!(matches!(precedence::ORDER[0], Source::NdarrayStruct));
 
 /// An array read from a Python object.
 pub struct Extracted<'py> {
@@ -52,8 +56,31 @@ pub struct Extracted<'py> {
     /// and the optional `dims`, `halo`, `acquire`, `release` and `touch`, checked to be valid),
     /// or `None` when no data interface described the array.
     pub data_interface: Option<Bound<'py, PyAny>>,
+    /// What that entry declares (dims, halo, callbacks), converted when it was checked; `Some`
+    /// exactly when `data_interface` is. Boxed (as is the next field), so that the record of a
+    /// plain array, which has neither, stays small.
+    pub(crate) decl: Option<Box<EntryDecl<'py>>>,
+    /// The object's data interface where it has one that described nothing (an object whose
+    /// `__array_interface__` came before its GPU entry), kept so that what it declares is read
+    /// without evaluating it again.
+    pub(crate) unused_data_interface: Option<Box<DataInterface<'py>>>,
     /// Whether `keepalive` is an exact `numpy.ndarray` that `info` describes whole.
     pub(crate) whole_ndarray: bool,
+}
+
+impl<'py> Extracted<'py> {
+    /// An array read from NumPy's struct, with nothing declared.
+    #[inline]
+    fn plain(info: ArrayInfo, keepalive: Bound<'py, PyAny>, whole_ndarray: bool) -> Self {
+        Extracted {
+            info,
+            keepalive,
+            data_interface: None,
+            decl: None,
+            unused_data_interface: None,
+            whole_ndarray,
+        }
+    }
 }
 
 /// Reads the array `obj` describes, by the rules of this module. A `gridbuf.Field` and an
@@ -73,196 +100,258 @@ pub fn extract_array<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
     extract_impl(obj, true)
 }
 
-fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracted<'py>> {
-    let py = obj.py();
-    if let Some(array) = as_exact_ndarray(obj) {
-        return Ok(Extracted {
-            info: array_info_of_ndarray(array)?,
-            keepalive: obj.clone(),
-            data_interface: None,
-            whole_ndarray: true,
-        });
-    }
-    if let Some(inner) = field_array(obj)? {
-        if unwrap {
-            return extract_impl(&inner, unwrap);
-        }
-    } else if is_dataarray(obj)? {
-        let data = obj.getattr(intern!(py, "data"))?;
-        let inner = extract_impl(&data, unwrap)?;
-        if unwrap {
-            return Ok(inner);
-        }
-        return match data_interface_of(obj)? {
-            None => Ok(inner),
-            Some(di) => {
-                let (found, entry) = match host_entry(&di)? {
-                    Some(entry) => (parse_entry(obj, &di, &entry, true)?, entry),
-                    None => match gpu_entry(&di)? {
-                        Some(entry) => (parse_entry(obj, &di, &entry, false)?, entry),
-                        None => return Err(no_entry(&di)),
-                    },
-                };
-                let mut info = found.info;
-                check_agree(py, &mut info, &inner.info)?;
-                Ok(Extracted {
-                    info,
-                    keepalive: obj.clone(),
-                    data_interface: Some(entry),
-                    whole_ndarray: false,
-                })
-            }
-        };
-    }
-    if let Some(array) = as_ndarray(obj) {
-        if is_masked(obj)? {
-            return Err(type_error(
-                "array",
-                &obj.get_type().into_any(),
-                "masked arrays are not supported, since a stencil would read and write the \
-                 masked elements too; pass arr.data (ignoring the mask) or arr.filled(value)",
-            ));
-        }
-        // A subclass that keeps NumPy's __array_interface__ (and so its buffer protocol, which
-        // says the same) and adds no data interface is read from the struct as well.
-        if !overrides_array_interface(obj)? && data_interface_of(obj)?.is_none() {
-            return Ok(Extracted {
-                info: array_info_of_ndarray(array)?,
-                keepalive: obj.clone(),
-                data_interface: None,
-                whole_ndarray: false,
-            });
-        }
-    }
-    extract_generic(obj)
-}
-
-/// The attribute `name` of `obj`; `None` when it is missing or None.
-///
-/// Python 3.13 looks up a missing attribute without raising (and catching) an AttributeError;
-/// before 3.13 only the builtin `getattr` with a default does, so it is called instead, which
-/// is several times faster for the interfaces an object does not have.
+/// Reads an object [`kind_of`] found to be `kind` (see [`extract`] and [`extract_array`]).
 #[inline]
-pub(crate) fn lookup<'py>(
+pub(crate) fn extract_kind<'py>(
     obj: &Bound<'py, PyAny>,
-    name: &Bound<'py, PyString>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    static GETATTR: PyOnceLock<Option<Py<PyAny>>> = PyOnceLock::new();
+    kind: Kind<'_, 'py>,
+    unwrap: bool,
+) -> PyResult<Extracted<'py>> {
+    match kind {
+        Kind::ExactNdarray(array) => Ok(Extracted::plain(
+            array_info_of_ndarray(array)?,
+            obj.clone(),
+            true,
+        )),
+        Kind::Field(inner) if unwrap => extract_impl(&inner, unwrap),
+        Kind::DataArray => extract_dataarray(obj, unwrap),
+        Kind::Field(_) | Kind::Other => extract_other(obj),
+    }
+}
+
+#[inline]
+fn extract_impl<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracted<'py>> {
+    extract_kind(obj, kind_of(obj)?, unwrap)
+}
+
+/// An xarray `DataArray`: its data, or (not `unwrap`) the entry of its own data interface,
+/// checked against its data.
+fn extract_dataarray<'py>(obj: &Bound<'py, PyAny>, unwrap: bool) -> PyResult<Extracted<'py>> {
     let py = obj.py();
-    let getattr = GETATTR.get_or_try_init(py, || -> PyResult<Option<Py<PyAny>>> {
-        if py.version_info() >= (3, 13) {
-            return Ok(None);
-        }
-        Ok(Some(py.import("builtins")?.getattr("getattr")?.unbind()))
-    })?;
-    let value = match getattr {
-        None => obj.getattr_opt(name)?,
-        Some(getattr) => Some(getattr.bind(py).call1((obj, name, py.None()))?),
+    let data = obj.getattr(intern!(py, "data"))?;
+    let inner = extract_impl(&data, unwrap)?;
+    if unwrap {
+        return Ok(inner);
+    }
+    let Some(di) = data_interface_of(obj)? else {
+        return Ok(inner);
     };
-    Ok(value.filter(|v| !v.is_none()))
+    let (found, decl, entry) = match host_entry(&di)? {
+        Some(entry) => {
+            let (found, decl) = parse_entry(obj, &di, &entry, true)?;
+            (found, decl, entry)
+        }
+        None => match gpu_entry(&di)? {
+            Some(entry) => {
+                let (found, decl) = parse_entry(obj, &di, &entry, false)?;
+                (found, decl, entry)
+            }
+            None => return Err(no_entry(&di)),
+        },
+    };
+    let mut info = found.info;
+    check_agree(py, &mut info, &inner.info)?;
+    Ok(Extracted {
+        info,
+        keepalive: obj.clone(),
+        data_interface: Some(entry),
+        decl: Some(Box::new(decl)),
+        unused_data_interface: None,
+        whole_ndarray: false,
+    })
 }
 
-/// A description found through one interface, and what keeps its memory alive.
-pub(crate) struct Found<'py> {
-    pub(crate) info: ArrayInfo,
-    pub(crate) keepalive: Bound<'py, PyAny>,
-    /// Whether the memory was read through the object's own buffer protocol (`data` None),
-    /// whose shape and format then need not match the interface's.
-    pub(crate) own_buffer: bool,
+/// Any object other than an exact NumPy array, a Field being unwrapped or a DataArray.
+fn extract_other<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
+    let subclass = as_ndarray(obj);
+    if subclass.is_some() && is_masked(obj)? {
+        return Err(type_error(
+            "array",
+            &obj.get_type().into_any(),
+            "masked arrays are not supported, since a stencil would read and write the \
+             masked elements too; pass arr.data (ignoring the mask) or arr.filled(value)",
+        ));
+    }
+    extract_generic(obj, subclass)
 }
 
-fn extract_generic<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
+/// What an object was found to offer while the core's order was walked.
+struct Offers<'py> {
+    di: Option<DataInterface<'py>>,
+    host: Option<Bound<'py, PyAny>>,
+    ai: Option<Bound<'py, PyAny>>,
+    gpu: Option<Bound<'py, PyAny>>,
+    cai: Option<Bound<'py, PyAny>>,
+    dlpack: Option<Bound<'py, PyAny>>,
+    has_buffer: bool,
+}
+
+impl<'py> Offers<'py> {
+    /// Whether the object offers `source`, looked up now (each interface at most once).
+    fn offers(
+        &mut self,
+        obj: &Bound<'py, PyAny>,
+        subclass: Option<&Bound<'py, PyUntypedArray>>,
+        source: Source,
+    ) -> PyResult<bool> {
+        let py = obj.py();
+        Ok(match source {
+            // A subclass that keeps NumPy's __array_interface__ (and so its buffer protocol,
+            // which says the same) and adds no data interface.
+            Source::NdarrayStruct => {
+                subclass.is_some() && !overrides_array_interface(obj)? && self.di.is_none()
+            }
+            Source::DataInterfaceHost => self.host.is_some(),
+            Source::ArrayInterface => {
+                self.ai = lookup(obj, intern!(py, "__array_interface__"))?;
+                self.ai.is_some()
+            }
+            Source::DataInterfaceGpu => {
+                if let Some(di) = &self.di {
+                    self.gpu = gpu_entry(di)?;
+                }
+                self.gpu.is_some()
+            }
+            Source::DataInterfaceWithoutEntry => self.di.is_some(),
+            Source::CudaArrayInterface => {
+                self.cai = cuda_array_interface_of(obj)?;
+                self.cai.is_some()
+            }
+            Source::DLPack => {
+                self.dlpack = lookup(obj, intern!(py, "__dlpack__"))?;
+                self.dlpack.is_some()
+            }
+            Source::BufferProtocol => self.has_buffer,
+        })
+    }
+}
+
+/// Reads `obj` through the first interface it offers in the core's order, then checks the
+/// others the core names against it. `subclass`: `obj` as a NumPy array, where it is an
+/// instance of a subclass.
+fn extract_generic<'py>(
+    obj: &Bound<'py, PyAny>,
+    subclass: Option<&Bound<'py, PyUntypedArray>>,
+) -> PyResult<Extracted<'py>> {
     let py = obj.py();
     let di = data_interface_of(obj)?;
+    let host = match &di {
+        Some(di) => host_entry(di)?,
+        None => None,
+    };
+    let mut offers = Offers {
+        di,
+        host,
+        ai: None,
+        gpu: None,
+        cai: None,
+        dlpack: None,
+        // SAFETY: `obj` is a live object; the check only reads its type's buffer slot.
+        has_buffer: unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } != 0,
+    };
+    let source = precedence::first(|s| offers.offers(obj, subclass, s))?;
+    let Some(source) = source else {
+        return Err(no_interface(obj));
+    };
     let mut entry = None;
-    let mut primary: Option<Found<'py>> = None;
-    // Whether an interface read its memory through the object's buffer, which then need not
-    // describe the array the same way.
-    let mut raw_buffer = false;
-    if let Some(di) = &di {
-        if let Some(e) = host_entry(di)? {
-            let found = parse_entry(obj, di, &e, true)?;
-            raw_buffer |= found.own_buffer;
-            primary = Some(found);
+    let (mut found, decl) = match source {
+        Source::NdarrayStruct => {
+            let array = subclass.expect("NdarrayStruct is offered by NumPy arrays only");
+            let info = array_info_of_ndarray(array)?;
+            return Ok(Extracted::plain(info, obj.clone(), false));
+        }
+        Source::DataInterfaceHost | Source::DataInterfaceGpu => {
+            let host = source == Source::DataInterfaceHost;
+            let (di, e) = match (&offers.di, offers.host.take(), offers.gpu.take()) {
+                (Some(di), Some(e), _) if host => (di, e),
+                (Some(di), _, Some(e)) if !host => (di, e),
+                _ => unreachable!("a data-interface entry is offered only where it was found"),
+            };
+            let (found, decl) = parse_entry(obj, di, &e, host)?;
             entry = Some(e);
+            (found, Some(Box::new(decl)))
         }
-    }
-    // The plain array interface is read besides a host entry of the data interface, to check
-    // that both describe the same memory, unless the entry has callbacks: memory managed by
-    // acquire/touch/release is accessed only through them (a plain read of a mirrored field
-    // syncs and marks its host side modified, which would dirty every input of a stencil).
-    let managed = match &entry {
-        Some(e) => crate::metadata::entry_callbacks(e)?
-            .iter()
-            .any(Option::is_some),
-        None => false,
-    };
-    let ai = match managed {
-        true => None,
-        false => lookup(obj, intern!(py, "__array_interface__"))?,
-    };
-    if let Some(ai) = &ai {
-        let d = IfaceDict::new(ai, Interface::ArrayInterface)?;
-        let found = parse_array_dict(obj, &d, Interface::ArrayInterface, ArrayDevice::CPU)?;
-        raw_buffer |= found.own_buffer;
-        match &mut primary {
-            Some(p) => check_agree(py, &mut p.info, &found.info)?,
-            None => primary = Some(found),
+        Source::ArrayInterface => {
+            let ai = offers.ai.take().expect("offered");
+            (parse_array_interface(obj, &ai)?, None)
         }
-    }
-    if primary.is_none() {
-        if let Some(di) = &di {
-            if let Some(e) = gpu_entry(di)? {
-                let mut found = parse_entry(obj, di, &e, false)?;
-                if let Some(cai) = cuda_array_interface_of(obj)? {
-                    check_agree(py, &mut found.info, &parse_cuda_dict(&cai)?)?;
-                }
-                primary = Some(found);
-                entry = Some(e);
-            } else {
-                return Err(no_entry(di));
-            }
+        Source::DataInterfaceWithoutEntry => {
+            return Err(no_entry(offers.di.as_ref().expect("offered")));
         }
-    }
-    if primary.is_none() {
-        if let Some(cai) = cuda_array_interface_of(obj)? {
-            primary = Some(Found {
+        Source::CudaArrayInterface => {
+            let cai = offers.cai.take().expect("offered");
+            let found = Found {
                 info: parse_cuda_dict(&cai)?,
                 keepalive: obj.clone(),
                 own_buffer: false,
-            });
+            };
+            (found, None)
         }
-    }
-    if primary.is_none() {
-        if let Some(dlpack) = lookup(obj, intern!(py, "__dlpack__"))? {
-            primary = Some(extract_dlpack(obj, &dlpack)?);
+        Source::DLPack => {
+            let dlpack = offers.dlpack.take().expect("offered");
+            (extract_dlpack(obj, &dlpack)?, None)
         }
-    }
-    // SAFETY: `obj` is a live object; the check only reads its type's buffer slot.
-    let has_buffer = unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } != 0;
-    let mut found = match primary {
-        Some(found) => found,
-        None if has_buffer => {
+        Source::BufferProtocol => {
             let view = PyMemoryView::from(obj)?.into_any();
             let info = with_buffer(&view, ffi::PyBUF_RECORDS_RO, parse_buffer)?.py(py)?;
-            Found {
+            let found = Found {
                 info,
                 keepalive: view,
                 own_buffer: true,
-            }
+            };
+            (found, None)
         }
-        None => return Err(no_interface(obj)),
     };
-    if has_buffer && !found.own_buffer && !raw_buffer && found.info.device.kind == DeviceKind::Cpu {
-        let buffer = with_buffer(obj, ffi::PyBUF_RECORDS_RO, parse_buffer)?.py(py)?;
-        check_agree(py, &mut found.info, &buffer)?;
+    // Whether an interface read its memory through the object's buffer, which then need not
+    // describe the array the same way.
+    let mut raw_buffer = found.own_buffer;
+    let managed = decl.as_ref().is_some_and(|d| d.has_callbacks());
+    for &check in precedence::cross_checks(source, managed) {
+        match check {
+            Source::ArrayInterface => {
+                if let Some(ai) = lookup(obj, intern!(py, "__array_interface__"))? {
+                    let other = parse_array_interface(obj, &ai)?;
+                    raw_buffer |= other.own_buffer;
+                    check_agree(py, &mut found.info, &other.info)?;
+                }
+            }
+            Source::CudaArrayInterface => {
+                if let Some(cai) = cuda_array_interface_of(obj)? {
+                    check_agree(py, &mut found.info, &parse_cuda_dict(&cai)?)?;
+                }
+            }
+            Source::BufferProtocol => {
+                if offers.has_buffer
+                    && precedence::checks_buffer(found.info.device.kind, raw_buffer)
+                {
+                    let buffer = with_buffer(obj, ffi::PyBUF_RECORDS_RO, parse_buffer)?.py(py)?;
+                    check_agree(py, &mut found.info, &buffer)?;
+                }
+            }
+            other => unreachable!("the core names no {other:?} cross-check"),
+        }
     }
+    let unused_data_interface = match entry {
+        Some(_) => None,
+        None => offers.di.map(Box::new),
+    };
     Ok(Extracted {
         info: found.info,
         keepalive: found.keepalive,
         data_interface: entry,
+        decl,
+        unused_data_interface,
         whole_ndarray: false,
     })
+}
+
+/// Parses `__array_interface__` (the dict `ai`) of `obj`.
+fn parse_array_interface<'py>(
+    obj: &Bound<'py, PyAny>,
+    ai: &Bound<'py, PyAny>,
+) -> PyResult<Found<'py>> {
+    let d = IfaceDict::new(ai, Interface::ArrayInterface)?;
+    parse_array_dict(obj, &d, Interface::ArrayInterface, ArrayDevice::CPU)
 }
 
 /// Checks that `other` describes the same array as `info`, and makes `info` read-only when
@@ -305,17 +394,4 @@ fn is_masked(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
             None => Ok(false),
         },
     }
-}
-
-pub(crate) fn sys_modules(py: Python<'_>) -> PyResult<&Bound<'_, PyDict>> {
-    static MODULES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
-    MODULES
-        .get_or_try_init(py, || -> PyResult<Py<PyDict>> {
-            Ok(py
-                .import("sys")?
-                .getattr("modules")?
-                .cast_into::<PyDict>()?
-                .unbind())
-        })
-        .map(|m| m.bind(py))
 }

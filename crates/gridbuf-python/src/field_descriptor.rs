@@ -4,7 +4,7 @@
 
 use crate::errors::IntoPyResult;
 use crate::metadata::dims_tuple;
-use gridbuf::labelled::{FieldInfo, OutputParams as CoreOutputParams};
+use gridbuf::arrays::labelled::{FieldInfo, OutputParams as CoreOutputParams};
 use gridbuf::{AxisVec, Dim};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
@@ -110,7 +110,7 @@ impl FieldDescriptor {
                 .py(py)?;
         } else {
             let layout = crate::convert::usize_seq(&layout, "layout")?.into_vec();
-            let base = gridbuf::preset::lookup(&backend, "backend")
+            let base = gridbuf::allocation::preset::lookup(&backend, "backend")
                 .py(py)?
                 .base_layout;
             info = info

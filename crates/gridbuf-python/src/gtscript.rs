@@ -4,8 +4,8 @@
 
 use crate::errors::{to_py, IntoPyResult};
 use gridbuf::gtscript::{self, FieldMem, Jit, Lane, Lanes, Plan, Ty, Value};
-use gridbuf::interrupt::{run_watched, Interrupt};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
+use gridbuf::runtime::interrupt::{run_watched, Interrupt};
 use gridbuf::Error;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -237,7 +237,7 @@ impl GtProgram {
         let plan = Arc::clone(&self.plan);
         let jit = self.jit.clone();
         // Ctrl-C: the thread that called polls Python's signal handlers (see
-        // `gridbuf::interrupt`); the handler's exception (KeyboardInterrupt) is raised after
+        // `gridbuf::runtime::interrupt`); the handler's exception (KeyboardInterrupt) is raised after
         // the stencil stopped at its next tile or loop pass.
         let raised: Mutex<Option<PyErr>> = Mutex::new(None);
         let poll = || {
@@ -251,7 +251,7 @@ impl GtProgram {
             .is_err()
         };
         let stop = Interrupt::polled(&poll);
-        let threads = gridbuf::threads::configured();
+        let threads = gridbuf::runtime::threads::configured();
         let run = || -> gridbuf::Result<()> {
             // SAFETY: the views come from the stencil binder, which checked that each lies
             // inside its array (origin, domain and extent on every axis, in elements of the

@@ -4,9 +4,9 @@
 
 use crate::errors::{to_py, IntoPyResult};
 use crate::extract::extract_array;
-use gridbuf::array_info::DeviceKind;
-use gridbuf::decomposition::Decomposition;
-use gridbuf::halo_exchange::{ExchangePlan, FieldLayout};
+use gridbuf::arrays::array_info::DeviceKind;
+use gridbuf::distribution::decomposition::Decomposition;
+use gridbuf::distribution::halo_exchange::{ExchangePlan, FieldLayout};
 use gridbuf::Error;
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::prelude::*;

@@ -4,7 +4,7 @@
 
 use crate::convert::{type_error, value_error};
 use crate::errors::to_py;
-use gridbuf::array_info::Interface;
+use gridbuf::arrays::array_info::Interface;
 use gridbuf::Error;
 use pyo3::exceptions::{PyKeyError, PyOverflowError};
 use pyo3::intern;

@@ -1,4 +1,4 @@
-//! Private helpers of the `Field` wrapper: thin wrappers over `gridbuf::labelled` that take and
+//! Private helpers of the `Field` wrapper: thin wrappers over `gridbuf::arrays::labelled` that take and
 //! return plain tuples, so that the Python side can cache their answers per combination of
 //! dims, shapes and storage parameters.
 //!
@@ -11,8 +11,10 @@ use crate::errors::IntoPyResult;
 use crate::field_descriptor::{
     dims_arg, halo_arg, FieldDescriptor, OutputParams as PyOutputParams,
 };
-use gridbuf::dims::default_dims;
-use gridbuf::labelled::{self, Alignment, AxisRef, IndexItem, Indexed, Operand, OutputParams};
+use gridbuf::arrays::labelled::{
+    self, Alignment, AxisRef, IndexItem, Indexed, Operand, OutputParams,
+};
+use gridbuf::geometry::dims::default_dims;
 use gridbuf::Dim;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyEllipsis, PyInt, PySlice, PyString, PyTuple};
@@ -116,7 +118,7 @@ fn empty_kwargs<'py>(
     backend: &str,
     p: &OutputParams,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let preset = gridbuf::preset::lookup(backend, "backend").py(py)?;
+    let preset = gridbuf::allocation::preset::lookup(backend, "backend").py(py)?;
     let kw = PyDict::new(py);
     if backend != "C" {
         kw.set_item("backend", backend)?;

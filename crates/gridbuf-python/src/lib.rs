@@ -7,14 +7,19 @@
 //! - [`numpy_interop`]: NumPy arrays from raw parts, dtypes both ways, releasing the GIL;
 //! - [`allocation`], [`presets`], [`labelled`], [`stencil`]: the Python API of `plan`,
 //!   `preset`, `labelled` and `binding`;
-//! - reading arrays (`array_info` in the core): [`extract`] (the order of the interfaces),
-//!   [`interface_dict`], [`array_interface`], [`cuda_array_interface`], [`data_interface`],
-//!   [`buffer_protocol`], [`dlpack`], and [`array_info`] (the `ArrayInfo` class, `array_info`,
-//!   `as_numpy`).
+//! - reading arrays (`arrays` in the core), from the bottom up: [`pyobj`] (attribute and
+//!   mapping lookups, which kind of object an argument is), [`found`] (what a parser returns),
+//!   [`interface_dict`], then one parser per interface: [`array_interface`],
+//!   [`cuda_array_interface`], [`data_interface`], [`buffer_protocol`], [`dlpack`]; then
+//!   [`extract`] (walks the core's order of interfaces, `precedence`, and parses the one it
+//!   picks), [`metadata`] (what an array declares), [`argument`] (a stencil argument read once
+//!   into the record the binder uses), and [`array_info`] (the `ArrayInfo` class,
+//!   `array_info`, `as_numpy`). No parser imports a module above it.
 
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
 mod allocation;
+mod argument;
 mod array_info;
 mod array_interface;
 mod buffer_protocol;
@@ -25,6 +30,7 @@ mod dlpack;
 mod errors;
 mod extract;
 mod field_descriptor;
+mod found;
 mod gtscript;
 mod halo_exchange;
 mod interface_dict;
@@ -32,6 +38,7 @@ mod labelled;
 mod metadata;
 mod numpy_interop;
 mod presets;
+mod pyobj;
 mod stencil;
 mod sync_state;
 

@@ -3,7 +3,7 @@
 //! around native work. Nothing else in the binding crate calls NumPy's C API.
 
 use crate::errors::to_py;
-use gridbuf::array_info::{ArrayDevice, ArrayInfo, ByteOrder, DType, DTypeKind, Interface};
+use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, ByteOrder, DType, DTypeKind, Interface};
 use gridbuf::{AxisVec, Error};
 use numpy::npyffi::{self, npy_intp, NPY_ARRAY_WRITEABLE, NPY_TYPES, PY_ARRAY_API};
 use numpy::{

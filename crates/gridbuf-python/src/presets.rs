@@ -70,7 +70,7 @@ impl PyPreset {
         dimensions: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let dims = convert::dims(dimensions, "dimensions")?;
-        gridbuf::dims::validate_dims(&dims, dims.len()).py(py)?;
+        gridbuf::geometry::dims::validate_dims(&dims, dims.len()).py(py)?;
         PyTuple::new(py, self.inner.layout_map(&dims))
     }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -88,7 +88,7 @@ impl PyPreset {
 #[pyfunction]
 pub fn presets(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let out = PyDict::new(py);
-    for p in gridbuf::preset::all() {
+    for p in gridbuf::allocation::preset::all() {
         out.set_item(p.name.clone(), PyPreset { inner: p })?;
     }
     Ok(out)
@@ -101,7 +101,7 @@ pub fn preset(py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<PyPreset> {
         .cast::<PyString>()
         .map_err(|_| type_error("name", name, "expected a preset name (str)"))?;
     Ok(PyPreset {
-        inner: gridbuf::preset::lookup(name.to_str()?, "name").py(py)?,
+        inner: gridbuf::allocation::preset::lookup(name.to_str()?, "name").py(py)?,
     })
 }
 
@@ -120,7 +120,7 @@ pub fn register_preset(
     let base_layout = base_layout_from_py(base_layout)?;
     let preset = Preset::new(name, device, base_layout, alignment).py(py)?;
     Ok(PyPreset {
-        inner: gridbuf::preset::register(preset, replace).py(py)?,
+        inner: gridbuf::allocation::preset::register(preset, replace).py(py)?,
     })
 }
 
@@ -132,6 +132,6 @@ pub fn layout_map<'py>(
     base_layout: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let dims = convert::dims(dimensions, "dimensions")?;
-    gridbuf::dims::validate_dims(&dims, dims.len()).py(py)?;
+    gridbuf::geometry::dims::validate_dims(&dims, dims.len()).py(py)?;
     PyTuple::new(py, base_layout_from_py(base_layout)?.layout_map(&dims))
 }

@@ -1,15 +1,14 @@
 //! Stencil objects: the argument binder in front of native Rust kernels and Python kernels.
 //!
-//! A call extracts every field through the array interfaces, reads what it declares (dims,
-//! origin, data-interface halo), binds it with the core binder (cached under the full call key,
+//! A call reads every field once (`argument::read_arg`: its memory through the array
+//! interfaces, and what it declares: dims, origin, data-interface halo, callbacks), binds it with the core binder (cached under the full call key,
 //! never a hash alone), checks pointer overlaps, then runs the kernel between the data
 //! interface's acquire / touch / release calls.
 
-use crate::data_interface::{field_array, is_dataarray};
+use crate::argument::{callbacks_of_arg, read_arg, Arg};
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::{extract, extract_array, Extracted};
-use crate::metadata::{dims_of, entry_callbacks, entry_halo_lower, origin_of, FieldMeta, PyHooks};
-use gridbuf::array_info::{ArrayInfo, DType};
+use crate::metadata::{EntryCallbacks, PyHooks};
+use gridbuf::arrays::array_info::{ArrayInfo, DType};
 use gridbuf::binding::{
     bind, parse_intent, ArgMeta, BoundCall, CallCache, CallKey, CallOrigin, FieldParam, Signature,
     Signatures, View3,
@@ -18,7 +17,6 @@ use gridbuf::kernels::Kernel;
 use gridbuf::Device;
 use ndarray::{ArrayView3, ArrayViewMut3};
 use numpy::PyArrayDescr;
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use std::sync::Arc;
@@ -44,72 +42,6 @@ pub struct Stencil {
     scalars: Vec<String>,
     /// The checked calls, by call key (the core binder's cache).
     cache: CallCache<Prepared>,
-}
-
-/// One field argument of a call, extracted.
-struct Arg<'py> {
-    ex: Extracted<'py>,
-    meta: ArgMeta,
-}
-
-/// Reads one field argument: its memory, and the dims, origin and halo it declares. A
-/// `gridbuf.Field` is read from its array and its [`FieldMeta`]; an xarray `DataArray` from its
-/// data and its `.dims`; a plain NumPy array declares nothing; anything else is asked for
-/// `__gt_dims__`, `__gt_origin__` and its data interface. No Python code runs for the first
-/// three (the data interface of anything else may be a Python property).
-#[inline]
-fn arg_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Arg<'py>> {
-    if crate::numpy_interop::is_exact_ndarray(obj) {
-        return Ok(Arg {
-            ex: extract(obj)?,
-            meta: ArgMeta::default(),
-        });
-    }
-    if let Some(inner) = field_array(obj)? {
-        let ex = extract_array(&inner)?;
-        let meta = obj.getattr(intern!(py, "_meta"))?;
-        let meta = meta.cast::<FieldMeta>()?.get().arg_meta().clone();
-        return Ok(Arg { ex, meta });
-    }
-    if is_dataarray(obj)? {
-        let inner = arg_of(py, &obj.getattr(intern!(py, "data"))?)?;
-        let dims = crate::metadata::dataarray_own_dims(obj)?;
-        if let Some(dims) = &dims {
-            crate::metadata::check_dataarray_dims(py, dims, inner.meta.dims.as_deref())?;
-        }
-        let origin = origin_of(obj, Some(&inner.ex.info.shape))?;
-        let meta = ArgMeta {
-            dims,
-            origin,
-            halo_lower: inner.meta.halo_lower,
-        };
-        return Ok(Arg { ex: inner.ex, meta });
-    }
-    let ex = extract(obj)?;
-    let meta = ArgMeta {
-        dims: dims_of(obj, Some(ex.info.ndim()))?,
-        origin: origin_of(obj, Some(&ex.info.shape))?,
-        halo_lower: match &ex.data_interface {
-            Some(entry) => entry_halo_lower(entry)?,
-            None => None,
-        },
-    };
-    Ok(Arg { ex, meta })
-}
-
-/// The memory of an argument and the data interface its callbacks come from, without what it
-/// declares: a Field's and a DataArray's are those of the array they hold.
-fn memory_of<'py>(py: Python<'py>, obj: &Bound<'py, PyAny>) -> PyResult<Extracted<'py>> {
-    if crate::numpy_interop::is_exact_ndarray(obj) {
-        return extract(obj);
-    }
-    if let Some(inner) = field_array(obj)? {
-        return extract_array(&inner);
-    }
-    if is_dataarray(obj)? {
-        return memory_of(py, &obj.getattr(intern!(py, "data"))?);
-    }
-    extract(obj)
 }
 
 fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -148,18 +80,18 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
 
 /// The data-interface callbacks of the fields (acquire, touch, release), when any field has a
 /// data interface.
-fn hooks<'py>(args: &[Arg<'py>]) -> PyResult<Option<PyHooks<'py>>> {
-    if args.iter().all(|a| a.ex.data_interface.is_none()) {
-        return Ok(None);
+fn hooks<'py>(args: &[Arg<'py>]) -> Option<PyHooks<'py>> {
+    if args.iter().all(|a| a.callbacks.is_none()) {
+        return None;
     }
-    let per_field = args
-        .iter()
-        .map(|a| match &a.ex.data_interface {
-            Some(entry) => entry_callbacks(entry),
-            None => Ok([None, None, None]),
-        })
-        .collect::<PyResult<Vec<_>>>()?;
-    Ok(Some(PyHooks { per_field }))
+    Some(hooks_of(args.iter().map(|a| a.callbacks.clone())))
+}
+
+/// The hooks of fields with these callbacks (`None`: no data interface described the field).
+fn hooks_of<'py>(callbacks: impl Iterator<Item = Option<EntryCallbacks<'py>>>) -> PyHooks<'py> {
+    PyHooks {
+        per_field: callbacks.map(|c| c.unwrap_or([None, None, None])).collect(),
+    }
 }
 
 /// Runs `run` between the callbacks in the core's order (`gridbuf::binding::callbacks`).
@@ -206,16 +138,16 @@ impl Stencil {
         let mut fields = Vec::with_capacity(n);
         for (obj, f) in args.iter().zip(&self.sigs.default.fields) {
             let wrap = |e: PyErr| to_py(py, gridbuf::Error::stencil_field(&f.name, &self.name, e));
-            fields.push(arg_of(py, &obj).map_err(wrap)?);
+            fields.push(read_arg(py, &obj).map_err(wrap)?);
         }
-        let sig = self.sigs.for_first(fields.first().map(|a| a.ex.info.dtype));
+        let sig = self.sigs.for_first(fields.first().map(|a| a.info.dtype));
         let origin = parse_origin(origin)?;
         let domain = match domain.filter(|d| !d.is_none()) {
             Some(d) => Some(crate::convert::usize_seq(d, "domain")?),
             None => None,
         };
         let pairs: Vec<(&ArrayInfo, &ArgMeta)> =
-            fields.iter().map(|a| (&a.ex.info, &a.meta)).collect();
+            fields.iter().map(|a| (&a.info, &a.meta)).collect();
         let bound = self.binding(
             py,
             sig,
@@ -225,7 +157,7 @@ impl Stencil {
             domain.as_deref(),
             validate,
         )?;
-        let ptrs: Vec<usize> = fields.iter().map(|a| a.ex.info.ptr).collect();
+        let ptrs: Vec<usize> = fields.iter().map(|a| a.info.ptr).collect();
         bound.call.check_overlaps(sig, &ptrs).py(py)?;
         Ok(Prepare {
             fields,
@@ -326,20 +258,20 @@ impl Prepared {
     fn native(call: BoundCall, sig: &Signature, fields: &[Arg<'_>]) -> gridbuf::Result<Prepared> {
         let f32 = fields
             .first()
-            .is_some_and(|a| a.ex.info.dtype == DType::FLOAT32);
+            .is_some_and(|a| a.info.dtype == DType::FLOAT32);
         let mut views = Vec::with_capacity(fields.len());
         for ((a, b), f) in fields.iter().zip(&call.fields).zip(&sig.fields) {
             let info = ArrayInfo {
-                ptr: (a.ex.info.ptr as isize).wrapping_add(b.byte_offset) as usize,
+                ptr: (a.info.ptr as isize).wrapping_add(b.byte_offset) as usize,
                 shape: b.shape.clone(),
                 strides: b.strides.clone(),
-                ..a.ex.info.clone()
+                ..a.info.clone()
             };
             let out = f.intent.is_output();
             let view = if f32 {
-                View3::new::<f32>(&info, a.ex.info.ptr, out)
+                View3::new::<f32>(&info, a.info.ptr, out)
             } else {
-                View3::new::<f64>(&info, a.ex.info.ptr, out)
+                View3::new::<f64>(&info, a.info.ptr, out)
             };
             views.push(view.map_err(|e| gridbuf::Error::kernel_view(&f.name, &e))?);
         }
@@ -381,7 +313,7 @@ fn run_native(
     crate::numpy_interop::detach_if(py, !small, run).py(py)
 }
 
-fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
+fn run_typed<T: gridbuf::kernels::Float + gridbuf::arrays::array_info::Element>(
     kernel: &'static dyn Kernel,
     sig: &Signature,
     ptrs: &[usize],
@@ -412,7 +344,7 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::array_info::Element>(
         &inputs,
         &mut outputs,
         domain,
-        gridbuf::threads::configured(),
+        gridbuf::runtime::threads::configured(),
     )
 }
 
@@ -425,7 +357,7 @@ fn numpy_views<'py>(
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
     let mut out = Vec::with_capacity(fields.len());
     for ((a, v), d) in fields.iter().zip(&call.fields).zip(descrs) {
-        let data = (a.ex.info.ptr as isize).wrapping_add(v.byte_offset) as usize;
+        let data = (a.info.ptr as isize).wrapping_add(v.byte_offset) as usize;
         // SAFETY: shape and strides describe a view the binder checked to lie inside the source
         // array, which is writeable unless read-only; the keepalive owns that memory.
         let arr = unsafe {
@@ -435,8 +367,8 @@ fn numpy_views<'py>(
                 v.shape.iter().copied(),
                 v.strides.iter().copied(),
                 data as *mut std::os::raw::c_void,
-                !a.ex.info.readonly,
-                a.ex.keepalive.clone(),
+                !a.info.readonly,
+                a.keepalive.clone(),
             )?
         };
         out.push(arr);
@@ -491,7 +423,7 @@ impl Stencil {
             bound,
             sig,
         } = self.prepare(py, args, origin, domain, validate_args)?;
-        around(hooks(&fields)?, sig, || match &self.body {
+        around(hooks(&fields), sig, || match &self.body {
             Body::Native { kernel, .. } => run_native(py, *kernel, sig, &ptrs, &bound),
             Body::Python { func, descrs } => {
                 let np_views = numpy_views(py, &fields, &bound.call, descrs)?;
@@ -538,11 +470,11 @@ impl Stencil {
             }
             Body::Native { .. } => None,
         };
-        let has_callbacks = fields.iter().any(|a| a.ex.data_interface.is_some());
+        let has_callbacks = fields.iter().any(|a| a.callbacks.is_some());
         Ok(BoundStencil {
             stencil: slf.clone().unbind(),
             sig: sig.clone(),
-            keepalive: PyList::new(py, fields.iter().map(|a| a.ex.keepalive.clone()))?.unbind(),
+            keepalive: PyList::new(py, fields.iter().map(|a| a.keepalive.clone()))?.unbind(),
             objects: args.clone().unbind(),
             ptrs,
             prepared: bound,
@@ -613,18 +545,17 @@ impl BoundStencil {
         py: Python<'_>,
         run: impl FnOnce() -> PyResult<()>,
     ) -> PyResult<()> {
-        let args = self
+        let callbacks = self
             .objects
             .bind(py)
             .iter()
-            .map(|o| {
-                Ok(Arg {
-                    ex: memory_of(py, &o)?,
-                    meta: ArgMeta::default(),
-                })
-            })
+            .map(|o| callbacks_of_arg(py, &o))
             .collect::<PyResult<Vec<_>>>()?;
-        around(hooks(&args)?, &self.sig, run)
+        let hooks = match callbacks.iter().all(Option::is_none) {
+            true => None,
+            false => Some(hooks_of(callbacks.into_iter())),
+        };
+        around(hooks, &self.sig, run)
     }
 }
 
@@ -722,7 +653,8 @@ pub fn python_stencil(
         let descr = PyArrayDescr::new(py, get("dtype")?)?;
         let dtype = crate::numpy_interop::dtype_of_descr(&descr)?;
         let dims =
-            gridbuf::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?).py(py)?;
+            gridbuf::geometry::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?)
+                .py(py)?;
         let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
         let intent = parse_intent(get("intent")?.cast::<PyString>()?.to_str()?).py(py)?;
         let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());

@@ -6,7 +6,7 @@
 
 use crate::convert::{type_error, value_error};
 use crate::errors::{raise, Class};
-use gridbuf::sync_state::{Side, State, SyncError, SyncState, Transfer};
+use gridbuf::mirrored::sync_state::{Side, State, SyncError, SyncState, Transfer};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 

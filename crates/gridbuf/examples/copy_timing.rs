@@ -9,7 +9,7 @@
 //! The shape defaults to 256 x 256 x 80 and REPEATS to 15; the copy runs on gridbuf's pool
 //! (`GRIDBUF_NUM_THREADS` threads, default all cores).
 
-use gridbuf::copy::copy_strided;
+use gridbuf::arrays::copy::copy_strided;
 use gridbuf::{AlignedBuffer, Init};
 use rayon::prelude::*;
 use std::time::Instant;
@@ -129,7 +129,7 @@ fn main() {
     println!(
         "{ni} x {nj} x {nk} f64 ({:.1} MB), {} threads, median of {repeats}",
         bytes as f64 / 1e6,
-        gridbuf::threads::configured().get()
+        gridbuf::runtime::threads::configured().get()
     );
     println!("| case | ms | GB/s (read + write) |\n|---|---|---|");
     for (name, ms) in rows {

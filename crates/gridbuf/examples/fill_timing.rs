@@ -8,7 +8,7 @@
 //! 90th percentile and maximum, so that a bimodal distribution (one delayed thread doubling the
 //! time) shows in the upper percentiles.
 
-use gridbuf::fill::fill_pattern;
+use gridbuf::allocation::fill::fill_pattern;
 use gridbuf::{AlignedBuffer, Init};
 use std::time::Instant;
 

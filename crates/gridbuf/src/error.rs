@@ -208,7 +208,7 @@ pub enum ErrorClass {
     /// A device that is missing or cannot be used (`GridbufDeviceError`, a `RuntimeError`).
     Device,
     /// A computation stopped at a safe point because an interrupt was requested (Python's
-    /// `KeyboardInterrupt`; see [`crate::interrupt`]).
+    /// `KeyboardInterrupt`; see [`crate::runtime::interrupt`]).
     Interrupted,
 }
 
@@ -245,7 +245,7 @@ impl Error {
         }
     }
 
-    /// A computation stopped by [`crate::interrupt::Interrupt`]; what it wrote before stays.
+    /// A computation stopped by [`crate::runtime::interrupt::Interrupt`]; what it wrote before stays.
     pub fn interrupted() -> Self {
         Error::Message {
             class: ErrorClass::Interrupted,

@@ -5,7 +5,8 @@
 //! `gridbuf-python` crate wraps it for Python.
 //!
 //! ```
-//! use gridbuf::{preset, Plan, PlanRequest};
+//! use gridbuf::allocation::preset;
+//! use gridbuf::{Plan, PlanRequest};
 //! let mut req = PlanRequest::new([10, 11, 12][..].into(), 8, preset::lookup("gt:cpu_ifirst", "backend")?);
 //! req.aligned_index = Some([1, 1, 0][..].into());
 //! let plan = Plan::new(&req)?;
@@ -13,65 +14,43 @@
 //! # Ok::<(), gridbuf::Error>(())
 //! ```
 //!
-//! # One module per concept
+//! # Layers, one folder each
 //!
-//! | concept | module |
+//! Listed from the bottom up; [`error`] and [`bounded_cache`] serve every layer.
+//!
+//! | layer | folder |
 //! |---|---|
-//! | errors and message formatting | [`error`] |
-//! | per-axis vectors | [`axes`] |
-//! | dims: names, validation, defaults, next data dim | [`dims`] |
-//! | halo: normalising and fitting the shape | [`halo`] |
-//! | origin and aligned index ranges | [`origin`] |
-//! | layout maps, base layouts, layout from strides | [`layout`] |
-//! | presets (backends) | [`preset`] |
-//! | allocation plans and the plan cache | [`plan`] |
-//! | aligned host memory | [`buffer`] |
-//! | filling with a value | [`fill`] |
-//! | strided and layout-changing copies | [`copy`] |
-//! | threads, pools and `GRIDBUF_NUM_THREADS` | [`threads`] |
-//! | element types | [`dtype`] |
-//! | devices | [`device`] |
-//! | descriptions of foreign arrays | [`array_info`] |
-//! | array interface, CUDA array interface, buffer protocol, DLPack | [`interface`] |
-//! | labelled fields: broadcasting, result storage, axes, transpositions, indexing | [`labelled`] |
-//! | binding fields to a stencil call | [`binding`] |
-//! | native kernels and their loop machinery | [`kernels`] |
+//! | errors, their exception classes and every message | [`error`] |
+//! | a bounded map that empties itself when full (plan and call caches) | [`bounded_cache`] |
+//! | geometry: axes, dims, halos, origins, layouts | [`geometry`] |
+//! | threads and interrupts: the pools every parallel loop runs on | [`runtime`] |
+//! | allocation: presets, memory plans, aligned buffers, fills | [`allocation`] |
+//! | arrays and interfaces: element types, devices, `ArrayInfo`, interface parsers, copies, labelled fields | [`arrays`] |
+//! | distribution over processes: decompositions, halo exchange | [`distribution`] |
+//! | mirrored host/device fields: the sync state | [`mirrored`] |
+//! | stencils: binding fields to a call, native kernels, gtscript programs | [`binding`], [`kernels`], [`gtscript`] |
 
 #![deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 
-pub mod array_info;
-pub mod axes;
+pub mod allocation;
+pub mod arrays;
 pub mod binding;
 pub mod bounded_cache;
-pub mod buffer;
-pub mod copy;
-pub mod decomposition;
-pub mod device;
-pub mod dims;
-pub mod dtype;
+pub mod distribution;
 pub mod error;
-pub mod fill;
+pub mod geometry;
 pub mod gtscript;
-pub mod halo;
-pub mod halo_exchange;
-pub mod interface;
-pub mod interrupt;
 pub mod kernels;
-pub mod labelled;
-pub mod layout;
-pub mod origin;
-pub mod plan;
-pub mod preset;
-pub mod sync_state;
-pub mod threads;
+pub mod mirrored;
+pub mod runtime;
 
-pub use array_info::ArrayInfo;
-pub use axes::AxisVec;
-pub use buffer::{AlignedBuffer, Init};
-pub use dims::Dim;
-pub use dtype::{DType, Element};
+pub use allocation::buffer::{AlignedBuffer, Init};
+pub use allocation::memory_plan::{Plan, PlanRequest};
+pub use allocation::preset::{Device, Preset};
+pub use arrays::array_info::ArrayInfo;
+pub use arrays::dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use layout::BaseLayout;
-pub use plan::{Plan, PlanRequest};
-pub use preset::{Device, Preset};
-pub use threads::Threads;
+pub use geometry::axes::AxisVec;
+pub use geometry::dims::Dim;
+pub use geometry::layout::BaseLayout;
+pub use runtime::threads::Threads;

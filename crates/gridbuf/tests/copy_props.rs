@@ -1,6 +1,6 @@
 //! The strided copy reproduces every element for random shapes, layouts and source strides.
 
-use gridbuf::copy::copy_strided;
+use gridbuf::arrays::copy::copy_strided;
 use proptest::prelude::*;
 
 /// Element strides of a dense array of `shape` whose axes are ordered by `order` (outermost first).

@@ -6,8 +6,8 @@
 
 #![allow(clippy::needless_range_loop)]
 
-use gridbuf::decomposition::Decomposition;
-use gridbuf::halo_exchange::{ExchangePlan, FieldLayout};
+use gridbuf::distribution::decomposition::Decomposition;
+use gridbuf::distribution::halo_exchange::{ExchangePlan, FieldLayout};
 use proptest::prelude::*;
 
 /// A field of the test: layout on every rank is derived from these.

@@ -1,11 +1,11 @@
 //! `DLPackOwner` against a fake producer: the deleter runs exactly once, on any thread, also
 //! when the tensor is refused; flags and versions are honoured; the memory reads back.
 
-use gridbuf::array_info::{DType, DeviceKind};
-use gridbuf::interface::dlpack::{
+use gridbuf::arrays::array_info::{DType, DeviceKind};
+use gridbuf::arrays::interface::dlpack::{
     device_type, type_code, DLPACK_FLAG_BITMASK_IS_COPIED, DLPACK_FLAG_BITMASK_READ_ONLY,
 };
-use gridbuf::interface::{
+use gridbuf::arrays::interface::{
     DLDataType, DLDevice, DLManagedTensor, DLManagedTensorVersioned, DLPackOwner, DLPackVersion,
     DLTensor, DLPACK_VERSION,
 };

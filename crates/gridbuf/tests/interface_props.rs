@@ -2,9 +2,9 @@
 //! array interfaces and DLPack, interfaces of one array agree, spans match a brute-force walk,
 //! and `ndarray` views read (and write) exactly the elements the strides name.
 
-use gridbuf::array_info::{c_strides, ArrayDevice, ArrayInfo, DType, Interface};
-use gridbuf::interface::dlpack::{device_type, type_code};
-use gridbuf::interface::{
+use gridbuf::arrays::array_info::{c_strides, ArrayDevice, ArrayInfo, DType, Interface};
+use gridbuf::arrays::interface::dlpack::{device_type, type_code};
+use gridbuf::arrays::interface::{
     array_info_from_dltensor, ArrayInterfaceDict, CudaArrayInterfaceDict, DLDataType, DLDevice,
     DLTensor, DataField,
 };

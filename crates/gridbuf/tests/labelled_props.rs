@@ -1,12 +1,12 @@
 //! Properties of broadcasting by dims name, output-parameter inference and index-to-dims
 //! mapping, checked against brute-force models written from GDP-3's rules.
 
-use gridbuf::dims::Dim;
-use gridbuf::labelled::{
+use gridbuf::arrays::labelled::{
     broadcast, index, output_params, reduce, transpose_axes, Alignment, AxisRef, FieldInfo,
     IndexItem, Indexed, Operand,
 };
-use gridbuf::layout::BaseLayout;
+use gridbuf::geometry::dims::Dim;
+use gridbuf::geometry::layout::BaseLayout;
 use proptest::prelude::*;
 
 const UNIVERSE: [Dim; 5] = [Dim::I, Dim::J, Dim::K, Dim::Data(0), Dim::Data(1)];

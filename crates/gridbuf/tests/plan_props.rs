@@ -1,7 +1,8 @@
 //! Properties of allocation plans over random shapes, dtypes, layouts, alignments and indices.
 
-use gridbuf::layout::axes_by_rank;
-use gridbuf::{preset, AlignedBuffer, Init, Plan, PlanRequest};
+use gridbuf::allocation::preset;
+use gridbuf::geometry::layout::axes_by_rank;
+use gridbuf::{AlignedBuffer, Init, Plan, PlanRequest};
 use proptest::prelude::*;
 use std::collections::HashSet;
 

@@ -1,9 +1,9 @@
 //! Properties of the single metadata rules: dims, halo, origin and layout from strides.
 
-use gridbuf::dims::{self, default_dims, next_data_dim, Dim};
-use gridbuf::halo::{self, HaloEntry};
-use gridbuf::layout::{self, axes_by_rank, validate_layout};
-use gridbuf::origin;
+use gridbuf::geometry::dims::{self, default_dims, next_data_dim, Dim};
+use gridbuf::geometry::halo::{self, HaloEntry};
+use gridbuf::geometry::layout::{self, axes_by_rank, validate_layout};
+use gridbuf::geometry::origin;
 use proptest::prelude::*;
 use std::collections::HashSet;
 

@@ -9,7 +9,7 @@
 //!   and the transfer counter counts exactly the completed copies;
 //! - the state accepts exactly what the model predicts, and a refused operation changes nothing.
 
-use gridbuf::sync_state::{Side, State, SyncState, Transfer};
+use gridbuf::mirrored::sync_state::{Side, State, SyncState, Transfer};
 use proptest::prelude::*;
 
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@
 //! read once per process, so each case runs this test binary again as a child process with the
 //! variable set and checks what the child saw.
 
-use gridbuf::threads::{configured, Threads, ENV_VAR};
+use gridbuf::runtime::threads::{configured, Threads, ENV_VAR};
 use std::process::Command;
 
 /// Set in the child: the thread count it must see.
@@ -17,7 +17,7 @@ fn child_sees_configured_threads() {
     let expected: usize = expected.parse().unwrap();
     assert_eq!(configured().get(), expected);
     // The pool the parallel operations run on has that many threads.
-    match gridbuf::threads::pool(configured()) {
+    match gridbuf::runtime::threads::pool(configured()) {
         Some(pool) => assert_eq!(pool.current_num_threads(), expected),
         None => assert_eq!(expected, 1),
     }

@@ -1,9 +1,7 @@
 //! The `acquire` / `touch` / `release` callbacks of data-interface entries, run in the core's order.
 
 use super::*;
-
-/// The `acquire`, `touch` and `release` callables of one data-interface entry.
-pub(crate) type EntryCallbacks<'py> = [Option<Bound<'py, PyAny>>; 3];
+pub(crate) use crate::data_interface::EntryCallbacks;
 
 /// Reads the callbacks of a data-interface entry, checking that each is callable or None.
 pub(crate) fn entry_callbacks<'py>(entry: &Bound<'py, PyAny>) -> PyResult<EntryCallbacks<'py>> {

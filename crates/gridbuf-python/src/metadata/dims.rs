@@ -1,53 +1,7 @@
 //! Dims: read from a dims argument, `__gt_dims__`, a data interface or an xarray `DataArray`.
 
 use super::*;
-
-/// The name of one dims entry: a str, the `__gt_axis_name__` of an object, or the `.value` of
-/// an enum member.
-pub(super) fn dim_name(d: &Bound<'_, PyAny>, source: &str) -> PyResult<String> {
-    let py = d.py();
-    if let Ok(s) = d.cast::<PyString>() {
-        return Ok(s.to_str()?.to_owned());
-    }
-    let name = match d.getattr_opt(intern!(py, "__gt_axis_name__"))? {
-        Some(n) if !n.is_none() => n,
-        _ => d
-            .getattr_opt(intern!(py, "value"))?
-            .unwrap_or_else(|| d.clone()),
-    };
-    match name.cast::<PyString>() {
-        Ok(s) => Ok(s.to_str()?.to_owned()),
-        Err(_) => Err(to_py(py, Error::dim_entry_type(source, &repr(d)))),
-    }
-}
-
-/// The names dims are given as: one per character of a string, else one per entry of a
-/// sequence (see [`dim_name`]).
-pub(super) fn dim_names(dims: &Bound<'_, PyAny>, source: &str) -> PyResult<Vec<String>> {
-    let py = dims.py();
-    if let Ok(s) = dims.cast::<PyString>() {
-        return Ok(s.to_str()?.chars().map(String::from).collect());
-    }
-    let not_names = || to_py(py, Error::dims_not_names(source, repr(dims)));
-    if dims.is_instance_of::<PyBytes>() || dims.cast::<PyMapping>().is_ok() {
-        return Err(not_names());
-    }
-    let iter = dims.try_iter().map_err(|_| not_names())?;
-    iter.map(|d| dim_name(&d?, source)).collect()
-}
-
-/// Dims given as a string or a sequence of names, checked by the core rule (valid names, none
-/// repeated, one per axis when `ndim` is given).
-pub(crate) fn dims_from(
-    dims: &Bound<'_, PyAny>,
-    ndim: Option<usize>,
-    source: &str,
-) -> PyResult<Vec<Dim>> {
-    let names = dim_names(dims, source)?;
-    gridbuf::dims::parse_names_as(&names, ndim, source, Some(&repr(dims)))
-        .map(|d| d.into_vec())
-        .py(dims.py())
-}
+pub(crate) use crate::convert::dims_from;
 
 /// Dims as the tuple of names Python sees.
 pub(crate) fn dims_tuple<'py>(py: Python<'py>, dims: &[Dim]) -> PyResult<Bound<'py, PyTuple>> {
@@ -90,16 +44,16 @@ pub fn normalize_dims<'py>(
 /// The default dims of an array with `ndim` axes: ``"IJK"[:ndim]``, then data dims.
 #[pyfunction]
 pub fn default_dims(py: Python<'_>, ndim: usize) -> PyResult<Bound<'_, PyTuple>> {
-    dims_tuple(py, &gridbuf::dims::default_dims(ndim))
+    dims_tuple(py, &gridbuf::geometry::dims::default_dims(ndim))
 }
 
 /// Whether every name is a gt dim name (`I`, `J`, `K` or a decimal string).
-pub(super) fn all_gt_names(names: &[String]) -> bool {
+pub(crate) fn all_gt_names(names: &[String]) -> bool {
     names.iter().all(|n| Dim::parse(n).is_ok())
 }
 
 /// The names of an xarray object's `.dims` as strings.
-pub(super) fn xarray_dim_names(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+pub(crate) fn xarray_dim_names(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     obj.getattr(intern!(obj.py(), "dims"))?
         .try_iter()?
         .map(|d| Ok(d?.str()?.to_str()?.to_owned()))
@@ -112,7 +66,7 @@ pub(crate) fn dataarray_own_dims(da: &Bound<'_, PyAny>) -> PyResult<Option<Vec<D
     let ndim: usize = da.getattr(intern!(da.py(), "ndim"))?.extract()?;
     // A DataArray labelled with other names (lat, lon, ...) declares no gt dims.
     Ok(
-        gridbuf::dims::parse_names(&names, Some(ndim), "DataArray.dims")
+        gridbuf::geometry::dims::parse_names(&names, Some(ndim), "DataArray.dims")
             .ok()
             .map(|d| d.into_vec()),
     )
@@ -167,7 +121,7 @@ pub(crate) fn dims_of(obj: &Bound<'_, PyAny>, ndim: Option<usize>) -> PyResult<O
     if module.to_str()?.starts_with("xarray.") && obj.hasattr(intern!(py, "dims"))? {
         let names = xarray_dim_names(obj)?;
         if all_gt_names(&names) {
-            return gridbuf::dims::parse_names(&names, ndim, "DataArray.dims")
+            return gridbuf::geometry::dims::parse_names(&names, ndim, "DataArray.dims")
                 .py(py)
                 .map(|d| Some(d.into_vec()));
         }

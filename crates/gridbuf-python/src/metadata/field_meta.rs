@@ -207,11 +207,11 @@ pub fn field_labels<'py>(
             Some(declared) => {
                 // What the array declares, checked against the Field's own shape.
                 let names: Vec<String> = declared.iter().map(Dim::to_string).collect();
-                gridbuf::dims::parse_names(&names, Some(ndim), "dims")
+                gridbuf::geometry::dims::parse_names(&names, Some(ndim), "dims")
                     .py(py)?
                     .into_vec()
             }
-            None => gridbuf::dims::default_dims(ndim).into_vec(),
+            None => gridbuf::geometry::dims::default_dims(ndim).into_vec(),
         },
     };
     let halo = match halo.filter(|h| !h.is_none()) {

@@ -9,7 +9,7 @@ pub(crate) fn halo_from(
     dims: Option<&[Dim]>,
 ) -> PyResult<Vec<(usize, usize)>> {
     let pairs = crate::convert::halo(halo)?.into_vec();
-    gridbuf::halo::check_fits(shape, &pairs, dims, "halo").py(halo.py())?;
+    gridbuf::geometry::halo::check_fits(shape, &pairs, dims, "halo").py(halo.py())?;
     Ok(pairs)
 }
 
@@ -48,17 +48,4 @@ pub fn normalize_halo<'py>(
         None => None,
     };
     pairs_tuple(halo.py(), &halo_from(halo, &shape, dims.as_deref())?)
-}
-
-/// The halo a data interface entry declares (its lower sides), in index order.
-pub(crate) fn entry_halo_lower(entry: &Bound<'_, PyAny>) -> PyResult<Option<Vec<usize>>> {
-    match entry_get(entry, intern!(entry.py(), "halo"))? {
-        Some(h) => Ok(Some(
-            crate::convert::halo(&h)?
-                .into_iter()
-                .map(|(lo, _)| lo)
-                .collect(),
-        )),
-        None => Ok(None),
-    }
 }

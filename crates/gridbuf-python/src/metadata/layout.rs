@@ -49,5 +49,5 @@ pub fn whole_allocation_plan<'py>(
 /// tuple of int
 #[pyfunction]
 pub fn layout_from_strides(py: Python<'_>, strides: Vec<isize>) -> PyResult<Bound<'_, PyTuple>> {
-    PyTuple::new(py, gridbuf::layout::from_strides(&strides))
+    PyTuple::new(py, gridbuf::geometry::layout::from_strides(&strides))
 }

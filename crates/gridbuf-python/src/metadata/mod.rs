@@ -1,7 +1,7 @@
 //! What an array says about itself besides its memory, read in one place: its dims
 //! (`__gt_dims__`, the data interface's `"dims"`, an xarray `DataArray`'s `.dims`), its origin
 //! (`__gt_origin__`), its halo, and the metadata a `gridbuf.Field` carries ([`FieldMeta`]).
-//! The rules are the core's (`gridbuf::dims`, `origin`, `halo`, `Plan::is_whole`); this module
+//! The rules are the core's (`gridbuf::geometry::dims`, `origin`, `halo`, `Plan::is_whole`); this module
 //! converts Python values to the names and ints they take. `gridbuf._metadata` and `gridbuf.Field` call these functions, and
 //! the stencil binder reads the same values without going through Python code.
 //!
@@ -25,17 +25,16 @@ pub(crate) use labelled_interface::*;
 pub(crate) use layout::*;
 pub(crate) use origin::*;
 
-use crate::data_interface::{data_interface_of, gpu_entry, host_entry, is_dataarray};
+use crate::data_interface::{data_interface_of, gpu_entry, host_entry};
 use crate::errors::{to_py, IntoPyResult};
-use crate::extract::lookup;
+use crate::pyobj::{is_dataarray, lookup, mapping_get};
 use gridbuf::binding::ArgMeta;
-use gridbuf::dims::Dim;
+use gridbuf::geometry::dims::Dim;
 use gridbuf::Error;
-use pyo3::exceptions::PyKeyError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyMapping, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyMapping, PyString, PyTuple};
 use std::hash::{Hash, Hasher};
 
 pub(super) fn repr<T>(obj: &Bound<'_, T>) -> String {
@@ -50,15 +49,7 @@ pub(super) fn entry_get<'py>(
     entry: &Bound<'py, PyAny>,
     key: &Bound<'py, PyString>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
-    let value = match entry.cast::<PyDict>() {
-        Ok(d) => d.get_item(key)?,
-        Err(_) => match entry.get_item(key) {
-            Ok(v) => Some(v),
-            Err(e) if e.is_instance_of::<PyKeyError>(entry.py()) => None,
-            Err(e) => return Err(e),
-        },
-    };
-    Ok(value.filter(|v| !v.is_none()))
+    mapping_get(entry, key.as_any())
 }
 
 /// The buffer info of the data interface of `obj`: its host entry, else its GPU entry.

@@ -20,8 +20,8 @@ pub(crate) fn origin_from(
         values.push(v.extract::<i64>().map_err(|_| not_ints())?);
     }
     match shape {
-        Some(shape) => gridbuf::origin::validate(&values, shape, source),
-        None => gridbuf::origin::validate_unbounded(&values, source),
+        Some(shape) => gridbuf::geometry::origin::validate(&values, shape, source),
+        None => gridbuf::geometry::origin::validate_unbounded(&values, source),
     }
     .map(|o| o.into_vec())
     .py(py)

@@ -3,7 +3,7 @@
 
 use super::call::{ArgMeta, CallOrigin};
 use super::signature::{FieldParam, Signature};
-use crate::array_info::ArrayInfo;
+use crate::arrays::array_info::ArrayInfo;
 use crate::error::{Error, Result};
 
 /// Converts an origin in array index order to the kernel's order.
@@ -125,7 +125,7 @@ fn check_call(
         if d.len() != nd {
             return Err(call_error(format!(
                 "domain {d:?} must have one entry per domain dim {}",
-                crate::dims::format_dims(&sig.domain_dims)
+                crate::geometry::dims::format_dims(&sig.domain_dims)
             )));
         }
         if let Some(a) = d.iter().position(|&n| n == 0) {
@@ -191,7 +191,7 @@ fn kernel_axes(f: &FieldParam, info: &ArrayInfo, meta: &ArgMeta) -> Result<Vec<u
             "field {:?} has {} axes, but the stencil declares the dims {}",
             f.name,
             info.ndim(),
-            crate::dims::format_dims(&f.dims)
+            crate::geometry::dims::format_dims(&f.dims)
         )));
     }
     let perm: Vec<usize> = match &meta.dims {
@@ -205,8 +205,8 @@ fn kernel_axes(f: &FieldParam, info: &ArrayInfo, meta: &ArgMeta) -> Result<Vec<u
                         return Err(call_error(format!(
                             "field {:?} has the dims {}, but the stencil declares {}",
                             f.name,
-                            crate::dims::format_dims(arr_dims),
-                            crate::dims::format_dims(&f.dims)
+                            crate::geometry::dims::format_dims(arr_dims),
+                            crate::geometry::dims::format_dims(&f.dims)
                         )))
                     }
                 }
@@ -376,7 +376,7 @@ fn field_view(
 
 /// Whether strides decrease in the order the layout map gives (axes of extent 1 ignored).
 fn follows_layout(shape: &[usize], strides: &[isize], layout: &[usize]) -> bool {
-    let order = crate::layout::axes_by_rank(layout);
+    let order = crate::geometry::layout::axes_by_rank(layout);
     let big: Vec<usize> = order.into_iter().filter(|&a| shape[a] > 1).collect();
     big.windows(2)
         .all(|w| strides[w[0]].unsigned_abs() >= strides[w[1]].unsigned_abs())
@@ -396,7 +396,7 @@ fn resolve_origin(
         if o.len() != sig.domain_dims.len() {
             return Err(call_error(format!(
                 "{what} {o:?} must have one entry per domain dim {}",
-                crate::dims::format_dims(&sig.domain_dims)
+                crate::geometry::dims::format_dims(&sig.domain_dims)
             )));
         }
         Ok(f.dims
@@ -479,12 +479,12 @@ impl BoundCall {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::array_info::DType;
+    use crate::allocation::preset::Device;
+    use crate::arrays::array_info::DType;
     use crate::binding::call::CallKey;
     use crate::binding::test_support::arr;
-    use crate::dims::Dim;
+    use crate::geometry::dims::Dim;
     use crate::kernels::Intent;
-    use crate::preset::Device;
 
     fn sig2(extent: usize) -> Signature {
         let ijk = vec![Dim::I, Dim::J, Dim::K];

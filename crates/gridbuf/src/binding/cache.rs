@@ -2,7 +2,7 @@
 //! key), then a bounded map of earlier ones. A stencil keeps one [`CallCache`].
 
 use super::call::{ArgMeta, CallKey, CallOrigin};
-use crate::array_info::ArrayInfo;
+use crate::arrays::array_info::ArrayInfo;
 use crate::bounded_cache::BoundedCache;
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -1,8 +1,8 @@
 //! What a call brings besides the arrays' memory: what each argument declares ([`ArgMeta`]),
 //! the call's origin ([`CallOrigin`]), and the [`CallKey`] a checked binding depends on.
 
-use crate::array_info::{ArrayDevice, ArrayInfo, DType};
-use crate::dims::Dim;
+use crate::arrays::array_info::{ArrayDevice, ArrayInfo, DType};
+use crate::geometry::dims::Dim;
 
 /// What one argument says about itself besides its memory; the default declares nothing.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]

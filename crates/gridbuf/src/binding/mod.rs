@@ -32,7 +32,7 @@ pub use view::View3;
 /// Arrays for the binder's unit tests.
 #[cfg(test)]
 mod test_support {
-    use crate::array_info::{c_strides, ArrayDevice, ArrayInfo, DType, Interface};
+    use crate::arrays::array_info::{c_strides, ArrayDevice, ArrayInfo, DType, Interface};
 
     /// A C-ordered float64 host array of `shape` at a fixed address.
     pub(crate) fn arr(shape: &[usize]) -> ArrayInfo {

@@ -1,11 +1,11 @@
 //! What a stencil declares: its fields ([`FieldParam`]) and [`Signature`], the intent names,
 //! and the signatures of a native kernel for each dtype it runs on ([`Signatures`]).
 
-use crate::array_info::DType;
-use crate::dims::Dim;
+use crate::allocation::preset::Device;
+use crate::arrays::array_info::DType;
 use crate::error::{Error, Result};
+use crate::geometry::dims::Dim;
 use crate::kernels::{Intent, Kernel};
-use crate::preset::Device;
 
 /// One field of a stencil's signature.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -67,7 +67,7 @@ impl Signature {
                     "field names must be unique",
                 ));
             }
-            crate::dims::validate_dims(&f.dims, f.dims.len())?;
+            crate::geometry::dims::validate_dims(&f.dims, f.dims.len())?;
             if f.extent.len() != f.dims.len() {
                 return Err(Error::invalid(
                     format!("extent of field {:?}", f.name),
@@ -90,7 +90,7 @@ impl Signature {
                 }
             }
             if let Some(l) = &f.layout {
-                crate::layout::validate_layout(l, f.dims.len())?;
+                crate::geometry::layout::validate_layout(l, f.dims.len())?;
             }
         }
         let mut domain_dims: Vec<Dim> = [Dim::I, Dim::J, Dim::K]

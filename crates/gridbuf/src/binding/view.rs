@@ -1,6 +1,6 @@
 //! Typed 3-D views of bound fields for native kernels.
 
-use crate::array_info::{ArrayInfo, DType, Element};
+use crate::arrays::array_info::{ArrayInfo, DType, Element};
 use crate::error::{Error, Result};
 use ndarray::{ArrayView3, ArrayViewMut3, Axis, Ix3, RawArrayViewMut, ShapeBuilder};
 use std::ptr::NonNull;

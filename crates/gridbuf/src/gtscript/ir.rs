@@ -118,8 +118,8 @@ impl Ty {
     }
 
     /// The array dtype of the type.
-    pub fn dtype(self) -> crate::dtype::DType {
-        use crate::dtype::DType;
+    pub fn dtype(self) -> crate::arrays::dtype::DType {
+        use crate::arrays::dtype::DType;
         match self {
             Ty::Bool => DType::BOOL,
             Ty::I8 => DType::INT8,

@@ -2,11 +2,11 @@
 //!
 //! Rows along the output's unit-stride axis are copied slice by slice. When the input's
 //! unit-stride axis is another one (a layout change), the kernel hands the copy to
-//! [`crate::copy::CopyPlan`], the one layout-changing copy of gridbuf.
+//! [`crate::arrays::copy::CopyPlan`], the one layout-changing copy of gridbuf.
 
 use super::exec::{self, Order, Threads};
 use super::{impl_kernel, Extent, FieldSpec, Float};
-use crate::copy::CopyPlan;
+use crate::arrays::copy::CopyPlan;
 use crate::error::Result;
 use ndarray::{ArrayView3, ArrayViewMut3};
 

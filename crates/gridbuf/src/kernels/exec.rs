@@ -1,4 +1,4 @@
-//! Loop machinery shared by the kernels (thread counts and pools live in [`crate::threads`]): the loop order chosen
+//! Loop machinery shared by the kernels (thread counts and pools live in [`crate::runtime::threads`]): the loop order chosen
 //! from strides, splitting an output into disjoint tasks, and a row driver that hands
 //! contiguous slices to a kernel's inner loop.
 
@@ -9,7 +9,7 @@ use ndarray::{s, ArrayView1, ArrayView2, ArrayView3, ArrayViewMut1, ArrayViewMut
 /// costs more than the second core saves.
 pub const PARALLEL_MIN_POINTS: usize = 32 * 1024;
 
-pub use crate::threads::{Threads, MAX_THREADS};
+pub use crate::runtime::threads::{Threads, MAX_THREADS};
 
 /// Copies of at least this many bytes write with non-temporal (streaming) stores: such an
 /// output does not fit the last-level cache with its input, and streaming saves reading every
@@ -132,7 +132,7 @@ pub(crate) fn tasks_wanted(threads: Threads) -> usize {
     threads.get() * 4
 }
 
-pub(crate) use crate::threads::run_tasks;
+pub(crate) use crate::runtime::threads::run_tasks;
 
 /// Axes of the domain in loop order: `inner` is the output's unit-stride axis.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -44,7 +44,7 @@ use cranelift_module::{FuncId, Linkage, Module};
 /// slots one after the other), and the points of a row are one element apart (see
 /// [`PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
 /// for [`super::jit::RowFn`]; `stop` the address of the call's interrupt flag
-/// ([`crate::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
+/// ([`crate::runtime::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
 /// early, leaving points unfinished, once a run-time K read has reported a level outside or the
 /// flag is set (the caller raises the error).
 pub(super) type LoopFn = unsafe extern "C" fn(

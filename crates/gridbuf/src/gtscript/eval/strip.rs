@@ -9,7 +9,7 @@ use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{KIndex, Ty};
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
-use crate::interrupt::Interrupt;
+use crate::runtime::interrupt::Interrupt;
 
 fn row_error(what: &str) -> Error {
     Error::invalid(

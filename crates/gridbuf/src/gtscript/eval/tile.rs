@@ -14,8 +14,8 @@ use crate::error::{Error, Result};
 use crate::gtscript::ir::{IterOrder, Value};
 use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, Reach, SectionPlan};
 use crate::gtscript::region::region_box;
-use crate::interrupt::Interrupt;
 use crate::kernels::exec::{self, SimdTask, Threads};
+use crate::runtime::interrupt::Interrupt;
 use std::sync::Mutex;
 
 /// Target number of points of a block buffer.
@@ -973,7 +973,7 @@ fn run_all<I: Send>(
     f: impl Fn(I) -> Result<()> + Sync,
 ) -> Result<()> {
     let error: Mutex<Option<Error>> = Mutex::new(None);
-    crate::threads::run_tasks(threads, tasks, |task| {
+    crate::runtime::threads::run_tasks(threads, tasks, |task| {
         if let Err(e) = stop.check().and_then(|()| f(task)) {
             error
                 .lock()

@@ -8,7 +8,7 @@ use super::mem::{Mem, VarMem};
 use super::pointloop::{LoopCode, PartCode};
 use super::strip::{vk_errors, vk_slots};
 use crate::error::Result;
-use crate::interrupt::Interrupt;
+use crate::runtime::interrupt::Interrupt;
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
 /// the section's order, for layouts with unit stride along K; I: each level's rows, levels in

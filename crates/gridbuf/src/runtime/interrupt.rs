@@ -1,0 +1,247 @@
+//! Stopping a running computation from outside, at safe points: a gtscript stencil checks its
+//! [`Interrupt`] before each tile and at every pass of a `while` loop (the interpreter's block
+//! passes, and the compiled point functions' loop back edges, which load the flag itself), and
+//! returns [`Error::interrupted`] once it is set.
+//!
+//! Who sets it: the thread that started the call (the owner) calls the `poll` function it was
+//! given, at most once per [`POLL_PERIOD`]. While the owner runs the work itself, it polls from
+//! the checks between tiles and interpreted loop passes; work that may run unbounded in compiled
+//! code (a stencil with `while` loops) goes to another thread with [`run_watched`], and the owner
+//! polls while it waits. The Python binding's poll runs Python's signal handlers, which only run
+//! on the main thread, so Ctrl-C stops a stencil whose `while` loop never ends. What was written
+//! before the stop stays written.
+
+use crate::error::{Error, Result};
+use crate::runtime::threads::{pool, Threads};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::ThreadId;
+use std::time::{Duration, Instant};
+
+/// How often the owner asks `poll` at most (a signal handler runs within about this long).
+pub const POLL_PERIOD: Duration = Duration::from_millis(10);
+
+/// A stop request shared by the threads of one call (see the module documentation).
+pub struct Interrupt<'a> {
+    flag: AtomicBool,
+    owner: ThreadId,
+    poll: Option<&'a (dyn Fn() -> bool + Sync)>,
+    start: Instant,
+    /// Nanoseconds after `start` before which the owner does not poll again.
+    next_poll: AtomicU64,
+}
+
+impl Interrupt<'static> {
+    /// An interrupt nobody requests: checks cost one load.
+    pub fn never() -> Interrupt<'static> {
+        Interrupt {
+            flag: AtomicBool::new(false),
+            owner: std::thread::current().id(),
+            poll: None,
+            start: Instant::now(),
+            next_poll: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl<'a> Interrupt<'a> {
+    /// An interrupt owned by the calling thread, which calls `poll` (true: stop) at most once per
+    /// [`POLL_PERIOD`].
+    pub fn polled(poll: &'a (dyn Fn() -> bool + Sync)) -> Interrupt<'a> {
+        Interrupt {
+            flag: AtomicBool::new(false),
+            owner: std::thread::current().id(),
+            poll: Some(poll),
+            start: Instant::now(),
+            next_poll: AtomicU64::new(POLL_PERIOD.as_nanos() as u64),
+        }
+    }
+
+    /// Whether the computation must stop; on the owner thread, polls when a period has passed.
+    #[inline]
+    pub fn requested(&self) -> bool {
+        if self.flag.load(Ordering::Relaxed) {
+            return true;
+        }
+        let Some(poll) = self.poll else { return false };
+        let now = self.start.elapsed().as_nanos() as u64;
+        if now < self.next_poll.load(Ordering::Relaxed) || std::thread::current().id() != self.owner
+        {
+            return false;
+        }
+        self.next_poll
+            .store(now + POLL_PERIOD.as_nanos() as u64, Ordering::Relaxed);
+        if poll() {
+            self.flag.store(true, Ordering::Relaxed);
+        }
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// `Err(Error::interrupted())` once the computation must stop.
+    #[inline]
+    pub fn check(&self) -> Result<()> {
+        if self.requested() {
+            Err(Error::interrupted())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The flag's address, read by compiled code as one byte (nonzero: stop).
+    pub fn flag_address(&self) -> *const u8 {
+        self.flag.as_ptr().cast_const().cast()
+    }
+
+    /// Whether the flag is set, without polling.
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// Polls now (the owner's waiting loop in [`run_watched`]).
+    fn poll_now(&self) {
+        if self.poll.is_some_and(|p| p()) {
+            self.flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs `work` with `stop` polled by the calling thread. The work goes to the pool of `threads`
+/// (a pool of one thread when `threads` is one and `unbounded`) while the calling thread waits,
+/// polling every [`POLL_PERIOD`]; without a poll, or with one thread and a bounded `work`, it runs
+/// on the calling thread, which then polls from the work's own checks.
+pub fn run_watched<R: Send>(
+    threads: Threads,
+    stop: &Interrupt<'_>,
+    unbounded: bool,
+    work: impl FnOnce() -> R + Send,
+) -> R {
+    if stop.poll.is_none() {
+        return work();
+    }
+    let p = match pool(threads) {
+        Some(p) => p,
+        None if unbounded => match runner() {
+            Some(p) => p,
+            None => return work(),
+        },
+        None => return work(),
+    };
+    let done = AtomicBool::new(false);
+    let result: Mutex<Option<R>> = Mutex::new(None);
+    let caller = std::thread::current();
+    p.in_place_scope(|s| {
+        s.spawn(|_| {
+            // Set when the work ends, also by a panic (which the scope then passes on), so the
+            // loop below never waits for work that is gone.
+            let _done = Done(&done, caller.clone());
+            let r = work();
+            *result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        });
+        while !done.load(Ordering::Acquire) {
+            std::thread::park_timeout(POLL_PERIOD);
+            if !done.load(Ordering::Acquire) {
+                stop.poll_now();
+            }
+        }
+    });
+    let r = result.into_inner().unwrap_or_else(|e| e.into_inner());
+    r.expect("the work ran to its end inside the scope")
+}
+
+/// Marks the watched work as ended and wakes the thread waiting for it, when dropped.
+struct Done<'a>(&'a AtomicBool, std::thread::Thread);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+        self.1.unpark();
+    }
+}
+
+/// A pool of one thread, for work that must leave the calling thread free to poll when
+/// [`pool`] offers none (one thread configured); `None` if it cannot start.
+fn runner() -> Option<Arc<rayon::ThreadPool>> {
+    static RUNNER: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
+    RUNNER
+        .get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "gridbuf-runner".into())
+                .build()
+                .ok()
+                .map(Arc::new)
+        })
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn never_is_never_requested() {
+        let i = Interrupt::never();
+        assert!(!i.requested() && i.check().is_ok());
+    }
+
+    #[test]
+    fn the_owner_polls_at_most_once_per_period() {
+        let calls = AtomicUsize::new(0);
+        let poll = || calls.fetch_add(1, Ordering::Relaxed) >= 2;
+        let i = Interrupt::polled(&poll);
+        assert!(!i.requested()); // before the first period: no poll
+        let t0 = Instant::now();
+        while !i.requested() {
+            assert!(t0.elapsed() < Duration::from_secs(5));
+        }
+        assert_eq!(calls.load(Ordering::Relaxed), 3);
+        assert!(i.check().is_err());
+        // Another thread sees the flag but never polls.
+        let other = Interrupt::polled(&poll);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(POLL_PERIOD * 2);
+                assert!(!other.requested());
+            });
+        });
+    }
+
+    #[test]
+    fn watched_work_on_the_pool_is_stopped_by_the_waiting_owner() {
+        let polls = AtomicUsize::new(0);
+        let poll = || polls.fetch_add(1, Ordering::Relaxed) >= 1;
+        let i = Interrupt::polled(&poll);
+        let passes = run_watched(Threads::new(2).unwrap(), &i, false, || {
+            let mut n = 0u64;
+            while !i.is_set() {
+                n += 1;
+                std::hint::spin_loop();
+            }
+            n
+        });
+        assert!(passes > 0 && i.is_set());
+        // With one thread, bounded work runs here, unbounded work on the runner.
+        let here = std::thread::current().id();
+        assert_eq!(
+            run_watched(Threads::ONE, &i, false, || std::thread::current().id()),
+            here
+        );
+        assert_ne!(
+            run_watched(Threads::ONE, &i, true, || std::thread::current().id()),
+            here
+        );
+    }
+
+    #[test]
+    fn a_panic_in_watched_work_reaches_the_caller() {
+        let poll = || false;
+        let i = Interrupt::polled(&poll);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_watched(Threads::new(2).unwrap(), &i, true, || -> u32 {
+                panic!("boom")
+            })
+        }));
+        assert!(r.is_err());
+    }
+}
