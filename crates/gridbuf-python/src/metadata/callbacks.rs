@@ -1,7 +1,10 @@
 //! The `acquire` / `touch` / `release` callbacks of data-interface entries, run in the core's order.
 
-use super::*;
+use super::entry::entry_get;
 pub(crate) use crate::data_interface::EntryCallbacks;
+use crate::data_interface::{data_interface_of, gpu_entry, host_entry};
+use pyo3::intern;
+use pyo3::prelude::*;
 
 /// Reads the callbacks of a data-interface entry, checking that each is callable or None.
 pub(crate) fn entry_callbacks<'py>(entry: &Bound<'py, PyAny>) -> PyResult<EntryCallbacks<'py>> {

@@ -1,7 +1,14 @@
 //! Dims: read from a dims argument, `__gt_dims__`, a data interface or an xarray `DataArray`.
 
-use super::*;
-pub(crate) use crate::convert::dims_from;
+use super::entry::{data_entry, entry_get, repr, shape_of};
+use crate::convert::dims_from;
+use crate::errors::{to_py, IntoPyResult};
+use crate::pyobj::{is_dataarray, lookup};
+use gridbuf::geometry::dims::Dim;
+use gridbuf::Error;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyString, PyTuple};
 
 /// Dims as the tuple of names Python sees.
 pub(crate) fn dims_tuple<'py>(py: Python<'py>, dims: &[Dim]) -> PyResult<Bound<'py, PyTuple>> {

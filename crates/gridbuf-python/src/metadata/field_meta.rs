@@ -1,6 +1,22 @@
 //! The labels of a `gridbuf.Field` ([`FieldMeta`]) and how a Field reads them from its arguments.
 
-use super::*;
+use super::dims::{dims_of, dims_tuple};
+use super::entry::{entry_get, repr, shape_of};
+use super::halo::{halo_from, pairs_tuple};
+use super::layout::whole_allocation_plan;
+use super::origin::origin_from;
+use crate::convert::dims_from;
+use crate::data_interface::{data_interface_of, host_entry};
+use crate::errors::{to_py, IntoPyResult};
+use crate::pyobj::lookup;
+use gridbuf::binding::ArgMeta;
+use gridbuf::geometry::dims::Dim;
+use gridbuf::Error;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::pyclass::CompareOp;
+use pyo3::types::{PyBool, PyTuple};
+use std::hash::{Hash, Hasher};
 
 /// Dims, halo and origin, as Python tuples.
 pub(super) type Labels = (Py<PyTuple>, Py<PyTuple>, Py<PyTuple>);

@@ -1,6 +1,10 @@
 //! Halos: a halo argument or a data-interface entry's `"halo"`, checked against a shape.
 
-use super::*;
+use crate::convert::dims_from;
+use crate::errors::IntoPyResult;
+use gridbuf::geometry::dims::Dim;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 /// A halo given per axis as an int or a (lower, upper) pair, checked by the core rule.
 pub(crate) fn halo_from(

@@ -1,6 +1,15 @@
 //! Reading data interfaces and building the one a labelled array (Field, DataArray) reports.
 
-use super::*;
+use super::dims::dims_tuple;
+use super::entry::{entry_get, repr};
+use crate::convert::dims_from;
+use crate::data_interface::{data_interface_of, gpu_entry, host_entry};
+use crate::errors::to_py;
+use crate::pyobj::lookup;
+use gridbuf::Error;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString, PyTuple};
 
 /// The ``__gt_data_interface__`` (or the older ``__gt_interface__``) of ``obj``, or None.
 ///

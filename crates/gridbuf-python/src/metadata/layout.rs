@@ -1,6 +1,8 @@
 //! Whole gridbuf allocations and the layout map of byte strides.
 
-use super::*;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 /// The plan of an array gridbuf allocated, when ``array`` is all of that allocation (a NumPy
 /// array, or a view of one, over exactly the planned shape, strides and first element); else

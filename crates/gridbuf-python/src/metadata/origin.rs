@@ -1,6 +1,12 @@
 //! Origins: an origin argument or `__gt_origin__`, checked against a shape.
 
-use super::*;
+use super::entry::{repr, shape_of};
+use crate::errors::{to_py, IntoPyResult};
+use crate::pyobj::lookup;
+use gridbuf::Error;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyTuple};
 
 /// An origin given as a sequence of ints, checked by the core rule against `shape`.
 pub(crate) fn origin_from(
