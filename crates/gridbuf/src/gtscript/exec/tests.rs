@@ -1,8 +1,8 @@
 //! Unit tests of the evaluator: whole stencils run against direct loops, K bounds, and racy
 //! reads the planner rejects.
 
-use super::{run, FieldMem};
 use crate::gtscript::compile;
+use crate::gtscript::{run, FieldMem};
 use crate::kernels::exec::Threads;
 
 /// A C-ordered f64 array of `shape` (I, J, K) and its `FieldMem` with lower extent `lo`.
@@ -189,7 +189,7 @@ fn int_field(data: &mut [i64], shape: [usize; 3]) -> FieldMem {
 /// index past the last level is an error naming the field and the level.
 #[test]
 fn k_offset_writes_and_run_time_levels_match_direct_loops() {
-    use super::{Jit, Lane};
+    use crate::gtscript::{Jit, Lane};
     let text =
         "stencil v float64\nfield a IJK\nfield idx int64 IJK\nfield out IJK\nfield out2 IJK\n\
                 comp FORWARD\ninterval S 0 E -1\nstmtk 1 1 f 2 0 f 0 0 0 0 0\n\
@@ -345,7 +345,7 @@ fn loop_flow_nests() {
 /// offset keeps the passes.
 #[test]
 fn point_loops_match_blocks_and_direct_loops() {
-    use super::{Jit, Lane};
+    use crate::gtscript::{Jit, Lane};
     for order in ["PARALLEL", "FORWARD"] {
         let text = format!(
             "stencil pl float64\nfield a IJK\nfield out IJK\nfield cnt int64 IJK\ntemp m1 bool\ntemp m2 bool\n\
@@ -368,7 +368,7 @@ fn point_loops_match_blocks_and_direct_loops() {
         // A FORWARD section with a loop walks as one point function (and needs no loop code
         // of its own); a PARALLEL one runs the loop point by point in blocks.
         let walks = jit
-            .point_section::<Lane>(&plan, 0, super::walk::Walk::Columns)
+            .point_section::<Lane>(&plan, 0, crate::gtscript::exec::launch::Walk::Columns)
             .unwrap()
             .is_some();
         assert_eq!(walks, order == "FORWARD");
@@ -429,8 +429,8 @@ fn section_walks_match_direct_loops() {
     // (K fastest) or levels (I fastest): a recurrence on the level before along the walk, a
     // 2-D temporary carried from level to level, a one-level temporary in registers, a field
     // written under a mask (loaded first), loops with no pass for some points.
-    use super::walk::Walk;
-    use super::Jit;
+    use crate::gtscript::exec::launch::Walk;
+    use crate::gtscript::Jit;
     for backward in [false, true] {
         let (order, first, rest, back) = if backward {
             ("BACKWARD", "E -1 E 0", "S 0 E -1", 1)
@@ -551,9 +551,9 @@ fn section_runs_walk_columns_as_one_function() {
     // earlier ones wrote: on K-fastest memory one function walks each column through all four
     // (`pointloop::group`); on I-fastest memory each walks levels on its own. Both, and the
     // interpreter, against direct loops.
-    use super::pointloop::group;
-    use super::walk::Walk;
-    use super::Jit;
+    use crate::gtscript::exec::launch::Walk;
+    use crate::gtscript::jit::point::group;
+    use crate::gtscript::Jit;
     // The temporary `y` (its level number) is read one level back only: from a register
     // along the column, and never stored by the second section.
     let text = "stencil runs float64\nfield a IJK\nfield out IJK\nfield b IJK\n\

@@ -1,10 +1,10 @@
 //! The float trait of the evaluator's kernels (`f64`, `f32`) and each thread's pool of reusable
 //! buffers.
 
-use super::lane::Elem;
+use crate::gtscript::rt::lane::Elem;
 
-use super::math::{self, Fn1, Fn2};
 use crate::gtscript::ir::{BinOp, UnOp};
+use crate::gtscript::rt::math::{self, Fn1, Fn2};
 
 /// The element types the evaluator runs on.
 pub trait Num: crate::kernels::Float {
@@ -14,7 +14,7 @@ pub trait Num: crate::kernels::Float {
     fn abs(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
-    /// The function of [`super::math`] computing `op` for this type, with its symbol name, for
+    /// The function of [`crate::gtscript::rt::math`] computing `op` for this type, with its symbol name, for
     /// the operations with no instruction; the interpreter and the compiled code both call it.
     fn unary_fn(op: UnOp) -> Option<(&'static str, Fn1<Self>)>;
     /// Likewise for binary operations (`**`, `mod`).
@@ -46,7 +46,7 @@ const POOL_MAX: usize = 64;
 
 /// A buffer of `len` elements from this thread's pool (values left by earlier use, zero where
 /// it grows), or a new zeroed one.
-pub(super) fn take_buf<T: Elem>(len: usize) -> Vec<T> {
+pub(crate) fn take_buf<T: Elem>(len: usize) -> Vec<T> {
     let mut v = T::pool()
         .with(|p| {
             let mut p = p.borrow_mut();
@@ -64,7 +64,7 @@ pub(super) fn take_buf<T: Elem>(len: usize) -> Vec<T> {
 
 /// Makes `b` a buffer of `len` elements: from this thread's pool if it has none yet, else
 /// resized (a block buffer kept from the previous block or section).
-pub(super) fn fit_buf<T: Elem>(b: &mut Vec<T>, len: usize) {
+pub(crate) fn fit_buf<T: Elem>(b: &mut Vec<T>, len: usize) {
     if b.capacity() == 0 {
         *b = take_buf(len);
     } else if b.len() != len {
@@ -73,7 +73,7 @@ pub(super) fn fit_buf<T: Elem>(b: &mut Vec<T>, len: usize) {
 }
 
 /// Returns buffers to this thread's pool.
-pub(super) fn give_bufs<T: Elem>(bufs: impl IntoIterator<Item = Vec<T>>) {
+pub(crate) fn give_bufs<T: Elem>(bufs: impl IntoIterator<Item = Vec<T>>) {
     T::pool().with(|p| {
         let mut p = p.borrow_mut();
         for b in bufs {

@@ -3,9 +3,9 @@
 //! machine code on 64-bit lanes, in blocks and with several threads; every written field must
 //! agree byte for byte (NaN with NaN).
 
-use super::{run, FieldMem, Jit, Lane};
 use crate::gtscript::ir::Ty;
 use crate::gtscript::{compile, Value};
+use crate::gtscript::{run, FieldMem, Jit, Lane};
 use crate::kernels::exec::Threads;
 use proptest::prelude::*;
 
@@ -141,7 +141,7 @@ fn fill(ty: Ty, n: usize, seed: &mut u64) -> Buf {
             }
             _ => Value::I(if r % 7 == 0 { r << 20 } else { r % 300 - 150 }),
         };
-        let v = crate::gtscript::types::convert(v, ty);
+        let v = crate::gtscript::passes::types::convert(v, ty);
         let at = i * ty.itemsize();
         let (f, x) = match v {
             Value::F(f) => (f, 0),

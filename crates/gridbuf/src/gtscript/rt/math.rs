@@ -1,7 +1,7 @@
 //! The math functions CPUs have no instruction for, one `extern "C"` function per operation and
 //! element type.
 //!
-//! The interpreter ([`super::kernels`]) and the compiled code ([`super::jit`], which calls them
+//! The interpreter ([`crate::gtscript::rt::interp`]) and the compiled code ([`crate::gtscript::jit`], which calls them
 //! by address, lane by lane) call the very same functions, so both give the same bits. The
 //! functions come from Rust's standard library where it has them (which calls the platform's C
 //! library: `exp`, `log`, `log10`, the trigonometric and hyperbolic functions, `cbrt`, `pow`)
@@ -95,12 +95,12 @@ remainder!(gridbuf_mod_f32, f32);
 
 /// NumPy's `floor_divide` of floats (its `npy_divmod`), for the JIT and the interpreter.
 extern "C" fn gridbuf_floordiv_f64(a: f64, b: f64) -> f64 {
-    super::kernels::divmod(a, b).0
+    crate::gtscript::rt::interp::divmod(a, b).0
 }
 
 /// See [`gridbuf_floordiv_f64`].
 extern "C" fn gridbuf_floordiv_f32(a: f32, b: f32) -> f32 {
-    super::kernels::divmod(a, b).0
+    crate::gtscript::rt::interp::divmod(a, b).0
 }
 
 /// `x ** y`; NumPy squares exactly (`x * x`) where `y` is 2.
@@ -140,7 +140,7 @@ pub fn binary_f32(op: BinOp) -> Option<(&'static str, Fn2<f32>)> {
 }
 
 /// Every function of this module by symbol name and address, for the JIT's symbol table.
-pub(super) fn symbols() -> Vec<(&'static str, *const u8)> {
+pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     let mut v = all_unary();
     v.extend([
         ("gridbuf_pow_f64", gridbuf_pow_f64 as Fn2<f64> as *const u8),

@@ -11,8 +11,8 @@
 //! target's extent; both bounds are planned, so every read stays inside what is loaded, and
 //! every field is read only within the extent the binder checked against its halo.
 
-use super::ir::{Level, Region};
-use super::plan::Reach;
+use crate::gtscript::ir::{Level, Region};
+use crate::gtscript::plan::Reach;
 
 /// Where one side of a statement's box lies, after cutting it to a region.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The evaluator: tiles of the domain, each statement run by its machine code ([`jit`]) or by
+//! The executor: tiles of the domain, each statement run by its machine code ([`crate::gtscript::jit`]) or by
 //! the tape interpreter.
 //!
 //! The domain is cut into tiles that run in parallel: I/J tiles, or slabs of the outermost
@@ -10,40 +10,20 @@
 //! axis of the output's layout), so a read at an offset is a fixed shift of a flat index. Each
 //! statement then runs over its region: its compiled code walks all rows of an outer step in one
 //! call, keeping intermediates in vector registers; the interpreter runs the register tape in
-//! strips of [`STRIP`] points, every instruction one tight loop over a strip, which the
+//! strips of [`crate::gtscript::rt::STRIP`] points, every instruction one tight loop over a strip, which the
 //! compiler vectorises, so the dispatch per instruction is paid once per strip. Points at the ends of
 //! rows mix neighbouring rows; they are computed but never reach a stored point. Finally the
 //! block copies what it wrote back to memory.
 
-mod column;
-mod emit;
-mod jit;
 #[cfg(test)]
 mod jit_tests;
-mod kernels;
-mod lane;
-pub mod math;
-mod mem;
-mod num;
-mod pointloop;
-#[cfg(test)]
-mod reference;
-mod strip;
-mod sweep;
+pub(crate) mod launch;
+pub(crate) mod strip;
+pub(crate) mod sweep;
 #[cfg(test)]
 mod tests;
-mod tile;
+pub(crate) mod tile;
 #[cfg(test)]
 mod typed_tests;
-mod walk;
-mod wide;
 
-pub use jit::Jit;
-pub use kernels::Arg;
-pub use lane::{Elem, Lane};
-pub use mem::FieldMem;
-pub use num::Num;
 pub use tile::{run, run_interruptible};
-
-/// Points per strip of the tape interpreter.
-const STRIP: usize = 512;

@@ -2,8 +2,8 @@
 //! statement runs behind the sweep front and how many planes its block buffers keep (see
 //! `eval::sweep`, which runs them).
 
-use super::ir::IterOrder;
-use super::plan::{Kind, Plan, Slots, Src};
+use crate::gtscript::ir::IterOrder;
+use crate::gtscript::plan::{Kind, Plan, Slots, Src};
 
 /// The sweep schedule of one section.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub struct SectionSweep {
 /// a sweep: a section that is not PARALLEL, a temporary stored across levels or sections, a
 /// temporary read before it is written, a statement that reads its own target at another plane, or a written field read at another plane or at a K offset
 /// (whose values a tile boundary would split).
-pub(super) fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
+pub(crate) fn plan_sweeps(plan: &Plan, axis: usize) -> Option<Vec<SectionSweep>> {
     if plan.kinds.iter().any(|k| matches!(k, Kind::Stored { .. }))
         || plan.sections.iter().any(|s| !s.var_reads.is_empty())
     {

@@ -18,16 +18,16 @@
 //! gt:cpu_kfirst code does: the remap's search index goes from level to level in a register
 //! and memory is read along K), or each level's rows of I. Along columns, a run of such
 //! sections is one function ([`group`]), each column going through all of them in turn. How
-//! the functions run over a tile is [`super::walk`].
+//! the functions run over a tile is [`crate::gtscript::exec::launch`].
 
-use super::jit::{
+use crate::error::Result;
+use crate::gtscript::exec::launch::Walk;
+use crate::gtscript::ir::{IterOrder, KIndex, Ty};
+use crate::gtscript::jit::wide::{SlotRegs, WideEmit};
+use crate::gtscript::jit::{
     declare_calls, jit_error, load_scalars, operands_of, supported, vk_field, vk_of, vk_row, Emit,
     VkSlot,
 };
-use super::walk::Walk;
-use super::wide::{SlotRegs, WideEmit};
-use crate::error::Result;
-use crate::gtscript::ir::{IterOrder, KIndex, Ty};
 use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src, StmtPlan};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -43,11 +43,11 @@ use cranelift_module::{FuncId, Linkage, Module};
 /// at `outs[j] + r * out_steps[j]` (the parts' operands, stored quantities and run-time K
 /// slots one after the other), and the points of a row are one element apart (see
 /// [`PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
-/// for [`super::jit::RowFn`]; `stop` the address of the call's interrupt flag
+/// for [`crate::gtscript::jit::RowFn`]; `stop` the address of the call's interrupt flag
 /// ([`crate::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
 /// early, leaving points unfinished, once a run-time K read has reported a level outside or the
 /// flag is set (the caller raises the error).
-pub(super) type LoopFn = unsafe extern "C" fn(
+pub(crate) type LoopFn = unsafe extern "C" fn(
     *const *const u8,
     *const isize,
     *const *mut u8,
@@ -60,43 +60,43 @@ pub(super) type LoopFn = unsafe extern "C" fn(
 );
 
 /// A compiled loop (or sections) and what the caller must hand it.
-pub(super) struct LoopCode {
+pub(crate) struct LoopCode {
     /// The function.
-    pub(super) f: LoopFn,
+    pub(crate) f: LoopFn,
     /// What it reads from memory, in the order of the pointer array: (quantity, offset I, J,
     /// K); the quantities it writes only at other K levels than the point's.
-    pub(super) operands: Vec<(u32, [i32; 3])>,
+    pub(crate) operands: Vec<(u32, [i32; 3])>,
     /// What it stores (each at the point itself), in the order of the output array.
-    pub(super) outs: Vec<u32>,
+    pub(crate) outs: Vec<u32>,
     /// The quantities read at run-time K levels, one `VkSlot` each, and their memory's
     /// element types.
-    pub(super) vk: Vec<(u32, Ty)>,
+    pub(crate) vk: Vec<(u32, Ty)>,
     /// One past the last statement (of the first part).
-    pub(super) exit: usize,
+    pub(crate) exit: usize,
     /// Its parts, in the order they run and their entries lie in the arrays above.
-    pub(super) parts: Vec<PartCode>,
+    pub(crate) parts: Vec<PartCode>,
 }
 
 /// One part of a point function: its section, and how many operands, stored quantities and
 /// run-time K reads it has.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct PartCode {
-    pub(super) section: usize,
-    pub(super) operands: usize,
-    pub(super) outs: usize,
-    pub(super) vk: usize,
+pub(crate) struct PartCode {
+    pub(crate) section: usize,
+    pub(crate) operands: usize,
+    pub(crate) outs: usize,
+    pub(crate) vk: usize,
 }
 
 /// The statements `first..exit` of a section that one point function runs, and how it walks.
-pub(super) struct PointRange {
-    pub(super) first: usize,
-    pub(super) exit: usize,
+pub(crate) struct PointRange {
+    pub(crate) first: usize,
+    pub(crate) exit: usize,
     /// `None`: a loop run on a block's rows (every operand a row of the block, one element per
     /// point); it stores every quantity it writes, for the statements after it. A whole
     /// section's walk (see [`Walk`]): temporaries that live in one level (`Kind::Local`) stay
     /// in registers, and quantities without the walk's point axis stay put from point to
     /// point.
-    pub(super) walk: Option<Walk>,
+    pub(crate) walk: Option<Walk>,
 }
 
 /// Whether quantity `q` has axis `a` (a temporary that lives in block buffers has all three).
@@ -138,7 +138,7 @@ fn surely_written(plan: &Plan, s: usize, range: &std::ops::Range<usize>, u: usiz
 /// level is written, in every pass, before it is read. Then each point's result depends on that
 /// point alone and on other levels, so the points of one level can run in any order, and the
 /// levels of a column, walked in the section's order, after one another.
-pub(super) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
+pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     let sec = &plan.sections[s];
     let n = sec.stmts.len();
     if sec.order == IterOrder::Parallel || n == 0 || plan.program.sections[s].loops.is_empty() {
@@ -190,7 +190,7 @@ pub(super) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
 /// what running each section over all columns does, and each column is read from memory
 /// once instead of once per section. `s + 1` when section `s` walks alone; `s` when it
 /// cannot walk.
-pub(super) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
+pub(crate) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
     if !section(plan, s, wide) {
         return s;
     }
@@ -220,7 +220,7 @@ pub(super) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
 /// over the same box (no region, no K offset), not to a quantity read at run-time levels later
 /// (written through at once by the block); and what the loop writes it reads only at the
 /// point itself (not at an offset, not at a run-time level).
-pub(super) fn range(plan: &Plan, s: usize, t: usize, wide: bool) -> Option<usize> {
+pub(crate) fn range(plan: &Plan, s: usize, t: usize, wide: bool) -> Option<usize> {
     let sec = &plan.sections[s];
     let exit = sec.flow.get(t)?.exit?;
     if (0..t).any(|u| sec.flow[u].exit.is_some_and(|e| e > t)) {
@@ -371,7 +371,7 @@ impl<'p> Part<'p> {
 /// reads, part after part, and how many of each every part has (see [`LoopCode`]). Per row,
 /// each part runs its points in turn.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-pub(super) fn build(
+pub(crate) fn build(
     module: &mut JITModule,
     ctx: &mut cranelift_codegen::Context,
     fctx: &mut FunctionBuilderContext,

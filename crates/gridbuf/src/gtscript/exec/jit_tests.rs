@@ -13,9 +13,9 @@
 //! (bit for bit; any NaN equals any NaN, since IEEE leaves NaN payloads and signs to the
 //! hardware and LLVM may commute operands).
 
-use super::reference::{arrays, reference, Arr, Elem, Rng};
-use super::{run, FieldMem, Jit};
+use crate::gtscript::rt::reference::{arrays, reference, Arr, Elem, Rng};
 use crate::gtscript::{compile, Plan};
+use crate::gtscript::{run, FieldMem, Jit};
 use crate::kernels::exec::Threads;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -15,12 +15,12 @@
 //! that would be stored and loaded back); temporaries that live in one level only (`Local`)
 //! never touch memory.
 
-use super::jit::{declare_calls, jit_error, operands_of, supported, Emit};
-use super::lane::Elem;
-use super::mem::Mem;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::IterOrder;
+use crate::gtscript::jit::{declare_calls, jit_error, operands_of, supported, Emit};
 use crate::gtscript::plan::{Kind, Plan, Src};
+use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::rt::mem::Mem;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
@@ -30,37 +30,37 @@ use cranelift_module::{FuncId, Linkage, Module};
 /// `f(table, ncols, nlev, scalars)`: runs the section on `ncols` columns over `nlev` levels.
 /// `table[c * slots + s]` is the address of slot `s` in column `c` at the section's first level
 /// (the lowest; see [`Slot`]).
-pub(super) type ColumnFn = unsafe extern "C" fn(*const usize, usize, usize, *const u8);
+pub(crate) type ColumnFn = unsafe extern "C" fn(*const usize, usize, usize, *const u8);
 
 /// Something a column function reads or writes: one quantity at one horizontal offset.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Slot {
+pub(crate) struct Slot {
     /// The quantity.
-    pub(super) q: u32,
+    pub(crate) q: u32,
     /// Horizontal offset (I, J) from the column.
-    pub(super) off: [i32; 2],
+    pub(crate) off: [i32; 2],
     /// Whether the quantity has a K axis (then level `l` at K offset `dk` is `l + dk` elements
     /// from the slot's address: unit stride along K; else every level is the slot's address).
-    pub(super) has_k: bool,
+    pub(crate) has_k: bool,
     /// Lowest and highest K offset read or written.
-    pub(super) k: (i32, i32),
+    pub(crate) k: (i32, i32),
     /// Whether the function writes it (at offset 0, each level of the section).
-    pub(super) written: bool,
+    pub(crate) written: bool,
 }
 
 /// A section's column function and the slots of its table.
-pub(super) struct ColumnCode {
+pub(crate) struct ColumnCode {
     /// The function.
-    pub(super) f: ColumnFn,
+    pub(crate) f: ColumnFn,
     /// What each column's row of the table holds, in order.
-    pub(super) slots: Vec<Slot>,
+    pub(crate) slots: Vec<Slot>,
 }
 
 /// Whether section `s` of `plan` can walk columns: FORWARD or BACKWARD, without regions, loops
 /// or writes at K offsets, every statement compiled and computed over the core only, no statement reading at a horizontal offset a
 /// quantity the section writes, and every temporary that lives in block buffers (`Local`)
 /// written in a level before it is read there.
-pub(super) fn walkable(plan: &Plan, s: usize) -> bool {
+pub(crate) fn walkable(plan: &Plan, s: usize) -> bool {
     let sec = &plan.sections[s];
     if sec.order == IterOrder::Parallel || sec.stmts.is_empty() {
         return false;
@@ -186,7 +186,7 @@ fn prefetch(a: usize) {
 }
 
 /// The functions column code calls, by symbol name, for the JIT's symbol table.
-pub(super) fn symbols() -> Vec<(&'static str, *const u8)> {
+pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     type Prefetch = unsafe extern "C" fn(*const usize, usize, usize, usize, isize);
     vec![(
         "gridbuf_prefetch_columns",
@@ -202,7 +202,7 @@ const COLUMNS: usize = 4;
 
 /// Defines the column function of section `s` in `module` when the section can walk columns;
 /// returns it and its slots.
-pub(super) fn build(
+pub(crate) fn build(
     module: &mut JITModule,
     ctx: &mut cranelift_codegen::Context,
     fctx: &mut FunctionBuilderContext,
@@ -295,7 +295,7 @@ impl Walk<'_> {
             return Err(jit_error("signature"));
         };
         let (table, ncols, nlev, scal) = (*table, *ncols, *nlev, *scal);
-        let scalars = super::jit::load_scalars(
+        let scalars = crate::gtscript::jit::load_scalars(
             &mut b,
             self.plan.sections[self.s]
                 .stmts
@@ -620,7 +620,7 @@ struct LoopCtx<'a> {
 /// Runs section code `code` on the columns `lo..hi` (I, J) over levels `ks..ke`, with the memory
 /// of quantity `q` at `mem_of(q)`. `Ok(false)` (nothing run) where some slot's memory is not of
 /// the element type with unit stride along K, or not writable where written.
-pub(super) fn run_columns<'m, T: Elem>(
+pub(crate) fn run_columns<'m, T: Elem>(
     code: &ColumnCode,
     mem_of: &impl Fn(usize) -> &'m Mem,
     lo: [i64; 2],

@@ -5,8 +5,8 @@
 //! every conversion an explicit [`Expr::Cast`] (literals are converted at once), so the planner
 //! and the evaluators see operations whose operands all have one type.
 
-use super::ir::{def_error, Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
 use crate::error::Result;
+use crate::gtscript::ir::{def_error, Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
 
 /// The type an operation on operands of type `a` (and `b`) computes in, and the type of its
 /// result.

@@ -1,8 +1,8 @@
 //! The vector instruction kernels: one tight loop per operation over a strip of operands.
 
-use super::num::Num;
 use crate::gtscript::ir::{BinOp, UnOp};
 use crate::gtscript::plan::Op;
+use crate::gtscript::rt::num::Num;
 
 /// An operand over one strip.
 #[derive(Copy, Clone)]
@@ -14,7 +14,7 @@ pub enum Arg<'a, T> {
 }
 
 #[inline(always)]
-pub(super) fn un<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, f: impl Fn(T) -> U) {
+pub(crate) fn un<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, f: impl Fn(T) -> U) {
     match a {
         Arg::S(x) => {
             for (d, x) in d.iter_mut().zip(x) {
@@ -31,7 +31,7 @@ pub(super) fn un<T: Copy, U: Copy>(d: &mut [U], a: Arg<'_, T>, f: impl Fn(T) -> 
 }
 
 #[inline(always)]
-pub(super) fn bin<T: Copy, U: Copy>(
+pub(crate) fn bin<T: Copy, U: Copy>(
     d: &mut [U],
     a: Arg<'_, T>,
     b: Arg<'_, T>,
@@ -96,7 +96,7 @@ fn tri<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>, f: impl
 /// Floor division and remainder of floats as NumPy computes them (its `npy_divmod`): the
 /// quotient from the exact remainder, so that `1 // 0.1` is 9 as in NumPy, not 10.
 #[inline(always)]
-pub(super) fn divmod<T: Num>(a: T, b: T) -> (T, T) {
+pub(crate) fn divmod<T: Num>(a: T, b: T) -> (T, T) {
     let m = a.fmod(b);
     if b == T::ZERO {
         return (a / b, m);
@@ -144,7 +144,7 @@ fn truth<T: Num>(b: bool) -> T {
 }
 
 #[inline(always)]
-pub(super) fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
+pub(crate) fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
     match a {
         Arg::S(x) => x[i],
         Arg::V(v) => v,
@@ -152,7 +152,7 @@ pub(super) fn at<T: Copy>(a: Arg<'_, T>, i: usize) -> T {
 }
 
 #[inline(always)]
-pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>) {
+pub(crate) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>) {
     match op {
         Op::Mov => un(d, a, |x| x),
         // Reads memory: run by the strip (`strip::load_k`), never here.

@@ -1,7 +1,7 @@
 //! One step of a statement's tape as Cranelift instructions, over scalars or vectors of one
 //! float element type: the code every compiled row, column and point function is made of
-//! (the mixed-type lanes have their own, [`super::wide`]). It computes what the interpreter
-//! computes, operation for operation (see [`super::jit`]).
+//! (the mixed-type lanes have their own, [`crate::gtscript::jit::wide`]). It computes what the interpreter
+//! computes, operation for operation (see [`crate::gtscript::jit`]).
 
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::plan::{Instr, Op, Src};
@@ -12,20 +12,20 @@ use cranelift_frontend::FunctionBuilder;
 /// Where each (quantity, offset) operand of a tape is in its operand list: a linear search
 /// for the few operands of most tapes, a hash map for the thousands of a statement that sums
 /// many quantities (where searching at every use made compiling quadratic).
-pub(super) struct OperandIndex<'a> {
+pub(crate) struct OperandIndex<'a> {
     operands: &'a [(u32, [i32; 3])],
     map: Option<rustc_hash::FxHashMap<(u32, [i32; 3]), usize>>,
 }
 
 impl<'a> OperandIndex<'a> {
-    pub(super) fn new(operands: &'a [(u32, [i32; 3])]) -> Self {
+    pub(crate) fn new(operands: &'a [(u32, [i32; 3])]) -> Self {
         let map = (operands.len() > 32)
             .then(|| operands.iter().enumerate().map(|(k, &o)| (o, k)).collect());
         OperandIndex { operands, map }
     }
 
     /// The position of operand (`q`, `off`), which the list holds.
-    pub(super) fn get(&self, q: u32, off: [i32; 3]) -> usize {
+    pub(crate) fn get(&self, q: u32, off: [i32; 3]) -> usize {
         match &self.map {
             Some(m) => m[&(q, off)],
             None => self
@@ -39,14 +39,14 @@ impl<'a> OperandIndex<'a> {
 
 /// Emits one step of the tape over values of type `vt` (the element or a vector of it),
 /// reading operand `k` at `addrs[k]`; returns the result.
-pub(super) struct Emit<'a> {
-    pub(super) tape: &'a [Instr],
-    pub(super) operands: &'a [(u32, [i32; 3])],
+pub(crate) struct Emit<'a> {
+    pub(crate) tape: &'a [Instr],
+    pub(crate) operands: &'a [(u32, [i32; 3])],
     /// Scalar parameters, loaded once in the entry block (element type).
-    pub(super) scalars: &'a [Value],
+    pub(crate) scalars: &'a [Value],
     /// The math functions the tape calls, by operation.
-    pub(super) calls: &'a [(Op, Type, FuncRef)],
-    pub(super) elem: Type,
+    pub(crate) calls: &'a [(Op, Type, FuncRef)],
+    pub(crate) elem: Type,
 }
 
 impl Emit<'_> {
@@ -123,7 +123,7 @@ impl Emit<'_> {
     /// either is NaN; the NaN test of `a` comes after it (on scalars a branch that is always
     /// predicted). Both comparisons in one `select` were a set-flags sequence and a branch on
     /// the data (the vertical remap: 10% of its time).
-    pub(super) fn min_max(
+    pub(crate) fn min_max(
         b: &mut FunctionBuilder<'_>,
         vt: Type,
         op: BinOp,
@@ -140,7 +140,7 @@ impl Emit<'_> {
         Self::choose(b, vt, nan, a, m)
     }
 
-    pub(super) fn arith(b: &mut FunctionBuilder<'_>, op: BinOp, x: Value, y: Value) -> Value {
+    pub(crate) fn arith(b: &mut FunctionBuilder<'_>, op: BinOp, x: Value, y: Value) -> Value {
         match op {
             BinOp::Add => b.ins().fadd(x, y),
             BinOp::Sub => b.ins().fsub(x, y),
@@ -149,7 +149,7 @@ impl Emit<'_> {
         }
     }
 
-    pub(super) fn step(
+    pub(crate) fn step(
         &self,
         b: &mut FunctionBuilder<'_>,
         vt: Type,
@@ -164,7 +164,7 @@ impl Emit<'_> {
 
     /// One step of the tape over values of type `vt`, taking operand `k` (of `operands`)
     /// from `operand(b, k)`, called once per operand the tape reads.
-    pub(super) fn step_with(
+    pub(crate) fn step_with(
         &self,
         b: &mut FunctionBuilder<'_>,
         vt: Type,
@@ -347,7 +347,7 @@ impl Emit<'_> {
 }
 
 /// Whether operand `n` (1 or 2) of `op` is read.
-pub(super) fn uses_arg(op: Op, n: usize) -> bool {
+pub(crate) fn uses_arg(op: Op, n: usize) -> bool {
     match op {
         Op::Mov | Op::Cast(_) | Op::Un(_) | Op::LoadK(..) => false,
         Op::Bin(_) => n == 1,

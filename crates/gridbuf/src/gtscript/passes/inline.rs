@@ -56,7 +56,7 @@
 //! chain of 1,000, one expression as deep as the chain); 10,000 squarings `t_k = t_(k-1) *
 //! t_(k-1)`: 8 ms, 2,500 statements left (before: more than 2 GiB for 22).
 
-use super::ir::{Access, BinOp, Expr, Program, Stmt, UnOp};
+use crate::gtscript::ir::{Access, BinOp, Expr, Program, Stmt, UnOp};
 
 /// The most nodes a statement's expression may grow to by inlining (see the module docs).
 pub(crate) const MAX_NODES: usize = 4096;

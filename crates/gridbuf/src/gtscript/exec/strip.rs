@@ -1,14 +1,14 @@
 //! Running one statement's register tape over its region, strip by strip.
 
-use super::jit::{StmtCode, VkSlot};
-use super::kernels::Arg;
-use super::lane::Elem;
-use super::mem::{mem_row, Geo, Mem, VarMem};
-use super::pointloop::LoopCode;
-use super::STRIP;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{KIndex, Ty};
+use crate::gtscript::jit::point::LoopCode;
+use crate::gtscript::jit::{StmtCode, VkSlot};
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
+use crate::gtscript::rt::interp::Arg;
+use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::rt::mem::{mem_row, Geo, Mem, VarMem};
+use crate::gtscript::rt::STRIP;
 use crate::interrupt::Interrupt;
 
 fn row_error(what: &str) -> Error {
@@ -125,7 +125,7 @@ fn load_k<T: Elem>(
 /// `i` (a point step along K is one level up): checks
 /// that every point's column (its I and J) lies inside each quantity's memory and that the
 /// memory holds the element type the code loads.
-pub(super) fn vk_slots<T: Elem>(
+pub(crate) fn vk_slots<T: Elem>(
     vk: &[(u32, Ty)],
     vmem: &[Option<VarMem<'_>>],
     [m, i]: [usize; 2],
@@ -191,7 +191,7 @@ pub(super) fn vk_slots<T: Elem>(
 }
 
 /// The error for the first slot the compiled code reported a level outside of.
-pub(super) fn vk_errors(
+pub(crate) fn vk_errors(
     vk: &[(u32, Ty)],
     vmem: &[Option<VarMem<'_>>],
     slots: &[VkSlot],
@@ -212,7 +212,7 @@ pub(super) fn vk_errors(
 /// most [`STRIP`] points.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn run_stmt<T: Elem>(
+pub(crate) fn run_stmt<T: Elem>(
     st: &StmtPlan,
     geo: &Geo,
     bufs: &mut [Vec<T>],
@@ -415,7 +415,7 @@ fn out_row<T: Elem>(
 /// call per strip of at most [`STRIP`] points.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn run_stmt_code<T: Elem>(
+pub(crate) fn run_stmt_code<T: Elem>(
     code: &StmtCode,
     st: &StmtPlan,
     geo: &Geo,
@@ -574,7 +574,7 @@ pub(super) fn run_stmt_code<T: Elem>(
 /// tape interpreter.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-pub(super) fn run_statement<T: Elem>(
+pub(crate) fn run_statement<T: Elem>(
     code: Option<&StmtCode>,
     st: &StmtPlan,
     geo: &Geo,
@@ -594,7 +594,7 @@ pub(super) fn run_statement<T: Elem>(
 
 /// Whether quantity `q` (a `while` loop's mask) is set anywhere in the box `[lo, hi)` of the
 /// block with geometry `geo`.
-pub(super) fn any_set<T: Elem>(
+pub(crate) fn any_set<T: Elem>(
     q: u32,
     geo: &Geo,
     bufs: &[Vec<T>],
@@ -630,7 +630,7 @@ pub(super) fn any_set<T: Elem>(
 /// Runs a `while` loop's compiled code (see [`LoopCode`]) over `[rlo, rhi)`, the box of every
 /// statement of the loop: one call per outer-axis step covers all its rows.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn run_loop_code<T: Elem>(
+pub(crate) fn run_loop_code<T: Elem>(
     code: &LoopCode,
     geo: &Geo,
     bufs: &mut [Vec<T>],

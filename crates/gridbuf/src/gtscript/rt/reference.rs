@@ -1,15 +1,15 @@
 //! The reference of the evaluator's property tests: GT4Py's semantics point by point on the
 //! program as parsed, over arrays of deterministic random values (see `jit_tests`).
 
-use super::{FieldMem, Num};
 use crate::gtscript::ir::{Access, BinOp, Expr, IterOrder, Program, UnOp};
+use crate::gtscript::rt::{FieldMem, Num};
 use crate::gtscript::Plan;
 
 /// A small deterministic generator (splitmix64) for the input values.
-pub(super) struct Rng(pub(super) u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -19,7 +19,7 @@ impl Rng {
 
     /// Mostly ordinary values (including negative, and small multiples of 0.5 so that
     /// comparisons, `mod` and `floordiv` meet ties), some special ones.
-    pub(super) fn value(&mut self) -> f64 {
+    pub(crate) fn value(&mut self) -> f64 {
         let r = self.next();
         match r % 32 {
             0 | 16 => 0.0,
@@ -36,7 +36,7 @@ impl Rng {
     }
 }
 
-pub(super) trait Elem: Num + super::lane::Elem {
+pub(crate) trait Elem: Num + crate::gtscript::rt::lane::Elem {
     fn same(self, other: Self) -> bool;
 }
 
@@ -55,16 +55,16 @@ impl Elem for f32 {
 /// A field's array: its shape (1 along a missing axis), the domain's first point in it, the
 /// axes it has and its values in C or I-fastest order.
 #[derive(Clone)]
-pub(super) struct Arr<T> {
-    pub(super) shape: [usize; 3],
-    pub(super) lo: [usize; 3],
-    pub(super) axes: [bool; 3],
-    pub(super) fortran: bool,
-    pub(super) data: Vec<T>,
+pub(crate) struct Arr<T> {
+    pub(crate) shape: [usize; 3],
+    pub(crate) lo: [usize; 3],
+    pub(crate) axes: [bool; 3],
+    pub(crate) fortran: bool,
+    pub(crate) data: Vec<T>,
 }
 
 impl<T: Num> Arr<T> {
-    pub(super) fn strides(&self) -> [isize; 3] {
+    pub(crate) fn strides(&self) -> [isize; 3] {
         let s = self.shape;
         let st = if self.fortran {
             [1, s[0], s[0] * s[1]]
@@ -75,7 +75,7 @@ impl<T: Num> Arr<T> {
     }
 
     /// The value at domain point `p`, or None outside the array.
-    pub(super) fn get(&self, p: [i64; 3]) -> Option<T> {
+    pub(crate) fn get(&self, p: [i64; 3]) -> Option<T> {
         let st = self.strides();
         let mut off = 0;
         for a in 0..3 {
@@ -91,7 +91,7 @@ impl<T: Num> Arr<T> {
         Some(self.data[off as usize])
     }
 
-    pub(super) fn set(&mut self, p: [i64; 3], v: T) {
+    pub(crate) fn set(&mut self, p: [i64; 3], v: T) {
         let st = self.strides();
         let off: isize = (0..3)
             .map(|a| (p[a] + self.lo[a] as i64) as isize * st[a])
@@ -99,7 +99,7 @@ impl<T: Num> Arr<T> {
         self.data[off as usize] = v;
     }
 
-    pub(super) fn mem(&mut self, writable: bool) -> FieldMem {
+    pub(crate) fn mem(&mut self, writable: bool) -> FieldMem {
         FieldMem {
             addr: self.data.as_mut_ptr().expose_provenance(),
             shape: self.shape,
@@ -118,7 +118,7 @@ impl<T: Num> Arr<T> {
 
 /// Arrays for every field of `plan` over `domain`: the plan's extents plus `extra` on every
 /// side of the axes the field has, filled from `rng`.
-pub(super) fn arrays<T: Num>(
+pub(crate) fn arrays<T: Num>(
     plan: &Plan,
     domain: [usize; 3],
     fortran: bool,
@@ -150,7 +150,7 @@ pub(super) fn arrays<T: Num>(
         .collect()
 }
 
-pub(super) fn un<T: Num>(op: UnOp, x: T) -> T {
+pub(crate) fn un<T: Num>(op: UnOp, x: T) -> T {
     let truth = |b: bool| if b { T::ONE } else { T::ZERO };
     match op {
         UnOp::Neg => -x,
@@ -169,7 +169,7 @@ pub(super) fn un<T: Num>(op: UnOp, x: T) -> T {
     }
 }
 
-pub(super) fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
+pub(crate) fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
     let truth = |b: bool| if b { T::ONE } else { T::ZERO };
     match op {
         BinOp::Add => x + y,
@@ -206,14 +206,14 @@ pub(super) fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
 }
 
 /// Temporaries of the reference cover the domain widened by this many points in I and J.
-pub(super) const TEMP_MARGIN: i64 = 8;
+pub(crate) const TEMP_MARGIN: i64 = 8;
 
 /// GT4Py's semantics, point by point, on the program as parsed (temporaries not inlined):
 /// sections in order; in a PARALLEL section each statement over the whole interval before the
 /// next, in FORWARD and BACKWARD each level in turn. Temporaries are computed over the domain
 /// widened by [`TEMP_MARGIN`] (values read outside an array are NaN: points whose value is
 /// never needed). Returns the fields.
-pub(super) fn reference<T: Num>(
+pub(crate) fn reference<T: Num>(
     p: &Program,
     fields: &mut [Arr<T>],
     scalars: &[T],

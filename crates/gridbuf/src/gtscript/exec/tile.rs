@@ -1,19 +1,19 @@
 //! Tiling and scheduling: the public [`run`], the cut of the domain into tiles, and the
 //! blocks each tile runs section by section.
 
-use super::column::run_columns;
-use super::jit::Jit;
-use super::lane::Elem;
-use super::mem::{transfer, FieldMem, Geo, Mem, VarMem};
-use super::num::{fit_buf, give_bufs, take_buf};
-use super::strip::{any_set, run_loop_code, run_statement};
-use super::sweep::{sweep_order, sweep_tiles, SweepCtx, SweepTask};
-use super::walk::{run_points, Walk};
-use super::STRIP;
 use crate::error::{Error, Result};
+use crate::gtscript::exec::launch::{run_points, Walk};
+use crate::gtscript::exec::strip::{any_set, run_loop_code, run_statement};
+use crate::gtscript::exec::sweep::{sweep_order, sweep_tiles, SweepCtx, SweepTask};
 use crate::gtscript::ir::{IterOrder, Value};
+use crate::gtscript::jit::column::run_columns;
+use crate::gtscript::jit::Jit;
+use crate::gtscript::plan::extents::region_box;
 use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, Reach, SectionPlan};
-use crate::gtscript::region::region_box;
+use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::rt::mem::{transfer, FieldMem, Geo, Mem, VarMem};
+use crate::gtscript::rt::num::{fit_buf, give_bufs, take_buf};
+use crate::gtscript::rt::STRIP;
 use crate::interrupt::Interrupt;
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
@@ -56,11 +56,11 @@ struct Ctx<'a, T> {
 /// The horizontal boxes (I lower, I upper, J lower, J upper; domain coordinates) statements
 /// and transfers are cut to in one call: each quantity's extent around the domain, and for
 /// each statement that of its target, cut to its region.
-pub(super) struct Clips {
+pub(crate) struct Clips {
     /// Per quantity.
-    pub(super) quantity: Vec<[i64; 4]>,
+    pub(crate) quantity: Vec<[i64; 4]>,
     /// Per section, per statement.
-    pub(super) stmt: Vec<Vec<[i64; 4]>>,
+    pub(crate) stmt: Vec<Vec<[i64; 4]>>,
 }
 
 impl Clips {
@@ -101,7 +101,7 @@ impl Clips {
 }
 
 /// The box `[lo, hi)` cut to the horizontal box `c`.
-pub(super) fn clip(lo: [i64; 3], hi: [i64; 3], c: [i64; 4]) -> ([i64; 3], [i64; 3]) {
+pub(crate) fn clip(lo: [i64; 3], hi: [i64; 3], c: [i64; 4]) -> ([i64; 3], [i64; 3]) {
     (
         [lo[0].max(c[0]), lo[1].max(c[2]), lo[2]],
         [hi[0].min(c[1]), hi[1].min(c[3]), hi[2]],
@@ -124,7 +124,7 @@ impl<T: Elem> SimdTask for TileTask<'_, T> {
     }
 }
 
-pub(super) fn reach_box(
+pub(crate) fn reach_box(
     core_lo: [i64; 3],
     core_hi: [i64; 3],
     r: Reach,

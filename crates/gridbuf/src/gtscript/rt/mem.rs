@@ -1,9 +1,9 @@
 //! Memory views of fields and temporaries, a block's flat geometry, and the copies and row
 //! look-ups between them.
 
-use super::lane::Elem;
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{Ty, Value};
+use crate::gtscript::rt::lane::Elem;
 
 /// One field component's memory: the view the binder checked.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -27,28 +27,28 @@ pub struct FieldMem {
 
 /// Memory a block moves data from or to: a field component or a tile's stored temporary.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Mem {
-    pub(super) addr: usize,
-    pub(super) shape: [usize; 3],
-    pub(super) strides: [isize; 3],
+pub(crate) struct Mem {
+    pub(crate) addr: usize,
+    pub(crate) shape: [usize; 3],
+    pub(crate) strides: [isize; 3],
     /// Domain coordinate of view index 0 per axis is `-origin`.
-    pub(super) origin: [i64; 3],
-    pub(super) axes: [bool; 3],
-    pub(super) writable: bool,
+    pub(crate) origin: [i64; 3],
+    pub(crate) axes: [bool; 3],
+    pub(crate) writable: bool,
     /// Stores use non-temporal (streaming) stores: a large output nothing reads back.
-    pub(super) stream: bool,
+    pub(crate) stream: bool,
     /// Element type in memory.
-    pub(super) ty: Ty,
+    pub(crate) ty: Ty,
     /// Whether memory holds the evaluator's element type as it is (else every load and store
     /// converts, and the memory is never read or written in place).
-    pub(super) native: bool,
+    pub(crate) native: bool,
 }
 
 impl Mem {
     /// Checks that the box `[lo, hi)` (domain coordinates) lies inside; returns the element
     /// offset of `lo` from the view start.
     #[inline]
-    pub(super) fn check(&self, lo: [i64; 3], hi: [i64; 3]) -> Result<isize> {
+    pub(crate) fn check(&self, lo: [i64; 3], hi: [i64; 3]) -> Result<isize> {
         let mut off = 0isize;
         for a in 0..3 {
             if !self.axes[a] {
@@ -69,7 +69,7 @@ impl Mem {
     }
 
     #[inline]
-    pub(super) fn stride(&self, a: usize) -> isize {
+    pub(crate) fn stride(&self, a: usize) -> isize {
         if self.axes[a] {
             self.strides[a]
         } else {
@@ -81,16 +81,16 @@ impl Mem {
 /// The memory a read at run-time K levels takes its values from ([`crate::gtscript::plan::Op::LoadK`]),
 /// and the name its errors give.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct VarMem<'a> {
-    pub(super) mem: Mem,
-    pub(super) name: &'a str,
+pub(crate) struct VarMem<'a> {
+    pub(crate) mem: Mem,
+    pub(crate) name: &'a str,
 }
 
 impl Mem {
     /// The element at domain point `p`, converted to `T` from the memory's type; `None` if the
     /// point is outside the view.
     #[inline]
-    pub(super) fn get<T: Elem>(&self, p: [i64; 3]) -> Option<T> {
+    pub(crate) fn get<T: Elem>(&self, p: [i64; 3]) -> Option<T> {
         let mut off = 0isize;
         for (a, &pa) in p.iter().enumerate() {
             if !self.axes[a] {
@@ -129,30 +129,30 @@ impl Mem {
 
 /// A block's flat geometry.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Geo {
+pub(crate) struct Geo {
     /// Domain coordinate of the first buffer point per axis.
-    pub(super) lo: [i64; 3],
+    pub(crate) lo: [i64; 3],
     /// Flat strides per axis.
-    pub(super) st: [isize; 3],
+    pub(crate) st: [isize; 3],
     /// Axes from outermost to innermost.
-    pub(super) order: [usize; 3],
-    pub(super) len: usize,
+    pub(crate) order: [usize; 3],
+    pub(crate) len: usize,
     /// Planes of the outermost axis the buffers hold, reused in turn (a sweep's rolling
     /// window); 0 when they hold the whole block.
-    pub(super) roll: i64,
+    pub(crate) roll: i64,
 }
 
 impl Geo {
     /// The geometry of a block of `n` points from `lo`, its outermost axis K unless that is
     /// the inner one (then I).
-    pub(super) fn new(lo: [i64; 3], n: [usize; 3], inner: usize) -> Geo {
+    pub(crate) fn new(lo: [i64; 3], n: [usize; 3], inner: usize) -> Geo {
         let outer = if inner == 2 { 0 } else { 2 };
         Geo::ordered(lo, n, [outer, 3 - inner - outer, inner], 0)
     }
 
     /// The geometry with axes `order` (outermost first); with `roll > 0` the buffers hold
     /// `roll` planes of the outermost axis, plane `p` in slot `p mod roll`.
-    pub(super) fn ordered(lo: [i64; 3], mut n: [usize; 3], order: [usize; 3], roll: usize) -> Geo {
+    pub(crate) fn ordered(lo: [i64; 3], mut n: [usize; 3], order: [usize; 3], roll: usize) -> Geo {
         let [outer, mid, inner] = order;
         if roll > 0 {
             n[outer] = roll;
@@ -172,7 +172,7 @@ impl Geo {
 
     /// The flat index of point `p`.
     #[inline]
-    pub(super) fn flat(&self, p: [i64; 3]) -> isize {
+    pub(crate) fn flat(&self, p: [i64; 3]) -> isize {
         let mut f = 0;
         for (a, &pa) in p.iter().enumerate() {
             let mut d = pa - self.lo[a];
@@ -188,7 +188,7 @@ impl Geo {
 /// Copies between memory and a block buffer over the box `[lo, hi)`; `load` picks the
 /// direction. The box is checked against the memory's view first.
 #[inline(always)]
-pub(super) fn transfer<T: Elem>(
+pub(crate) fn transfer<T: Elem>(
     mem: &Mem,
     geo: &Geo,
     buf: &mut [T],
@@ -344,7 +344,7 @@ fn rows<T: Elem, E: Copy>(
 /// The memory of `mem` along the inner axis from point `p` (domain coordinates), `n` points,
 /// checked against the view; `None` if it is not inside.
 #[inline(always)]
-pub(super) fn mem_row<T>(mem: &Mem, p: [i64; 3], inner: usize, n: usize) -> Option<*mut T> {
+pub(crate) fn mem_row<T>(mem: &Mem, p: [i64; 3], inner: usize, n: usize) -> Option<*mut T> {
     let mut off = 0isize;
     for (a, &pa) in p.iter().enumerate() {
         if !mem.axes[a] {

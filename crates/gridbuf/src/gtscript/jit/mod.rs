@@ -12,20 +12,22 @@
 //! same order, no contraction into fused multiply-adds, the same comparisons (`!=` true on
 //! NaN, the ordered ones false) and the same `min`/`max` choice. Operations with no instruction
 //! (`exp`, `log`, the trigonometric and hyperbolic functions, `gamma`, `erf`, `**`, `mod`, ...)
-//! call the `extern "C"` functions of [`super::math`] that the interpreter calls too, by
+//! call the `extern "C"` functions of [`crate::gtscript::rt::math`] that the interpreter calls too, by
 //! address (registered as symbols of the module), one vector lane at a time; so every tape is
 //! compiled.
 
-use super::column::{self, ColumnCode, ColumnFn};
-pub(super) use super::emit::{uses_arg, Emit};
-use super::lane::Elem;
-use super::math;
-use super::pointloop::{self, LoopCode, LoopFn, PointRange};
-use super::walk::Walk;
-use super::wide::WideEmit;
+pub(crate) mod column;
+pub(crate) mod emit;
+pub(crate) mod point;
+pub(crate) mod wide;
+
 use crate::error::{Error, Result};
+use crate::gtscript::exec::launch::Walk;
 use crate::gtscript::ir::{BinOp, Ty};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
+use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::rt::math;
+use column::{ColumnCode, ColumnFn};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
     types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
@@ -35,12 +37,15 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Linkage, Module};
+pub(crate) use emit::{uses_arg, Emit};
+use point::{LoopCode, LoopFn, PointRange};
 use std::sync::OnceLock;
+use wide::WideEmit;
 
 /// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars, vk)`
 /// computes `n` points on each of `rows` rows (strides in bytes, see [`build`]); `vk` holds one
 /// [`VkSlot`] per quantity the tape reads at run-time K levels.
-pub(super) type RowFn = unsafe extern "C" fn(
+pub(crate) type RowFn = unsafe extern "C" fn(
     *const *const u8,
     *const isize,
     *mut u8,
@@ -60,41 +65,41 @@ pub(super) type RowFn = unsafe extern "C" fn(
 /// written by the code.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default)]
-pub(super) struct VkSlot {
-    pub(super) addr0: i64,
-    pub(super) d_row: i64,
-    pub(super) d_point: i64,
-    pub(super) d_level: i64,
-    pub(super) k0: i64,
-    pub(super) k_row: i64,
-    pub(super) k_point: i64,
-    pub(super) lo: i64,
-    pub(super) hi: i64,
-    pub(super) err: i64,
-    pub(super) err_level: i64,
-    pub(super) row_col: i64,
-    pub(super) row_k: i64,
+pub(crate) struct VkSlot {
+    pub(crate) addr0: i64,
+    pub(crate) d_row: i64,
+    pub(crate) d_point: i64,
+    pub(crate) d_level: i64,
+    pub(crate) k0: i64,
+    pub(crate) k_row: i64,
+    pub(crate) k_point: i64,
+    pub(crate) lo: i64,
+    pub(crate) hi: i64,
+    pub(crate) err: i64,
+    pub(crate) err_level: i64,
+    pub(crate) row_col: i64,
+    pub(crate) row_k: i64,
 }
 
 /// Byte offset of field `n` of [`VkSlot`] (all `i64`).
-pub(super) const fn vk_field(slot: usize, n: usize) -> i32 {
+pub(crate) const fn vk_field(slot: usize, n: usize) -> i32 {
     ((slot * std::mem::size_of::<VkSlot>()) + n * 8) as i32
 }
 
 /// One statement's code and what the caller must hand it.
-pub(super) struct StmtCode {
+pub(crate) struct StmtCode {
     /// The function.
-    pub(super) f: RowFn,
+    pub(crate) f: RowFn,
     /// The operands, in the order of the pointer array: (quantity, offset I, J, K).
-    pub(super) operands: Vec<(u32, [i32; 3])>,
+    pub(crate) operands: Vec<(u32, [i32; 3])>,
     /// Per axis: whether the tape reads its own target at a nonzero offset along it. Along the
     /// row's axis the code would read points it has already written, so the caller computes
     /// into scratch first; reads at the same point, or in other rows, see what the
     /// interpreter sees (rows run in the same order, each read before it is written).
-    pub(super) reads_target_along: [bool; 3],
+    pub(crate) reads_target_along: [bool; 3],
     /// The quantities read at run-time K levels, one [`VkSlot`] each, in this order, and the
     /// element type the code loads from each one's memory.
-    pub(super) vk: Vec<(u32, Ty)>,
+    pub(crate) vk: Vec<(u32, Ty)>,
 }
 
 /// Owns the code memory of one stencil (one module, or two: see [`CARRIED_OPERANDS`]).
@@ -126,8 +131,8 @@ pub struct Jit {
     /// the loop can run point by point (see [`pointloop`]).
     loops: Vec<Vec<Option<LoopCode>>>,
     /// Per section, per [`Walk`]: the whole section's point function, where it has one (see
-    /// [`pointloop::section`]; along columns, that of the run of sections it starts, see
-    /// [`pointloop::group`]), compiled on first use.
+    /// [`point::section`]; along columns, that of the run of sections it starts, see
+    /// [`point::group`]), compiled on first use.
     walks: Vec<[Option<LazyWalk>; 2]>,
     /// Per section: the first section of the run it walks columns in, where it has one.
     column_run: Vec<Option<usize>>,
@@ -143,7 +148,7 @@ impl std::fmt::Debug for Jit {
     }
 }
 
-pub(super) fn jit_error(what: impl std::fmt::Display) -> Error {
+pub(crate) fn jit_error(what: impl std::fmt::Display) -> Error {
     Error::invalid(
         "gtscript code generation",
         what.to_string(),
@@ -154,7 +159,7 @@ pub(super) fn jit_error(what: impl std::fmt::Display) -> Error {
 /// Whether the code generator handles every operation of `tape` (an integer power needs a
 /// literal exponent, which the types pass guarantees; reads at run-time K levels only in
 /// mixed-type code, `wide`).
-pub(super) fn supported(tape: &[Instr], wide: bool) -> bool {
+pub(crate) fn supported(tape: &[Instr], wide: bool) -> bool {
     tape.iter().all(|ins| match ins.op {
         Op::LoadK(..) => wide,
         Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
@@ -166,7 +171,7 @@ pub(super) fn supported(tape: &[Instr], wide: bool) -> bool {
 
 /// The symbol name of the function of [`math`] that computes `op` on elements of type `elem`,
 /// for the operations with no instruction.
-pub(super) fn callee(op: Op, elem: Type) -> Option<&'static str> {
+pub(crate) fn callee(op: Op, elem: Type) -> Option<&'static str> {
     let f64 = elem == types::F64;
     match op {
         Op::Un(u) if f64 => math::unary_f64(u).map(|f| f.0),
@@ -191,12 +196,12 @@ impl Jit {
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::new();
-        // Sections that walk as one point function (see `pointloop::section`) run their
+        // Sections that walk as one point function (see `point::section`) run their
         // statements one by one only where neither walk can (layouts with unit stride along
         // J, memory of other element types): there the interpreter runs them, and the compile
         // time (a large part of the first result) goes to the walks.
         let walks_section: Vec<bool> = (0..plan.sections.len())
-            .map(|s| pointloop::section(plan, s, wide))
+            .map(|s| point::section(plan, s, wide))
             .collect();
         // Statements with many operands, in a module of their own without Cranelift's
         // optimizations (see `CARRIED_OPERANDS`).
@@ -249,23 +254,23 @@ impl Jit {
         }
         // `while` loops that can run point by point, as one function each.
         // Sections with loops, where they can, also as one point function per walk (see
-        // `pointloop::section`).
+        // `point::section`).
         let mut loop_ids = Vec::new();
-        // Sections that walk columns, by the first of their run (see `pointloop::group`).
+        // Sections that walk columns, by the first of their run (see `point::group`).
         let mut column_run: Vec<Option<usize>> = plan.sections.iter().map(|_| None).collect();
         for (s, sec) in plan.sections.iter().enumerate() {
             let whole = walks_section[s];
             // Whole sections' walks are compiled when a call first needs one (see
             // `Jit::point_section`): a stencil runs on one layout, which needs one of them.
             if whole && column_run[s].is_none() {
-                let e = pointloop::group(plan, s, wide);
+                let e = point::group(plan, s, wide);
                 column_run[s..e].fill(Some(s));
             }
             // (A section that walks needs its loops on blocks only where the walks cannot run:
             // layouts with unit stride along J, or memory of other element types. Those run
             // the loops' passes over blocks, and the compile time goes to the walks.)
             for t in (0..sec.stmts.len()).filter(|_| !whole) {
-                let Some(exit) = pointloop::range(plan, s, t, wide) else {
+                let Some(exit) = point::range(plan, s, t, wide) else {
                     continue;
                 };
                 let walk = None;
@@ -278,7 +283,7 @@ impl Jit {
                     },
                 )];
                 let (id, operands, outs, vk, sizes) =
-                    pointloop::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+                    point::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
                 loop_ids.push((s, t, exit, id, operands, outs, vk, sizes));
             }
         }
@@ -333,7 +338,7 @@ impl Jit {
             .collect();
         for (s, t, exit, id, operands, outs, vk, parts) in loop_ids {
             let code = module.get_finalized_function(id);
-            // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
+            // SAFETY: `code` is the entry of the function `point::build` defined with the
             // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C
             // calling convention; it lives as long as `module`, kept in `_memory` below.
             let f = unsafe { std::mem::transmute::<*const u8, LoopFn>(code) };
@@ -369,7 +374,7 @@ impl Jit {
 
     /// The code of statement `stmt` of section `sec`, if it was compiled for `T`.
     #[inline]
-    pub(super) fn stmt<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
+    pub(crate) fn stmt<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
         if self.lanes != T::LANES {
             return None;
         }
@@ -379,7 +384,7 @@ impl Jit {
     /// The code of the `while` loop whose condition is statement `stmt` of section `sec`, if
     /// it runs point by point and was compiled for `T`.
     #[inline]
-    pub(super) fn point_loop<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
+    pub(crate) fn point_loop<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
         if self.lanes != T::LANES {
             return None;
         }
@@ -387,10 +392,10 @@ impl Jit {
     }
 
     /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
-    /// [`pointloop::section`]; along columns, that of the run of sections `sec` starts, see
-    /// [`pointloop::group`]), compiled from `plan` (the plan this code was made for) when it
+    /// [`point::section`]; along columns, that of the run of sections `sec` starts, see
+    /// [`point::group`]), compiled from `plan` (the plan this code was made for) when it
     /// is first asked for.
-    pub(super) fn point_section<T: Elem>(
+    pub(crate) fn point_section<T: Elem>(
         &self,
         plan: &Plan,
         sec: usize,
@@ -419,15 +424,15 @@ impl Jit {
     }
 
     /// Whether section `sec` walks columns in a point function for `T` (the one of the run of
-    /// sections it is part of, see [`pointloop::group`]).
+    /// sections it is part of, see [`point::group`]).
     #[inline]
-    pub(super) fn walks_columns<T: Elem>(&self, sec: usize) -> bool {
+    pub(crate) fn walks_columns<T: Elem>(&self, sec: usize) -> bool {
         self.lanes == T::LANES && self.column_run.get(sec).is_some_and(Option::is_some)
     }
 
     /// The column code of section `sec`, if it has some for `T`.
     #[inline]
-    pub(super) fn column<T: Elem>(&self, sec: usize) -> Option<&ColumnCode> {
+    pub(crate) fn column<T: Elem>(&self, sec: usize) -> Option<&ColumnCode> {
         if self.lanes != T::LANES {
             return None;
         }
@@ -481,7 +486,7 @@ fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     Ok(Some(JITModule::new(builder)))
 }
 
-/// Compiles the walk `walk` of the whole sections `sections` (see [`pointloop::build`]) in a
+/// Compiles the walk `walk` of the whole sections `sections` (see [`point::build`]) in a
 /// module of its own.
 fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Result<Walked> {
     let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
@@ -503,10 +508,10 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Re
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let (id, operands, outs, vk, parts) =
-        pointloop::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+        point::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
     module.finalize_definitions().map_err(jit_error)?;
     let code = module.get_finalized_function(id);
-    // SAFETY: `code` is the entry of the function `pointloop::build` defined with the
+    // SAFETY: `code` is the entry of the function `point::build` defined with the
     // signature of `LoopFn` (8 pointer-sized arguments, no result) in the platform's C calling
     // convention; it lives as long as `module`, kept in `_memory` beside it.
     let f = unsafe { std::mem::transmute::<*const u8, LoopFn>(code) };
@@ -526,7 +531,7 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: Walk) -> Re
 
 /// Imports into `func` the math functions that `tape` calls (the operations with no
 /// instruction), for elements of type `elem` (of each operation's own float type when `wide`).
-pub(super) fn declare_calls(
+pub(crate) fn declare_calls(
     module: &mut JITModule,
     func: &mut cranelift_codegen::ir::Function,
     tape: &[Instr],
@@ -564,7 +569,7 @@ pub(super) fn declare_calls(
 
 /// Loads the scalar parameters that the instructions `tape` name (elements of type `elem`,
 /// in declaration order from `scal`), indexed by parameter.
-pub(super) fn load_scalars<'t>(
+pub(crate) fn load_scalars<'t>(
     b: &mut FunctionBuilder<'_>,
     tape: impl IntoIterator<Item = &'t Instr>,
     elem: Type,
@@ -594,7 +599,7 @@ pub(super) fn load_scalars<'t>(
 
 /// The column start (bytes) and level of run-time K read slot `slot` (of the [`VkSlot`]s at
 /// `vkp`) at the first point of row `r`.
-pub(super) fn vk_row(
+pub(crate) fn vk_row(
     b: &mut FunctionBuilder<'_>,
     vkp: Value,
     slot: usize,
@@ -612,7 +617,7 @@ pub(super) fn vk_row(
 /// The quantities a tape reads at run-time K levels, in first-use order, with the element type
 /// of their memory (a field's declared type; a temporary's storage holds lanes, as `int64`
 /// bits).
-pub(super) fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
+pub(crate) fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
     let mut out: Vec<(u32, Ty)> = Vec::new();
     for ins in tape {
         if let Op::LoadK(q, _) = ins.op {
@@ -631,7 +636,7 @@ pub(super) fn vk_of(plan: &Plan, tape: &[Instr]) -> Vec<(u32, Ty)> {
 }
 
 /// The distinct (quantity, offset) operands of a tape, in first-use order.
-pub(super) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
+pub(crate) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
     let mut out: Vec<(u32, [i32; 3])> = Vec::new();
     let mut seen = rustc_hash::FxHashSet::default();
     for ins in tape {

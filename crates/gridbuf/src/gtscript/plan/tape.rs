@@ -2,8 +2,8 @@
 //! registers, quantities at offsets, scalars and literals (what the interpreter and the
 //! machine-code generator both run), and the quantity numbering the tapes address.
 
-use super::ir::{Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
-use super::types::type_of;
+use crate::gtscript::ir::{Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
+use crate::gtscript::passes::types::type_of;
 
 /// An operand of a tape instruction.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -19,7 +19,7 @@ pub enum Src {
 }
 
 /// The constant zero, for unused operands.
-pub(super) const ZERO_SRC: Src = Src::Const(Value::I(0));
+pub(crate) const ZERO_SRC: Src = Src::Const(Value::I(0));
 
 /// A tape operation.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -53,7 +53,7 @@ fn arith(op: Op) -> Option<BinOp> {
 
 /// Fuses an arithmetic instruction into the next one when that one takes its result as an
 /// operand (each intermediate value is read exactly once, by a later instruction).
-pub(super) fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
+pub(crate) fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
     let mut out: Vec<Instr> = Vec::with_capacity(tape.len());
     for ins in tape {
         if let (Some(prev), Some(op2)) = (out.last().copied(), arith(ins.op)) {
@@ -105,7 +105,7 @@ pub struct Instr {
 }
 
 /// The quantity `a` names: field components first, in declaration order, then temporaries.
-pub(super) fn quantity(p: &Program, a: Access) -> usize {
+pub(crate) fn quantity(p: &Program, a: Access) -> usize {
     match a {
         Access::Field { field, comp } => {
             p.fields[..field]
@@ -120,20 +120,20 @@ pub(super) fn quantity(p: &Program, a: Access) -> usize {
 
 /// Registers in use while compiling a tape: each value is read once, so an operand's register
 /// is free once the instruction that reads it has its own.
-pub(super) struct Regs {
-    pub(super) free: Vec<u32>,
-    pub(super) count: u32,
+pub(crate) struct Regs {
+    pub(crate) free: Vec<u32>,
+    pub(crate) count: u32,
 }
 
 impl Regs {
-    pub(super) fn take(&mut self) -> u32 {
+    pub(crate) fn take(&mut self) -> u32 {
         self.free.pop().unwrap_or_else(|| {
             self.count += 1;
             self.count - 1
         })
     }
 
-    pub(super) fn release(&mut self, args: &[Src]) {
+    pub(crate) fn release(&mut self, args: &[Src]) {
         for a in args {
             if let Src::Reg(r) = a {
                 self.free.push(*r);
@@ -145,7 +145,7 @@ impl Regs {
 }
 
 /// Appends to `tape` the instructions that compute `expr`; returns where its value is.
-pub(super) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
+pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
     let zero = ZERO_SRC;
     let (op, args, ty) = match expr {
         Expr::Read(a, off) => return Src::Q(quantity(p, *a) as u32, *off),

@@ -1,20 +1,20 @@
-//! How a compiled point function of whole sections (see [`super::pointloop`]) runs over a
+//! How a compiled point function of whole sections (see [`crate::gtscript::jit::point`]) runs over a
 //! tile: the two walks ([`Walk`]) and the call that hands it the tile's memory
 //! ([`run_points`]), after checking that memory once for the whole tile.
 
-use super::jit::VkSlot;
-use super::lane::Elem;
-use super::mem::{Mem, VarMem};
-use super::pointloop::{LoopCode, PartCode};
-use super::strip::{vk_errors, vk_slots};
 use crate::error::Result;
+use crate::gtscript::exec::strip::{vk_errors, vk_slots};
+use crate::gtscript::jit::point::{LoopCode, PartCode};
+use crate::gtscript::jit::VkSlot;
+use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::rt::mem::{Mem, VarMem};
 use crate::interrupt::Interrupt;
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
 /// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
 /// the section's order); rows run along J either way.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum Walk {
+pub(crate) enum Walk {
     /// Points along K, one call per column of I.
     Columns,
     /// Points along I, one call per level.
@@ -23,7 +23,7 @@ pub(super) enum Walk {
 
 impl Walk {
     /// The point axis.
-    pub(super) fn axis(self) -> usize {
+    pub(crate) fn axis(self) -> usize {
         match self {
             Walk::Columns => 2,
             Walk::Levels => 0,
@@ -31,14 +31,14 @@ impl Walk {
     }
 }
 
-/// Runs the point function `code` of whole sections (see [`super::pointloop::section`] and [`super::pointloop::group`]),
+/// Runs the point function `code` of whole sections (see [`crate::gtscript::jit::point::section`] and [`crate::gtscript::jit::point::group`]),
 /// compiled for `walk`, over the columns `lo..hi` (I, J): part `x` over the levels
 /// `levels[x].0` (`ks..ke`), BACKWARD from the top when `levels[x].1`; quantity `q`'s memory is
 /// `mem_of(q)`, run-time K reads read `vmem`. `Ok(false)` (nothing run) where some memory is
 /// not of the element type, not writable where stored, or not of unit stride along the point
 /// axis where it has that axis (along K also what is read at run-time levels).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn run_points<'m, T: Elem>(
+pub(crate) fn run_points<'m, T: Elem>(
     code: &LoopCode,
     mem_of: &impl Fn(usize) -> &'m Mem,
     vmem: &[Option<VarMem<'_>>],

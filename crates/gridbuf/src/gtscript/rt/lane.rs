@@ -7,11 +7,11 @@
 //! after each operation, a boolean 0 or 1. Every instruction names the type it computes in
 //! ([`Instr::ty`]), so the lane's bits are read the right way.
 
-use super::kernels::{self, bin, un, Arg};
-use super::num::Num;
 use crate::gtscript::ir::{BinOp, Ty, UnOp, Value};
+use crate::gtscript::passes::types::{convert, wrap};
 use crate::gtscript::plan::{Instr, Lanes, Op};
-use crate::gtscript::types::{convert, wrap};
+use crate::gtscript::rt::interp::{self, bin, un, Arg};
+use crate::gtscript::rt::num::Num;
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
@@ -71,7 +71,7 @@ macro_rules! float_elem {
                 b: Arg<'_, Self>,
                 c: Arg<'_, Self>,
             ) {
-                kernels::apply(ins.op, d, a, b, c)
+                interp::apply(ins.op, d, a, b, c)
             }
             pool!($t);
         }
@@ -149,7 +149,7 @@ impl InLane for f32 {
 /// Floor division and remainder of integers as NumPy computes them: rounded toward negative
 /// infinity, the remainder with the divisor's sign, 0 for a zero divisor.
 #[inline(always)]
-pub(super) fn int_floordiv(x: i64, y: i64) -> i64 {
+pub(crate) fn int_floordiv(x: i64, y: i64) -> i64 {
     if y == 0 {
         return 0;
     }
@@ -163,7 +163,7 @@ pub(super) fn int_floordiv(x: i64, y: i64) -> i64 {
 
 /// See [`int_floordiv`].
 #[inline(always)]
-pub(super) fn int_mod(x: i64, y: i64) -> i64 {
+pub(crate) fn int_mod(x: i64, y: i64) -> i64 {
     if y == 0 {
         return 0;
     }
@@ -177,7 +177,7 @@ pub(super) fn int_mod(x: i64, y: i64) -> i64 {
 
 /// `x ** e` wrapping (`e >= 0`; the planner refuses other integer exponents).
 #[inline(always)]
-pub(super) fn int_pow(mut x: i64, mut e: i64) -> i64 {
+pub(crate) fn int_pow(mut x: i64, mut e: i64) -> i64 {
     let mut r: i64 = 1;
     while e > 0 {
         if e & 1 == 1 {
@@ -217,8 +217,8 @@ fn float_ops<T: InLane>(
         // Everything else is the float kernel's own operation, on the lanes' values.
         op => {
             let n = d.len();
-            let mut buf = [T::ZERO; super::STRIP];
-            let mut xs = [[T::ZERO; super::STRIP]; 3];
+            let mut buf = [T::ZERO; crate::gtscript::rt::STRIP];
+            let mut xs = [[T::ZERO; crate::gtscript::rt::STRIP]; 3];
             let args = [a, b, c];
             for (x, store) in args.iter().zip(xs.iter_mut()) {
                 if let Arg::S(s) = x {
@@ -234,7 +234,7 @@ fn float_ops<T: InLane>(
                     Arg::S(_) => Arg::S(&store[..n]),
                 }
             }
-            kernels::apply(
+            interp::apply(
                 op,
                 &mut buf[..n],
                 pick(a, xa, n),
@@ -311,10 +311,10 @@ impl Elem for Lane {
             Op::Cast(to) => un(d, a, |x| Lane::from_value(convert(x.value(ty), to))),
             Op::Sel => {
                 for (i, d) in d.iter_mut().enumerate() {
-                    *d = if kernels::at(a, i).0 != 0 {
-                        kernels::at(b, i)
+                    *d = if interp::at(a, i).0 != 0 {
+                        interp::at(b, i)
                     } else {
-                        kernels::at(c, i)
+                        interp::at(c, i)
                     };
                 }
             }

@@ -4,15 +4,19 @@
 //! the sweep schedule (each statement's delay in planes, the temporaries' rolling window) where
 //! the stencil can run as sweeps.
 
-use super::ir::{def_error, Access, IterOrder, KIndex, Level, Program, Region, Ty};
-use super::region::Restricted;
+pub(crate) mod extents;
+pub(crate) mod sweep;
+pub(crate) mod tape;
+
+use crate::gtscript::ir::{def_error, Access, IterOrder, KIndex, Level, Program, Region, Ty};
+use crate::gtscript::plan::extents::Restricted;
 // The tape types are part of a plan's public shape.
-use super::sweep_plan::plan_sweeps;
-pub use super::sweep_plan::SectionSweep;
-use super::tape::{compile, fuse, quantity, Regs, ZERO_SRC};
-pub use super::tape::{Instr, Op, Src};
-use super::types::type_of;
 use crate::error::{Error, Result};
+use crate::gtscript::passes::types::type_of;
+use crate::gtscript::plan::sweep::plan_sweeps;
+pub use crate::gtscript::plan::sweep::SectionSweep;
+use crate::gtscript::plan::tape::{compile, fuse, quantity, Regs, ZERO_SRC};
+pub use crate::gtscript::plan::tape::{Instr, Op, Src};
 
 /// Horizontal reach below and above a region: (I lower, I upper, J lower, J upper); negative
 /// values shrink the region.
@@ -254,7 +258,7 @@ impl Plan {
     }
 
     /// The element type of quantity `q`: its field's, or its temporary's (as typed by
-    /// [`crate::gtscript::types::check`]).
+    /// [`crate::gtscript::passes::types::check`]).
     pub fn quantity_ty(&self, q: u32) -> Ty {
         match self.kinds[q as usize] {
             Kind::Field { field, .. } => self.program.fields[field].ty,
@@ -829,10 +833,10 @@ fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<Reach>, [i6
 /// Where a section goes after each statement: on, or, at the end of a `while` loop's body,
 /// back to its condition; a condition whose mask is nowhere set leaves its loop (and if that
 /// ends an enclosing loop's body too, goes back to that one's condition).
-fn flow(s: &super::ir::Section) -> Vec<Flow> {
+fn flow(s: &crate::gtscript::ir::Section) -> Vec<Flow> {
     // The position reached by going on to `pos` from inside the loops `inside` is in: the
     // condition of the innermost one whose body ends there, else `pos` itself.
-    let after = |pos: usize, inside: &dyn Fn(&super::ir::Loop) -> bool| {
+    let after = |pos: usize, inside: &dyn Fn(&crate::gtscript::ir::Loop) -> bool| {
         s.loops
             .iter()
             .filter(|l| l.end == pos && inside(l))
@@ -894,7 +898,7 @@ pub(crate) fn var_k_error(name: &str, level: i64, lo: i64, hi: i64) -> Error {
 }
 
 /// Refuses an assignment at a K offset where GT4Py refuses it.
-fn check_k_write(p: &Program, order: IterOrder, st: &super::ir::Stmt) -> Result<()> {
+fn check_k_write(p: &Program, order: IterOrder, st: &crate::gtscript::ir::Stmt) -> Result<()> {
     let name = name_of(p, st.target);
     if order == IterOrder::Parallel {
         return Err(def_error(

@@ -8,35 +8,35 @@
 //! edges of every block. A sweep interleaves the statements plane by plane instead, as the
 //! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the README's gtscript table).
 
-use super::jit::Jit;
-use super::lane::Elem;
-use super::mem::{Geo, Mem};
-use super::num::{fit_buf, give_bufs, take_buf};
-use super::strip::run_statement;
-use super::STRIP;
 use crate::error::Result;
+use crate::gtscript::exec::strip::run_statement;
+use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
+use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::rt::mem::{Geo, Mem};
+use crate::gtscript::rt::num::{fit_buf, give_bufs, take_buf};
+use crate::gtscript::rt::STRIP;
 use crate::kernels::exec::{self, SimdTask};
 
 /// What a sweeping tile reads.
-pub(super) struct SweepCtx<'a, T> {
-    pub(super) plan: &'a Plan,
-    pub(super) sweeps: &'a [SectionSweep],
-    pub(super) jit: Option<&'a Jit>,
+pub(crate) struct SweepCtx<'a, T> {
+    pub(crate) plan: &'a Plan,
+    pub(crate) sweeps: &'a [SectionSweep],
+    pub(crate) jit: Option<&'a Jit>,
     /// Every field component, each with unit stride along `order[2]`.
-    pub(super) mems: &'a [Mem],
-    pub(super) scalars: &'a [T],
+    pub(crate) mems: &'a [Mem],
+    pub(crate) scalars: &'a [T],
     /// Sweep axis, the other axis across planes, the unit-stride axis.
-    pub(super) order: [usize; 3],
+    pub(crate) order: [usize; 3],
     /// Per section: resolved [start, end).
-    pub(super) ranges: &'a [(usize, usize)],
+    pub(crate) ranges: &'a [(usize, usize)],
     /// Where statements may run.
-    pub(super) clips: &'a super::tile::Clips,
+    pub(crate) clips: &'a crate::gtscript::exec::tile::Clips,
 }
 
 /// Runs every section of the tile with core `[lo, hi)` (I, J, K) as a sweep.
 #[inline(always)]
-pub(super) fn run_sweep_tile<T: Elem>(
+pub(crate) fn run_sweep_tile<T: Elem>(
     ctx: &SweepCtx<'_, T>,
     lo: [i64; 3],
     hi: [i64; 3],
@@ -78,8 +78,9 @@ pub(super) fn run_sweep_tile<T: Elem>(
             .iter()
             .zip(&ctx.clips.stmt[s])
             .map(|(st, &c)| {
-                let (rlo, rhi) = super::tile::reach_box(core_lo, core_hi, st.reach, (0, 0));
-                super::tile::clip(rlo, rhi, c)
+                let (rlo, rhi) =
+                    crate::gtscript::exec::tile::reach_box(core_lo, core_hi, st.reach, (0, 0));
+                crate::gtscript::exec::tile::clip(rlo, rhi, c)
             })
             .collect();
         let live = |t: usize| (0..3).all(|a| regions[t].1[a] > regions[t].0[a]);
@@ -136,7 +137,7 @@ const MIN_SWEEP: usize = if cfg!(test) { 3 } else { 32 };
 /// [`PLANE_POINTS`] points, more only where the sweeps alone leave a thread idle. (On
 /// gt:cpu_ifirst, which sweeps K, hdiff 256x256x80 took 6.3-6.5 ms in two tiles of whole
 /// planes and 7.0-7.7 ms with J also cut to make eight.)
-pub(super) fn sweep_tiles(
+pub(crate) fn sweep_tiles(
     domain: [usize; 3],
     order: [usize; 3],
     threads: usize,
@@ -165,7 +166,7 @@ pub(super) fn sweep_tiles(
 /// The axes of a sweep (sweep axis, the other axis across planes, `inner`) when every field
 /// component has unit stride along `inner`: the sweep follows the output's outermost memory
 /// axis, so each field is read plane after plane in memory order.
-pub(super) fn sweep_order(
+pub(crate) fn sweep_order(
     plan: &Plan,
     mems: &[Mem],
     inner: usize,
@@ -198,10 +199,10 @@ pub(super) fn sweep_order(
 }
 
 /// One sweeping tile, as a task of the pool.
-pub(super) struct SweepTask<'a, T> {
-    pub(super) ctx: &'a SweepCtx<'a, T>,
-    pub(super) lo: [i64; 3],
-    pub(super) hi: [i64; 3],
+pub(crate) struct SweepTask<'a, T> {
+    pub(crate) ctx: &'a SweepCtx<'a, T>,
+    pub(crate) lo: [i64; 3],
+    pub(crate) hi: [i64; 3],
 }
 
 impl<T: Elem> SimdTask for SweepTask<'_, T> {

@@ -2,9 +2,9 @@
 //! each operation in its own type, exactly as the interpreter computes it. The row loop around
 //! it is `jit::build`'s.
 
-use super::emit::OperandIndex;
-use super::jit::{uses_arg, Emit};
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
+use crate::gtscript::jit::emit::OperandIndex;
+use crate::gtscript::jit::{uses_arg, Emit};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -14,36 +14,36 @@ use cranelift_frontend::FunctionBuilder;
 /// integers as `i64`, booleans 0 and 1, see `lane`); each operation computes in its own type:
 /// `float32` ones on `f32` values (demoted, computed, promoted back), integer ones on `i64`
 /// values wrapped to their width afterwards, exactly as the interpreter does.
-pub(super) struct WideEmit<'a> {
-    pub(super) tape: &'a [Instr],
-    pub(super) operands: &'a [(u32, [i32; 3])],
+pub(crate) struct WideEmit<'a> {
+    pub(crate) tape: &'a [Instr],
+    pub(crate) operands: &'a [(u32, [i32; 3])],
     /// Scalar parameters as lanes (`i64`).
-    pub(super) scalars: &'a [Value],
+    pub(crate) scalars: &'a [Value],
     /// The math functions the tape calls, per operation and float type.
-    pub(super) calls: &'a [(Op, Type, FuncRef)],
+    pub(crate) calls: &'a [(Op, Type, FuncRef)],
     /// The quantities read at run-time K levels and their memory's element types, one
-    /// [`super::jit::VkSlot`] each at `vkp`.
-    pub(super) vk: &'a [(u32, Ty)],
-    pub(super) vkp: Value,
+    /// [`crate::gtscript::jit::VkSlot`] each at `vkp`.
+    pub(crate) vk: &'a [(u32, Ty)],
+    pub(crate) vkp: Value,
     /// Per slot of `vk`, its fields held in registers (see [`SlotRegs`]), where the caller
     /// loaded them once; else each read loads them from `vkp`.
-    pub(super) slot_regs: Option<&'a [SlotRegs]>,
+    pub(crate) slot_regs: Option<&'a [SlotRegs]>,
 }
 
-/// A [`super::jit::VkSlot`] held in registers, for code that runs one point at a time with
+/// A [`crate::gtscript::jit::VkSlot`] held in registers, for code that runs one point at a time with
 /// branches (`pointloop`), counted from the slot's lowest allowed level `lo`: the address of
 /// level `lo` in the current point's column, the point's own level minus `lo`, `lo` itself
 /// where some read gives an absolute level, the byte step per level and the number of levels
 /// allowed. A level outside is reported in the slot's `err` and `err_level` and jumps to
 /// `fail` (the caller returns). Counting from `lo` makes a read one add, one unsigned compare
 /// and one load, with three values per slot live in the point's loops.
-pub(super) struct SlotRegs {
-    pub(super) base: Value,
-    pub(super) rel: Value,
-    pub(super) lo: Option<Value>,
-    pub(super) d_level: Value,
-    pub(super) span: Value,
-    pub(super) fail: Block,
+pub(crate) struct SlotRegs {
+    pub(crate) base: Value,
+    pub(crate) rel: Value,
+    pub(crate) lo: Option<Value>,
+    pub(crate) d_level: Value,
+    pub(crate) span: Value,
+    pub(crate) fail: Block,
 }
 
 impl WideEmit<'_> {
@@ -121,8 +121,8 @@ impl WideEmit<'_> {
                 // infinity or a value out of range (see `types::convert`).
                 let (lo, hi, bad) = if t == Ty::I64 {
                     (
-                        -crate::gtscript::types::TWO_63,
-                        crate::gtscript::types::TWO_63,
+                        -crate::gtscript::passes::types::TWO_63,
+                        crate::gtscript::passes::types::TWO_63,
                         i64::MIN,
                     )
                 } else {
@@ -200,7 +200,7 @@ impl WideEmit<'_> {
     ) -> Value {
         let slot = self.vk.iter().position(|v| v.0 == q).expect("listed");
         let flags = MemFlagsData::new().with_notrap();
-        let field = |n: usize| super::jit::vk_field(slot, n);
+        let field = |n: usize| crate::gtscript::jit::vk_field(slot, n);
         let vkp = self.vkp;
         let get =
             |b: &mut FunctionBuilder<'_>, n: usize| b.ins().load(types::I64, flags, vkp, field(n));
@@ -278,7 +278,7 @@ impl WideEmit<'_> {
     }
 
     /// One point of the tape, operand `k` (of `operands`) loaded from `addrs[k] + at`.
-    pub(super) fn step(
+    pub(crate) fn step(
         &self,
         b: &mut FunctionBuilder<'_>,
         addrs: &[Value],
@@ -296,7 +296,7 @@ impl WideEmit<'_> {
     /// One point of the tape, operand `k` (of `operands`) from `operand(b, k)` (a lane, or an
     /// `F64` where the operand is a float), the result in the register type of its own type
     /// (`F64` for floats, `I64` otherwise).
-    pub(super) fn step_typed(
+    pub(crate) fn step_typed(
         &self,
         b: &mut FunctionBuilder<'_>,
         point: Value,
@@ -507,7 +507,7 @@ impl WideEmit<'_> {
     }
 
     /// One point of the tape, as [`Self::step_typed`], as a lane (`I64`).
-    pub(super) fn step_with(
+    pub(crate) fn step_with(
         &self,
         b: &mut FunctionBuilder<'_>,
         point: Value,
@@ -518,7 +518,7 @@ impl WideEmit<'_> {
     }
 
     /// `v` as a value of Cranelift type `want` (`F64` or `I64`), the same bits.
-    pub(super) fn as_type(b: &mut FunctionBuilder<'_>, v: Value, want: Type) -> Value {
+    pub(crate) fn as_type(b: &mut FunctionBuilder<'_>, v: Value, want: Type) -> Value {
         if b.func.dfg.value_type(v) == want {
             v
         } else {
