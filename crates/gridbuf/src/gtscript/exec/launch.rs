@@ -1,35 +1,14 @@
 //! How a compiled point function of whole sections (see [`crate::gtscript::jit::point`]) runs over a
-//! tile: the two walks ([`Walk`]) and the call that hands it the tile's memory
+//! tile: the two walks ([`PointWalk`]) and the call that hands it the tile's memory
 //! ([`run_points`]), after checking that memory once for the whole tile.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gtscript::exec::strip::{vk_errors, vk_slots};
-use crate::gtscript::jit::point::{LoopCode, PartCode};
-use crate::gtscript::jit::VkSlot;
+use crate::gtscript::jit::abi::{ColumnCode, LoopCode, PartCode, VkSlot};
+use crate::gtscript::plan::schedule::PointWalk;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{Mem, VarMem};
 use crate::interrupt::Interrupt;
-
-/// How a section's point function walks a tile: the point axis (K: each column's levels in
-/// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
-/// the section's order); rows run along J either way.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Walk {
-    /// Points along K, one call per column of I.
-    Columns,
-    /// Points along I, one call per level.
-    Levels,
-}
-
-impl Walk {
-    /// The point axis.
-    pub(crate) fn axis(self) -> usize {
-        match self {
-            Walk::Columns => 2,
-            Walk::Levels => 0,
-        }
-    }
-}
 
 /// Runs the point function `code` of whole sections (see [`crate::gtscript::jit::point::section`] and [`crate::gtscript::jit::point::group`]),
 /// compiled for `walk`, over the columns `lo..hi` (I, J): part `x` over the levels
@@ -45,13 +24,13 @@ pub(crate) fn run_points<'m, T: Elem>(
     lo: [i64; 2],
     hi: [i64; 2],
     levels: &[((usize, usize), bool)],
-    walk: Walk,
+    walk: PointWalk,
     scalars: &[T],
     stop: &Interrupt<'_>,
 ) -> Result<bool> {
     let (ni, nj) = (hi[0] - lo[0], hi[1] - lo[1]);
     let nk = |x: usize| levels[x].0 .1 as i64 - levels[x].0 .0 as i64;
-    if levels.len() != code.parts.len() || (walk == Walk::Levels && levels.len() != 1) {
+    if levels.len() != code.parts.len() || (walk == PointWalk::Levels && levels.len() != 1) {
         return Err(crate::error::Error::invalid(
             "gtscript point function",
             levels.len(),
@@ -129,11 +108,11 @@ pub(crate) fn run_points<'m, T: Elem>(
         }
     };
     let (calls, n): (i64, smallvec::SmallVec<[usize; 4]>) = match walk {
-        Walk::Columns => (
+        PointWalk::Columns => (
             ni,
             (0..levels.len()).map(|x| nk(x).max(0) as usize).collect(),
         ),
-        Walk::Levels => (nk(0), smallvec::smallvec![ni as usize]),
+        PointWalk::Levels => (nk(0), smallvec::smallvec![ni as usize]),
     };
     let mut first: smallvec::SmallVec<[usize; 16]> = smallvec::smallvec![0; corner.len()];
     let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
@@ -143,8 +122,8 @@ pub(crate) fn run_points<'m, T: Elem>(
         let at = |x: usize| {
             let (k0, dir) = start(x);
             match walk {
-                Walk::Columns => (lo[0] + c, k0),
-                Walk::Levels => (lo[0], k0 + c * dir),
+                PointWalk::Columns => (lo[0] + c, k0),
+                PointWalk::Levels => (lo[0], k0 + c * dir),
             }
         };
         for ((f, &(a, st)), &x) in first.iter_mut().zip(&corner).zip(&part_of_corner) {
@@ -166,11 +145,11 @@ pub(crate) fn run_points<'m, T: Elem>(
             let (i, k) = at(x);
             let (_, dir) = start(x);
             let last = match walk {
-                Walk::Columns => [i, hi[1] - 1, k + (nk(x) - 1) * dir],
-                Walk::Levels => [hi[0] - 1, hi[1] - 1, k],
+                PointWalk::Columns => [i, hi[1] - 1, k + (nk(x) - 1) * dir],
+                PointWalk::Levels => [hi[0] - 1, hi[1] - 1, k],
             };
             vk_slots::<T>(kinds, vmem, [1, point], [i, lo[1], k], last, slots)?;
-            if walk == Walk::Columns && slots.iter().any(|v| v.d_level != size as i64) {
+            if walk == PointWalk::Columns && slots.iter().any(|v| v.d_level != size as i64) {
                 // Compiled for levels one element apart (before the first call: nothing ran).
                 return Ok(false);
             }
@@ -207,5 +186,80 @@ pub(crate) fn run_points<'m, T: Elem>(
         stop.check()?;
         vk_errors(&code.vk, vmem, &vk)?;
     }
+    Ok(true)
+}
+
+/// Runs section code `code` on the columns `lo..hi` (I, J) over levels `ks..ke`, with the memory
+/// of quantity `q` at `mem_of(q)`. `Ok(false)` (nothing run) where some slot's memory is not of
+/// the element type with unit stride along K, or not writable where written.
+pub(crate) fn run_columns<'m, T: Elem>(
+    code: &ColumnCode,
+    mem_of: &impl Fn(usize) -> &'m Mem,
+    lo: [i64; 2],
+    hi: [i64; 2],
+    (ks, ke): (usize, usize),
+    scalars: &[T],
+    table: &mut Vec<usize>,
+) -> Result<bool> {
+    let slots = &code.slots;
+    let ns = slots.len();
+    let (ni, nj) = ((hi[0] - lo[0]) as usize, (hi[1] - lo[1]) as usize);
+    if ni == 0 || nj == 0 || ke <= ks {
+        return Ok(true);
+    }
+    let size = std::mem::size_of::<T>() as isize;
+    // Per slot: the address of the first column at level `ks`, and the byte steps along I and J.
+    let mut first: smallvec::SmallVec<[(usize, isize, isize); 16]> = smallvec::SmallVec::new();
+    for x in slots {
+        let m = mem_of(x.q as usize);
+        if !m.native || (x.has_k && m.strides[2] != 1) || (x.written && !m.writable) {
+            return Ok(false);
+        }
+        let (k0, k1) = if x.has_k {
+            (ks as i64 + x.k.0 as i64, ke as i64 + x.k.1 as i64)
+        } else {
+            (0, 1)
+        };
+        let off = [x.off[0] as i64, x.off[1] as i64];
+        let base = m.check(
+            [lo[0] + off[0], lo[1] + off[1], k0],
+            [hi[0] + off[0], hi[1] + off[1], k1],
+        )?;
+        // Level `ks` is `-x.k.0` elements above the box's lowest level (unit stride along K).
+        let at = if x.has_k { base - x.k.0 as isize } else { base };
+        first.push((
+            m.addr.wrapping_add_signed(at * size),
+            m.stride(0) * size,
+            m.stride(1) * size,
+        ));
+    }
+    let ncols = ni.checked_mul(nj).and_then(|n| n.checked_mul(ns));
+    let Some(len) = ncols else {
+        return Err(Error::invalid(
+            "gtscript columns",
+            (ni, nj),
+            "a tile that fits memory",
+        ));
+    };
+    table.clear();
+    table.reserve(len);
+    // Columns in memory order of a layout with I outermost (along J first).
+    for i in 0..ni {
+        for j in 0..nj {
+            for &(a, si, sj) in &first {
+                table.push(a.wrapping_add_signed(i as isize * si + j as isize * sj));
+            }
+        }
+    }
+    // SAFETY: `code.f` was compiled from this section for `T` (`Jit::column`). For every slot,
+    // `check` verified that the box of all these columns (shifted by the slot's offset) over
+    // the levels `ks + k.0 ..= ke - 1 + k.1` lies inside its view, which the caller of `run`
+    // vouched for (or this tile's own storage); the table holds each column's address at
+    // level `ks` inside that box, and the function reads level `l` at K offset `dk` at
+    // `l + dk` elements from it (unit stride along K, checked above), `l` in `0..ke - ks` and
+    // `dk` within `k`. It writes only the slots of the section's targets, at offset 0, over
+    // this tile's columns: writable (checked above), overlapping no other argument (binder),
+    // and no other tile's. Scalars are all in `scalars`.
+    unsafe { (code.f)(table.as_ptr(), ni * nj, ke - ks, scalars.as_ptr().cast()) };
     Ok(true)
 }

@@ -2,13 +2,12 @@
 
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{KIndex, Ty};
-use crate::gtscript::jit::point::LoopCode;
-use crate::gtscript::jit::{StmtCode, VkSlot};
+use crate::gtscript::jit::abi::{LoopCode, StmtCode, VkSlot};
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 use crate::gtscript::rt::interp::Arg;
+use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{mem_row, Geo, Mem, VarMem};
-use crate::gtscript::rt::STRIP;
 use crate::interrupt::Interrupt;
 
 fn row_error(what: &str) -> Error {
@@ -103,8 +102,8 @@ fn load_k<T: Elem>(
             Arg::V(v) => v,
         };
         let v = match x.to_value(ins.ty) {
-            crate::gtscript::Value::I(v) => v,
-            crate::gtscript::Value::F(v) => v as i64,
+            crate::gtscript::ir::Value::I(v) => v,
+            crate::gtscript::ir::Value::F(v) => v as i64,
         };
         let level = match kind {
             KIndex::Relative => pt[2].saturating_add(v),

@@ -12,10 +12,10 @@ use crate::error::Result;
 use crate::gtscript::exec::strip::run_statement;
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
+use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{Geo, Mem};
-use crate::gtscript::rt::num::{fit_buf, give_bufs, take_buf};
-use crate::gtscript::rt::STRIP;
+use crate::gtscript::rt::pool::{fit_buf, give_bufs, take_buf};
 use crate::kernels::exec::{self, SimdTask};
 
 /// What a sweeping tile reads.
@@ -31,7 +31,7 @@ pub(crate) struct SweepCtx<'a, T> {
     /// Per section: resolved [start, end).
     pub(crate) ranges: &'a [(usize, usize)],
     /// Where statements may run.
-    pub(crate) clips: &'a crate::gtscript::exec::tile::Clips,
+    pub(crate) clips: &'a crate::gtscript::exec::clip::Clips,
 }
 
 /// Runs every section of the tile with core `[lo, hi)` (I, J, K) as a sweep.
@@ -79,8 +79,8 @@ pub(crate) fn run_sweep_tile<T: Elem>(
             .zip(&ctx.clips.stmt[s])
             .map(|(st, &c)| {
                 let (rlo, rhi) =
-                    crate::gtscript::exec::tile::reach_box(core_lo, core_hi, st.reach, (0, 0));
-                crate::gtscript::exec::tile::clip(rlo, rhi, c)
+                    crate::gtscript::exec::clip::reach_box(core_lo, core_hi, st.reach, (0, 0));
+                crate::gtscript::exec::clip::clip(rlo, rhi, c)
             })
             .collect();
         let live = |t: usize| (0..3).all(|a| regions[t].1[a] > regions[t].0[a]);

@@ -368,7 +368,11 @@ fn point_loops_match_blocks_and_direct_loops() {
         // A FORWARD section with a loop walks as one point function (and needs no loop code
         // of its own); a PARALLEL one runs the loop point by point in blocks.
         let walks = jit
-            .point_section::<Lane>(&plan, 0, crate::gtscript::exec::launch::Walk::Columns)
+            .point_section::<Lane>(
+                &plan,
+                0,
+                crate::gtscript::plan::schedule::PointWalk::Columns,
+            )
             .unwrap()
             .is_some();
         assert_eq!(walks, order == "FORWARD");
@@ -429,7 +433,7 @@ fn section_walks_match_direct_loops() {
     // (K fastest) or levels (I fastest): a recurrence on the level before along the walk, a
     // 2-D temporary carried from level to level, a one-level temporary in registers, a field
     // written under a mask (loaded first), loops with no pass for some points.
-    use crate::gtscript::exec::launch::Walk;
+    use crate::gtscript::plan::schedule::PointWalk;
     use crate::gtscript::Jit;
     for backward in [false, true] {
         let (order, first, rest, back) = if backward {
@@ -455,7 +459,7 @@ fn section_walks_match_direct_loops() {
         );
         let plan = compile(&text).unwrap();
         let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
-        for walk in [Walk::Columns, Walk::Levels] {
+        for walk in [PointWalk::Columns, PointWalk::Levels] {
             assert!(
                 jit.point_section::<f64>(&plan, 1, walk).unwrap().is_some(),
                 "{order}"
@@ -551,8 +555,8 @@ fn section_runs_walk_columns_as_one_function() {
     // earlier ones wrote: on K-fastest memory one function walks each column through all four
     // (`pointloop::group`); on I-fastest memory each walks levels on its own. Both, and the
     // interpreter, against direct loops.
-    use crate::gtscript::exec::launch::Walk;
-    use crate::gtscript::jit::point::group;
+    use crate::gtscript::plan::schedule::group;
+    use crate::gtscript::plan::schedule::PointWalk;
     use crate::gtscript::Jit;
     // The temporary `y` (its level number) is read one level back only: from a register
     // along the column, and never stored by the second section.
@@ -583,7 +587,7 @@ fn section_runs_walk_columns_as_one_function() {
     assert_eq!(group(&plan, 0, false), 4);
     let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
     let run_code = jit
-        .point_section::<f64>(&plan, 0, Walk::Columns)
+        .point_section::<f64>(&plan, 0, PointWalk::Columns)
         .unwrap()
         .expect("a column walk");
     let sections: Vec<usize> = run_code.parts.iter().map(|p| p.section).collect();
@@ -599,11 +603,11 @@ fn section_runs_walk_columns_as_one_function() {
     assert!(run_code.outs[..first_outs].contains(&(y as u32)));
     assert!(!second_outs.contains(&(y as u32)) && second_outs.contains(&1));
     assert!((0..4).all(|s| jit
-        .point_section::<f64>(&plan, s, Walk::Levels)
+        .point_section::<f64>(&plan, s, PointWalk::Levels)
         .unwrap()
         .is_some()));
     assert!((1..4).all(|s| jit
-        .point_section::<f64>(&plan, s, Walk::Columns)
+        .point_section::<f64>(&plan, s, PointWalk::Columns)
         .unwrap()
         .is_none()));
     let n = [7, 5, 9];

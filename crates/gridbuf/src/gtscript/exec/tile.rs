@@ -2,18 +2,18 @@
 //! blocks each tile runs section by section.
 
 use crate::error::{Error, Result};
-use crate::gtscript::exec::launch::{run_points, Walk};
+use crate::gtscript::exec::clip::{clip, reach_box, Clips};
+use crate::gtscript::exec::launch::{run_columns, run_points};
 use crate::gtscript::exec::strip::{any_set, run_loop_code, run_statement};
 use crate::gtscript::exec::sweep::{sweep_order, sweep_tiles, SweepCtx, SweepTask};
 use crate::gtscript::ir::{IterOrder, Value};
-use crate::gtscript::jit::column::run_columns;
 use crate::gtscript::jit::Jit;
-use crate::gtscript::plan::extents::region_box;
-use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, Reach, SectionPlan};
+use crate::gtscript::plan::schedule::PointWalk;
+use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, SectionPlan};
+use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{transfer, FieldMem, Geo, Mem, VarMem};
-use crate::gtscript::rt::num::{fit_buf, give_bufs, take_buf};
-use crate::gtscript::rt::STRIP;
+use crate::gtscript::rt::pool::{fit_buf, give_bufs, take_buf};
 use crate::interrupt::Interrupt;
 use crate::kernels::exec::{self, SimdTask, Threads};
 use std::sync::Mutex;
@@ -53,61 +53,6 @@ struct Ctx<'a, T> {
     stop: &'a Interrupt<'a>,
 }
 
-/// The horizontal boxes (I lower, I upper, J lower, J upper; domain coordinates) statements
-/// and transfers are cut to in one call: each quantity's extent around the domain, and for
-/// each statement that of its target, cut to its region.
-pub(crate) struct Clips {
-    /// Per quantity.
-    pub(crate) quantity: Vec<[i64; 4]>,
-    /// Per section, per statement.
-    pub(crate) stmt: Vec<Vec<[i64; 4]>>,
-}
-
-impl Clips {
-    fn new(plan: &Plan, domain: [usize; 3]) -> Clips {
-        let quantity: Vec<[i64; 4]> = plan
-            .extent
-            .iter()
-            .map(|e| {
-                [
-                    -(e[0] as i64),
-                    domain[0] as i64 + e[1] as i64,
-                    -(e[2] as i64),
-                    domain[1] as i64 + e[3] as i64,
-                ]
-            })
-            .collect();
-        let stmt = plan
-            .sections
-            .iter()
-            .map(|sec| {
-                sec.stmts
-                    .iter()
-                    .map(|st| {
-                        let r = region_box(st.region.as_ref(), [domain[0], domain[1]]);
-                        let q = quantity[st.target as usize];
-                        [
-                            r[0].max(q[0]),
-                            r[1].min(q[1]),
-                            r[2].max(q[2]),
-                            r[3].min(q[3]),
-                        ]
-                    })
-                    .collect()
-            })
-            .collect();
-        Clips { quantity, stmt }
-    }
-}
-
-/// The box `[lo, hi)` cut to the horizontal box `c`.
-pub(crate) fn clip(lo: [i64; 3], hi: [i64; 3], c: [i64; 4]) -> ([i64; 3], [i64; 3]) {
-    (
-        [lo[0].max(c[0]), lo[1].max(c[2]), lo[2]],
-        [hi[0].min(c[1]), hi[1].min(c[3]), hi[2]],
-    )
-}
-
 struct TileTask<'a, T> {
     ctx: &'a Ctx<'a, T>,
     tile: Tile,
@@ -122,26 +67,6 @@ impl<T: Elem> SimdTask for TileTask<'_, T> {
         exec::fence();
         r
     }
-}
-
-pub(crate) fn reach_box(
-    core_lo: [i64; 3],
-    core_hi: [i64; 3],
-    r: Reach,
-    k: (i32, i32),
-) -> ([i64; 3], [i64; 3]) {
-    (
-        [
-            core_lo[0] - r[0] as i64,
-            core_lo[1] - r[2] as i64,
-            core_lo[2] - k.0 as i64,
-        ],
-        [
-            core_hi[0] + r[1] as i64,
-            core_hi[1] + r[3] as i64,
-            core_hi[2] + k.1 as i64,
-        ],
-    )
 }
 
 #[inline(always)]
@@ -232,9 +157,9 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         // Sections with loops as one point function: each column's levels, section after
         // section (walking columns), or each level's rows of I.
         let walk = if ctx.walk {
-            Some(Walk::Columns)
+            Some(PointWalk::Columns)
         } else {
-            (ctx.inner == 0).then_some(Walk::Levels)
+            (ctx.inner == 0).then_some(PointWalk::Levels)
         };
         let code = match (ctx.jit, walk) {
             (Some(jit), Some(w)) => jit.point_section::<T>(plan, s, w)?.map(|c| (c, w)),

@@ -15,89 +15,18 @@
 //! that would be stored and loaded back); temporaries that live in one level only (`Local`)
 //! never touch memory.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gtscript::ir::IterOrder;
-use crate::gtscript::jit::{declare_calls, jit_error, operands_of, supported, Emit};
+use crate::gtscript::jit::abi::Slot;
+use crate::gtscript::jit::emit::Emit;
+use crate::gtscript::jit::helpers::{declare_calls, jit_error, operands_of};
+use crate::gtscript::plan::schedule::walkable;
 use crate::gtscript::plan::{Kind, Plan, Src};
-use crate::gtscript::rt::lane::Elem;
-use crate::gtscript::rt::mem::Mem;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{AbiParam, Block, BlockArg, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
-
-/// `f(table, ncols, nlev, scalars)`: runs the section on `ncols` columns over `nlev` levels.
-/// `table[c * slots + s]` is the address of slot `s` in column `c` at the section's first level
-/// (the lowest; see [`Slot`]).
-pub(crate) type ColumnFn = unsafe extern "C" fn(*const usize, usize, usize, *const u8);
-
-/// Something a column function reads or writes: one quantity at one horizontal offset.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Slot {
-    /// The quantity.
-    pub(crate) q: u32,
-    /// Horizontal offset (I, J) from the column.
-    pub(crate) off: [i32; 2],
-    /// Whether the quantity has a K axis (then level `l` at K offset `dk` is `l + dk` elements
-    /// from the slot's address: unit stride along K; else every level is the slot's address).
-    pub(crate) has_k: bool,
-    /// Lowest and highest K offset read or written.
-    pub(crate) k: (i32, i32),
-    /// Whether the function writes it (at offset 0, each level of the section).
-    pub(crate) written: bool,
-}
-
-/// A section's column function and the slots of its table.
-pub(crate) struct ColumnCode {
-    /// The function.
-    pub(crate) f: ColumnFn,
-    /// What each column's row of the table holds, in order.
-    pub(crate) slots: Vec<Slot>,
-}
-
-/// Whether section `s` of `plan` can walk columns: FORWARD or BACKWARD, without regions, loops
-/// or writes at K offsets, every statement compiled and computed over the core only, no statement reading at a horizontal offset a
-/// quantity the section writes, and every temporary that lives in block buffers (`Local`)
-/// written in a level before it is read there.
-pub(crate) fn walkable(plan: &Plan, s: usize) -> bool {
-    let sec = &plan.sections[s];
-    if sec.order == IterOrder::Parallel || sec.stmts.is_empty() {
-        return false;
-    }
-    // Regions, loops and writes at K offsets run in blocks (reads at run-time levels are not
-    // `supported`).
-    if !plan.program.sections[s].loops.is_empty()
-        || sec
-            .stmts
-            .iter()
-            .any(|st| st.region.is_some() || st.k_offset != 0)
-    {
-        return false;
-    }
-    let written = |q: u32| sec.stmts.iter().any(|st| st.target == q);
-    let mut set: Vec<u32> = Vec::new();
-    for st in &sec.stmts {
-        if st.reach != [0; 4] || st.tape.is_empty() || !supported(&st.tape, false) {
-            return false;
-        }
-        for ins in &st.tape {
-            for a in ins.args {
-                let Src::Q(q, off) = a else { continue };
-                if (off[0], off[1]) != (0, 0) && written(q) {
-                    return false;
-                }
-                if matches!(plan.kinds[q as usize], Kind::Local)
-                    && (off != [0; 3] || !set.contains(&q))
-                {
-                    return false;
-                }
-            }
-        }
-        set.push(st.target);
-    }
-    true
-}
 
 /// The slots of section `s`: every (quantity, horizontal offset) it reads, and its targets.
 fn slots_of(plan: &Plan, s: usize) -> Vec<Slot> {
@@ -151,7 +80,7 @@ fn slots_of(plan: &Plan, s: usize) -> Vec<Slot> {
 /// from its address. Called by the column code once per cache line of levels for the next
 /// group of columns: each column is a short stream along K (a few cache lines), too short for
 /// the hardware prefetchers, so without it every line is a demand miss (measured in
-/// `Walk::columns`).
+/// `ColumnBuilder::columns`).
 ///
 /// # Safety
 /// `row` must point to `n * stride` readable table entries. The addresses prefetched need not
@@ -234,7 +163,7 @@ pub(crate) fn build(
         .declare_function("gridbuf_prefetch_columns", Linkage::Import, &sig)
         .map_err(jit_error)?;
     let prefetch = module.declare_func_in_func(pf, &mut ctx.func);
-    let walk = Walk {
+    let walk = ColumnBuilder {
         plan,
         s,
         slots: &slots,
@@ -255,7 +184,7 @@ pub(crate) fn build(
 }
 
 /// What the code of one column function is made from.
-struct Walk<'a> {
+struct ColumnBuilder<'a> {
     plan: &'a Plan,
     s: usize,
     slots: &'a [Slot],
@@ -273,7 +202,7 @@ struct Walk<'a> {
     prefetch: cranelift_codegen::ir::FuncRef,
 }
 
-impl Walk<'_> {
+impl ColumnBuilder<'_> {
     fn slot(&self, q: u32, off: [i32; 3]) -> usize {
         self.slots
             .iter()
@@ -295,7 +224,7 @@ impl Walk<'_> {
             return Err(jit_error("signature"));
         };
         let (table, ncols, nlev, scal) = (*table, *ncols, *nlev, *scal);
-        let scalars = crate::gtscript::jit::load_scalars(
+        let scalars = crate::gtscript::jit::helpers::load_scalars(
             &mut b,
             self.plan.sections[self.s]
                 .stmts
@@ -547,14 +476,14 @@ impl Walk<'_> {
 /// The slots' addresses in the columns of one group at one level, loaded from the table on
 /// first use.
 struct Addresses<'w, 'a> {
-    walk: &'w Walk<'a>,
+    walk: &'w ColumnBuilder<'a>,
     t: Value,
     kb: Value,
     addr: Vec<Option<Value>>,
 }
 
 impl<'w, 'a> Addresses<'w, 'a> {
-    fn new(walk: &'w Walk<'a>, t: Value, kb: Value, columns: usize) -> Self {
+    fn new(walk: &'w ColumnBuilder<'a>, t: Value, kb: Value, columns: usize) -> Self {
         Addresses {
             walk,
             t,
@@ -615,79 +544,4 @@ struct LoopCtx<'a> {
     ncols: Value,
     nlev: Value,
     scalars: &'a [Value],
-}
-
-/// Runs section code `code` on the columns `lo..hi` (I, J) over levels `ks..ke`, with the memory
-/// of quantity `q` at `mem_of(q)`. `Ok(false)` (nothing run) where some slot's memory is not of
-/// the element type with unit stride along K, or not writable where written.
-pub(crate) fn run_columns<'m, T: Elem>(
-    code: &ColumnCode,
-    mem_of: &impl Fn(usize) -> &'m Mem,
-    lo: [i64; 2],
-    hi: [i64; 2],
-    (ks, ke): (usize, usize),
-    scalars: &[T],
-    table: &mut Vec<usize>,
-) -> Result<bool> {
-    let slots = &code.slots;
-    let ns = slots.len();
-    let (ni, nj) = ((hi[0] - lo[0]) as usize, (hi[1] - lo[1]) as usize);
-    if ni == 0 || nj == 0 || ke <= ks {
-        return Ok(true);
-    }
-    let size = std::mem::size_of::<T>() as isize;
-    // Per slot: the address of the first column at level `ks`, and the byte steps along I and J.
-    let mut first: smallvec::SmallVec<[(usize, isize, isize); 16]> = smallvec::SmallVec::new();
-    for x in slots {
-        let m = mem_of(x.q as usize);
-        if !m.native || (x.has_k && m.strides[2] != 1) || (x.written && !m.writable) {
-            return Ok(false);
-        }
-        let (k0, k1) = if x.has_k {
-            (ks as i64 + x.k.0 as i64, ke as i64 + x.k.1 as i64)
-        } else {
-            (0, 1)
-        };
-        let off = [x.off[0] as i64, x.off[1] as i64];
-        let base = m.check(
-            [lo[0] + off[0], lo[1] + off[1], k0],
-            [hi[0] + off[0], hi[1] + off[1], k1],
-        )?;
-        // Level `ks` is `-x.k.0` elements above the box's lowest level (unit stride along K).
-        let at = if x.has_k { base - x.k.0 as isize } else { base };
-        first.push((
-            m.addr.wrapping_add_signed(at * size),
-            m.stride(0) * size,
-            m.stride(1) * size,
-        ));
-    }
-    let ncols = ni.checked_mul(nj).and_then(|n| n.checked_mul(ns));
-    let Some(len) = ncols else {
-        return Err(Error::invalid(
-            "gtscript columns",
-            (ni, nj),
-            "a tile that fits memory",
-        ));
-    };
-    table.clear();
-    table.reserve(len);
-    // Columns in memory order of a layout with I outermost (along J first).
-    for i in 0..ni {
-        for j in 0..nj {
-            for &(a, si, sj) in &first {
-                table.push(a.wrapping_add_signed(i as isize * si + j as isize * sj));
-            }
-        }
-    }
-    // SAFETY: `code.f` was compiled from this section for `T` (`Jit::column`). For every slot,
-    // `check` verified that the box of all these columns (shifted by the slot's offset) over
-    // the levels `ks + k.0 ..= ke - 1 + k.1` lies inside its view, which the caller of `run`
-    // vouched for (or this tile's own storage); the table holds each column's address at
-    // level `ks` inside that box, and the function reads level `l` at K offset `dk` at
-    // `l + dk` elements from it (unit stride along K, checked above), `l` in `0..ke - ks` and
-    // `dk` within `k`. It writes only the slots of the section's targets, at offset 0, over
-    // this tile's columns: writable (checked above), overlapping no other argument (binder),
-    // and no other tile's. Scalars are all in `scalars`.
-    unsafe { (code.f)(table.as_ptr(), ni * nj, ke - ks, scalars.as_ptr().cast()) };
-    Ok(true)
 }

@@ -14,20 +14,21 @@
 //!
 //! A FORWARD or BACKWARD section whose statements all meet that rule ([`section`]) is one such
 //! function as a whole, its temporaries of one level in registers only, walking a tile in one
-//! of two ways ([`Walk`]): each column's levels in the section's order (what GT4Py's
+//! of two ways ([`PointWalk`]): each column's levels in the section's order (what GT4Py's
 //! gt:cpu_kfirst code does: the remap's search index goes from level to level in a register
 //! and memory is read along K), or each level's rows of I. Along columns, a run of such
 //! sections is one function ([`group`]), each column going through all of them in turn. How
 //! the functions run over a tile is [`crate::gtscript::exec::launch`].
 
 use crate::error::Result;
-use crate::gtscript::exec::launch::Walk;
 use crate::gtscript::ir::{IterOrder, KIndex, Ty};
-use crate::gtscript::jit::wide::{SlotRegs, WideEmit};
-use crate::gtscript::jit::{
-    declare_calls, jit_error, load_scalars, operands_of, supported, vk_field, vk_of, vk_row, Emit,
-    VkSlot,
+use crate::gtscript::jit::abi::{vk_field, PartCode, VkSlot};
+use crate::gtscript::jit::emit::Emit;
+use crate::gtscript::jit::helpers::{
+    declare_calls, jit_error, load_scalars, operands_of, vk_of, vk_row,
 };
+use crate::gtscript::jit::wide::{SlotRegs, WideEmit};
+use crate::gtscript::plan::schedule::{has_axis, surely_written, PointWalk};
 use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src, StmtPlan};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{
@@ -37,227 +38,16 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
 
-/// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs, on
-/// each of `rows` rows, each of its parts in turn (see [`build`]), part `x` on `n[x]` points;
-/// operand `k`'s row `r` starts at `operands[k] + r * steps[k]` bytes, stored quantity `j`'s
-/// at `outs[j] + r * out_steps[j]` (the parts' operands, stored quantities and run-time K
-/// slots one after the other), and the points of a row are one element apart (see
-/// [`PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
-/// for [`crate::gtscript::jit::RowFn`]; `stop` the address of the call's interrupt flag
-/// ([`crate::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
-/// early, leaving points unfinished, once a run-time K read has reported a level outside or the
-/// flag is set (the caller raises the error).
-pub(crate) type LoopFn = unsafe extern "C" fn(
-    *const *const u8,
-    *const isize,
-    *const *mut u8,
-    *const isize,
-    *const usize,
-    usize,
-    *const u8,
-    *mut i64,
-    *const u8,
-);
-
-/// A compiled loop (or sections) and what the caller must hand it.
-pub(crate) struct LoopCode {
-    /// The function.
-    pub(crate) f: LoopFn,
-    /// What it reads from memory, in the order of the pointer array: (quantity, offset I, J,
-    /// K); the quantities it writes only at other K levels than the point's.
-    pub(crate) operands: Vec<(u32, [i32; 3])>,
-    /// What it stores (each at the point itself), in the order of the output array.
-    pub(crate) outs: Vec<u32>,
-    /// The quantities read at run-time K levels, one `VkSlot` each, and their memory's
-    /// element types.
-    pub(crate) vk: Vec<(u32, Ty)>,
-    /// One past the last statement (of the first part).
-    pub(crate) exit: usize,
-    /// Its parts, in the order they run and their entries lie in the arrays above.
-    pub(crate) parts: Vec<PartCode>,
-}
-
-/// One part of a point function: its section, and how many operands, stored quantities and
-/// run-time K reads it has.
-#[derive(Copy, Clone, Debug)]
-pub(crate) struct PartCode {
-    pub(crate) section: usize,
-    pub(crate) operands: usize,
-    pub(crate) outs: usize,
-    pub(crate) vk: usize,
-}
-
 /// The statements `first..exit` of a section that one point function runs, and how it walks.
 pub(crate) struct PointRange {
     pub(crate) first: usize,
     pub(crate) exit: usize,
     /// `None`: a loop run on a block's rows (every operand a row of the block, one element per
     /// point); it stores every quantity it writes, for the statements after it. A whole
-    /// section's walk (see [`Walk`]): temporaries that live in one level (`Kind::Local`) stay
+    /// section's walk (see [`PointWalk`]): temporaries that live in one level (`Kind::Local`) stay
     /// in registers, and quantities without the walk's point axis stay put from point to
     /// point.
-    pub(crate) walk: Option<Walk>,
-}
-
-/// Whether quantity `q` has axis `a` (a temporary that lives in block buffers has all three).
-fn has_axis(plan: &Plan, q: u32, a: usize) -> bool {
-    match plan.kinds[q as usize] {
-        Kind::Field { field, .. } => plan.program.fields[field].axes[a],
-        Kind::Stored { axes, .. } => axes[a],
-        Kind::Local => true,
-    }
-}
-
-/// Whether statement `v` of section `s` has surely run, in the current pass of every loop that
-/// holds it, when statement `u` runs (`v < u`, both in `range`): every loop in `range` whose
-/// body holds `v` holds `u` too (a loop's body may run no pass).
-fn runs_before(plan: &Plan, s: usize, range: &std::ops::Range<usize>, v: usize, u: usize) -> bool {
-    let flow = &plan.sections[s].flow;
-    v < u
-        && range.clone().all(|c| match flow[c].exit {
-            Some(e) if c < v && v < e => c < u && u < e,
-            _ => true,
-        })
-}
-
-/// The quantities statement `u` (or the range's end, `u == range.end`) can take from earlier
-/// statements of `range` in every pass (see [`runs_before`]).
-fn surely_written(plan: &Plan, s: usize, range: &std::ops::Range<usize>, u: usize) -> Vec<u32> {
-    let sec = &plan.sections[s];
-    (range.start..u)
-        .filter(|&v| runs_before(plan, s, range, v, u))
-        .map(|v| sec.stmts[v].target)
-        .collect()
-}
-
-/// Whether section `s` can run as one point function over its whole box, point after point
-/// (see [`PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
-/// every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
-/// point (no region, no K offset); what the section writes it reads at its own point or at
-/// other levels (no horizontal offset, no run-time level); every temporary that lives in one
-/// level is written, in every pass, before it is read. Then each point's result depends on that
-/// point alone and on other levels, so the points of one level can run in any order, and the
-/// levels of a column, walked in the section's order, after one another.
-pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
-    let sec = &plan.sections[s];
-    let n = sec.stmts.len();
-    if sec.order == IterOrder::Parallel || n == 0 || plan.program.sections[s].loops.is_empty() {
-        return false;
-    }
-    let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
-    let range = 0..n;
-    for (u, st) in sec.stmts.iter().enumerate() {
-        if st.tape.is_empty()
-            || !supported(&st.tape, wide)
-            || st.k_offset != 0
-            || st.region.is_some()
-            || st.reach != [0; 4]
-            || sec.write_through.contains(&st.target)
-        {
-            return false;
-        }
-        let sure = surely_written(plan, s, &range, u);
-        for ins in &st.tape {
-            if let Op::LoadK(q, _) = ins.op {
-                if written.contains(&q) {
-                    return false;
-                }
-            }
-            for a in ins.args {
-                let Src::Q(q, off) = a else { continue };
-                if !written.contains(&q) {
-                    continue;
-                }
-                if off[..2] != [0, 0]
-                    || (matches!(plan.kinds[q as usize], Kind::Local)
-                        && (off != [0; 3] || !sure.contains(&q)))
-                {
-                    return false;
-                }
-            }
-        }
-    }
-    sec.flow
-        .iter()
-        .all(|f| f.next <= n && f.exit.is_none_or(|e| e <= n))
-}
-
-/// The end of the run of sections from `s` that walk columns as one point function (see
-/// [`build`]), each column through all of them in turn, as GT4Py's code walks a computation's
-/// intervals: consecutive sections that each can (see [`section`]), none of which reads at a
-/// horizontal offset what one of them writes. Each column's result then depends on that
-/// column alone, so running a column through every section before the next column computes
-/// what running each section over all columns does, and each column is read from memory
-/// once instead of once per section. `s + 1` when section `s` walks alone; `s` when it
-/// cannot walk.
-pub(crate) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
-    if !section(plan, s, wide) {
-        return s;
-    }
-    let mut e = s + 1;
-    while e < plan.sections.len() && section(plan, e, wide) {
-        let written: Vec<u32> = plan.sections[s..=e]
-            .iter()
-            .flat_map(|sec| sec.stmts.iter().map(|st| st.target))
-            .collect();
-        let apart = plan.sections[s..=e]
-            .iter()
-            .flat_map(|sec| &sec.stmts)
-            .flat_map(|st| &st.tape)
-            .flat_map(|ins| ins.args)
-            .any(|a| matches!(a, Src::Q(q, off) if off[..2] != [0, 0] && written.contains(&q)));
-        if apart {
-            break;
-        }
-        e += 1;
-    }
-    e
-}
-
-/// Where the loop whose condition is statement `t` of section `s` ends (one past its last
-/// statement), if it can run point by point: `t` is a `while` condition outside any other loop;
-/// every statement of the loop is compiled (`wide`: mixed-type code), writes at its own point
-/// over the same box (no region, no K offset), not to a quantity read at run-time levels later
-/// (written through at once by the block); and what the loop writes it reads only at the
-/// point itself (not at an offset, not at a run-time level).
-pub(crate) fn range(plan: &Plan, s: usize, t: usize, wide: bool) -> Option<usize> {
-    let sec = &plan.sections[s];
-    let exit = sec.flow.get(t)?.exit?;
-    if (0..t).any(|u| sec.flow[u].exit.is_some_and(|e| e > t)) {
-        return None;
-    }
-    let stmts = sec.stmts.get(t..exit)?;
-    let written: Vec<u32> = stmts.iter().map(|st| st.target).collect();
-    for st in stmts {
-        if st.tape.is_empty()
-            || !supported(&st.tape, wide)
-            || st.k_offset != 0
-            || st.region.is_some()
-            || st.reach != stmts[0].reach
-            || sec.write_through.contains(&st.target)
-        {
-            return None;
-        }
-        for ins in &st.tape {
-            if let Op::LoadK(q, _) = ins.op {
-                if written.contains(&q) {
-                    return None;
-                }
-            }
-            for a in ins.args {
-                if let Src::Q(q, off) = a {
-                    if written.contains(&q) && off != [0; 3] {
-                        return None;
-                    }
-                }
-            }
-        }
-    }
-    let inside = |x: usize| (t..=exit).contains(&x);
-    let flows_stay = sec.flow[t..exit]
-        .iter()
-        .all(|f| inside(f.next) && f.exit.is_none_or(inside));
-    flows_stay.then_some(exit)
+    pub(crate) walk: Option<PointWalk>,
 }
 
 /// One part of a point function: the statements `t..exit` of section `s`, the quantities
@@ -280,10 +70,12 @@ struct Part<'p> {
 
 /// On the column walk, the offset at which a point reads what the point before it wrote (one
 /// level against the walk's direction); `None` on other walks.
-fn back_offset(plan: &Plan, s: usize, walk: Option<Walk>) -> Option<[i32; 3]> {
+fn back_offset(plan: &Plan, s: usize, walk: Option<PointWalk>) -> Option<[i32; 3]> {
     match walk {
-        Some(Walk::Columns) if plan.sections[s].order == IterOrder::Backward => Some([0, 0, 1]),
-        Some(Walk::Columns) => Some([0, 0, -1]),
+        Some(PointWalk::Columns) if plan.sections[s].order == IterOrder::Backward => {
+            Some([0, 0, 1])
+        }
+        Some(PointWalk::Columns) => Some([0, 0, -1]),
         _ => None,
     }
 }
@@ -387,7 +179,7 @@ pub(crate) fn build(
     Vec<PartCode>,
 )> {
     let walk = parts.first().ok_or_else(|| jit_error("no part"))?.1.walk;
-    let point_axis = walk.map(Walk::axis);
+    let point_axis = walk.map(PointWalk::axis);
     let size = elem.bytes() as i64;
     let ps: Vec<Part<'_>> = parts.iter().map(|(s, r)| Part::new(plan, *s, r)).collect();
     let every: Vec<Instr> = ps.iter().flat_map(|p| p.all.iter().copied()).collect();
@@ -509,7 +301,7 @@ pub(crate) fn build(
             let [lo, hi] = [7, 8].map(|f| get(&mut b, f));
             let d_level = match walk {
                 // Levels one element apart (checked by `run_points`).
-                Some(Walk::Columns) => b.ins().iconst(types::I64, size),
+                Some(PointWalk::Columns) => b.ins().iconst(types::I64, size),
                 _ => get(&mut b, 3),
             };
             let low = b.ins().imul(lo, d_level);
@@ -518,8 +310,8 @@ pub(crate) fn build(
             let span = b.ins().isub(hi, lo);
             let mut fields = vec![base, rel, span];
             match walk {
-                Some(Walk::Columns) => {}
-                Some(Walk::Levels) => fields.extend([get(&mut b, 2), d_level]),
+                Some(PointWalk::Columns) => {}
+                Some(PointWalk::Levels) => fields.extend([get(&mut b, 2), d_level]),
                 None => fields.extend([get(&mut b, 2), d_level, get(&mut b, 6)]),
             }
             if abs {
@@ -595,7 +387,7 @@ pub(crate) fn build(
         // The point's byte offset from the row's first point, for every quantity with the point
         // axis (one element per point, down the column when walking a BACKWARD section).
         let step = match walk {
-            Some(Walk::Columns) if sec.order == IterOrder::Backward => -size,
+            Some(PointWalk::Columns) if sec.order == IterOrder::Backward => -size,
             _ => size,
         };
         let at = b.ins().imul_imm_s(i, step);
@@ -650,7 +442,7 @@ pub(crate) fn build(
             let (base, rel, span) = (next(), next(), next());
             // Along K: the column stays, the level moves; along I: the other way round.
             let (base, rel, d_level) = match walk {
-                Some(Walk::Columns) => {
+                Some(PointWalk::Columns) => {
                     let dk = b.ins().imul_imm_s(i, level_dir);
                     (
                         base,
@@ -658,7 +450,7 @@ pub(crate) fn build(
                         b.ins().iconst(types::I64, size),
                     )
                 }
-                Some(Walk::Levels) => {
+                Some(PointWalk::Levels) => {
                     let (d_point, d_level) = (next(), next());
                     let off = b.ins().imul(i, d_point);
                     (b.ins().iadd(base, off), rel, d_level)

@@ -4,7 +4,7 @@
 
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::jit::emit::OperandIndex;
-use crate::gtscript::jit::{uses_arg, Emit};
+use crate::gtscript::jit::emit::{uses_arg, Emit};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -200,7 +200,7 @@ impl WideEmit<'_> {
     ) -> Value {
         let slot = self.vk.iter().position(|v| v.0 == q).expect("listed");
         let flags = MemFlagsData::new().with_notrap();
-        let field = |n: usize| crate::gtscript::jit::vk_field(slot, n);
+        let field = |n: usize| crate::gtscript::jit::abi::vk_field(slot, n);
         let vkp = self.vkp;
         let get =
             |b: &mut FunctionBuilder<'_>, n: usize| b.ins().load(types::I64, flags, vkp, field(n));
@@ -328,8 +328,8 @@ impl WideEmit<'_> {
                         }
                     }
                     Src::Scalar(i) => self.scalars[i as usize],
-                    Src::Const(crate::gtscript::Value::F(x)) => b.ins().f64const(x),
-                    Src::Const(crate::gtscript::Value::I(x)) => b.ins().iconst(types::I64, x),
+                    Src::Const(crate::gtscript::ir::Value::F(x)) => b.ins().f64const(x),
+                    Src::Const(crate::gtscript::ir::Value::I(x)) => b.ins().iconst(types::I64, x),
                 };
                 args[n] = Some(Self::as_ty(b, v, ty));
             }
@@ -472,7 +472,7 @@ impl WideEmit<'_> {
                             BinOp::Pow => {
                                 // The exponent is a non-negative literal (the types pass
                                 // refuses others): square and multiply, unrolled.
-                                let Src::Const(crate::gtscript::Value::I(mut e)) = ins.args[1]
+                                let Src::Const(crate::gtscript::ir::Value::I(mut e)) = ins.args[1]
                                 else {
                                     unreachable!("filtered by `supported`")
                                 };

@@ -12,7 +12,7 @@
 //! every field is read only within the extent the binder checked against its halo.
 
 use crate::gtscript::ir::{Level, Region};
-use crate::gtscript::plan::Reach;
+use crate::gtscript::plan::model::Reach;
 
 /// Where one side of a statement's box lies, after cutting it to a region.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

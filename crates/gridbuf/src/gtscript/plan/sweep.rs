@@ -3,16 +3,8 @@
 //! `eval::sweep`, which runs them).
 
 use crate::gtscript::ir::IterOrder;
-use crate::gtscript::plan::{Kind, Plan, Slots, Src};
-
-/// The sweep schedule of one section.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SectionSweep {
-    /// Per statement: how many planes it runs behind the sweep front.
-    pub delay: Vec<i64>,
-    /// Planes each block buffer holds.
-    pub window: usize,
-}
+use crate::gtscript::plan::model::{Kind, Plan, SectionSweep, Slots};
+use crate::gtscript::plan::tape::Src;
 
 /// Plans a sweep along `axis` for every section of `plan`, or `None` where one cannot run as
 /// a sweep: a section that is not PARALLEL, a temporary stored across levels or sections, a

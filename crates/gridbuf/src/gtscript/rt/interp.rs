@@ -93,37 +93,6 @@ fn tri<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>, f: impl
     }
 }
 
-/// Floor division and remainder of floats as NumPy computes them (its `npy_divmod`): the
-/// quotient from the exact remainder, so that `1 // 0.1` is 9 as in NumPy, not 10.
-#[inline(always)]
-pub(crate) fn divmod<T: Num>(a: T, b: T) -> (T, T) {
-    let m = a.fmod(b);
-    if b == T::ZERO {
-        return (a / b, m);
-    }
-    let mut div = (a - m) / b;
-    let mut m = m;
-    if m != T::ZERO {
-        if (b < T::ZERO) != (m < T::ZERO) {
-            m = m + b;
-            div = div - T::ONE;
-        }
-    } else {
-        m = T::ZERO.copysign(b);
-    }
-    let q = if div != T::ZERO {
-        let f = div.floor();
-        if div - f > T::from_f64(0.5) {
-            f + T::ONE
-        } else {
-            f
-        }
-    } else {
-        T::ZERO.copysign(a / b)
-    };
-    (q, m)
-}
-
 #[inline(always)]
 fn arith<T: Num>(op: BinOp, x: T, y: T) -> T {
     match op {
@@ -247,3 +216,6 @@ pub(crate) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
         },
     }
 }
+
+/// Points per strip of the tape interpreter.
+pub(crate) const STRIP: usize = 512;

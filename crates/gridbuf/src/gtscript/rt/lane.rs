@@ -217,8 +217,8 @@ fn float_ops<T: InLane>(
         // Everything else is the float kernel's own operation, on the lanes' values.
         op => {
             let n = d.len();
-            let mut buf = [T::ZERO; crate::gtscript::rt::STRIP];
-            let mut xs = [[T::ZERO; crate::gtscript::rt::STRIP]; 3];
+            let mut buf = [T::ZERO; crate::gtscript::rt::interp::STRIP];
+            let mut xs = [[T::ZERO; crate::gtscript::rt::interp::STRIP]; 3];
             let args = [a, b, c];
             for (x, store) in args.iter().zip(xs.iter_mut()) {
                 if let Arg::S(s) = x {

@@ -10,11 +10,8 @@
 //! the C `fmod`, moved to the sign of the divisor.
 
 use crate::gtscript::ir::{BinOp, UnOp};
-
-/// A unary function called by both evaluators.
-pub type Fn1<T> = extern "C" fn(T) -> T;
-/// A binary function called by both evaluators.
-pub type Fn2<T> = extern "C" fn(T, T) -> T;
+use crate::gtscript::rt::num::{divmod, Num};
+pub use crate::gtscript::rt::num::{Fn1, Fn2};
 
 macro_rules! unary {
     ($($op:ident: $f64:ident = $e64:expr, $f32:ident = $e32:expr;)*) => {
@@ -95,12 +92,12 @@ remainder!(gridbuf_mod_f32, f32);
 
 /// NumPy's `floor_divide` of floats (its `npy_divmod`), for the JIT and the interpreter.
 extern "C" fn gridbuf_floordiv_f64(a: f64, b: f64) -> f64 {
-    crate::gtscript::rt::interp::divmod(a, b).0
+    divmod(a, b).0
 }
 
 /// See [`gridbuf_floordiv_f64`].
 extern "C" fn gridbuf_floordiv_f32(a: f32, b: f32) -> f32 {
-    crate::gtscript::rt::interp::divmod(a, b).0
+    divmod(a, b).0
 }
 
 /// `x ** y`; NumPy squares exactly (`x * x`) where `y` is 2.
@@ -158,6 +155,79 @@ pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
     ]);
     v
 }
+
+macro_rules! impl_num {
+    ($t:ty, $un:ident, $bin:ident) => {
+        impl Num for $t {
+            #[inline(always)]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn unary_fn(op: UnOp) -> Option<(&'static str, Fn1<Self>)> {
+                crate::gtscript::rt::math::$un(op)
+            }
+            #[inline(always)]
+            fn binary_fn(op: BinOp) -> Option<(&'static str, Fn2<Self>)> {
+                crate::gtscript::rt::math::$bin(op)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn trunc(self) -> Self {
+                <$t>::trunc(self)
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            #[inline(always)]
+            fn round_away(self) -> Self {
+                // GT4Py's numpy backend: copysign(floor(|x| + 0.5), x) (so 0.49999999999999994
+                // rounds to 1, unlike C's `round`).
+                (<$t>::abs(self) + 0.5).floor().copysign(self)
+            }
+            #[inline(always)]
+            fn is_finite(self) -> bool {
+                <$t>::is_finite(self)
+            }
+            #[inline(always)]
+            fn fmod(self, y: Self) -> Self {
+                self % y
+            }
+            #[inline(always)]
+            fn copysign(self, y: Self) -> Self {
+                <$t>::copysign(self, y)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+            #[inline(always)]
+            fn is_inf(self) -> bool {
+                <$t>::is_infinite(self)
+            }
+        }
+    };
+}
+
+impl_num!(f64, unary_f64, binary_f64);
+
+impl_num!(f32, unary_f32, binary_f32);
 
 #[cfg(test)]
 mod tests {

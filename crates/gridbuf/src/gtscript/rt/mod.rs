@@ -8,6 +8,7 @@ pub mod lane;
 pub mod math;
 pub mod mem;
 pub mod num;
+pub(crate) mod pool;
 #[cfg(test)]
 pub(crate) mod reference;
 
@@ -15,6 +16,3 @@ pub use interp::Arg;
 pub use lane::{Elem, Lane};
 pub use mem::FieldMem;
 pub use num::Num;
-
-/// Points per strip of the tape interpreter.
-pub(crate) const STRIP: usize = 512;
