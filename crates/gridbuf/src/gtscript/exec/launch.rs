@@ -4,11 +4,86 @@
 
 use crate::error::{Error, Result};
 use crate::gtscript::exec::strip::{vk_errors, vk_slots};
-use crate::gtscript::jit::abi::{ColumnCode, LoopCode, PartCode, VkSlot};
-use crate::gtscript::plan::schedule::PointWalk;
+use crate::gtscript::jit::abi::{ColumnCode, LoopCode, PartCode, StmtCode, VkSlot};
+use crate::gtscript::jit::Jit;
+use crate::gtscript::plan::schedule::{LayoutSchedule, PointWalk, Schedule};
+use crate::gtscript::plan::Plan;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{Mem, VarMem};
 use crate::interrupt::Interrupt;
+
+/// What a call runs: the schedule of its plan (code generation on where `jit` is `Some`: its
+/// code was compiled for the call's element type) and of its layout, and the code the
+/// schedule names. The executor asks the schedule what runs, and takes that code from here;
+/// code the schedule names but `jit` lacks is an internal error, never a fallback.
+pub(crate) struct Code<'a> {
+    /// The compiled code, where code generation is on.
+    pub(crate) jit: Option<&'a Jit>,
+    /// The plan's schedule.
+    pub(crate) schedule: &'a Schedule,
+    /// Its executors on the call's layout.
+    pub(crate) layout: &'a LayoutSchedule,
+}
+
+/// The error of code the schedule names but the compiled code lacks.
+fn missing(what: &str, s: usize) -> Error {
+    Error::invalid(
+        "gtscript schedule",
+        format!("{what} of section {s}"),
+        "compiled code for everything the schedule runs (internal error)",
+    )
+}
+
+impl<'a> Code<'a> {
+    /// The row function of statement `t` of section `s`, where the schedule runs it by one
+    /// (else the interpreter runs it).
+    #[inline]
+    pub(crate) fn stmt<T: Elem>(&self, s: usize, t: usize) -> Result<Option<&'a StmtCode>> {
+        if !self.schedule.sections[s].row[t] {
+            return Ok(None);
+        }
+        match self.jit.and_then(|j| j.stmt::<T>(s, t)) {
+            Some(c) => Ok(Some(c)),
+            None => Err(missing("a row function", s)),
+        }
+    }
+
+    /// The point function of the `while` loop whose condition is statement `t` of section
+    /// `s`, where the schedule runs that loop point by point.
+    #[inline]
+    pub(crate) fn point_loop<T: Elem>(&self, s: usize, t: usize) -> Result<Option<&'a LoopCode>> {
+        if self.schedule.sections[s].point_loop[t].is_none() {
+            return Ok(None);
+        }
+        match self.jit.and_then(|j| j.point_loop::<T>(s, t)) {
+            Some(c) => Ok(Some(c)),
+            None => Err(missing("a loop function", s)),
+        }
+    }
+
+    /// The column function of section `s` (for [`crate::gtscript::plan::schedule::SectionExec::Columns`]).
+    pub(crate) fn column<T: Elem>(&self, s: usize) -> Result<&'a ColumnCode> {
+        self.jit
+            .and_then(|j| j.column::<T>(s))
+            .ok_or_else(|| missing("a column function", s))
+    }
+
+    /// The point function of the sections section `s` starts, for `walk` (for
+    /// [`crate::gtscript::plan::schedule::SectionExec::Points`]; compiled on first use).
+    pub(crate) fn point_section<T: Elem>(
+        &self,
+        plan: &Plan,
+        s: usize,
+        walk: PointWalk,
+    ) -> Result<&'a LoopCode> {
+        match self.jit {
+            Some(j) => j
+                .point_section::<T>(plan, s, walk)?
+                .ok_or_else(|| missing("a point function", s)),
+            None => Err(missing("a point function", s)),
+        }
+    }
+}
 
 /// Runs the point function `code` of whole sections (see [`crate::gtscript::jit::point::section`] and [`crate::gtscript::jit::point::group`]),
 /// compiled for `walk`, over the columns `lo..hi` (I, J): part `x` over the levels

@@ -9,8 +9,8 @@
 //! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the README's gtscript table).
 
 use crate::error::Result;
+use crate::gtscript::exec::launch::Code;
 use crate::gtscript::exec::strip::run_statement;
-use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
@@ -22,7 +22,8 @@ use crate::kernels::exec::{self, SimdTask};
 pub(crate) struct SweepCtx<'a, T> {
     pub(crate) plan: &'a Plan,
     pub(crate) sweeps: &'a [SectionSweep],
-    pub(crate) jit: Option<&'a Jit>,
+    /// What runs each statement, and its code.
+    pub(crate) code: &'a Code<'a>,
     /// Every field component, each with unit stride along `order[2]`.
     pub(crate) mems: &'a [Mem],
     pub(crate) scalars: &'a [T],
@@ -99,7 +100,7 @@ pub(crate) fn run_sweep_tile<T: Elem>(
                     continue;
                 }
                 (rlo[s_axis], rhi[s_axis]) = (p, p + 1);
-                let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
+                let code = ctx.code.stmt::<T>(s, t)?;
                 run_statement(
                     code,
                     st,

@@ -3,12 +3,13 @@
 
 use crate::error::{Error, Result};
 use crate::gtscript::exec::clip::{clip, reach_box, Clips};
+use crate::gtscript::exec::launch::Code;
 use crate::gtscript::exec::launch::{run_columns, run_points};
 use crate::gtscript::exec::strip::{any_set, run_loop_code, run_statement};
 use crate::gtscript::exec::sweep::{sweep_order, sweep_tiles, SweepCtx, SweepTask};
 use crate::gtscript::ir::{IterOrder, Value};
 use crate::gtscript::jit::Jit;
-use crate::gtscript::plan::schedule::PointWalk;
+use crate::gtscript::plan::schedule::{Layout, Schedule, SectionExec};
 use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan, SectionPlan};
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
@@ -33,8 +34,8 @@ struct Tile {
 /// Everything a tile reads.
 struct Ctx<'a, T> {
     plan: &'a Plan,
-    /// Compiled statements, where there are.
-    jit: Option<&'a Jit>,
+    /// What runs each section, and its code.
+    code: &'a Code<'a>,
     mems: &'a [Mem],
     scalars: &'a [T],
     nk: usize,
@@ -154,18 +155,15 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             continue;
         }
         let clipped = |(ks, ke): (usize, usize)| (ks.max(tile.k.0), ke.min(tile.k.1));
+        let layout = ctx.code.layout.layout;
+        // Where the memory of this call refuses a compiled function (see `run_points`,
+        // `run_columns`), the section runs in blocks.
+        let blocks = Schedule::blocks(plan, s, layout);
+        let mut exec = ctx.code.layout.sections[s];
         // Sections with loops as one point function: each column's levels, section after
         // section (walking columns), or each level's rows of I.
-        let walk = if ctx.walk {
-            Some(PointWalk::Columns)
-        } else {
-            (ctx.inner == 0).then_some(PointWalk::Levels)
-        };
-        let code = match (ctx.jit, walk) {
-            (Some(jit), Some(w)) => jit.point_section::<T>(plan, s, w)?.map(|c| (c, w)),
-            _ => None,
-        };
-        if let Some((code, walk)) = code {
+        if let SectionExec::Points { walk, end } = exec {
+            let code = ctx.code.point_section::<T>(plan, s, walk)?;
             let levels: smallvec::SmallVec<[((usize, usize), bool); 4]> = code
                 .parts
                 .iter()
@@ -185,15 +183,21 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 ctx.scalars,
                 ctx.stop,
             )? {
-                ran_until = s + code.parts.len();
+                ran_until = end;
                 continue;
             }
+            exec = blocks;
+        }
+        if let SectionExec::InRun { .. } = exec {
+            // The run's point function refused this tile's memory.
+            exec = blocks;
         }
         let (ks, ke) = clipped((ks, ke));
         if ks >= ke {
             continue;
         }
-        if let Some(code) = ctx.jit.and_then(|j| j.column::<T>(s)).filter(|_| ctx.walk) {
+        if exec == SectionExec::Columns {
+            let code = ctx.code.column::<T>(s)?;
             if run_columns(
                 code,
                 &mem_of,
@@ -205,7 +209,15 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             )? {
                 continue;
             }
+            exec = blocks;
         }
+        let SectionExec::Blocks { copy_columns } = exec else {
+            return Err(Error::invalid(
+                "gtscript schedule",
+                format!("{exec:?}"),
+                "blocks where no compiled function runs a section (internal error)",
+            ));
+        };
         let levels: Vec<(usize, usize)> = match sec.order {
             IterOrder::Parallel => (ks..ke)
                 .step_by(ctx.kc)
@@ -214,11 +226,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             IterOrder::Forward => (ks..ke).map(|k| (k, k + 1)).collect(),
             IterOrder::Backward => (ks..ke).rev().map(|k| (k, k + 1)).collect(),
         };
-        let inner = if sec.order != IterOrder::Parallel && ctx.inner == 2 {
-            0
-        } else {
-            ctx.inner
-        };
+        let inner = if copy_columns { 0 } else { ctx.inner };
         // Fields and stored temporaries with unit stride along the inner axis are read and
         // written straight in memory. A statement's target row is only borrowed after every
         // operand that could reach it has been read (see `run_stmt`), and rows at other
@@ -226,7 +234,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         // FORWARD and BACKWARD levels run one after another along rows of I, which a layout
         // with unit stride along K strides through: the tile's columns of each field go to an
         // I-fastest buffer once, in memory order, and the written ones come back at the end.
-        let columns = if sec.order != IterOrder::Parallel && ctx.inner == 2 {
+        let columns = if copy_columns {
             columns_in::<T>(plan, sec, &mems, tile, ks, ke)?
         } else {
             Vec::new()
@@ -497,7 +505,7 @@ fn run_block<'m, T: Elem>(
         let live = (0..3).all(|a| rhi[a] > rlo[a]);
         // A `while` loop compiled to run point by point, where all its statements share this
         // box (regions and extents can cut them differently).
-        let point_loop = ctx.jit.and_then(|j| j.point_loop::<T>(s, t)).filter(|lc| {
+        let point_loop = ctx.code.point_loop::<T>(s, t)?.filter(|lc| {
             live && (t..lc.exit).all(|u| {
                 let (lo, hi) = reach_box(core_lo, core_hi, sec.stmts[u].reach, (0, 0));
                 clip(lo, hi, clips.stmt[s][u]) == (rlo, rhi)
@@ -520,7 +528,7 @@ fn run_block<'m, T: Elem>(
             continue;
         }
         if live {
-            let code = ctx.jit.and_then(|j| j.stmt::<T>(s, t));
+            let code = ctx.code.stmt::<T>(s, t)?;
             run_statement(
                 code,
                 st,
@@ -745,6 +753,28 @@ pub unsafe fn run_interruptible<T: Elem>(
                 .min_by_key(|&a| (f.strides[a].unsigned_abs(), 2 - a))
         })
         .unwrap_or(0);
+    // The schedule of this call's layout, code generation on where `jit` was compiled for
+    // `T` (see `Schedule`).
+    let layout = Layout::from_axis(inner);
+    let jit = jit.filter(|j| j.lanes() == T::LANES);
+    let interpreted;
+    let code = match jit {
+        Some(j) => Code {
+            jit: Some(j),
+            schedule: j.schedule(),
+            layout: j.layout_schedule(plan, layout),
+        },
+        None => {
+            let schedule = Schedule::new(plan, false);
+            let for_layout = schedule.for_layout(plan, layout);
+            interpreted = (schedule, for_layout);
+            Code {
+                jit: None,
+                schedule: &interpreted.0,
+                layout: &interpreted.1,
+            }
+        }
+    };
     let scal: Vec<T> = scalars.iter().map(|&v| T::from_value(v)).collect();
     let points = domain.iter().product::<usize>();
     let threads = if exec::parallel(threads, points) {
@@ -782,7 +812,7 @@ pub unsafe fn run_interruptible<T: Elem>(
                 let ctx = SweepCtx {
                     plan,
                     sweeps,
-                    jit,
+                    code: &code,
                     mems: &mems,
                     scalars: &scal,
                     order,
@@ -859,22 +889,12 @@ pub unsafe fn run_interruptible<T: Elem>(
         }
         kc
     };
-    // FORWARD and BACKWARD sections on a layout with unit stride along K walk columns in
-    // memory order where all of them can (tridiagonal solve 256x256x80 on gt:cpu_kfirst: see
-    // `column`).
-    // (Stencils with PARALLEL sections only keep I-fastest temporaries.)
-    let walk = inner == 2
-        && plan.sections.iter().any(|s| s.order != IterOrder::Parallel)
-        && jit.is_some_and(|j| {
-            plan.sections.iter().enumerate().all(|(s, sec)| {
-                sec.order == IterOrder::Parallel
-                    || j.column::<T>(s).is_some()
-                    || j.walks_columns::<T>(s)
-            })
-        });
+    // FORWARD and BACKWARD sections walk columns where the schedule says so
+    // (`LayoutSchedule::walk_columns`).
+    let walk = code.layout.walk_columns;
     let ctx = Ctx {
         plan,
-        jit,
+        code: &code,
         mems: &mems,
         scalars: &scal,
         nk,

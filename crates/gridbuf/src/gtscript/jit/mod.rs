@@ -26,7 +26,7 @@ pub(crate) mod row;
 pub(crate) mod wide;
 
 use crate::error::Result;
-use crate::gtscript::plan::schedule::{self, supported, PointWalk};
+use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
 use crate::gtscript::plan::{Lanes, Plan};
 use crate::gtscript::rt::lane::Elem;
 use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, RowFn, StmtCode};
@@ -53,8 +53,10 @@ pub struct Jit {
     /// [`point::section`]; along columns, that of the run of sections it starts, see
     /// [`point::group`]), compiled on first use.
     walks: Vec<[Option<LazyWalk>; 2]>,
-    /// Per section: the first section of the run it walks columns in, where it has one.
-    column_run: Vec<Option<usize>>,
+    /// What this code was compiled for: the schedule of its plan with code generation on.
+    schedule: Schedule,
+    /// Per layout (I, J, K): the schedule's executors, made when a call first needs them.
+    layouts: [OnceLock<LayoutSchedule>; 3],
     /// The element type the code was made for.
     lanes: Lanes,
     _memory: CodeMemory,
@@ -68,8 +70,11 @@ impl std::fmt::Debug for Jit {
 }
 
 impl Jit {
-    /// Compiles every statement of `plan` that it can, for `plan`'s element type. `Ok(None)`
-    /// when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is set.
+    /// Compiles, for `plan`'s element type, what `plan`'s schedule with code generation on
+    /// asks for ([`Schedule::new`]): row functions, loop functions and column functions now,
+    /// whole sections' point functions when a call first needs one ([`Jit::point_section`]).
+    /// `Ok(None)` when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is
+    /// set: then calls run with code generation off.
     pub fn compile(plan: &Plan) -> Result<Option<Jit>> {
         if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
             return Ok(None);
@@ -77,23 +82,17 @@ impl Jit {
         let Some(mut module) = new_module(true)? else {
             return Ok(None);
         };
+        let schedule = Schedule::new(plan, true);
         let (elem, wide) = lane_types(plan.lanes);
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
         let mut ids = Vec::new();
-        // Sections that walk as one point function (see `point::section`) run their
-        // statements one by one only where neither walk can (layouts with unit stride along
-        // J, memory of other element types): there the interpreter runs them, and the compile
-        // time (a large part of the first result) goes to the walks.
-        let walks_section: Vec<bool> = (0..plan.sections.len())
-            .map(|s| schedule::section(plan, s, wide))
-            .collect();
         // Statements with many operands, in a module of their own without Cranelift's
         // optimizations (see `CARRIED_OPERANDS`).
         let mut plain: Option<JITModule> = None;
         for (s, sec) in plan.sections.iter().enumerate() {
             for (t, st) in sec.stmts.iter().enumerate() {
-                if walks_section[s] || !supported(&st.tape, wide) || st.tape.is_empty() {
+                if !schedule.sections[s].row[t] {
                     continue;
                 }
                 let operands = operands_of(&st.tape);
@@ -137,25 +136,11 @@ impl Jit {
                 ids.push((s, t, many, id, operands, reads_target_along, vk));
             }
         }
-        // `while` loops that can run point by point, as one function each.
-        // Sections with loops, where they can, also as one point function per walk (see
-        // `point::section`).
+        // `while` loops that run point by point, as one function each.
         let mut loop_ids = Vec::new();
-        // Sections that walk columns, by the first of their run (see `point::group`).
-        let mut column_run: Vec<Option<usize>> = plan.sections.iter().map(|_| None).collect();
-        for (s, sec) in plan.sections.iter().enumerate() {
-            let whole = walks_section[s];
-            // Whole sections' walks are compiled when a call first needs one (see
-            // `Jit::point_section`): a stencil runs on one layout, which needs one of them.
-            if whole && column_run[s].is_none() {
-                let e = schedule::group(plan, s, wide);
-                column_run[s..e].fill(Some(s));
-            }
-            // (A section that walks needs its loops on blocks only where the walks cannot run:
-            // layouts with unit stride along J, or memory of other element types. Those run
-            // the loops' passes over blocks, and the compile time goes to the walks.)
-            for t in (0..sec.stmts.len()).filter(|_| !whole) {
-                let Some(exit) = schedule::range(plan, s, t, wide) else {
+        for (s, sec) in schedule.sections.iter().enumerate() {
+            for (t, exit) in sec.point_loop.iter().enumerate() {
+                let Some(exit) = *exit else {
                     continue;
                 };
                 let walk = None;
@@ -175,12 +160,10 @@ impl Jit {
         // FORWARD and BACKWARD sections also as one function that walks whole columns (used
         // on layouts with unit stride along K).
         let mut col_ids = Vec::new();
-        if !wide {
-            for s in 0..plan.sections.len() {
-                if let Some(c) = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)? {
-                    col_ids.push((s, c));
-                }
-            }
+        for s in (0..plan.sections.len()).filter(|&s| schedule.sections[s].column) {
+            let c = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)?
+                .ok_or_else(|| jit_error(format!("section {s} cannot walk columns")))?;
+            col_ids.push((s, c));
         }
         // Module 0: the optimized one; module 1: the plain one, where there is one.
         let memory = CodeMemory::finalize(std::iter::once(module).chain(plain).collect())?;
@@ -220,13 +203,13 @@ impl Jit {
             };
             loops[s][t] = Some(code);
         }
-        let walks = (0..plan.sections.len())
-            .map(|s| {
-                let run = column_run[s] == Some(s);
-                [
-                    run.then(OnceLock::new),
-                    walks_section[s].then(OnceLock::new),
-                ]
+        let walks = schedule
+            .sections
+            .iter()
+            .enumerate()
+            .map(|(s, sec)| {
+                let run = sec.column_run == Some(s);
+                [run.then(OnceLock::new), sec.whole.then(OnceLock::new)]
             })
             .collect();
         Ok(Some(Jit {
@@ -234,7 +217,8 @@ impl Jit {
             columns,
             loops,
             walks,
-            column_run,
+            schedule,
+            layouts: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             lanes: plan.lanes,
             _memory: memory,
         }))
@@ -277,10 +261,7 @@ impl Jit {
         };
         let walked = cell.get_or_init(|| {
             let run = match walk {
-                PointWalk::Columns => self.column_run[sec..]
-                    .iter()
-                    .take_while(|&&r| r == Some(sec))
-                    .count(),
+                PointWalk::Columns => self.schedule.column_run_len(sec),
                 PointWalk::Levels => 1,
             };
             compile_walk(plan, sec..sec + run, walk).map_err(|e| e.to_string())
@@ -291,11 +272,20 @@ impl Jit {
         }
     }
 
-    /// Whether section `sec` walks columns in a point function for `T` (the one of the run of
-    /// sections it is part of, see [`point::group`]).
-    #[inline]
-    pub(crate) fn walks_columns<T: Elem>(&self, sec: usize) -> bool {
-        self.lanes == T::LANES && self.column_run.get(sec).is_some_and(Option::is_some)
+    /// The schedule this code was compiled for (its plan's, code generation on).
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The element type this code computes in.
+    pub fn lanes(&self) -> Lanes {
+        self.lanes
+    }
+
+    /// The schedule's executors on `layout` ([`Schedule::for_layout`]; `plan` is the plan
+    /// this code was made for), made when first asked for.
+    pub fn layout_schedule(&self, plan: &Plan, layout: Layout) -> &LayoutSchedule {
+        self.layouts[layout.axis()].get_or_init(|| self.schedule.for_layout(plan, layout))
     }
 
     /// The column code of section `sec`, if it has some for `T`.

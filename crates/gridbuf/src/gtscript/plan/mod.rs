@@ -6,7 +6,9 @@
 
 pub(crate) mod extents;
 pub(crate) mod model;
-pub(crate) mod schedule;
+pub mod schedule;
+#[cfg(test)]
+mod schedule_tests;
 pub(crate) mod sweep;
 pub(crate) mod tape;
 

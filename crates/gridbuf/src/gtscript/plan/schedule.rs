@@ -1,14 +1,21 @@
-//! Which executor runs each section and `while` loop of a plan: built once per plan and
-//! code generation on or off, read per layout.
+//! Which executor runs each section and `while` loop of a plan: the [`Schedule`], built once
+//! per plan and code generation on or off ([`Schedule::new`]), and per layout of a call's
+//! output ([`Schedule::for_layout`]). The code generator compiles what it names
+//! (`Jit::compile`), and the executor runs what it names; neither decides again.
+//!
+//! Below it, the rules it is built from: which sections can walk columns in one compiled
+//! function ([`walkable`]), which can run as one point function as a whole ([`section`],
+//! [`group`]), which `while` loops can run point by point ([`range`]), which tapes the code
+//! generator handles ([`supported`]).
 
 use crate::gtscript::ir::{BinOp, IterOrder};
-use crate::gtscript::plan::{Instr, Kind, Op, Plan, Src};
+use crate::gtscript::plan::{Instr, Kind, Lanes, Op, Plan, Src};
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
 /// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
 /// the section's order); rows run along J either way.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum PointWalk {
+pub enum PointWalk {
     /// Points along K, one call per column of I.
     Columns,
     /// Points along I, one call per level.
@@ -17,10 +24,224 @@ pub(crate) enum PointWalk {
 
 impl PointWalk {
     /// The point axis.
-    pub(crate) fn axis(self) -> usize {
+    pub fn axis(self) -> usize {
         match self {
             PointWalk::Columns => 2,
             PointWalk::Levels => 0,
+        }
+    }
+}
+
+/// A call's layout as the schedule sees it: the unit-stride axis of the output's memory
+/// (`exec::run` picks it from the first written field's strides).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Unit stride along I (gt:cpu_ifirst).
+    I,
+    /// Unit stride along J.
+    J,
+    /// Unit stride along K (gt:cpu_kfirst).
+    K,
+}
+
+impl Layout {
+    /// The layout whose unit-stride axis is `axis` (0, 1, 2: I, J, K).
+    pub fn from_axis(axis: usize) -> Layout {
+        match axis {
+            0 => Layout::I,
+            1 => Layout::J,
+            _ => Layout::K,
+        }
+    }
+
+    /// The unit-stride axis.
+    pub fn axis(self) -> usize {
+        self as usize
+    }
+}
+
+/// What code a section has, decided once per plan (the same for every layout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionSchedule {
+    /// Whether the whole section is one point function (see [`section`]), walking each
+    /// level's rows of I on layouts with unit stride along I ([`PointWalk::Levels`]). Such a
+    /// section has no row functions and no loop functions: where no walk runs it (other
+    /// layouts, memory of other element types), the interpreter does.
+    pub whole: bool,
+    /// The first section of the run of sections that walk columns as one point function
+    /// ([`PointWalk::Columns`], see [`group`]) that this section belongs to, where it belongs
+    /// to one.
+    pub column_run: Option<usize>,
+    /// Whether the section has a column function (`jit::column`, see [`walkable`]).
+    pub column: bool,
+    /// Per statement: whether its row function runs it in blocks and sweeps (else the
+    /// interpreter).
+    pub row: Vec<bool>,
+    /// Per statement: where it is the condition of a `while` loop that runs point by point in
+    /// blocks (see [`range`]), one past the loop's last statement.
+    pub point_loop: Vec<Option<usize>>,
+}
+
+/// Which executor runs a section in the I/J tiles of a call (slabs and sweeps run every
+/// statement by its row function or the interpreter, as [`SectionSchedule::row`] says).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SectionExec {
+    /// The point function of the sections `s..end` (this one, `s`, first), compiled for
+    /// `walk` when a call first needs it (`Jit::point_section`).
+    Points {
+        /// How it walks the tile.
+        walk: PointWalk,
+        /// One past the last section it runs.
+        end: usize,
+    },
+    /// Run by the point function of the run that section `first` starts (see
+    /// [`SectionExec::Points`]).
+    InRun {
+        /// The run's first section.
+        first: usize,
+    },
+    /// Its column function, over all its levels of the tile's columns.
+    Columns,
+    /// Blocks: each statement by its row function, its `while` loop's point function or the
+    /// interpreter, as [`SectionSchedule`] says.
+    Blocks {
+        /// Whether the tile's columns of each field are copied to an I-fastest buffer first
+        /// (FORWARD and BACKWARD sections on layouts with unit stride along K).
+        copy_columns: bool,
+    },
+}
+
+/// Which executor runs each section and each `while` loop of a plan, for code generation on
+/// or off: built once per plan (by `Jit::compile`, or per call without code), read per layout
+/// ([`Schedule::for_layout`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Whether code generation is on (`GRIDBUF_GTSCRIPT_JIT=0`, no Cranelift backend, or a
+    /// call without code turn it off: then the interpreter runs everything in blocks).
+    pub codegen: bool,
+    /// Per section: its code.
+    pub sections: Vec<SectionSchedule>,
+}
+
+/// A [`Schedule`] for one layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutSchedule {
+    /// The layout.
+    pub layout: Layout,
+    /// Whether the tiles' FORWARD and BACKWARD sections walk columns in memory order: on
+    /// layouts with unit stride along K, where every one of them has a column function or
+    /// walks columns as a point function. Stored temporaries are then K fastest (else I
+    /// fastest).
+    pub walk_columns: bool,
+    /// Per section: its executor in I/J tiles.
+    pub sections: Vec<SectionExec>,
+}
+
+impl Schedule {
+    /// The schedule of `plan`: with `codegen`, every section, statement and loop gets the
+    /// code the rules below allow (for `plan`'s lanes); without, none.
+    pub fn new(plan: &Plan, codegen: bool) -> Schedule {
+        let wide = plan.lanes == Lanes::Wide;
+        let n = plan.sections.len();
+        // Sections that walk as one point function run their statements one by one only
+        // where neither walk can (layouts with unit stride along J, memory of other element
+        // types): there the interpreter runs them, and the compile time (a large part of the
+        // first result) goes to the walks.
+        let whole: Vec<bool> = (0..n).map(|s| codegen && section(plan, s, wide)).collect();
+        let mut column_run: Vec<Option<usize>> = vec![None; n];
+        for s in 0..n {
+            if whole[s] && column_run[s].is_none() {
+                let e = group(plan, s, wide);
+                column_run[s..e].fill(Some(s));
+            }
+        }
+        let sections = plan
+            .sections
+            .iter()
+            .enumerate()
+            .map(|(s, sec)| {
+                let blocks = codegen && !whole[s];
+                SectionSchedule {
+                    whole: whole[s],
+                    column_run: column_run[s],
+                    // Column functions compute in one float type.
+                    column: codegen && !wide && walkable(plan, s),
+                    row: sec
+                        .stmts
+                        .iter()
+                        .map(|st| blocks && supported(&st.tape, wide) && !st.tape.is_empty())
+                        .collect(),
+                    point_loop: (0..sec.stmts.len())
+                        .map(|t| {
+                            if blocks {
+                                range(plan, s, t, wide)
+                            } else {
+                                None
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Schedule { codegen, sections }
+    }
+
+    /// The number of sections the column walk of the run starting at section `s` covers (0
+    /// where `s` starts none).
+    pub fn column_run_len(&self, s: usize) -> usize {
+        self.sections[s..]
+            .iter()
+            .take_while(|x| x.column_run == Some(s))
+            .count()
+    }
+
+    /// The executor of each section of `plan` (the plan this schedule was built for) on
+    /// `layout`.
+    pub fn for_layout(&self, plan: &Plan, layout: Layout) -> LayoutSchedule {
+        let along_k = layout == Layout::K;
+        let vertical = |s: usize| plan.sections[s].order != IterOrder::Parallel;
+        let n = self.sections.len();
+        // FORWARD and BACKWARD sections on a layout with unit stride along K walk columns in
+        // memory order where all of them can (tridiagonal solve 256x256x80 on gt:cpu_kfirst:
+        // see `jit::column`). (Stencils with PARALLEL sections only keep I-fastest
+        // temporaries.)
+        let walk_columns = along_k
+            && (0..n).any(vertical)
+            && (0..n).all(|s| {
+                !vertical(s) || self.sections[s].column || self.sections[s].column_run.is_some()
+            });
+        let sections = (0..n)
+            .map(|s| {
+                let sec = &self.sections[s];
+                match sec.column_run {
+                    Some(first) if walk_columns && first == s => SectionExec::Points {
+                        walk: PointWalk::Columns,
+                        end: s + self.column_run_len(s),
+                    },
+                    Some(first) if walk_columns => SectionExec::InRun { first },
+                    _ if !walk_columns && layout == Layout::I && sec.whole => SectionExec::Points {
+                        walk: PointWalk::Levels,
+                        end: s + 1,
+                    },
+                    _ if walk_columns && sec.column => SectionExec::Columns,
+                    _ => Self::blocks(plan, s, layout),
+                }
+            })
+            .collect();
+        LayoutSchedule {
+            layout,
+            walk_columns,
+            sections,
+        }
+    }
+
+    /// Section `s` in blocks on `layout`: what [`SectionExec::Points`],
+    /// [`SectionExec::InRun`] and [`SectionExec::Columns`] become for a tile whose memory their
+    /// function was not compiled for (another element type, no unit stride along the axis it
+    /// walks, read-only where it stores).
+    pub fn blocks(plan: &Plan, s: usize, layout: Layout) -> SectionExec {
+        SectionExec::Blocks {
+            copy_columns: plan.sections[s].order != IterOrder::Parallel && layout == Layout::K,
         }
     }
 }
