@@ -783,29 +783,13 @@ pub unsafe fn run_interruptible<T: Elem>(
         Threads::ONE
     };
     let want = exec::tasks_wanted(threads);
-    // A stencil whose sections are all PARALLEL and whose quantities are all fields read and
-    // written in place (unit stride along `inner`, no temporaries) needs no block buffers, so
-    // its tiles can follow memory: slabs of the outermost axis (K when rows run along I or J,
-    // I when they run along K), each a long sequential walk for the hardware prefetcher, as
-    // the native kernels do (256x256x80 copy on gt:cpu_kfirst: 2.6 ms in 16x16 column tiles,
-    // 1.7 ms in slabs).
-    // K slabs also need every computation to read the fields the stencil writes at their own
-    // level only: a slab runs all computations before the next slab starts, so a read at a K
-    // offset across a slab boundary would see the value from before the stencil. (Horizontal
-    // reads of written fields are rejected by the planner, so I slabs need no such rule.)
-    let written = |q: u32| matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field]);
-    let written_read_along_k = plan.sections.iter().any(|s| {
-        s.k_reads
-            .iter()
-            .any(|&(q, lo, hi)| (lo, hi) != (0, 0) && written(q))
-            || s.var_reads.iter().any(|&q| written(q))
-    });
-    let light = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
-        && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
+    // Slabs where the schedule allows them (`LayoutSchedule::slabs`) and every field is
+    // read and written in place (unit stride along `inner`, of the element type); else
+    // sweeps where the plan has them along the axis memory and domain pick; else I/J tiles.
+    let light = code.layout.slabs
         && mems
             .iter()
-            .all(|m| m.native && m.axes[inner] && m.strides[inner] == 1)
-        && (inner == 2 || !written_read_along_k);
+            .all(|m| m.native && m.axes[inner] && m.strides[inner] == 1);
     if !light {
         if let Some(order) = sweep_order(plan, &mems, inner, domain) {
             if let Some(sweeps) = &plan.sweeps[order[0]] {

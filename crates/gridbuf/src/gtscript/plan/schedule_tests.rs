@@ -185,6 +185,8 @@ fn parallel_laplacian_runs_rows_in_blocks() {
         assert!(!walk);
         assert_eq!(secs, [BLOCKS]);
     }
+    // A temporary: no slabs.
+    assert!(LAYOUTS.iter().all(|&l| !on.for_layout(&plan, l).slabs));
     check_interpreted(&plan);
     check_compiled(&plan, &on);
 }
@@ -199,6 +201,7 @@ fn tridiagonal_solve_walks_columns_where_k_has_unit_stride() {
         assert_eq!(sec.row, vec![true; n]);
         assert_eq!(sec.point_loop, vec![None; n]);
     }
+    assert!(LAYOUTS.iter().all(|&l| !on.for_layout(&plan, l).slabs));
     let [i, j, k] = executors(&on, &plan);
     assert_eq!(i, (false, vec![BLOCKS; 4]));
     assert_eq!(j, (false, vec![BLOCKS; 4]));
@@ -317,6 +320,12 @@ fn parallel_k_offsets_run_rows_in_blocks_on_every_layout() {
         assert!(!walk);
         assert_eq!(secs, [BLOCKS]);
     }
+    // Fields only, the written one read at its own level: slabs on every layout (where the
+    // call's memory allows), with code generation on or off.
+    for codegen in [true, false] {
+        let schedule = Schedule::new(&plan, codegen);
+        assert!(LAYOUTS.iter().all(|&l| schedule.for_layout(&plan, l).slabs));
+    }
     check_interpreted(&plan);
     check_compiled(&plan, &on);
 }
@@ -339,4 +348,23 @@ fn one_section_without_column_code_keeps_every_section_in_blocks() {
     assert_eq!(k.sections, [BLOCKS_COPIED; 2]);
     check_interpreted(&plan);
     check_compiled(&plan, &on);
+}
+
+/// A field the stencil writes, read at another level by a later computation: slabs of K
+/// would split it, so slabs only on the layout with unit stride along K (slabs of I).
+#[test]
+fn written_field_read_along_k_keeps_k_slabs_off() {
+    let plan = compile(
+        "stencil w float64\nfield a IJK\nfield out IJK\nfield b IJK\n\
+         comp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 0\n\
+         comp PARALLEL\ninterval S 0 E -1\nstmt 2 f 2 0 f 1 0 0 0 1\n",
+    )
+    .unwrap();
+    for codegen in [true, false] {
+        let schedule = Schedule::new(&plan, codegen);
+        let slabs = LAYOUTS.map(|l| schedule.for_layout(&plan, l).slabs);
+        assert_eq!(slabs, [false, false, true]);
+    }
+    check_interpreted(&plan);
+    check_compiled(&plan, &Schedule::new(&plan, true));
 }
