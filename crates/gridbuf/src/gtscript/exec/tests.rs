@@ -339,7 +339,7 @@ fn loop_flow_nests() {
 }
 
 /// `while` loops whose statements read what the loop writes only at the point itself run point
-/// by point (`pointloop`): nested loops with per-point trip counts, an integer counter and a
+/// by point (`jit::point`): nested loops with per-point trip counts, an integer counter and a
 /// read at an absolute K level, in PARALLEL and FORWARD sections, give what the interpreter's
 /// passes over whole blocks and direct loops give. A loop that reads what it writes at a K
 /// offset keeps the passes.
@@ -553,7 +553,7 @@ fn box_points(n: [usize; 3]) -> impl Iterator<Item = (usize, usize, usize)> {
 fn section_runs_walk_columns_as_one_function() {
     // Four sections with loops, two FORWARD then two BACKWARD, reading at K offsets what the
     // earlier ones wrote: on K-fastest memory one function walks each column through all four
-    // (`pointloop::group`); on I-fastest memory each walks levels on its own. Both, and the
+    // (`plan::schedule::group`); on I-fastest memory each walks levels on its own. Both, and the
     // interpreter, against direct loops.
     use crate::gtscript::plan::schedule::group;
     use crate::gtscript::plan::schedule::PointWalk;

@@ -47,7 +47,7 @@ pub struct Jit {
     /// Per section: the code that walks columns, where the section can (see [`column`]).
     columns: Vec<Option<ColumnCode>>,
     /// Per section, per statement: the code of the `while` loop whose condition it is, where
-    /// the loop can run point by point (see [`pointloop`]).
+    /// the loop can run point by point (see [`point`]).
     loops: Vec<Vec<Option<LoopCode>>>,
     /// Per section, per [`PointWalk`]: the whole section's point function, where it has one (see
     /// [`point::section`]; along columns, that of the run of sections it starts, see

@@ -1,6 +1,6 @@
 //! Horizontal regions (`with horizontal(region[I[0], :])`): GT4Py's rule for how far a
 //! statement restricted to a region reads beyond the compute domain, and the boxes a region
-//! covers in a given domain.
+//! covers in a given domain; and the planning step that computes both extents ([`extents`]).
 //!
 //! Two extents are planned per quantity. The *reach* ignores regions: every tile computes its
 //! temporaries over its core widened by the reach, so tile-local values never depend on another
@@ -11,8 +11,10 @@
 //! target's extent; both bounds are planned, so every read stays inside what is loaded, and
 //! every field is read only within the extent the binder checked against its halo.
 
-use crate::gtscript::ir::{Level, Region};
+use crate::error::Result;
+use crate::gtscript::ir::{def_error, Level, Program, Region};
 use crate::gtscript::plan::model::Reach;
+use crate::gtscript::plan::tape::quantity;
 
 /// Where one side of a statement's box lies, after cutting it to a region.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -135,6 +137,82 @@ pub(crate) fn region_box(region: Option<&Region>, n: [usize; 2]) -> [i64; 4] {
         }
     }
     out
+}
+
+pub(crate) const ZERO: Reach = [0; 4];
+
+pub(crate) fn union(a: Reach, b: Reach) -> Reach {
+    [
+        a[0].max(b[0]),
+        a[1].max(b[1]),
+        a[2].max(b[2]),
+        a[3].max(b[3]),
+    ]
+}
+
+/// A region reached from `r` by reading at `off`.
+pub(crate) fn shifted(r: Reach, off: [i32; 3]) -> Reach {
+    [r[0] - off[0], r[1] + off[0], r[2] - off[1], r[3] + off[1]]
+}
+
+/// How far beyond the domain every quantity is needed: backwards over the statements until
+/// nothing changes. With `regions`, a statement restricted to a region reads only what GT4Py
+/// plans for it (see `extents`); the second value is then the fewest points per axis I, J for
+/// which that holds.
+pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<Reach>, [i64; 2])> {
+    let nq = n_comp + p.temps.len();
+    let mut reach = vec![ZERO; nq];
+    let mut min_domain = [0i64; 2];
+    for round in 0..33 {
+        let before = reach.clone();
+        for s in p.sections.iter().rev() {
+            for st in s.stmts.iter().rev() {
+                let tq = quantity(p, st.target);
+                let se = if tq >= n_comp { reach[tq] } else { ZERO };
+                let cut = match (&st.region, regions) {
+                    (Some(r), true) => match Restricted::new(se, r) {
+                        Some(c) => Some(c),
+                        None => continue,
+                    },
+                    _ => None,
+                };
+                st.expr.reads(&mut |a, off| {
+                    let q = quantity(p, a);
+                    let r = match &cut {
+                        Some(c) => {
+                            let m = c.min_domain(off);
+                            min_domain = [min_domain[0].max(m[0]), min_domain[1].max(m[1])];
+                            c.read(off)
+                        }
+                        None => union(ZERO, shifted(se, off)),
+                    };
+                    reach[q] = union(reach[q], r);
+                });
+                // A read at a run-time K level reads at the point itself horizontally.
+                st.expr.var_reads(&mut |a, _| {
+                    let q = quantity(p, a);
+                    let r = match &cut {
+                        Some(c) => c.read([0; 3]),
+                        None => union(ZERO, se),
+                    };
+                    reach[q] = union(reach[q], r);
+                });
+            }
+        }
+        if before == reach {
+            return Ok((reach, min_domain));
+        }
+        if round == 32 {
+            break;
+        }
+    }
+    Err(def_error(
+        p.sections
+            .iter()
+            .find_map(|s| s.stmts.first())
+            .map_or(0, |s| s.line),
+        "the horizontal extents of the temporaries grow without bound (a temporary feeds itself at a horizontal offset)",
+    ))
 }
 
 #[cfg(test)]

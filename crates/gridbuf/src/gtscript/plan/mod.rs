@@ -13,7 +13,7 @@ pub(crate) mod sweep;
 pub(crate) mod tape;
 
 use crate::gtscript::ir::{def_error, Access, IterOrder, KIndex, Program, Ty};
-use crate::gtscript::plan::extents::Restricted;
+use crate::gtscript::plan::extents::{extents, shifted, union, ZERO};
 // The tape types are part of a plan's public shape.
 use crate::error::{Error, Result};
 use crate::gtscript::passes::types::type_of;
@@ -24,22 +24,6 @@ pub use crate::gtscript::plan::model::{
 use crate::gtscript::plan::sweep::plan_sweeps;
 use crate::gtscript::plan::tape::{compile, fuse, quantity, Regs, ZERO_SRC};
 pub use crate::gtscript::plan::tape::{Instr, Op, Src};
-
-const ZERO: Reach = [0; 4];
-
-fn union(a: Reach, b: Reach) -> Reach {
-    [
-        a[0].max(b[0]),
-        a[1].max(b[1]),
-        a[2].max(b[2]),
-        a[3].max(b[3]),
-    ]
-}
-
-/// A region reached from `r` by reading at `off`.
-fn shifted(r: Reach, off: [i32; 3]) -> Reach {
-    [r[0] - off[0], r[1] + off[0], r[2] - off[1], r[3] + off[1]]
-}
 
 /// Adds `reach` and the K levels `k` of quantity `q` to its transfer in `list` (a new one if
 /// it has none).
@@ -308,7 +292,7 @@ pub fn plan(program: Program) -> Result<Plan> {
             }
         }
     }
-    // Horizontal extents, without and with regions (see `region`).
+    // Horizontal extents, without and with regions (see `extents`).
     let (reach, _) = extents(p, n_comp, false)?;
     let (extent, min_domain) = extents(p, n_comp, true)?;
     let stmt_reach = |tq: usize| if tq >= n_comp { reach[tq] } else { ZERO };
@@ -559,66 +543,6 @@ pub fn plan(program: Program) -> Result<Plan> {
     };
     plan.sweeps = std::array::from_fn(|axis| plan_sweeps(&plan, axis));
     Ok(plan)
-}
-
-/// How far beyond the domain every quantity is needed: backwards over the statements until
-/// nothing changes. With `regions`, a statement restricted to a region reads only what GT4Py
-/// plans for it (see `region`); the second value is then the fewest points per axis I, J for
-/// which that holds.
-fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<Reach>, [i64; 2])> {
-    let nq = n_comp + p.temps.len();
-    let mut reach = vec![ZERO; nq];
-    let mut min_domain = [0i64; 2];
-    for round in 0..33 {
-        let before = reach.clone();
-        for s in p.sections.iter().rev() {
-            for st in s.stmts.iter().rev() {
-                let tq = quantity(p, st.target);
-                let se = if tq >= n_comp { reach[tq] } else { ZERO };
-                let cut = match (&st.region, regions) {
-                    (Some(r), true) => match Restricted::new(se, r) {
-                        Some(c) => Some(c),
-                        None => continue,
-                    },
-                    _ => None,
-                };
-                st.expr.reads(&mut |a, off| {
-                    let q = quantity(p, a);
-                    let r = match &cut {
-                        Some(c) => {
-                            let m = c.min_domain(off);
-                            min_domain = [min_domain[0].max(m[0]), min_domain[1].max(m[1])];
-                            c.read(off)
-                        }
-                        None => union(ZERO, shifted(se, off)),
-                    };
-                    reach[q] = union(reach[q], r);
-                });
-                // A read at a run-time K level reads at the point itself horizontally.
-                st.expr.var_reads(&mut |a, _| {
-                    let q = quantity(p, a);
-                    let r = match &cut {
-                        Some(c) => c.read([0; 3]),
-                        None => union(ZERO, se),
-                    };
-                    reach[q] = union(reach[q], r);
-                });
-            }
-        }
-        if before == reach {
-            return Ok((reach, min_domain));
-        }
-        if round == 32 {
-            break;
-        }
-    }
-    Err(def_error(
-        p.sections
-            .iter()
-            .find_map(|s| s.stmts.first())
-            .map_or(0, |s| s.line),
-        "the horizontal extents of the temporaries grow without bound (a temporary feeds itself at a horizontal offset)",
-    ))
 }
 
 /// Where a section goes after each statement: on, or, at the end of a `while` loop's body,

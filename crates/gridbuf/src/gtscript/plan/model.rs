@@ -126,9 +126,9 @@ pub struct Plan {
     /// Per field: (lower, upper) extent per axis I, J, K that it is read beyond the domain.
     pub field_extent: Vec<[(usize, usize); 3]>,
     /// Per quantity: how far beyond the domain it is needed, as GT4Py plans it (regions
-    /// restrict it; see `region`). Each statement runs at most over its target's extent.
+    /// restrict it; see `plan::extents`). Each statement runs at most over its target's extent.
     pub extent: Vec<Reach>,
-    /// The fewest points along I and J for which the extents hold (see `region`).
+    /// The fewest points along I and J for which the extents hold (see `plan::extents`).
     pub min_domain: [usize; 2],
     /// Per field: whether the stencil writes it.
     pub field_written: Vec<bool>,
@@ -143,7 +143,7 @@ pub struct Plan {
     /// How the evaluator holds values.
     pub lanes: Lanes,
     /// Per sweep axis I, J, K: every section's sweep schedule along it, where the stencil can
-    /// run as sweeps (see `eval`'s `sweep`); `None` runs it in blocks.
+    /// run as sweeps (see `exec::sweep`); `None` runs it in blocks.
     pub sweeps: [Option<Vec<SectionSweep>>; 3],
 }
 

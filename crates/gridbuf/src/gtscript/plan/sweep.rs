@@ -1,6 +1,6 @@
 //! Sweep schedules, planned once per axis: for each PARALLEL section, how many planes each
 //! statement runs behind the sweep front and how many planes its block buffers keep (see
-//! `eval::sweep`, which runs them).
+//! `exec::sweep`, which runs them).
 
 use crate::gtscript::ir::IterOrder;
 use crate::gtscript::plan::model::{Kind, Plan, SectionSweep, Slots};
