@@ -85,7 +85,7 @@ impl<'a> Code<'a> {
     }
 }
 
-/// Runs the point function `code` of whole sections (see [`crate::gtscript::jit::point::section`] and [`crate::gtscript::jit::point::group`]),
+/// Runs the point function `code` of whole sections (see [`crate::gtscript::plan::schedule::section`] and [`crate::gtscript::plan::schedule::group`]),
 /// compiled for `walk`, over the columns `lo..hi` (I, J): part `x` over the levels
 /// `levels[x].0` (`ks..ke`), BACKWARD from the top when `levels[x].1`; quantity `q`'s memory is
 /// `mem_of(q)`, run-time K reads read `vmem`. `Ok(false)` (nothing run) where some memory is

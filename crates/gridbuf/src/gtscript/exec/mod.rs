@@ -10,7 +10,7 @@
 //! axis of the output's layout), so a read at an offset is a fixed shift of a flat index. Each
 //! statement then runs over its region: its compiled code walks all rows of an outer step in one
 //! call, keeping intermediates in vector registers; the interpreter runs the register tape in
-//! strips of [`crate::gtscript::rt::interp::STRIP`] points, every instruction one tight loop over a strip, which the
+//! strips of `STRIP` points, every instruction one tight loop over a strip, which the
 //! compiler vectorises, so the dispatch per instruction is paid once per strip. Points at the ends of
 //! rows mix neighbouring rows; they are computed but never reach a stored point. Finally the
 //! block copies what it wrote back to memory.

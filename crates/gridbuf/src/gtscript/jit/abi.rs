@@ -5,7 +5,7 @@
 use crate::gtscript::ir::Ty;
 
 /// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars, vk)`
-/// computes `n` points on each of `rows` rows (strides in bytes, see [`build`]); `vk` holds one
+/// computes `n` points on each of `rows` rows (strides in bytes, see [`crate::gtscript::jit::row::build`]); `vk` holds one
 /// [`VkSlot`] per quantity the tape reads at run-time K levels.
 pub(crate) type RowFn = unsafe extern "C" fn(
     *const *const u8,
@@ -18,7 +18,7 @@ pub(crate) type RowFn = unsafe extern "C" fn(
     *mut i64,
 );
 
-/// What compiled code reading a quantity at run-time K levels ([`Op::LoadK`]) is handed, as
+/// What compiled code reading a quantity at run-time K levels ([`crate::gtscript::plan::Op::LoadK`]) is handed, as
 /// `i64`s: where the first row's first point's column starts (its level 0, in bytes, computed
 /// with wrapping arithmetic), the byte steps per row and per point and per level, the first
 /// point's level and how the level advances per row and per point (0 or 1), the levels it may
@@ -94,11 +94,11 @@ pub(crate) struct ColumnCode {
 }
 
 /// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs, on
-/// each of `rows` rows, each of its parts in turn (see [`build`]), part `x` on `n[x]` points;
+/// each of `rows` rows, each of its parts in turn (see [`crate::gtscript::jit::point::build`]), part `x` on `n[x]` points;
 /// operand `k`'s row `r` starts at `operands[k] + r * steps[k]` bytes, stored quantity `j`'s
 /// at `outs[j] + r * out_steps[j]` (the parts' operands, stored quantities and run-time K
 /// slots one after the other), and the points of a row are one element apart (see
-/// [`PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
+/// [`crate::gtscript::jit::point::PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
 /// for [`crate::gtscript::jit::RowFn`]; `stop` the address of the call's interrupt flag
 /// ([`crate::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
 /// early, leaving points unfinished, once a run-time K read has reported a level outside or the

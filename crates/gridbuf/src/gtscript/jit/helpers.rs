@@ -100,7 +100,7 @@ pub(crate) fn load_scalars<'t>(
         .collect()
 }
 
-/// The column start (bytes) and level of run-time K read slot `slot` (of the [`VkSlot`]s at
+/// The column start (bytes) and level of run-time K read slot `slot` (of the [`crate::gtscript::jit::abi::VkSlot`]s at
 /// `vkp`) at the first point of row `r`.
 pub(crate) fn vk_row(
     b: &mut FunctionBuilder<'_>,

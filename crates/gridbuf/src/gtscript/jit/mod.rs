@@ -44,14 +44,14 @@ use std::sync::OnceLock;
 pub struct Jit {
     /// Per section, per statement: its code, or `None` where the interpreter runs it.
     stmts: Vec<Vec<Option<StmtCode>>>,
-    /// Per section: the code that walks columns, where the section can (see [`column`]).
+    /// Per section: the code that walks columns, where the section can (see [`column`](mod@column)).
     columns: Vec<Option<ColumnCode>>,
     /// Per section, per statement: the code of the `while` loop whose condition it is, where
     /// the loop can run point by point (see [`point`]).
     loops: Vec<Vec<Option<LoopCode>>>,
     /// Per section, per [`PointWalk`]: the whole section's point function, where it has one (see
-    /// [`point::section`]; along columns, that of the run of sections it starts, see
-    /// [`point::group`]), compiled on first use.
+    /// [`schedule::section`](crate::gtscript::plan::schedule::section); along columns, that of the run of sections it starts, see
+    /// [`schedule::group`](crate::gtscript::plan::schedule::group)), compiled on first use.
     walks: Vec<[Option<LazyWalk>; 2]>,
     /// What this code was compiled for: the schedule of its plan with code generation on.
     schedule: Schedule,
@@ -72,7 +72,7 @@ impl std::fmt::Debug for Jit {
 impl Jit {
     /// Compiles, for `plan`'s element type, what `plan`'s schedule with code generation on
     /// asks for ([`Schedule::new`]): row functions, loop functions and column functions now,
-    /// whole sections' point functions when a call first needs one ([`Jit::point_section`]).
+    /// whole sections' point functions when a call first needs one (`Jit::point_section`).
     /// `Ok(None)` when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is
     /// set: then calls run with code generation off.
     pub fn compile(plan: &Plan) -> Result<Option<Jit>> {
@@ -244,8 +244,8 @@ impl Jit {
     }
 
     /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
-    /// [`point::section`]; along columns, that of the run of sections `sec` starts, see
-    /// [`point::group`]), compiled from `plan` (the plan this code was made for) when it
+    /// [`schedule::section`](crate::gtscript::plan::schedule::section); along columns, that of the run of sections `sec` starts, see
+    /// [`schedule::group`](crate::gtscript::plan::schedule::group)), compiled from `plan` (the plan this code was made for) when it
     /// is first asked for.
     pub(crate) fn point_section<T: Elem>(
         &self,

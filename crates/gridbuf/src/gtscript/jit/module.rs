@@ -97,7 +97,7 @@ unsafe impl Sync for CodeMemory {}
 /// A module for this machine's code, the math functions and the column helpers its code calls
 /// registered; `None` when Cranelift has no backend for this machine.
 /// `optimize`: Cranelift's optimizations (`opt_level` "speed"; else "none", see
-/// [`CARRIED_OPERANDS`]).
+/// [`crate::gtscript::jit::row::CARRIED_OPERANDS`]).
 pub(crate) fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     let Ok(isa_builder) = cranelift_native::builder() else {
         return Ok(None);

@@ -12,12 +12,12 @@
 //! operations on the same values per point, in the same order (the masked statements of a
 //! point whose condition is unset change nothing, and its condition keeps its value).
 //!
-//! A FORWARD or BACKWARD section whose statements all meet that rule ([`section`]) is one such
+//! A FORWARD or BACKWARD section whose statements all meet that rule ([`crate::gtscript::plan::schedule::section`]) is one such
 //! function as a whole, its temporaries of one level in registers only, walking a tile in one
 //! of two ways ([`PointWalk`]): each column's levels in the section's order (what GT4Py's
 //! gt:cpu_kfirst code does: the remap's search index goes from level to level in a register
 //! and memory is read along K), or each level's rows of I. Along columns, a run of such
-//! sections is one function ([`group`]), each column going through all of them in turn. How
+//! sections is one function ([`crate::gtscript::plan::schedule::group`]), each column going through all of them in turn. How
 //! the functions run over a tile is [`crate::gtscript::exec::launch`].
 
 use crate::error::Result;
@@ -157,10 +157,10 @@ impl<'p> Part<'p> {
 }
 
 /// Defines the point function of `parts` (each the statements of a [`PointRange`] of a
-/// section: a loop, see [`range`], or a whole section, see [`section`]; several only for
-/// whole sections walking columns, see [`group`]) in `module`, for elements of type `elem`
+/// section: a loop, see [`crate::gtscript::plan::schedule::range`], or a whole section, see [`crate::gtscript::plan::schedule::section`]; several only for
+/// whole sections walking columns, see [`crate::gtscript::plan::schedule::group`]) in `module`, for elements of type `elem`
 /// (`I64` lanes when `wide`); returns it with its operands, stored quantities and run-time K
-/// reads, part after part, and how many of each every part has (see [`LoopCode`]). Per row,
+/// reads, part after part, and how many of each every part has (see [`crate::gtscript::jit::abi::LoopCode`]). Per row,
 /// each part runs its points in turn.
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub(crate) fn build(

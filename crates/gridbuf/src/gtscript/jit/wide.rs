@@ -22,7 +22,7 @@ pub(crate) struct WideEmit<'a> {
     /// The math functions the tape calls, per operation and float type.
     pub(crate) calls: &'a [(Op, Type, FuncRef)],
     /// The quantities read at run-time K levels and their memory's element types, one
-    /// [`crate::gtscript::jit::VkSlot`] each at `vkp`.
+    /// [`crate::gtscript::jit::abi::VkSlot`] each at `vkp`.
     pub(crate) vk: &'a [(u32, Ty)],
     pub(crate) vkp: Value,
     /// Per slot of `vk`, its fields held in registers (see [`SlotRegs`]), where the caller
@@ -30,7 +30,7 @@ pub(crate) struct WideEmit<'a> {
     pub(crate) slot_regs: Option<&'a [SlotRegs]>,
 }
 
-/// A [`crate::gtscript::jit::VkSlot`] held in registers, for code that runs one point at a time with
+/// A [`crate::gtscript::jit::abi::VkSlot`] held in registers, for code that runs one point at a time with
 /// branches (`pointloop`), counted from the slot's lowest allowed level `lo`: the address of
 /// level `lo` in the current point's column, the point's own level minus `lo`, `lo` itself
 /// where some read gives an absolute level, the byte step per level and the number of levels

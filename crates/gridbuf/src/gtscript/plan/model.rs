@@ -74,7 +74,7 @@ pub struct SectionPlan {
     /// Per field component written: (quantity, lowest and highest K offset written), for the
     /// run-time check of K bounds before anything is written.
     pub k_writes: Vec<(u32, i32, i32)>,
-    /// Quantities read at K levels computed at run time ([`Op::LoadK`]): read from their
+    /// Quantities read at K levels computed at run time ([`crate::gtscript::plan::Op::LoadK`]): read from their
     /// memory, never from block buffers or column copies.
     pub var_reads: Vec<u32>,
     /// Quantities both written and read at run-time levels in this section: each statement

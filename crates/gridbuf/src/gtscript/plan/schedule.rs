@@ -4,9 +4,9 @@
 //! (`Jit::compile`), and the executor runs what it names; neither decides again.
 //!
 //! Below it, the rules it is built from: which sections can walk columns in one compiled
-//! function ([`walkable`]), which can run as one point function as a whole ([`section`],
-//! [`group`]), which `while` loops can run point by point ([`range`]), which tapes the code
-//! generator handles ([`supported`]).
+//! function (`walkable`), which can run as one point function as a whole (`section`,
+//! `group`), which `while` loops can run point by point (`range`), which tapes the code
+//! generator handles (`supported`).
 
 use crate::gtscript::ir::{BinOp, IterOrder};
 use crate::gtscript::plan::{Instr, Kind, Lanes, Op, Plan, Src};
@@ -63,22 +63,22 @@ impl Layout {
 /// What code a section has, decided once per plan (the same for every layout).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionSchedule {
-    /// Whether the whole section is one point function (see [`section`]), walking each
+    /// Whether the whole section is one point function (see `section`), walking each
     /// level's rows of I on layouts with unit stride along I ([`PointWalk::Levels`]). Such a
     /// section has no row functions and no loop functions: where no walk runs it (other
     /// layouts, memory of other element types), the interpreter does.
     pub whole: bool,
     /// The first section of the run of sections that walk columns as one point function
-    /// ([`PointWalk::Columns`], see [`group`]) that this section belongs to, where it belongs
+    /// ([`PointWalk::Columns`], see `group`) that this section belongs to, where it belongs
     /// to one.
     pub column_run: Option<usize>,
-    /// Whether the section has a column function (`jit::column`, see [`walkable`]).
+    /// Whether the section has a column function (`jit::column`, see `walkable`).
     pub column: bool,
     /// Per statement: whether its row function runs it in blocks and sweeps (else the
     /// interpreter).
     pub row: Vec<bool>,
     /// Per statement: where it is the condition of a `while` loop that runs point by point in
-    /// blocks (see [`range`]), one past the loop's last statement.
+    /// blocks (see `range`), one past the loop's last statement.
     pub point_loop: Vec<Option<usize>>,
 }
 
@@ -367,7 +367,7 @@ pub(crate) fn surely_written(
 }
 
 /// Whether section `s` can run as one point function over its whole box, point after point
-/// (see [`PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
+/// (see [`crate::gtscript::jit::point::PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
 /// every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
 /// point (no region, no K offset); what the section writes it reads at its own point or at
 /// other levels (no horizontal offset, no run-time level); every temporary that lives in one
@@ -419,7 +419,7 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
 }
 
 /// The end of the run of sections from `s` that walk columns as one point function (see
-/// [`build`]), each column through all of them in turn, as GT4Py's code walks a computation's
+/// [`crate::gtscript::jit::point::build`]), each column through all of them in turn, as GT4Py's code walks a computation's
 /// intervals: consecutive sections that each can (see [`section`]), none of which reads at a
 /// horizontal offset what one of them writes. Each column's result then depends on that
 /// column alone, so running a column through every section before the next column computes
