@@ -18,11 +18,11 @@
 //!
 //! This module is the registry: [`Jit::compile`] compiles what the plan's schedule
 //! ([`Schedule`]) names and nothing else, and hands each function out by section and statement.
-//! The row functions are built by [`row`] (a tape's step by [`emit`] for one float type, by
-//! [`wide`] for mixed-type lanes), the column functions by [`column`](mod@column), the point
-//! functions of loops and whole sections by [`point`]; what the executor hands each kind of
-//! function is [`abi`]; one module's lifecycle, and the one place a code address becomes a
-//! function pointer, is [`module`].
+//! The row functions are built by `row` (a tape's step by `emit` for one float type, by
+//! `wide` for mixed-type lanes), the column functions by `column`, the point
+//! functions of loops and whole sections by `point`; what the executor hands each kind of
+//! function is `abi`; one module's lifecycle, and the one place a code address becomes a
+//! function pointer, is `module`.
 
 pub(crate) mod abi;
 pub(crate) mod column;
