@@ -105,226 +105,20 @@ pub fn plan(program: Program) -> Result<Plan> {
         }
         None
     };
-    // Which quantities are written, where; offsets along missing axes; self reads.
-    let mut field_written = vec![false; p.fields.len()];
-    let mut written_in_comp: Vec<Vec<usize>> = vec![Vec::new(); nq];
-    let mut sections_of: Vec<Vec<usize>> = vec![Vec::new(); nq];
-    let mut k_margin = vec![0usize; nq];
-    // Quantities read at K levels computed at run time.
-    let mut var_read = vec![false; nq];
-    for (si, s) in p.sections.iter().enumerate() {
-        for st in &s.stmts {
-            let tq = quantity(p, st.target);
-            if let Access::Field { field, .. } = st.target {
-                let f = &p.fields[field];
-                if !f.axes[0] || !f.axes[1] {
-                    return Err(def_error(
-                        st.line,
-                        format!(
-                            "assignment to field {:?} with dims {}: fields without an I or J axis cannot be written (GT4Py refuses it too)",
-                            f.name,
-                            f.dims()
-                        ),
-                    ));
-                }
-                field_written[field] = true;
-            }
-            let target_axes = match st.target {
-                Access::Field { field, .. } => p.fields[field].axes,
-                Access::Temp(t) => p.temps[t].axes,
-            };
-            if !target_axes[2] && s.order == IterOrder::Parallel {
-                return Err(def_error(
-                    st.line,
-                    format!(
-                        "assignment to {:?}, which has no K axis, in a PARALLEL computation: write it in a FORWARD or BACKWARD one (GT4Py's rule)",
-                        name_of(p, st.target)
-                    ),
-                ));
-            }
-            // Sections (and their computations) come in order: each list stays sorted.
-            if written_in_comp[tq].last() != Some(&s.computation) {
-                written_in_comp[tq].push(s.computation);
-            }
-            if sections_of[tq].last() != Some(&si) {
-                sections_of[tq].push(si);
-            }
-            if st.k_offset != 0 {
-                check_k_write(p, s.order, st)?;
-                k_margin[tq] = k_margin[tq].max(st.k_offset.unsigned_abs() as usize);
-            }
-            let mut err = None;
-            st.expr.var_reads(&mut |a, k| {
-                let q = quantity(p, a);
-                if sections_of[q].last() != Some(&si) {
-                    sections_of[q].push(si);
-                }
-                var_read[q] = true;
-                let axes = match a {
-                    Access::Field { field, .. } => p.fields[field].axes,
-                    Access::Temp(t) => p.temps[t].axes,
-                };
-                let what = match k {
-                    KIndex::Relative => "a variable K offset",
-                    KIndex::Absolute => "an absolute K index (.at(K=...))",
-                };
-                if !axes[2] {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!("{what} on {:?}, which has no K axis", name_of(p, a)),
-                    ));
-                } else if k == KIndex::Relative && (!axes[0] || !axes[1]) {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!(
-                            "{what} on {:?}, which has no I or J axis: GT4Py's numpy backend fails on it",
-                            name_of(p, a)
-                        ),
-                    ));
-                }
-            });
-            st.expr.reads(&mut |a, off| {
-                let q = quantity(p, a);
-                if sections_of[q].last() != Some(&si) {
-                    sections_of[q].push(si);
-                }
-                k_margin[q] = k_margin[q].max(off[2].unsigned_abs() as usize);
-                let axes = match a {
-                    Access::Field { field, .. } => p.fields[field].axes,
-                    Access::Temp(t) => p.temps[t].axes,
-                };
-                for (ax, name) in ["I", "J", "K"].iter().enumerate() {
-                    if !axes[ax] && off[ax] != 0 {
-                        err.get_or_insert(def_error(
-                            st.line,
-                            format!(
-                                "offset {} along {name} on {:?}, which has no {name} axis",
-                                off[ax],
-                                name_of(p, a)
-                            ),
-                        ));
-                    }
-                }
-                if q == tq && (off[0] != 0 || off[1] != 0) {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!(
-                            "{:?} is read at a horizontal offset in its own assignment",
-                            name_of(p, a)
-                        ),
-                    ));
-                }
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-        }
-    }
-    // GT4Py's numpy backend tests a `while` condition again before every statement of the
-    // body, its compiled backends once per pass: they agree, and so gridbuf is defined, only
-    // where no statement but the body's last changes what the condition reads.
-    for s in &p.sections {
-        for l in &s.loops {
-            let cond = &s.stmts[l.head - 1];
-            for st in &s.stmts[l.head..l.end.saturating_sub(1)] {
-                let mut reads = false;
-                cond.expr.reads(&mut |a, _| reads |= a == st.target);
-                cond.expr.var_reads(&mut |a, _| reads |= a == st.target);
-                if reads {
-                    return Err(def_error(
-                        st.line,
-                        format!(
-                            "the while loop's body changes {:?}, which its condition reads, before its last statement: GT4Py's numpy backend tests the condition again before every statement of the body and its compiled backends once per pass, so they disagree here; change it in the body's last statement",
-                            name_of(p, st.target)
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    // Reads of written quantities.
-    for s in &p.sections {
-        for st in &s.stmts {
-            let mut err = None;
-            st.expr.reads(&mut |a, off| {
-                let q = quantity(p, a);
-                if matches!(a, Access::Field { .. })
-                    && !written_in_comp[q].is_empty()
-                    && (off[0] != 0 || off[1] != 0)
-                {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!(
-                            "field {:?} is written by the stencil and read at the horizontal offset {:?}; copy it to a temporary in an earlier stencil or read another field",
-                            name_of(p, a),
-                            off
-                        ),
-                    ));
-                }
-                if s.order == IterOrder::Parallel
-                    && off[2] != 0
-                    && written_in_comp[q].binary_search(&s.computation).is_ok()
-                {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!(
-                            "{:?} is written in this PARALLEL computation and read at the vertical offset {}; use FORWARD or BACKWARD",
-                            name_of(p, a),
-                            off[2]
-                        ),
-                    ));
-                }
-            });
-            st.expr.var_reads(&mut |a, _| {
-                let q = quantity(p, a);
-                if s.order == IterOrder::Parallel && written_in_comp[q].binary_search(&s.computation).is_ok() {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!(
-                            "{:?} is written in this PARALLEL computation and read at a K level computed at run time (GT4Py refuses it); use FORWARD or BACKWARD",
-                            name_of(p, a),
-                        ),
-                    ));
-                }
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-        }
-    }
+    let Accesses {
+        field_written,
+        written_in_comp,
+        sections_of,
+        k_margin,
+        var_read,
+    } = accesses(p, nq)?;
+    check_loop_conditions(p)?;
+    check_written_reads(p, &written_in_comp)?;
     // Horizontal extents, without and with regions (see `extents`).
     let (reach, _) = extents(p, n_comp, false)?;
     let (extent, min_domain) = extents(p, n_comp, true)?;
     let stmt_reach = |tq: usize| if tq >= n_comp { reach[tq] } else { ZERO };
-    // A statement computed beyond the domain must not read a written field.
-    for s in &p.sections {
-        for st in &s.stmts {
-            let se = stmt_reach(quantity(p, st.target));
-            if se == ZERO {
-                continue;
-            }
-            let mut err = None;
-            let mut accesses = Vec::new();
-            st.expr.reads(&mut |a, _| accesses.push(a));
-            st.expr.var_reads(&mut |a, _| accesses.push(a));
-            accesses.into_iter().for_each(|a| {
-                if matches!(a, Access::Field { .. })
-                    && !written_in_comp[quantity(p, a)].is_empty()
-                {
-                    err.get_or_insert(def_error(
-                        st.line,
-                        format!(
-                            "field {:?} is written by the stencil and read by a temporary that is needed beyond the compute domain",
-                            name_of(p, a)
-                        ),
-                    ));
-                }
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
-        }
-    }
+    check_reads_beyond_domain(p, &stmt_reach, &written_in_comp)?;
     let kinds: Vec<Kind> = (0..nq)
         .map(|q| {
             if q < n_comp {
@@ -543,6 +337,270 @@ pub fn plan(program: Program) -> Result<Plan> {
     };
     plan.sweeps = std::array::from_fn(|axis| plan_sweeps(&plan, axis));
     Ok(plan)
+}
+
+/// What the statements of a program write and read, per quantity (see [`accesses`]).
+struct Accesses {
+    /// Per field: whether the stencil writes it.
+    field_written: Vec<bool>,
+    /// Per quantity: the computations that write it, in order.
+    written_in_comp: Vec<Vec<usize>>,
+    /// Per quantity: the sections that write or read it, in order.
+    sections_of: Vec<Vec<usize>>,
+    /// Per quantity: the largest K offset it is written or read at.
+    k_margin: Vec<usize>,
+    /// Per quantity: whether it is read at K levels computed at run time.
+    var_read: Vec<bool>,
+}
+
+/// The first step of [`plan`]: which quantities are written, where; offsets along missing
+/// axes; self reads (each checked by GT4Py's rules).
+fn accesses(p: &Program, nq: usize) -> Result<Accesses> {
+    // Which quantities are written, where; offsets along missing axes; self reads.
+    let mut field_written = vec![false; p.fields.len()];
+    let mut written_in_comp: Vec<Vec<usize>> = vec![Vec::new(); nq];
+    let mut sections_of: Vec<Vec<usize>> = vec![Vec::new(); nq];
+    let mut k_margin = vec![0usize; nq];
+    // Quantities read at K levels computed at run time.
+    let mut var_read = vec![false; nq];
+    for (si, s) in p.sections.iter().enumerate() {
+        for st in &s.stmts {
+            let tq = quantity(p, st.target);
+            if let Access::Field { field, .. } = st.target {
+                let f = &p.fields[field];
+                if !f.axes[0] || !f.axes[1] {
+                    return Err(def_error(
+                        st.line,
+                        format!(
+                            "assignment to field {:?} with dims {}: fields without an I or J axis cannot be written (GT4Py refuses it too)",
+                            f.name,
+                            f.dims()
+                        ),
+                    ));
+                }
+                field_written[field] = true;
+            }
+            let target_axes = match st.target {
+                Access::Field { field, .. } => p.fields[field].axes,
+                Access::Temp(t) => p.temps[t].axes,
+            };
+            if !target_axes[2] && s.order == IterOrder::Parallel {
+                return Err(def_error(
+                    st.line,
+                    format!(
+                        "assignment to {:?}, which has no K axis, in a PARALLEL computation: write it in a FORWARD or BACKWARD one (GT4Py's rule)",
+                        name_of(p, st.target)
+                    ),
+                ));
+            }
+            // Sections (and their computations) come in order: each list stays sorted.
+            if written_in_comp[tq].last() != Some(&s.computation) {
+                written_in_comp[tq].push(s.computation);
+            }
+            if sections_of[tq].last() != Some(&si) {
+                sections_of[tq].push(si);
+            }
+            if st.k_offset != 0 {
+                check_k_write(p, s.order, st)?;
+                k_margin[tq] = k_margin[tq].max(st.k_offset.unsigned_abs() as usize);
+            }
+            let mut err = None;
+            st.expr.var_reads(&mut |a, k| {
+                let q = quantity(p, a);
+                if sections_of[q].last() != Some(&si) {
+                    sections_of[q].push(si);
+                }
+                var_read[q] = true;
+                let axes = match a {
+                    Access::Field { field, .. } => p.fields[field].axes,
+                    Access::Temp(t) => p.temps[t].axes,
+                };
+                let what = match k {
+                    KIndex::Relative => "a variable K offset",
+                    KIndex::Absolute => "an absolute K index (.at(K=...))",
+                };
+                if !axes[2] {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!("{what} on {:?}, which has no K axis", name_of(p, a)),
+                    ));
+                } else if k == KIndex::Relative && (!axes[0] || !axes[1]) {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{what} on {:?}, which has no I or J axis: GT4Py's numpy backend fails on it",
+                            name_of(p, a)
+                        ),
+                    ));
+                }
+            });
+            st.expr.reads(&mut |a, off| {
+                let q = quantity(p, a);
+                if sections_of[q].last() != Some(&si) {
+                    sections_of[q].push(si);
+                }
+                k_margin[q] = k_margin[q].max(off[2].unsigned_abs() as usize);
+                let axes = match a {
+                    Access::Field { field, .. } => p.fields[field].axes,
+                    Access::Temp(t) => p.temps[t].axes,
+                };
+                for (ax, name) in ["I", "J", "K"].iter().enumerate() {
+                    if !axes[ax] && off[ax] != 0 {
+                        err.get_or_insert(def_error(
+                            st.line,
+                            format!(
+                                "offset {} along {name} on {:?}, which has no {name} axis",
+                                off[ax],
+                                name_of(p, a)
+                            ),
+                        ));
+                    }
+                }
+                if q == tq && (off[0] != 0 || off[1] != 0) {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{:?} is read at a horizontal offset in its own assignment",
+                            name_of(p, a)
+                        ),
+                    ));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+    }
+    Ok(Accesses {
+        field_written,
+        written_in_comp,
+        sections_of,
+        k_margin,
+        var_read,
+    })
+}
+
+/// A step of [`plan`]: the bodies of `while` loops change what their conditions read only in
+/// their last statement.
+fn check_loop_conditions(p: &Program) -> Result<()> {
+    // GT4Py's numpy backend tests a `while` condition again before every statement of the
+    // body, its compiled backends once per pass: they agree, and so gridbuf is defined, only
+    // where no statement but the body's last changes what the condition reads.
+    for s in &p.sections {
+        for l in &s.loops {
+            let cond = &s.stmts[l.head - 1];
+            for st in &s.stmts[l.head..l.end.saturating_sub(1)] {
+                let mut reads = false;
+                cond.expr.reads(&mut |a, _| reads |= a == st.target);
+                cond.expr.var_reads(&mut |a, _| reads |= a == st.target);
+                if reads {
+                    return Err(def_error(
+                        st.line,
+                        format!(
+                            "the while loop's body changes {:?}, which its condition reads, before its last statement: GT4Py's numpy backend tests the condition again before every statement of the body and its compiled backends once per pass, so they disagree here; change it in the body's last statement",
+                            name_of(p, st.target)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A step of [`plan`]: written fields are not read at horizontal offsets, and nothing written
+/// in a PARALLEL computation is read there at another level.
+fn check_written_reads(p: &Program, written_in_comp: &[Vec<usize>]) -> Result<()> {
+    // Reads of written quantities.
+    for s in &p.sections {
+        for st in &s.stmts {
+            let mut err = None;
+            st.expr.reads(&mut |a, off| {
+                let q = quantity(p, a);
+                if matches!(a, Access::Field { .. })
+                    && !written_in_comp[q].is_empty()
+                    && (off[0] != 0 || off[1] != 0)
+                {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "field {:?} is written by the stencil and read at the horizontal offset {:?}; copy it to a temporary in an earlier stencil or read another field",
+                            name_of(p, a),
+                            off
+                        ),
+                    ));
+                }
+                if s.order == IterOrder::Parallel
+                    && off[2] != 0
+                    && written_in_comp[q].binary_search(&s.computation).is_ok()
+                {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{:?} is written in this PARALLEL computation and read at the vertical offset {}; use FORWARD or BACKWARD",
+                            name_of(p, a),
+                            off[2]
+                        ),
+                    ));
+                }
+            });
+            st.expr.var_reads(&mut |a, _| {
+                let q = quantity(p, a);
+                if s.order == IterOrder::Parallel && written_in_comp[q].binary_search(&s.computation).is_ok() {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "{:?} is written in this PARALLEL computation and read at a K level computed at run time (GT4Py refuses it); use FORWARD or BACKWARD",
+                            name_of(p, a),
+                        ),
+                    ));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A step of [`plan`]: statements computed beyond the domain (`stmt_reach` of their target
+/// nonzero) read no written field.
+fn check_reads_beyond_domain(
+    p: &Program,
+    stmt_reach: &impl Fn(usize) -> Reach,
+    written_in_comp: &[Vec<usize>],
+) -> Result<()> {
+    // A statement computed beyond the domain must not read a written field.
+    for s in &p.sections {
+        for st in &s.stmts {
+            let se = stmt_reach(quantity(p, st.target));
+            if se == ZERO {
+                continue;
+            }
+            let mut err = None;
+            let mut accesses = Vec::new();
+            st.expr.reads(&mut |a, _| accesses.push(a));
+            st.expr.var_reads(&mut |a, _| accesses.push(a));
+            accesses.into_iter().for_each(|a| {
+                if matches!(a, Access::Field { .. })
+                    && !written_in_comp[quantity(p, a)].is_empty()
+                {
+                    err.get_or_insert(def_error(
+                        st.line,
+                        format!(
+                            "field {:?} is written by the stencil and read by a temporary that is needed beyond the compute domain",
+                            name_of(p, a)
+                        ),
+                    ));
+                }
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Where a section goes after each statement: on, or, at the end of a `while` loop's body,
