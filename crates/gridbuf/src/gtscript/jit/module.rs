@@ -4,9 +4,9 @@
 
 use crate::error::Result;
 use crate::gtscript::jit::abi::{ColumnFn, LoopFn, RowFn};
-use crate::gtscript::jit::column;
 use crate::gtscript::jit::helpers::jit_error;
 use crate::gtscript::rt::math;
+use crate::gtscript::rt::prefetch;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Module};
@@ -117,6 +117,6 @@ pub(crate) fn new_module(optimize: bool) -> Result<Option<JITModule>> {
         .map_err(jit_error)?;
     let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
     builder.symbols(math::symbols());
-    builder.symbols(column::symbols());
+    builder.symbols(prefetch::symbols());
     Ok(Some(JITModule::new(builder)))
 }

@@ -9,6 +9,7 @@ pub mod math;
 pub mod mem;
 pub mod num;
 pub(crate) mod pool;
+pub(crate) mod prefetch;
 #[cfg(test)]
 pub(crate) mod reference;
 
