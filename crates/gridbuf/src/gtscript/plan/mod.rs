@@ -158,166 +158,15 @@ pub fn plan(program: Program) -> Result<Plan> {
     // Where each quantity is in the section's lists being built.
     let mut slot = [(); 7].map(|_| Slots::new(nq));
     for s in &p.sections {
-        let mut stmts = Vec::new();
-        let mut loads: Vec<Transfer> = Vec::new();
-        let mut stores: Vec<Transfer> = Vec::new();
-        let mut quantities: Vec<u32> = Vec::new();
-        let mut halo = [(0i32, 0i32); 3];
-        let mut k_reads: Vec<(u32, i32, i32)> = Vec::new();
-        let mut k_writes: Vec<(u32, i32, i32)> = Vec::new();
-        let mut var_reads: Vec<u32> = Vec::new();
-        slot.iter_mut().for_each(Slots::clear);
-        let [q_slot, load_slot, store_slot, k_read_slot, k_write_slot, var_slot, written] =
-            &mut slot;
-        let add_q = |q: usize, quantities: &mut Vec<u32>, q_slot: &mut Slots| {
-            if q_slot.get(q as u32).is_none() {
-                q_slot.set(q as u32, quantities.len());
-                quantities.push(q as u32);
-            }
-        };
-        for st in &s.stmts {
-            let tq = quantity(p, st.target);
-            let se = stmt_reach(tq);
-            let mut tape = Vec::new();
-            let mut regs = Regs {
-                free: Vec::new(),
-                count: 0,
-            };
-            let last = compile(&st.expr, p, &mut tape, &mut regs);
-            if !matches!(last, Src::Reg(_)) || tape.is_empty() {
-                let dst = regs.take();
-                tape.push(Instr {
-                    op: Op::Mov,
-                    dst,
-                    args: [last, ZERO_SRC, ZERO_SRC],
-                    ty: type_of(p, &st.expr),
-                });
-            }
-            max_regs = max_regs.max(regs.count as usize);
-            let tape = fuse(tape);
-            let direct = tape.last().is_some_and(|i| {
-                !i.args
-                    .iter()
-                    .any(|a| matches!(a, Src::Q(q, _) if *q as usize == tq))
-                    && !matches!(i.op, Op::LoadK(..))
-            });
-            halo[0] = (halo[0].0.max(se[0]), halo[0].1.max(se[1]));
-            halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
-            st.expr.reads(&mut |a, off| {
-                let q = quantity(p, a);
-                add_q(q, &mut quantities, q_slot);
-                if !matches!(kinds[q], Kind::Local) {
-                    let r = shifted(se, off);
-                    add_transfer(&mut loads, load_slot, q as u32, r, (-off[2], off[2]));
-                }
-                if matches!(kinds[q], Kind::Field { .. }) {
-                    match k_read_slot.get(q as u32) {
-                        Some(i) => {
-                            let t = &mut k_reads[i];
-                            t.1 = t.1.min(off[2]);
-                            t.2 = t.2.max(off[2]);
-                        }
-                        None => {
-                            k_read_slot.set(q as u32, k_reads.len());
-                            k_reads.push((q as u32, off[2], off[2]));
-                        }
-                    }
-                    // Static K extent of the field, as GT4Py computes it.
-                    if let Kind::Field { field, .. } = kinds[q] {
-                        let e = &mut field_extent[field][2];
-                        if !s.start.from_end {
-                            e.0 = e.0.max((-(s.start.offset + off[2] as i64)).max(0) as usize);
-                        }
-                        if s.end.from_end {
-                            e.1 = e.1.max((s.end.offset + off[2] as i64).max(0) as usize);
-                        }
-                    }
-                }
-            });
-            st.expr.var_reads(&mut |a, _| {
-                let q = quantity(p, a) as u32;
-                if var_slot.get(q).is_none() {
-                    var_slot.set(q, var_reads.len());
-                    var_reads.push(q);
-                }
-            });
-            add_q(tq, &mut quantities, q_slot);
-            written.set(tq as u32, 0);
-            // A statement restricted to a region leaves the rest of its target as it was:
-            // what goes back to memory is loaded first.
-            let ko = st.k_offset;
-            if st.region.is_some() && !matches!(kinds[tq], Kind::Local) {
-                add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
-            }
-            if !matches!(kinds[tq], Kind::Local) {
-                // Stores cover the levels written: the core's, shifted by the K offset.
-                add_transfer(&mut stores, store_slot, tq as u32, se, (-ko, ko));
-                if ko != 0 {
-                    // A quantity written at a K offset is loaded over every level stored, so
-                    // that a level of the stored box no statement writes keeps its value.
-                    add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
-                }
-            }
-            if let Kind::Field { field, .. } = kinds[tq] {
-                match k_write_slot.get(tq as u32) {
-                    Some(i) => {
-                        let t = &mut k_writes[i];
-                        (t.1, t.2) = (t.1.min(ko), t.2.max(ko));
-                    }
-                    None => {
-                        k_write_slot.set(tq as u32, k_writes.len());
-                        k_writes.push((tq as u32, ko, ko));
-                    }
-                }
-                if ko != 0 {
-                    // Static K extent of the written field, as GT4Py computes it.
-                    let e = &mut field_extent[field][2];
-                    if !s.start.from_end {
-                        e.0 = e.0.max((-(s.start.offset + ko as i64)).max(0) as usize);
-                    }
-                    if s.end.from_end {
-                        e.1 = e.1.max((s.end.offset + ko as i64).max(0) as usize);
-                    }
-                }
-            }
-            stmts.push(StmtPlan {
-                target: tq as u32,
-                reach: se,
-                tape,
-                direct,
-                region: st.region,
-                k_offset: ko,
-            });
-        }
-        for t in &stores {
-            halo[2] = (halo[2].0.max(t.k.0), halo[2].1.max(t.k.1));
-        }
-        let write_through: Vec<u32> = var_reads
-            .iter()
-            .copied()
-            .filter(|&q| written.get(q).is_some())
-            .collect();
-        for t in &loads {
-            halo[0] = (halo[0].0.max(t.reach[0]), halo[0].1.max(t.reach[1]));
-            halo[1] = (halo[1].0.max(t.reach[2]), halo[1].1.max(t.reach[3]));
-            halo[2] = (halo[2].0.max(t.k.0), halo[2].1.max(t.k.1));
-        }
-        let h = |v: (i32, i32)| (v.0.max(0) as usize, v.1.max(0) as usize);
-        sections.push(SectionPlan {
-            order: s.order,
-            start: s.start,
-            end: s.end,
-            stmts,
-            loads,
-            stores,
-            quantities,
-            halo: [h(halo[0]), h(halo[1]), h(halo[2])],
-            k_reads,
-            flow: flow(s),
-            k_writes,
-            var_reads,
-            write_through,
-        });
+        sections.push(plan_section(
+            p,
+            s,
+            &kinds,
+            &stmt_reach,
+            &mut field_extent,
+            &mut slot,
+            &mut max_regs,
+        ));
     }
     let first_output = field_written.iter().position(|&w| w);
     let lanes = lanes(&program, &sections);
@@ -337,6 +186,181 @@ pub fn plan(program: Program) -> Result<Plan> {
     };
     plan.sweeps = std::array::from_fn(|axis| plan_sweeps(&plan, axis));
     Ok(plan)
+}
+
+/// A step of [`plan`]: the plan of section `s` (its statements' tapes, what its blocks load
+/// and store, its halo, its K reads and writes), with `kinds` the quantities' kinds and
+/// `stmt_reach(q)` how far beyond a tile's core a statement writing `q` runs; adds the
+/// section's K reach of each field to `field_extent`, its registers to `max_regs`; `slot`:
+/// scratch lists (see [`Slots`]).
+fn plan_section(
+    p: &Program,
+    s: &crate::gtscript::ir::Section,
+    kinds: &[Kind],
+    stmt_reach: &impl Fn(usize) -> Reach,
+    field_extent: &mut [[(usize, usize); 3]],
+    slot: &mut [Slots; 7],
+    max_regs: &mut usize,
+) -> SectionPlan {
+    let mut stmts = Vec::new();
+    let mut loads: Vec<Transfer> = Vec::new();
+    let mut stores: Vec<Transfer> = Vec::new();
+    let mut quantities: Vec<u32> = Vec::new();
+    let mut halo = [(0i32, 0i32); 3];
+    let mut k_reads: Vec<(u32, i32, i32)> = Vec::new();
+    let mut k_writes: Vec<(u32, i32, i32)> = Vec::new();
+    let mut var_reads: Vec<u32> = Vec::new();
+    slot.iter_mut().for_each(Slots::clear);
+    let [q_slot, load_slot, store_slot, k_read_slot, k_write_slot, var_slot, written] = slot;
+    let add_q = |q: usize, quantities: &mut Vec<u32>, q_slot: &mut Slots| {
+        if q_slot.get(q as u32).is_none() {
+            q_slot.set(q as u32, quantities.len());
+            quantities.push(q as u32);
+        }
+    };
+    for st in &s.stmts {
+        let tq = quantity(p, st.target);
+        let se = stmt_reach(tq);
+        let mut tape = Vec::new();
+        let mut regs = Regs {
+            free: Vec::new(),
+            count: 0,
+        };
+        let last = compile(&st.expr, p, &mut tape, &mut regs);
+        if !matches!(last, Src::Reg(_)) || tape.is_empty() {
+            let dst = regs.take();
+            tape.push(Instr {
+                op: Op::Mov,
+                dst,
+                args: [last, ZERO_SRC, ZERO_SRC],
+                ty: type_of(p, &st.expr),
+            });
+        }
+        *max_regs = (*max_regs).max(regs.count as usize);
+        let tape = fuse(tape);
+        let direct = tape.last().is_some_and(|i| {
+            !i.args
+                .iter()
+                .any(|a| matches!(a, Src::Q(q, _) if *q as usize == tq))
+                && !matches!(i.op, Op::LoadK(..))
+        });
+        halo[0] = (halo[0].0.max(se[0]), halo[0].1.max(se[1]));
+        halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
+        st.expr.reads(&mut |a, off| {
+            let q = quantity(p, a);
+            add_q(q, &mut quantities, q_slot);
+            if !matches!(kinds[q], Kind::Local) {
+                let r = shifted(se, off);
+                add_transfer(&mut loads, load_slot, q as u32, r, (-off[2], off[2]));
+            }
+            if matches!(kinds[q], Kind::Field { .. }) {
+                match k_read_slot.get(q as u32) {
+                    Some(i) => {
+                        let t = &mut k_reads[i];
+                        t.1 = t.1.min(off[2]);
+                        t.2 = t.2.max(off[2]);
+                    }
+                    None => {
+                        k_read_slot.set(q as u32, k_reads.len());
+                        k_reads.push((q as u32, off[2], off[2]));
+                    }
+                }
+                // Static K extent of the field, as GT4Py computes it.
+                if let Kind::Field { field, .. } = kinds[q] {
+                    let e = &mut field_extent[field][2];
+                    if !s.start.from_end {
+                        e.0 = e.0.max((-(s.start.offset + off[2] as i64)).max(0) as usize);
+                    }
+                    if s.end.from_end {
+                        e.1 = e.1.max((s.end.offset + off[2] as i64).max(0) as usize);
+                    }
+                }
+            }
+        });
+        st.expr.var_reads(&mut |a, _| {
+            let q = quantity(p, a) as u32;
+            if var_slot.get(q).is_none() {
+                var_slot.set(q, var_reads.len());
+                var_reads.push(q);
+            }
+        });
+        add_q(tq, &mut quantities, q_slot);
+        written.set(tq as u32, 0);
+        // A statement restricted to a region leaves the rest of its target as it was:
+        // what goes back to memory is loaded first.
+        let ko = st.k_offset;
+        if st.region.is_some() && !matches!(kinds[tq], Kind::Local) {
+            add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
+        }
+        if !matches!(kinds[tq], Kind::Local) {
+            // Stores cover the levels written: the core's, shifted by the K offset.
+            add_transfer(&mut stores, store_slot, tq as u32, se, (-ko, ko));
+            if ko != 0 {
+                // A quantity written at a K offset is loaded over every level stored, so
+                // that a level of the stored box no statement writes keeps its value.
+                add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
+            }
+        }
+        if let Kind::Field { field, .. } = kinds[tq] {
+            match k_write_slot.get(tq as u32) {
+                Some(i) => {
+                    let t = &mut k_writes[i];
+                    (t.1, t.2) = (t.1.min(ko), t.2.max(ko));
+                }
+                None => {
+                    k_write_slot.set(tq as u32, k_writes.len());
+                    k_writes.push((tq as u32, ko, ko));
+                }
+            }
+            if ko != 0 {
+                // Static K extent of the written field, as GT4Py computes it.
+                let e = &mut field_extent[field][2];
+                if !s.start.from_end {
+                    e.0 = e.0.max((-(s.start.offset + ko as i64)).max(0) as usize);
+                }
+                if s.end.from_end {
+                    e.1 = e.1.max((s.end.offset + ko as i64).max(0) as usize);
+                }
+            }
+        }
+        stmts.push(StmtPlan {
+            target: tq as u32,
+            reach: se,
+            tape,
+            direct,
+            region: st.region,
+            k_offset: ko,
+        });
+    }
+    for t in &stores {
+        halo[2] = (halo[2].0.max(t.k.0), halo[2].1.max(t.k.1));
+    }
+    let write_through: Vec<u32> = var_reads
+        .iter()
+        .copied()
+        .filter(|&q| written.get(q).is_some())
+        .collect();
+    for t in &loads {
+        halo[0] = (halo[0].0.max(t.reach[0]), halo[0].1.max(t.reach[1]));
+        halo[1] = (halo[1].0.max(t.reach[2]), halo[1].1.max(t.reach[3]));
+        halo[2] = (halo[2].0.max(t.k.0), halo[2].1.max(t.k.1));
+    }
+    let h = |v: (i32, i32)| (v.0.max(0) as usize, v.1.max(0) as usize);
+    SectionPlan {
+        order: s.order,
+        start: s.start,
+        end: s.end,
+        stmts,
+        loads,
+        stores,
+        quantities,
+        halo: [h(halo[0]), h(halo[1]), h(halo[2])],
+        k_reads,
+        flow: flow(s),
+        k_writes,
+        var_reads,
+        write_through,
+    }
 }
 
 /// What the statements of a program write and read, per quantity (see [`accesses`]).
