@@ -1,16 +1,16 @@
-//! Running one statement's register tape over its region, strip by strip.
+//! Running one statement's register tape over its region, strip by strip (the interpreter's
+//! side of a block; its compiled side is `launch`), and the run-time K reads both share.
 
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{KIndex, Ty};
-use crate::gtscript::jit::abi::{LoopCode, StmtCode, VkSlot};
+use crate::gtscript::jit::abi::VkSlot;
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 use crate::gtscript::rt::interp::Arg;
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{mem_row, Geo, Mem, VarMem};
-use crate::interrupt::Interrupt;
 
-fn row_error(what: &str) -> Error {
+pub(crate) fn row_error(what: &str) -> Error {
     Error::invalid(
         "gtscript block",
         what,
@@ -19,19 +19,19 @@ fn row_error(what: &str) -> Error {
 }
 
 /// Where the strip's operands live: the block, and the fields read straight from memory.
-struct Strip<'a, T> {
-    bufs: &'a [Vec<T>],
-    direct: &'a [Option<Mem>],
-    geo: &'a Geo,
-    scalars: &'a [T],
+pub(crate) struct Strip<'a, T> {
+    pub(crate) bufs: &'a [Vec<T>],
+    pub(crate) direct: &'a [Option<Mem>],
+    pub(crate) geo: &'a Geo,
+    pub(crate) scalars: &'a [T],
     /// Domain coordinates of the strip's first point.
-    p: [i64; 3],
-    n: usize,
+    pub(crate) p: [i64; 3],
+    pub(crate) n: usize,
 }
 
 impl<'a, T: Elem> Strip<'a, T> {
     #[inline(always)]
-    fn operand<'r>(&self, src: Src, regs: &'r [Vec<T>]) -> Result<Arg<'r, T>>
+    pub(crate) fn operand<'r>(&self, src: Src, regs: &'r [Vec<T>]) -> Result<Arg<'r, T>>
     where
         'a: 'r,
     {
@@ -75,7 +75,7 @@ impl<'a, T: Elem> Strip<'a, T> {
 
 /// The point a statement writes for the point `p` it computes: `p` shifted by its K offset.
 #[inline(always)]
-fn written(st: &StmtPlan, mut p: [i64; 3]) -> [i64; 3] {
+pub(crate) fn written(st: &StmtPlan, mut p: [i64; 3]) -> [i64; 3] {
     p[2] += st.k_offset as i64;
     p
 }
@@ -344,253 +344,6 @@ pub(crate) fn run_stmt<T: Elem>(
     Ok(())
 }
 
-/// The rows of `operands` for the strip at `p` (`n` points along `geo`'s inner axis), checked,
-/// into `ptrs`; returns the strip's flat index in the block.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn operand_rows<T: Elem>(
-    operands: &[(u32, [i32; 3])],
-    geo: &Geo,
-    bufs: &[Vec<T>],
-    regs: &[Vec<T>],
-    direct: &[Option<Mem>],
-    scalars: &[T],
-    p: [i64; 3],
-    n: usize,
-    ptrs: &mut [*const T],
-) -> Result<usize> {
-    let f0 = geo.flat(p);
-    if f0 < 0 || f0 as usize + n > geo.len {
-        return Err(row_error("statement"));
-    }
-    let strip = Strip {
-        bufs,
-        direct,
-        geo,
-        scalars,
-        p,
-        n,
-    };
-    for (slot, &(q, off)) in ptrs.iter_mut().zip(operands) {
-        match strip.operand(Src::Q(q, off), regs)? {
-            Arg::S(s) => *slot = s.as_ptr(),
-            Arg::V(_) => return Err(row_error("operand")),
-        }
-    }
-    Ok(f0 as usize)
-}
-
-/// The row of `n` points that quantity `q` is written at from the point `w` (flat index `f0`
-/// in the block, if inside it): in `mem` (a field written in place, which must be writable)
-/// or in `q`'s block buffer; checked. It may be an operand row too (a tape reads its
-/// target), so it is a raw pointer, not a slice.
-#[inline(always)]
-fn out_row<T: Elem>(
-    bufs: &mut [Vec<T>],
-    mem: Option<&Mem>,
-    q: usize,
-    w: [i64; 3],
-    f0: Option<usize>,
-    inner: usize,
-    n: usize,
-) -> Result<*mut T> {
-    match (mem, f0) {
-        (Some(mem), _) => mem_row::<T>(mem, w, inner, n)
-            .filter(|_| mem.writable)
-            .ok_or_else(|| row_error("store")),
-        (None, Some(f0)) if f0 + n <= bufs[q].len() => {
-            // `Vec::as_mut_ptr` makes no reference to the elements, so the operand pointers
-            // taken from the same buffer stay valid.
-            Ok(bufs[q].as_mut_ptr().wrapping_add(f0))
-        }
-        (None, _) => Err(row_error("store")),
-    }
-}
-
-/// Runs one statement with its compiled code. Where the result can go straight to its target,
-/// one call covers all rows of an outer-axis step (operand and target rows advance by fixed
-/// strides, so checking the first and the last row checks them all); where it goes through
-/// scratch first (the tape reads its own target, or the target takes streaming stores), one
-/// call per strip of at most [`STRIP`] points.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(crate) fn run_stmt_code<T: Elem>(
-    code: &StmtCode,
-    st: &StmtPlan,
-    geo: &Geo,
-    bufs: &mut [Vec<T>],
-    regs: &mut [Vec<T>],
-    direct: &[Option<Mem>],
-    vmem: &[Option<VarMem<'_>>],
-    scalars: &[T],
-    rlo: [i64; 3],
-    rhi: [i64; 3],
-) -> Result<()> {
-    let target = st.target as usize;
-    let [o, m, i] = geo.order;
-    let mut vk: smallvec::SmallVec<[VkSlot; 2]> =
-        smallvec::smallvec![VkSlot::default(); code.vk.len()];
-    let tmem = direct[target];
-    // Streaming stores only for statements that read a single row per output row (copies and
-    // point-wise maps): measured faster there (copy 1.63 ms against 1.99 ms at 256x256x80),
-    // slower for stencils that read several rows (laplacian 2.70 against 2.25 ms).
-    let stream = tmem.is_some_and(|t| t.stream) && code.operands.len() <= 1;
-    let via_scratch = code.reads_target_along[i] || stream;
-    // A statement that only copies an operand into a streamed target streams it straight from
-    // the operand (copy 256x256x80: the native kernel's 1.4 ms against 1.5 through scratch).
-    let copy = stream
-        && matches!(st.tape[..], [Instr { op: Op::Mov, args: [Src::Q(q, _), ..], .. }] if q != st.target);
-    let row_len = (rhi[i] - rlo[i]) as usize;
-    let rows = (rhi[m] - rlo[m]) as usize;
-    let size = std::mem::size_of::<T>() as isize;
-    let nops = code.operands.len();
-    let mut first: smallvec::SmallVec<[*const T; 16]> = smallvec::smallvec![std::ptr::null(); nops];
-    let mut last = first.clone();
-    let mut steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nops];
-    let operands =
-        |bufs: &[Vec<T>], regs: &[Vec<T>], p: [i64; 3], n: usize, ptrs: &mut [*const T]| {
-            operand_rows(&code.operands, geo, bufs, regs, direct, scalars, p, n, ptrs)
-        };
-    let target_row = |bufs: &mut [Vec<T>], p: [i64; 3], f0: usize, n: usize| {
-        // The row written: at the statement's K offset (`f0` is the computed point's index).
-        let w = written(st, p);
-        let f0 = if st.k_offset == 0 {
-            Some(f0)
-        } else {
-            usize::try_from(geo.flat(w)).ok()
-        };
-        out_row(bufs, tmem.as_ref(), target, w, f0, i, n)
-    };
-    for po in rlo[o]..rhi[o] {
-        if !via_scratch {
-            if row_len == 0 || rows == 0 {
-                continue;
-            }
-            let mut p = [0i64; 3];
-            p[o] = po;
-            p[m] = rlo[m];
-            p[i] = rlo[i];
-            let f0 = operands(bufs, regs, p, row_len, &mut first)?;
-            let out = target_row(bufs, p, f0, row_len)?;
-            let mut out_step = 0;
-            if rows > 1 {
-                let mut q = p;
-                q[m] = rhi[m] - 1;
-                let f1 = operands(bufs, regs, q, row_len, &mut last)?;
-                let last_out = target_row(bufs, q, f1, row_len)?;
-                let per = |a: usize, b: usize| (b as isize - a as isize) / (rows as isize - 1);
-                for ((s, f), l) in steps.iter_mut().zip(&first).zip(&last) {
-                    *s = per(f.addr(), l.addr());
-                }
-                out_step = per(out.addr(), last_out.addr());
-            }
-            debug_assert!(steps.iter().all(|s| s % size == 0));
-            let mut q = p;
-            q[m] = rhi[m] - 1;
-            q[i] = rhi[i] - 1;
-            vk_slots::<T>(&code.vk, vmem, [geo.order[1], geo.order[2]], p, q, &mut vk)?;
-            // SAFETY: `code.f` was compiled from this statement's tape for `T`. Operand `k`'s
-            // rows start at `first[k] + r * steps[k]` bytes for `r < rows`: the first and the
-            // last were checked above to hold `row_len` elements inside a block buffer or a
-            // view, and rows in between lie between them along the same axis of the same
-            // box. Likewise the target rows. The binder keeps written fields apart from the
-            // other arguments and tiles write disjoint cores; where the tape reads its own
-            // target, it is at the same point of the row (`reads_target_along[i]` is false),
-            // which each step loads before it stores, or in another row, which the row loop
-            // reaches in the interpreter's order. The scalars the tape names are all in
-            // `scalars`. `vk` holds one slot per run-time K read (`vk_slots` checked that every
-            // point's column lies inside the memory; the code loads only levels inside it).
-            unsafe {
-                (code.f)(
-                    first.as_ptr().cast(),
-                    steps.as_ptr(),
-                    out.cast(),
-                    out_step,
-                    row_len,
-                    rows,
-                    scalars.as_ptr().cast(),
-                    vk.as_mut_ptr().cast(),
-                )
-            };
-            vk_errors(&code.vk, vmem, &vk)?;
-            continue;
-        }
-        let scratch = regs.len() - 1;
-        for pm in rlo[m]..rhi[m] {
-            let mut c = 0;
-            while c < row_len {
-                let n = (row_len - c).min(STRIP);
-                let mut p = [0i64; 3];
-                p[o] = po;
-                p[m] = pm;
-                p[i] = rlo[i] + c as i64;
-                let f0 = operands(bufs, regs, p, n, &mut first)?;
-                let mut q = p;
-                q[i] += n as i64 - 1;
-                vk_slots::<T>(&code.vk, vmem, [geo.order[1], geo.order[2]], p, q, &mut vk)?;
-                let res: &[T] = if copy {
-                    // SAFETY: `operands` checked that the `n` points from `first[0]` lie
-                    // inside the operand's view or block buffer, another quantity than the
-                    // target (see `copy`), so not the row written below.
-                    unsafe { std::slice::from_raw_parts(first[0], n) }
-                } else {
-                    let tmp = regs[scratch][..n].as_mut_ptr();
-                    // SAFETY: as above, for one row of `n` points written to scratch (a
-                    // register of `STRIP` elements that no operand is).
-                    unsafe {
-                        (code.f)(
-                            first.as_ptr().cast(),
-                            steps.as_ptr(),
-                            tmp.cast(),
-                            0,
-                            n,
-                            1,
-                            scalars.as_ptr().cast(),
-                            vk.as_mut_ptr().cast(),
-                        )
-                    };
-                    vk_errors(&code.vk, vmem, &vk)?;
-                    &regs[scratch][..n]
-                };
-                let dst = target_row(bufs, p, f0, n)?;
-                // SAFETY: `target_row` checked that the `n` points from `dst` lie inside the
-                // target's writable view or block buffer; the tape's reads for this strip are
-                // done (they went to scratch), and nothing else writes this row.
-                let dst = unsafe { std::slice::from_raw_parts_mut(dst, n) };
-                if stream {
-                    T::stream(dst, res);
-                } else {
-                    dst.copy_from_slice(res);
-                }
-                c += n;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Runs one statement over `[rlo, rhi)` with its compiled code where there is some, else on the
-/// tape interpreter.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-pub(crate) fn run_statement<T: Elem>(
-    code: Option<&StmtCode>,
-    st: &StmtPlan,
-    geo: &Geo,
-    bufs: &mut [Vec<T>],
-    regs: &mut [Vec<T>],
-    direct: &[Option<Mem>],
-    vmem: &[Option<VarMem<'_>>],
-    scalars: &[T],
-    rlo: [i64; 3],
-    rhi: [i64; 3],
-) -> Result<()> {
-    match code {
-        Some(code) => run_stmt_code(code, st, geo, bufs, regs, direct, vmem, scalars, rlo, rhi),
-        None => run_stmt(st, geo, bufs, regs, direct, vmem, scalars, rlo, rhi),
-    }
-}
-
 /// Whether quantity `q` (a `while` loop's mask) is set anywhere in the box `[lo, hi)` of the
 /// block with geometry `geo`.
 pub(crate) fn any_set<T: Elem>(
@@ -624,107 +377,4 @@ pub(crate) fn any_set<T: Elem>(
         }
     }
     Ok(false)
-}
-
-/// Runs a `while` loop's compiled code (see [`LoopCode`]) over `[rlo, rhi)`, the box of every
-/// statement of the loop: one call per outer-axis step covers all its rows.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run_loop_code<T: Elem>(
-    code: &LoopCode,
-    geo: &Geo,
-    bufs: &mut [Vec<T>],
-    regs: &[Vec<T>],
-    direct: &[Option<Mem>],
-    vmem: &[Option<VarMem<'_>>],
-    scalars: &[T],
-    rlo: [i64; 3],
-    rhi: [i64; 3],
-    stop: &Interrupt<'_>,
-) -> Result<()> {
-    let [o, m, i] = geo.order;
-    let row_len = (rhi[i] - rlo[i]) as usize;
-    let rows = (rhi[m] - rlo[m]) as usize;
-    if row_len == 0 || rows == 0 {
-        return Ok(());
-    }
-    let mut vk: smallvec::SmallVec<[VkSlot; 4]> =
-        smallvec::smallvec![VkSlot::default(); code.vk.len()];
-    let (nops, nouts) = (code.operands.len(), code.outs.len());
-    let mut first: smallvec::SmallVec<[*const T; 16]> = smallvec::smallvec![std::ptr::null(); nops];
-    let mut last = first.clone();
-    let mut steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nops];
-    let mut out_first: smallvec::SmallVec<[*mut T; 16]> =
-        smallvec::smallvec![std::ptr::null_mut(); nouts];
-    let mut out_steps: smallvec::SmallVec<[isize; 16]> = smallvec::smallvec![0; nouts];
-    let per = |a: usize, b: usize| (b as isize - a as isize) / (rows as isize - 1).max(1);
-    for po in rlo[o]..rhi[o] {
-        let mut p = [0i64; 3];
-        p[o] = po;
-        p[m] = rlo[m];
-        p[i] = rlo[i];
-        let mut q = p;
-        q[m] = rhi[m] - 1;
-        let f0 = operand_rows(
-            &code.operands,
-            geo,
-            bufs,
-            regs,
-            direct,
-            scalars,
-            p,
-            row_len,
-            &mut first,
-        )?;
-        let f1 = operand_rows(
-            &code.operands,
-            geo,
-            bufs,
-            regs,
-            direct,
-            scalars,
-            q,
-            row_len,
-            &mut last,
-        )?;
-        for ((s, f), l) in steps.iter_mut().zip(&first).zip(&last) {
-            *s = per(f.addr(), l.addr());
-        }
-        for (j, &w) in code.outs.iter().enumerate() {
-            let w = w as usize;
-            let a = out_row(bufs, direct[w].as_ref(), w, p, Some(f0), i, row_len)?;
-            let b = out_row(bufs, direct[w].as_ref(), w, q, Some(f1), i, row_len)?;
-            out_first[j] = a;
-            out_steps[j] = per(a.addr(), b.addr());
-        }
-        let mut qe = q;
-        qe[i] = rhi[i] - 1;
-        vk_slots::<T>(&code.vk, vmem, [geo.order[1], geo.order[2]], p, qe, &mut vk)?;
-        // SAFETY: `code.f` was compiled from the loop's statements for `T`. Operand `k`'s rows
-        // start at `first[k] + r * steps[k]` bytes for `r < rows`, output `j`'s at
-        // `out_first[j] + r * out_steps[j]`: the first and the last row of each were checked
-        // above to hold `row_len` elements inside a block buffer or a (writable, for outputs)
-        // view, and rows in between lie between them along the same axis of the same box. The
-        // outputs are quantities the loop writes, which it reads only at the point itself and
-        // through its own registers, never through the operand rows; distinct quantities have
-        // distinct buffers, and the binder keeps written fields apart from the other
-        // arguments. `vk` holds one slot per run-time K read (`vk_slots` checked that every
-        // point's column lies inside the memory; the code loads only levels inside it);
-        // `stop` is this call's interrupt, alive until the function returns.
-        unsafe {
-            (code.f)(
-                first.as_ptr().cast(),
-                steps.as_ptr(),
-                out_first.as_ptr().cast(),
-                out_steps.as_ptr(),
-                &row_len,
-                rows,
-                scalars.as_ptr().cast(),
-                vk.as_mut_ptr().cast(),
-                stop.flag_address(),
-            )
-        };
-        stop.check()?;
-        vk_errors(&code.vk, vmem, &vk)?;
-    }
-    Ok(())
 }

@@ -9,8 +9,8 @@
 //! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the README's gtscript table).
 
 use crate::error::Result;
+use crate::gtscript::exec::launch::run_statement;
 use crate::gtscript::exec::launch::Code;
-use crate::gtscript::exec::strip::run_statement;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;

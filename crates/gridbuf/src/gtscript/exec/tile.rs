@@ -4,8 +4,8 @@
 use crate::error::{Error, Result};
 use crate::gtscript::exec::clip::{clip, reach_box, Clips};
 use crate::gtscript::exec::launch::Code;
-use crate::gtscript::exec::launch::{run_columns, run_points};
-use crate::gtscript::exec::strip::{any_set, run_loop_code, run_statement};
+use crate::gtscript::exec::launch::{run_columns, run_loop_code, run_points, run_statement};
+use crate::gtscript::exec::strip::any_set;
 use crate::gtscript::ir::IterOrder;
 use crate::gtscript::plan::schedule::{Schedule, SectionExec};
 use crate::gtscript::plan::{Kind, Plan, SectionPlan};
