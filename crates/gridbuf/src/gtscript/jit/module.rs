@@ -120,3 +120,50 @@ pub(crate) fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     builder.symbols(prefetch::symbols());
     Ok(Some(JITModule::new(builder)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cranelift_codegen::ir::{AbiParam, InstBuilder};
+    use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+    use cranelift_module::Linkage;
+
+    /// A module with one function of `args` pointer-sized arguments that returns at once.
+    fn one_function(args: usize) -> Option<(JITModule, FuncId)> {
+        let mut module = new_module(true).unwrap()?;
+        let ptr = module.target_config().pointer_type();
+        let mut ctx = module.make_context();
+        ctx.func.signature = module.make_signature();
+        for _ in 0..args {
+            ctx.func.signature.params.push(AbiParam::new(ptr));
+        }
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut ctx.func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.ins().return_(&[]);
+        b.seal_all_blocks();
+        b.finalize(module.target_config());
+        let id = module
+            .declare_function("f", Linkage::Local, &ctx.func.signature)
+            .unwrap();
+        module.define_function(id, &mut ctx).unwrap();
+        Some((module, id))
+    }
+
+    /// A function is handed out only as the function type it was defined with.
+    #[test]
+    fn functions_come_out_as_their_own_type_only() {
+        let Some((module, id)) = one_function(4) else {
+            return;
+        };
+        let memory = CodeMemory::finalize(vec![module]).unwrap();
+        let f = memory.function::<ColumnFn>(0, id).unwrap();
+        // SAFETY: the function has ColumnFn's signature and reads none of its arguments.
+        unsafe { f(std::ptr::null(), 0, 0, std::ptr::null()) };
+        assert!(memory.function::<RowFn>(0, id).is_err());
+        assert!(memory.function::<LoopFn>(0, id).is_err());
+        assert!(memory.function::<ColumnFn>(1, id).is_err());
+    }
+}
