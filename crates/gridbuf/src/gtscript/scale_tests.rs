@@ -3,8 +3,9 @@
 //! times the whole definition from Python). Ignored by default (a measurement, not a check):
 //! `cargo test -p gridbuf --release scale -- --ignored --nocapture`.
 
-use super::eval::Jit;
-use super::{inline, plan, types, Program};
+use super::jit::Jit;
+use super::passes::{inline, types};
+use super::{plan, Program};
 use std::time::Instant;
 
 /// The IR text the frontend writes for `shape` with `n` statements.

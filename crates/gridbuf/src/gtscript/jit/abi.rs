@@ -1,0 +1,144 @@
+//! The contract between compiled code and the executor: the function types of compiled
+//! statements, loops, sections and columns, the slot structs handed to them, and what the
+//! executor must pass each one (operands, outputs, run-time K slots).
+
+use crate::gtscript::ir::Ty;
+
+/// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars, vk)`
+/// computes `n` points on each of `rows` rows (strides in bytes, see [`crate::gtscript::jit::row::build`]); `vk` holds one
+/// [`VkSlot`] per quantity the tape reads at run-time K levels.
+pub(crate) type RowFn = unsafe extern "C" fn(
+    *const *const u8,
+    *const isize,
+    *mut u8,
+    isize,
+    usize,
+    usize,
+    *const u8,
+    *mut i64,
+);
+
+/// What compiled code reading a quantity at run-time K levels ([`crate::gtscript::plan::Op::LoadK`]) is handed, as
+/// `i64`s: where the first row's first point's column starts (its level 0, in bytes, computed
+/// with wrapping arithmetic), the byte steps per row and per point and per level, the first
+/// point's level and how the level advances per row and per point (0 or 1), the levels it may
+/// read (`lo..hi`), and what the code reports back: whether a level was outside (`err`, 0 or 1)
+/// and the last such level. `row_col`, `row_k`: the current row's column start and level,
+/// written by the code.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default)]
+pub(crate) struct VkSlot {
+    pub(crate) addr0: i64,
+    pub(crate) d_row: i64,
+    pub(crate) d_point: i64,
+    pub(crate) d_level: i64,
+    pub(crate) k0: i64,
+    pub(crate) k_row: i64,
+    pub(crate) k_point: i64,
+    pub(crate) lo: i64,
+    pub(crate) hi: i64,
+    pub(crate) err: i64,
+    pub(crate) err_level: i64,
+    pub(crate) row_col: i64,
+    pub(crate) row_k: i64,
+}
+
+/// Byte offset of field `n` of [`VkSlot`] (all `i64`).
+pub(crate) const fn vk_field(slot: usize, n: usize) -> i32 {
+    ((slot * std::mem::size_of::<VkSlot>()) + n * 8) as i32
+}
+
+/// One statement's code and what the caller must hand it.
+pub(crate) struct StmtCode {
+    /// The function.
+    pub(crate) f: RowFn,
+    /// The operands, in the order of the pointer array: (quantity, offset I, J, K).
+    pub(crate) operands: Vec<(u32, [i32; 3])>,
+    /// Per axis: whether the tape reads its own target at a nonzero offset along it. Along the
+    /// row's axis the code would read points it has already written, so the caller computes
+    /// into scratch first; reads at the same point, or in other rows, see what the
+    /// interpreter sees (rows run in the same order, each read before it is written).
+    pub(crate) reads_target_along: [bool; 3],
+    /// The quantities read at run-time K levels, one [`VkSlot`] each, in this order, and the
+    /// element type the code loads from each one's memory.
+    pub(crate) vk: Vec<(u32, Ty)>,
+}
+
+/// `f(table, ncols, nlev, scalars)`: runs the section on `ncols` columns over `nlev` levels.
+/// `table[c * slots + s]` is the address of slot `s` in column `c` at the section's first level
+/// (the lowest; see [`Slot`]).
+pub(crate) type ColumnFn = unsafe extern "C" fn(*const usize, usize, usize, *const u8);
+
+/// Something a column function reads or writes: one quantity at one horizontal offset.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Slot {
+    /// The quantity.
+    pub(crate) q: u32,
+    /// Horizontal offset (I, J) from the column.
+    pub(crate) off: [i32; 2],
+    /// Whether the quantity has a K axis (then level `l` at K offset `dk` is `l + dk` elements
+    /// from the slot's address: unit stride along K; else every level is the slot's address).
+    pub(crate) has_k: bool,
+    /// Lowest and highest K offset read or written.
+    pub(crate) k: (i32, i32),
+    /// Whether the function writes it (at offset 0, each level of the section).
+    pub(crate) written: bool,
+}
+
+/// A section's column function and the slots of its table.
+pub(crate) struct ColumnCode {
+    /// The function.
+    pub(crate) f: ColumnFn,
+    /// What each column's row of the table holds, in order.
+    pub(crate) slots: Vec<Slot>,
+}
+
+/// A point function: `f(operands, steps, outs, out_steps, n, rows, scalars, vk)` runs, on
+/// each of `rows` rows, each of its parts in turn (see [`crate::gtscript::jit::point::build`]), part `x` on `n[x]` points;
+/// operand `k`'s row `r` starts at `operands[k] + r * steps[k]` bytes, stored quantity `j`'s
+/// at `outs[j] + r * out_steps[j]` (the parts' operands, stored quantities and run-time K
+/// slots one after the other), and the points of a row are one element apart (see
+/// [`crate::gtscript::jit::point::PointRange::walk`] for quantities without the point axis and for BACKWARD walks); `vk` as
+/// for [`crate::gtscript::jit::RowFn`]; `stop` the address of the call's interrupt flag
+/// ([`crate::runtime::interrupt::Interrupt::flag_address`]), read at every pass of a loop. It returns
+/// early, leaving points unfinished, once a run-time K read has reported a level outside or the
+/// flag is set (the caller raises the error).
+pub(crate) type LoopFn = unsafe extern "C" fn(
+    *const *const u8,
+    *const isize,
+    *const *mut u8,
+    *const isize,
+    *const usize,
+    usize,
+    *const u8,
+    *mut i64,
+    *const u8,
+);
+
+/// A compiled loop (or sections) and what the caller must hand it.
+pub(crate) struct LoopCode {
+    /// The function.
+    pub(crate) f: LoopFn,
+    /// What it reads from memory, in the order of the pointer array: (quantity, offset I, J,
+    /// K); the quantities it writes only at other K levels than the point's.
+    pub(crate) operands: Vec<(u32, [i32; 3])>,
+    /// What it stores (each at the point itself), in the order of the output array.
+    pub(crate) outs: Vec<u32>,
+    /// The quantities read at run-time K levels, one `VkSlot` each, and their memory's
+    /// element types.
+    pub(crate) vk: Vec<(u32, Ty)>,
+    /// One past the last statement (of the first part).
+    pub(crate) exit: usize,
+    /// Its parts, in the order they run and their entries lie in the arrays above.
+    pub(crate) parts: Vec<PartCode>,
+}
+
+/// One part of a point function: its section, and how many operands, stored quantities and
+/// run-time K reads it has.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct PartCode {
+    pub(crate) section: usize,
+    pub(crate) operands: usize,
+    pub(crate) outs: usize,
+    pub(crate) vk: usize,
+}

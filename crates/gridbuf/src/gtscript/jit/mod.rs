@@ -1,0 +1,365 @@
+//! Machine code for statement tapes, made with Cranelift when a stencil is compiled.
+//!
+//! The interpreter runs a tape one instruction at a time over a strip, so every intermediate
+//! value goes to memory and back. Here each statement's tape becomes one function that walks a
+//! row once: every intermediate stays in a vector register, and only the operands and the
+//! result touch memory. The function takes the row's operand pointers (one per distinct
+//! quantity and offset the tape reads, filled and bounds-checked by the caller), the output
+//! pointer, the row length and the scalar parameters; it runs two (f64) or four (f32) points
+//! per step in 128-bit vectors, then the remaining points one at a time.
+//!
+//! The code computes exactly what the interpreter computes: the same IEEE operations in the
+//! same order, no contraction into fused multiply-adds, the same comparisons (`!=` true on
+//! NaN, the ordered ones false) and the same `min`/`max` choice. Operations with no instruction
+//! (`exp`, `log`, the trigonometric and hyperbolic functions, `gamma`, `erf`, `**`, `mod`, ...)
+//! call the `extern "C"` functions of [`crate::gtscript::rt::math`] that the interpreter calls too, by
+//! address (registered as symbols of the module), one vector lane at a time; so every tape is
+//! compiled.
+//!
+//! This module is the registry: [`Jit::compile`] compiles what the plan's schedule
+//! ([`Schedule`]) names and nothing else, and hands each function out by section and statement.
+//! The row functions are built by `row` (a tape's step by `emit` for one float type, by
+//! `wide` for mixed-type lanes), the column functions by `column`, the point
+//! functions of loops and whole sections by `point`; what the executor hands each kind of
+//! function is `abi`; one module's lifecycle, and the one place a code address becomes a
+//! function pointer, is `module`.
+
+pub(crate) mod abi;
+pub(crate) mod column;
+pub(crate) mod emit;
+pub(crate) mod helpers;
+pub(crate) mod module;
+pub(crate) mod point;
+pub(crate) mod row;
+pub(crate) mod wide;
+
+use crate::error::Result;
+use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
+use crate::gtscript::plan::{Lanes, Plan};
+use crate::gtscript::rt::lane::Elem;
+use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, RowFn, StmtCode};
+use cranelift_codegen::ir::{types, AbiParam, Type};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::JITModule;
+use cranelift_module::{Linkage, Module};
+use helpers::{declare_calls, jit_error, operands_of, vk_of};
+use module::{new_module, CodeMemory};
+use point::PointRange;
+use row::{build, CARRIED_OPERANDS};
+use std::sync::OnceLock;
+
+/// The machine code of a stencil's statements, for the element type of its program.
+pub struct Jit {
+    /// Per section, per statement: its code, or `None` where the interpreter runs it.
+    stmts: Vec<Vec<Option<StmtCode>>>,
+    /// Per section: the code that walks columns, where the section can (see [`column`](mod@column)).
+    columns: Vec<Option<ColumnCode>>,
+    /// Per section, per statement: the code of the `while` loop whose condition it is, where
+    /// the loop can run point by point (see [`point`]).
+    loops: Vec<Vec<Option<LoopCode>>>,
+    /// Per section, per [`PointWalk`]: the whole section's point function, where it has one (see
+    /// [`schedule::section`](crate::gtscript::plan::schedule::section); along columns, that of the run of sections it starts, see
+    /// [`schedule::group`](crate::gtscript::plan::schedule::group)), compiled on first use.
+    walks: Vec<[Option<LazyWalk>; 2]>,
+    /// What this code was compiled for: the schedule of its plan with code generation on.
+    schedule: Schedule,
+    /// Per layout (I, J, K): the schedule's executors, made when a call first needs them.
+    layouts: [OnceLock<LayoutSchedule>; 3],
+    /// The element type the code was made for.
+    lanes: Lanes,
+    _memory: CodeMemory,
+}
+
+impl std::fmt::Debug for Jit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.stmts.iter().flatten().filter(|s| s.is_some()).count();
+        write!(f, "Jit({n} compiled statements)")
+    }
+}
+
+impl Jit {
+    /// Compiles, for `plan`'s element type, what `plan`'s schedule with code generation on
+    /// asks for ([`Schedule::new`]): row functions, loop functions and column functions now,
+    /// whole sections' point functions when a call first needs one (`Jit::point_section`).
+    /// `Ok(None)` when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is
+    /// set: then calls run with code generation off.
+    pub fn compile(plan: &Plan) -> Result<Option<Jit>> {
+        if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
+            return Ok(None);
+        }
+        let Some(mut module) = new_module(true)? else {
+            return Ok(None);
+        };
+        let schedule = Schedule::new(plan, true);
+        let (elem, wide) = lane_types(plan.lanes);
+        let mut ctx = module.make_context();
+        let mut fctx = FunctionBuilderContext::new();
+        let mut ids = Vec::new();
+        // Statements with many operands, in a module of their own without Cranelift's
+        // optimizations (see `CARRIED_OPERANDS`).
+        let mut plain: Option<JITModule> = None;
+        for (s, sec) in plan.sections.iter().enumerate() {
+            for (t, st) in sec.stmts.iter().enumerate() {
+                if !schedule.sections[s].row[t] {
+                    continue;
+                }
+                let operands = operands_of(&st.tape);
+                let many = operands.len() > CARRIED_OPERANDS;
+                if many && plain.is_none() {
+                    plain = new_module(false)?;
+                }
+                let module = match plain.as_mut() {
+                    Some(m) if many => m,
+                    _ => &mut module,
+                };
+                let vk = vk_of(plan, &st.tape);
+                let ptr = module.target_config().pointer_type();
+                ctx.func.signature = module.make_signature();
+                for _ in 0..8 {
+                    ctx.func.signature.params.push(AbiParam::new(ptr));
+                }
+                let calls = declare_calls(module, &mut ctx.func, &st.tape, elem, wide)?;
+                build(
+                    &mut ctx.func,
+                    &mut fctx,
+                    &st.tape,
+                    &operands,
+                    &vk,
+                    &calls,
+                    elem,
+                    wide,
+                    ptr,
+                    module.target_config(),
+                )?;
+                let id = module
+                    .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
+                    .map_err(jit_error)?;
+                module.define_function(id, &mut ctx).map_err(jit_error)?;
+                module.clear_context(&mut ctx);
+                let reads_target_along = [0, 1, 2].map(|a| {
+                    operands
+                        .iter()
+                        .any(|&(q, off)| q == st.target && off[a] != 0)
+                });
+                ids.push((s, t, many, id, operands, reads_target_along, vk));
+            }
+        }
+        // `while` loops that run point by point, as one function each.
+        let mut loop_ids = Vec::new();
+        for (s, sec) in schedule.sections.iter().enumerate() {
+            for (t, exit) in sec.point_loop.iter().enumerate() {
+                let Some(exit) = *exit else {
+                    continue;
+                };
+                let walk = None;
+                let parts = [(
+                    s,
+                    PointRange {
+                        first: t,
+                        exit,
+                        walk,
+                    },
+                )];
+                let (id, operands, outs, vk, sizes) =
+                    point::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+                loop_ids.push((s, t, exit, id, operands, outs, vk, sizes));
+            }
+        }
+        // FORWARD and BACKWARD sections also as one function that walks whole columns (used
+        // on layouts with unit stride along K).
+        let mut col_ids = Vec::new();
+        for s in (0..plan.sections.len()).filter(|&s| schedule.sections[s].column) {
+            let c = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)?
+                .ok_or_else(|| jit_error(format!("section {s} cannot walk columns")))?;
+            col_ids.push((s, c));
+        }
+        // Module 0: the optimized one; module 1: the plain one, where there is one.
+        let memory = CodeMemory::finalize(std::iter::once(module).chain(plain).collect())?;
+        let mut columns: Vec<Option<ColumnCode>> = plan.sections.iter().map(|_| None).collect();
+        for (s, (id, slots)) in col_ids {
+            let f = memory.function::<ColumnFn>(0, id)?;
+            columns[s] = Some(ColumnCode { f, slots });
+        }
+        let mut stmts: Vec<Vec<Option<StmtCode>>> = plan
+            .sections
+            .iter()
+            .map(|sec| sec.stmts.iter().map(|_| None).collect())
+            .collect();
+        for (s, t, many, id, operands, reads_target_along, vk) in ids {
+            let f = memory.function::<RowFn>(usize::from(many), id)?;
+            stmts[s][t] = Some(StmtCode {
+                f,
+                operands,
+                reads_target_along,
+                vk,
+            });
+        }
+        let mut loops: Vec<Vec<Option<LoopCode>>> = plan
+            .sections
+            .iter()
+            .map(|sec| sec.stmts.iter().map(|_| None).collect())
+            .collect();
+        for (s, t, exit, id, operands, outs, vk, parts) in loop_ids {
+            let f = memory.function::<LoopFn>(0, id)?;
+            let code = LoopCode {
+                f,
+                operands,
+                outs,
+                vk,
+                exit,
+                parts,
+            };
+            loops[s][t] = Some(code);
+        }
+        let walks = schedule
+            .sections
+            .iter()
+            .enumerate()
+            .map(|(s, sec)| {
+                let run = sec.column_run == Some(s);
+                [run.then(OnceLock::new), sec.whole.then(OnceLock::new)]
+            })
+            .collect();
+        Ok(Some(Jit {
+            stmts,
+            columns,
+            loops,
+            walks,
+            schedule,
+            layouts: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
+            lanes: plan.lanes,
+            _memory: memory,
+        }))
+    }
+
+    /// The code of statement `stmt` of section `sec`, if it was compiled for `T`.
+    #[inline]
+    pub(crate) fn stmt<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.stmts.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The code of the `while` loop whose condition is statement `stmt` of section `sec`, if
+    /// it runs point by point and was compiled for `T`.
+    #[inline]
+    pub(crate) fn point_loop<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.loops.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
+    /// [`schedule::section`](crate::gtscript::plan::schedule::section); along columns, that of the run of sections `sec` starts, see
+    /// [`schedule::group`](crate::gtscript::plan::schedule::group)), compiled from `plan` (the plan this code was made for) when it
+    /// is first asked for.
+    pub(crate) fn point_section<T: Elem>(
+        &self,
+        plan: &Plan,
+        sec: usize,
+        walk: PointWalk,
+    ) -> Result<Option<&LoopCode>> {
+        if self.lanes != T::LANES {
+            return Ok(None);
+        }
+        let Some(cell) = self.walks.get(sec).and_then(|w| w[walk as usize].as_ref()) else {
+            return Ok(None);
+        };
+        let walked = cell.get_or_init(|| {
+            let run = match walk {
+                PointWalk::Columns => self.schedule.column_run_len(sec),
+                PointWalk::Levels => 1,
+            };
+            compile_walk(plan, sec..sec + run, walk).map_err(|e| e.to_string())
+        });
+        match walked {
+            Ok(w) => Ok(Some(&w.code)),
+            Err(e) => Err(jit_error(e)),
+        }
+    }
+
+    /// The schedule this code was compiled for (its plan's, code generation on).
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The element type this code computes in.
+    pub fn lanes(&self) -> Lanes {
+        self.lanes
+    }
+
+    /// The schedule's executors on `layout` ([`Schedule::for_layout`]; `plan` is the plan
+    /// this code was made for), made when first asked for.
+    pub fn layout_schedule(&self, plan: &Plan, layout: Layout) -> &LayoutSchedule {
+        self.layouts[layout.axis()].get_or_init(|| self.schedule.for_layout(plan, layout))
+    }
+
+    /// The column code of section `sec`, if it has some for `T`.
+    #[inline]
+    pub(crate) fn column<T: Elem>(&self, sec: usize) -> Option<&ColumnCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.columns.get(sec)?.as_ref()
+    }
+}
+
+/// A walk compiled on first use (the compiler's error as text: the same for every call).
+type LazyWalk = OnceLock<std::result::Result<Walked, String>>;
+
+/// A whole section's walk (or a run of sections' walk along columns) and the code memory it
+/// lives in.
+struct Walked {
+    code: LoopCode,
+    _memory: CodeMemory,
+}
+
+/// The element type compiled code computes in, and whether it is the mixed-type lanes.
+fn lane_types(lanes: Lanes) -> (Type, bool) {
+    match lanes {
+        Lanes::F64 => (types::F64, false),
+        Lanes::F32 => (types::F32, false),
+        Lanes::Wide => (types::I64, true),
+    }
+}
+
+/// Compiles the walk `walk` of the whole sections `sections` (see [`point::build`]) in a
+/// module of its own.
+fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: PointWalk) -> Result<Walked> {
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let (elem, wide) = lane_types(plan.lanes);
+    let parts: Vec<(usize, PointRange)> = sections
+        .map(|s| {
+            let exit = plan.sections[s].stmts.len();
+            let walk = Some(walk);
+            (
+                s,
+                PointRange {
+                    first: 0,
+                    exit,
+                    walk,
+                },
+            )
+        })
+        .collect();
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let (id, operands, outs, vk, parts) =
+        point::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+    let memory = CodeMemory::finalize(vec![module])?;
+    let f = memory.function::<LoopFn>(0, id)?;
+    let exit = plan.sections[parts[0].section].stmts.len();
+    Ok(Walked {
+        code: LoopCode {
+            f,
+            operands,
+            outs,
+            vk,
+            exit,
+            parts,
+        },
+        _memory: memory,
+    })
+}

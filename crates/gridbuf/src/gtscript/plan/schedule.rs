@@ -1,0 +1,497 @@
+//! Which executor runs each section and `while` loop of a plan: the [`Schedule`], built once
+//! per plan and code generation on or off ([`Schedule::new`]), and per layout of a call's
+//! output ([`Schedule::for_layout`]). The code generator compiles what it names
+//! (`Jit::compile`), and the executor runs what it names; neither decides again.
+//!
+//! Below it, the rules it is built from: which sections can walk columns in one compiled
+//! function (`walkable`), which can run as one point function as a whole (`section`,
+//! `group`), which `while` loops can run point by point (`range`), which tapes the code
+//! generator handles (`supported`).
+
+use crate::gtscript::ir::{BinOp, IterOrder};
+use crate::gtscript::plan::{Instr, Kind, Lanes, Op, Plan, Src};
+
+/// How a section's point function walks a tile: the point axis (K: each column's levels in
+/// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
+/// the section's order); rows run along J either way.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PointWalk {
+    /// Points along K, one call per column of I.
+    Columns,
+    /// Points along I, one call per level.
+    Levels,
+}
+
+impl PointWalk {
+    /// The point axis.
+    pub fn axis(self) -> usize {
+        match self {
+            PointWalk::Columns => 2,
+            PointWalk::Levels => 0,
+        }
+    }
+}
+
+/// A call's layout as the schedule sees it: the unit-stride axis of the output's memory
+/// (`exec::run` picks it from the first written field's strides).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Unit stride along I (gt:cpu_ifirst).
+    I,
+    /// Unit stride along J.
+    J,
+    /// Unit stride along K (gt:cpu_kfirst).
+    K,
+}
+
+impl Layout {
+    /// The layout whose unit-stride axis is `axis` (0, 1, 2: I, J, K).
+    pub fn from_axis(axis: usize) -> Layout {
+        match axis {
+            0 => Layout::I,
+            1 => Layout::J,
+            _ => Layout::K,
+        }
+    }
+
+    /// The unit-stride axis.
+    pub fn axis(self) -> usize {
+        self as usize
+    }
+}
+
+/// What code a section has, decided once per plan (the same for every layout).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionSchedule {
+    /// Whether the whole section is one point function (see `section`), walking each
+    /// level's rows of I on layouts with unit stride along I ([`PointWalk::Levels`]). Such a
+    /// section has no row functions and no loop functions: where no walk runs it (other
+    /// layouts, memory of other element types), the interpreter does.
+    pub whole: bool,
+    /// The first section of the run of sections that walk columns as one point function
+    /// ([`PointWalk::Columns`], see `group`) that this section belongs to, where it belongs
+    /// to one.
+    pub column_run: Option<usize>,
+    /// Whether the section has a column function (`jit::column`, see `walkable`).
+    pub column: bool,
+    /// Per statement: whether its row function runs it in blocks and sweeps (else the
+    /// interpreter).
+    pub row: Vec<bool>,
+    /// Per statement: where it is the condition of a `while` loop that runs point by point in
+    /// blocks (see `range`), one past the loop's last statement.
+    pub point_loop: Vec<Option<usize>>,
+}
+
+/// Which executor runs a section in the I/J tiles of a call (slabs and sweeps run every
+/// statement by its row function or the interpreter, as [`SectionSchedule::row`] says).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SectionExec {
+    /// The point function of the sections `s..end` (this one, `s`, first), compiled for
+    /// `walk` when a call first needs it (`Jit::point_section`).
+    Points {
+        /// How it walks the tile.
+        walk: PointWalk,
+        /// One past the last section it runs.
+        end: usize,
+    },
+    /// Run by the point function of the run that section `first` starts (see
+    /// [`SectionExec::Points`]).
+    InRun {
+        /// The run's first section.
+        first: usize,
+    },
+    /// Its column function, over all its levels of the tile's columns.
+    Columns,
+    /// Blocks: each statement by its row function, its `while` loop's point function or the
+    /// interpreter, as [`SectionSchedule`] says.
+    Blocks {
+        /// Whether the tile's columns of each field are copied to an I-fastest buffer first
+        /// (FORWARD and BACKWARD sections on layouts with unit stride along K).
+        copy_columns: bool,
+    },
+}
+
+/// Which executor runs each section and each `while` loop of a plan, for code generation on
+/// or off: built once per plan (by `Jit::compile`, or per call without code), read per layout
+/// ([`Schedule::for_layout`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Whether code generation is on (`GRIDBUF_GTSCRIPT_JIT=0`, no Cranelift backend, or a
+    /// call without code turn it off: then the interpreter runs everything in blocks).
+    pub codegen: bool,
+    /// Per section: its code.
+    pub sections: Vec<SectionSchedule>,
+}
+
+/// A [`Schedule`] for one layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutSchedule {
+    /// The layout.
+    pub layout: Layout,
+    /// Whether the tiles' FORWARD and BACKWARD sections walk columns in memory order: on
+    /// layouts with unit stride along K, where every one of them has a column function or
+    /// walks columns as a point function. Stored temporaries are then K fastest (else I
+    /// fastest).
+    pub walk_columns: bool,
+    /// Whether the call's tiles may be slabs of the outermost memory axis where every field's
+    /// memory has unit stride along the layout's axis and the element type (the executor
+    /// checks that): every section PARALLEL, every quantity a field, and, unless the layout
+    /// has unit stride along K, no field the stencil writes read at another level. Else the
+    /// tiles sweep where the plan has a sweep schedule (`Plan::sweeps`) along the axis the
+    /// call's memory and domain pick, or are I/J tiles that run [`LayoutSchedule::sections`].
+    pub slabs: bool,
+    /// Per section: its executor in I/J tiles.
+    pub sections: Vec<SectionExec>,
+}
+
+impl Schedule {
+    /// The schedule of `plan`: with `codegen`, every section, statement and loop gets the
+    /// code the rules below allow (for `plan`'s lanes); without, none.
+    pub fn new(plan: &Plan, codegen: bool) -> Schedule {
+        let wide = plan.lanes == Lanes::Wide;
+        let n = plan.sections.len();
+        // Sections that walk as one point function run their statements one by one only
+        // where neither walk can (layouts with unit stride along J, memory of other element
+        // types): there the interpreter runs them, and the compile time (a large part of the
+        // first result) goes to the walks.
+        let whole: Vec<bool> = (0..n).map(|s| codegen && section(plan, s, wide)).collect();
+        let mut column_run: Vec<Option<usize>> = vec![None; n];
+        for s in 0..n {
+            if whole[s] && column_run[s].is_none() {
+                let e = group(plan, s, wide);
+                column_run[s..e].fill(Some(s));
+            }
+        }
+        let sections = plan
+            .sections
+            .iter()
+            .enumerate()
+            .map(|(s, sec)| {
+                let blocks = codegen && !whole[s];
+                SectionSchedule {
+                    whole: whole[s],
+                    column_run: column_run[s],
+                    // Column functions compute in one float type.
+                    column: codegen && !wide && walkable(plan, s),
+                    row: sec
+                        .stmts
+                        .iter()
+                        .map(|st| blocks && supported(&st.tape, wide) && !st.tape.is_empty())
+                        .collect(),
+                    point_loop: (0..sec.stmts.len())
+                        .map(|t| {
+                            if blocks {
+                                range(plan, s, t, wide)
+                            } else {
+                                None
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        Schedule { codegen, sections }
+    }
+
+    /// The number of sections the column walk of the run starting at section `s` covers (0
+    /// where `s` starts none).
+    pub fn column_run_len(&self, s: usize) -> usize {
+        self.sections[s..]
+            .iter()
+            .take_while(|x| x.column_run == Some(s))
+            .count()
+    }
+
+    /// The executor of each section of `plan` (the plan this schedule was built for) on
+    /// `layout`.
+    pub fn for_layout(&self, plan: &Plan, layout: Layout) -> LayoutSchedule {
+        let along_k = layout == Layout::K;
+        let vertical = |s: usize| plan.sections[s].order != IterOrder::Parallel;
+        let n = self.sections.len();
+        // FORWARD and BACKWARD sections on a layout with unit stride along K walk columns in
+        // memory order where all of them can (tridiagonal solve 256x256x80 on gt:cpu_kfirst:
+        // see `jit::column`). (Stencils with PARALLEL sections only keep I-fastest
+        // temporaries.)
+        let walk_columns = along_k
+            && (0..n).any(vertical)
+            && (0..n).all(|s| {
+                !vertical(s) || self.sections[s].column || self.sections[s].column_run.is_some()
+            });
+        let sections = (0..n)
+            .map(|s| {
+                let sec = &self.sections[s];
+                match sec.column_run {
+                    Some(first) if walk_columns && first == s => SectionExec::Points {
+                        walk: PointWalk::Columns,
+                        end: s + self.column_run_len(s),
+                    },
+                    Some(first) if walk_columns => SectionExec::InRun { first },
+                    _ if !walk_columns && layout == Layout::I && sec.whole => SectionExec::Points {
+                        walk: PointWalk::Levels,
+                        end: s + 1,
+                    },
+                    _ if walk_columns && sec.column => SectionExec::Columns,
+                    _ => Self::blocks(plan, s, layout),
+                }
+            })
+            .collect();
+        // A stencil whose sections are all PARALLEL and whose quantities are all fields read and
+        // written in place (unit stride along the layout's axis, no temporaries) needs no block
+        // buffers, so its tiles can follow memory: slabs of the outermost axis (K when rows run
+        // along I or J, I when they run along K), each a long sequential walk for the hardware
+        // prefetcher, as the native kernels do (256x256x80 copy on gt:cpu_kfirst: 2.6 ms in
+        // 16x16 column tiles, 1.7 ms in slabs).
+        // K slabs also need every computation to read the fields the stencil writes at their own
+        // level only: a slab runs all computations before the next slab starts, so a read at a K
+        // offset across a slab boundary would see the value from before the stencil. (Horizontal
+        // reads of written fields are rejected by the planner, so I slabs need no such rule.)
+        let written = |q: u32| matches!(plan.kinds[q as usize], Kind::Field { field, .. } if plan.field_written[field]);
+        let written_read_along_k = plan.sections.iter().any(|s| {
+            s.k_reads
+                .iter()
+                .any(|&(q, lo, hi)| (lo, hi) != (0, 0) && written(q))
+                || s.var_reads.iter().any(|&q| written(q))
+        });
+        let slabs = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
+            && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
+            && (along_k || !written_read_along_k);
+        LayoutSchedule {
+            layout,
+            walk_columns,
+            slabs,
+            sections,
+        }
+    }
+
+    /// Section `s` in blocks on `layout`: what [`SectionExec::Points`],
+    /// [`SectionExec::InRun`] and [`SectionExec::Columns`] become for a tile whose memory their
+    /// function was not compiled for (another element type, no unit stride along the axis it
+    /// walks, read-only where it stores).
+    pub fn blocks(plan: &Plan, s: usize, layout: Layout) -> SectionExec {
+        SectionExec::Blocks {
+            copy_columns: plan.sections[s].order != IterOrder::Parallel && layout == Layout::K,
+        }
+    }
+}
+
+/// Whether the code generator handles every operation of `tape` (an integer power needs a
+/// literal exponent, which the types pass guarantees; reads at run-time K levels only in
+/// mixed-type code, `wide`).
+pub(crate) fn supported(tape: &[Instr], wide: bool) -> bool {
+    tape.iter().all(|ins| match ins.op {
+        Op::LoadK(..) => wide,
+        Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
+            matches!(ins.args[1], Src::Const(crate::gtscript::ir::Value::I(e)) if e >= 0)
+        }
+        _ => true,
+    })
+}
+
+/// Whether section `s` of `plan` can walk columns: FORWARD or BACKWARD, without regions, loops
+/// or writes at K offsets, every statement compiled and computed over the core only, no statement reading at a horizontal offset a
+/// quantity the section writes, and every temporary that lives in block buffers (`Local`)
+/// written in a level before it is read there.
+pub(crate) fn walkable(plan: &Plan, s: usize) -> bool {
+    let sec = &plan.sections[s];
+    if sec.order == IterOrder::Parallel || sec.stmts.is_empty() {
+        return false;
+    }
+    // Regions, loops and writes at K offsets run in blocks (reads at run-time levels are not
+    // `supported`).
+    if !plan.program.sections[s].loops.is_empty()
+        || sec
+            .stmts
+            .iter()
+            .any(|st| st.region.is_some() || st.k_offset != 0)
+    {
+        return false;
+    }
+    let written = |q: u32| sec.stmts.iter().any(|st| st.target == q);
+    let mut set: Vec<u32> = Vec::new();
+    for st in &sec.stmts {
+        if st.reach != [0; 4] || st.tape.is_empty() || !supported(&st.tape, false) {
+            return false;
+        }
+        for ins in &st.tape {
+            for a in ins.args {
+                let Src::Q(q, off) = a else { continue };
+                if (off[0], off[1]) != (0, 0) && written(q) {
+                    return false;
+                }
+                if matches!(plan.kinds[q as usize], Kind::Local)
+                    && (off != [0; 3] || !set.contains(&q))
+                {
+                    return false;
+                }
+            }
+        }
+        set.push(st.target);
+    }
+    true
+}
+
+/// Whether quantity `q` has axis `a` (a temporary that lives in block buffers has all three).
+pub(crate) fn has_axis(plan: &Plan, q: u32, a: usize) -> bool {
+    match plan.kinds[q as usize] {
+        Kind::Field { field, .. } => plan.program.fields[field].axes[a],
+        Kind::Stored { axes, .. } => axes[a],
+        Kind::Local => true,
+    }
+}
+
+/// Whether statement `v` of section `s` has surely run, in the current pass of every loop that
+/// holds it, when statement `u` runs (`v < u`, both in `range`): every loop in `range` whose
+/// body holds `v` holds `u` too (a loop's body may run no pass).
+fn runs_before(plan: &Plan, s: usize, range: &std::ops::Range<usize>, v: usize, u: usize) -> bool {
+    let flow = &plan.sections[s].flow;
+    v < u
+        && range.clone().all(|c| match flow[c].exit {
+            Some(e) if c < v && v < e => c < u && u < e,
+            _ => true,
+        })
+}
+
+/// The quantities statement `u` (or the range's end, `u == range.end`) can take from earlier
+/// statements of `range` in every pass (see [`runs_before`]).
+pub(crate) fn surely_written(
+    plan: &Plan,
+    s: usize,
+    range: &std::ops::Range<usize>,
+    u: usize,
+) -> Vec<u32> {
+    let sec = &plan.sections[s];
+    (range.start..u)
+        .filter(|&v| runs_before(plan, s, range, v, u))
+        .map(|v| sec.stmts[v].target)
+        .collect()
+}
+
+/// Whether section `s` can run as one point function over its whole box, point after point
+/// (see [`crate::gtscript::jit::point::PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
+/// every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
+/// point (no region, no K offset); what the section writes it reads at its own point or at
+/// other levels (no horizontal offset, no run-time level); every temporary that lives in one
+/// level is written, in every pass, before it is read. Then each point's result depends on that
+/// point alone and on other levels, so the points of one level can run in any order, and the
+/// levels of a column, walked in the section's order, after one another.
+pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
+    let sec = &plan.sections[s];
+    let n = sec.stmts.len();
+    if sec.order == IterOrder::Parallel || n == 0 || plan.program.sections[s].loops.is_empty() {
+        return false;
+    }
+    let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
+    let range = 0..n;
+    for (u, st) in sec.stmts.iter().enumerate() {
+        if st.tape.is_empty()
+            || !supported(&st.tape, wide)
+            || st.k_offset != 0
+            || st.region.is_some()
+            || st.reach != [0; 4]
+            || sec.write_through.contains(&st.target)
+        {
+            return false;
+        }
+        let sure = surely_written(plan, s, &range, u);
+        for ins in &st.tape {
+            if let Op::LoadK(q, _) = ins.op {
+                if written.contains(&q) {
+                    return false;
+                }
+            }
+            for a in ins.args {
+                let Src::Q(q, off) = a else { continue };
+                if !written.contains(&q) {
+                    continue;
+                }
+                if off[..2] != [0, 0]
+                    || (matches!(plan.kinds[q as usize], Kind::Local)
+                        && (off != [0; 3] || !sure.contains(&q)))
+                {
+                    return false;
+                }
+            }
+        }
+    }
+    sec.flow
+        .iter()
+        .all(|f| f.next <= n && f.exit.is_none_or(|e| e <= n))
+}
+
+/// The end of the run of sections from `s` that walk columns as one point function (see
+/// [`crate::gtscript::jit::point::build`]), each column through all of them in turn, as GT4Py's code walks a computation's
+/// intervals: consecutive sections that each can (see [`section`]), none of which reads at a
+/// horizontal offset what one of them writes. Each column's result then depends on that
+/// column alone, so running a column through every section before the next column computes
+/// what running each section over all columns does, and each column is read from memory
+/// once instead of once per section. `s + 1` when section `s` walks alone; `s` when it
+/// cannot walk.
+pub(crate) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
+    if !section(plan, s, wide) {
+        return s;
+    }
+    let mut e = s + 1;
+    while e < plan.sections.len() && section(plan, e, wide) {
+        let written: Vec<u32> = plan.sections[s..=e]
+            .iter()
+            .flat_map(|sec| sec.stmts.iter().map(|st| st.target))
+            .collect();
+        let apart = plan.sections[s..=e]
+            .iter()
+            .flat_map(|sec| &sec.stmts)
+            .flat_map(|st| &st.tape)
+            .flat_map(|ins| ins.args)
+            .any(|a| matches!(a, Src::Q(q, off) if off[..2] != [0, 0] && written.contains(&q)));
+        if apart {
+            break;
+        }
+        e += 1;
+    }
+    e
+}
+
+/// Where the loop whose condition is statement `t` of section `s` ends (one past its last
+/// statement), if it can run point by point: `t` is a `while` condition outside any other loop;
+/// every statement of the loop is compiled (`wide`: mixed-type code), writes at its own point
+/// over the same box (no region, no K offset), not to a quantity read at run-time levels later
+/// (written through at once by the block); and what the loop writes it reads only at the
+/// point itself (not at an offset, not at a run-time level).
+pub(crate) fn range(plan: &Plan, s: usize, t: usize, wide: bool) -> Option<usize> {
+    let sec = &plan.sections[s];
+    let exit = sec.flow.get(t)?.exit?;
+    if (0..t).any(|u| sec.flow[u].exit.is_some_and(|e| e > t)) {
+        return None;
+    }
+    let stmts = sec.stmts.get(t..exit)?;
+    let written: Vec<u32> = stmts.iter().map(|st| st.target).collect();
+    for st in stmts {
+        if st.tape.is_empty()
+            || !supported(&st.tape, wide)
+            || st.k_offset != 0
+            || st.region.is_some()
+            || st.reach != stmts[0].reach
+            || sec.write_through.contains(&st.target)
+        {
+            return None;
+        }
+        for ins in &st.tape {
+            if let Op::LoadK(q, _) = ins.op {
+                if written.contains(&q) {
+                    return None;
+                }
+            }
+            for a in ins.args {
+                if let Src::Q(q, off) = a {
+                    if written.contains(&q) && off != [0; 3] {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+    let inside = |x: usize| (t..=exit).contains(&x);
+    let flows_stay = sec.flow[t..exit]
+        .iter()
+        .all(|f| inside(f.next) && f.exit.is_none_or(inside));
+    flows_stay.then_some(exit)
+}

@@ -1,0 +1,370 @@
+//! The schedule of a few definitions, per layout and with code generation on and off, and
+//! the code `Jit::compile` makes for it (exactly what the schedule names).
+
+use crate::gtscript::plan::schedule::{Layout, PointWalk, Schedule, SectionExec, SectionSchedule};
+use crate::gtscript::{compile, Jit, Lane, Lanes, Plan};
+
+const BLOCKS: SectionExec = SectionExec::Blocks {
+    copy_columns: false,
+};
+const BLOCKS_COPIED: SectionExec = SectionExec::Blocks { copy_columns: true };
+
+/// `out = lap(lap(inp))` through a temporary.
+fn laplacian() -> Plan {
+    let lap = |q: &str| {
+        format!("add mul c -4.0 {q} 0 0 0 add {q} 1 0 0 add {q} -1 0 0 add {q} 0 1 0 {q} 0 -1 0")
+    };
+    compile(&format!(
+        "stencil l2 float64\nfield inp IJK\nfield out IJK\ntemp tmp\ncomp PARALLEL\n\
+         interval S 0 E 0\nstmt 1 t 0 {}\nstmt 2 f 1 0 {}\n",
+        lap("f 0 0"),
+        lap("t 0")
+    ))
+    .unwrap()
+}
+
+/// The tridiagonal solve as the Python frontend writes it: two FORWARD sections, two
+/// BACKWARD ones.
+fn tridiagonal() -> Plan {
+    compile(
+        "stencil tridiag\nfield a float64 IJK\nfield b float64 IJK\n\
+         field c float64 IJK\nfield d float64 IJK\nfield x float64 IJK\ntemp cp auto IJK\n\
+         temp dp auto IJK\ntemp m auto IJK\ncomp FORWARD\ninterval S 0 S 1\n\
+         stmt 19 t 0 div f 2 0 0 0 0 f 1 0 0 0 0\nstmt 20 t 1 div f 3 0 0 0 0 f 1 0 0 0 0\n\
+         interval S 1 E 0\nstmt 22 t 2 sub f 1 0 0 0 0 mul f 0 0 0 0 0 t 0 0 0 -1\n\
+         stmt 23 t 0 div f 2 0 0 0 0 t 2 0 0 0\n\
+         stmt 24 t 1 div sub f 3 0 0 0 0 mul f 0 0 0 0 0 t 1 0 0 -1 t 2 0 0 0\n\
+         comp BACKWARD\ninterval E -1 E 0\nstmt 27 f 4 0 t 1 0 0 0\ninterval S 0 E -1\n\
+         stmt 29 f 4 0 sub t 1 0 0 0 mul t 0 0 0 0 f 4 0 0 0 1\n",
+    )
+    .unwrap()
+}
+
+/// A vertical search as a vertical remap does it: two FORWARD computations, each a `while`
+/// loop per point that halves `out` until it is at most 1 (a first section without a loop
+/// before them).
+fn remap() -> Plan {
+    let search = "comp FORWARD\ninterval S 0 E 0\n\
+                  stmt 2 t 0 gt f 1 0 0 0 0 c 1.0\nwhile\n\
+                  stmt 3 f 1 0 sel t 0 0 0 0 mul f 1 0 0 0 0 c 0.5 f 1 0 0 0 0\n\
+                  endwhile\n";
+    compile(&format!(
+        "stencil remap float64\nfield a IJK\nfield out IJK\ntemp m bool\n\
+         comp FORWARD\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 0\n{search}{search}"
+    ))
+    .unwrap()
+}
+
+/// The same loop in a PARALLEL computation: it cannot walk as a whole section, and runs
+/// point by point in blocks.
+fn parallel_loop() -> Plan {
+    compile(
+        "stencil pl float64\nfield a IJK\nfield out IJK\ntemp m bool\n\
+         comp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 0\n\
+         stmt 2 t 0 gt f 1 0 0 0 0 c 1.0\nwhile\n\
+         stmt 3 f 1 0 sel t 0 0 0 0 mul f 1 0 0 0 0 c 0.5 f 1 0 0 0 0\nendwhile\n",
+    )
+    .unwrap()
+}
+
+/// A column sum through a 2-D temporary.
+fn two_d_temporary() -> Plan {
+    compile(
+        "stencil s\nfield x float64 IJK\nfield out float64 IJK\ntemp t float64 IJ\n\
+         comp FORWARD\ninterval S 0 S 1\nstmt 1 t 0 lit float64 0\n\
+         comp FORWARD\ninterval S 0 E 0\nstmt 2 t 0 add t 0 0 0 0 f 0 0 0 0 0\nstmt 3 f 1 0 t 0 0 0 0\n",
+    )
+    .unwrap()
+}
+
+/// A PARALLEL section reading a field at K offsets.
+fn k_offsets() -> Plan {
+    compile(
+        "stencil k float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 1 E -1\n\
+         stmt 1 f 1 0 add f 0 0 0 0 -1 f 0 0 0 0 1\n",
+    )
+    .unwrap()
+}
+
+const LAYOUTS: [Layout; 3] = [Layout::I, Layout::J, Layout::K];
+
+/// The executors of `plan` per layout I, J, K.
+fn executors(schedule: &Schedule, plan: &Plan) -> [(bool, Vec<SectionExec>); 3] {
+    LAYOUTS.map(|l| {
+        let s = schedule.for_layout(plan, l);
+        assert_eq!(s.layout, l);
+        (s.walk_columns, s.sections)
+    })
+}
+
+/// Without code generation every section runs in blocks, FORWARD and BACKWARD ones on
+/// layouts with unit stride along K through I-fastest column copies, every statement by the
+/// interpreter.
+fn check_interpreted(plan: &Plan) {
+    let off = Schedule::new(plan, false);
+    assert!(!off.codegen);
+    for (s, sec) in off.sections.iter().enumerate() {
+        let n = plan.sections[s].stmts.len();
+        assert_eq!(
+            *sec,
+            SectionSchedule {
+                whole: false,
+                column_run: None,
+                column: false,
+                row: vec![false; n],
+                point_loop: vec![None; n],
+            }
+        );
+    }
+    let vertical = |s: usize| plan.sections[s].order != crate::gtscript::ir::IterOrder::Parallel;
+    for (l, (walk, secs)) in LAYOUTS.into_iter().zip(executors(&off, plan)) {
+        assert!(!walk);
+        for (s, e) in secs.into_iter().enumerate() {
+            let copy = vertical(s) && l == Layout::K;
+            assert_eq!(e, SectionExec::Blocks { copy_columns: copy }, "{l:?} {s}");
+        }
+    }
+}
+
+/// `Jit::compile` makes exactly the code the schedule names, and says so.
+fn check_compiled(plan: &Plan, schedule: &Schedule) {
+    let Some(jit) = Jit::compile(plan).unwrap() else {
+        return;
+    };
+    assert_eq!(jit.schedule(), schedule);
+    macro_rules! per_lanes {
+        ($t:ty) => {{
+            for (s, sec) in schedule.sections.iter().enumerate() {
+                assert_eq!(jit.column::<$t>(s).is_some(), sec.column, "section {s}");
+                for t in 0..sec.row.len() {
+                    assert_eq!(jit.stmt::<$t>(s, t).is_some(), sec.row[t], "{s} {t}");
+                    assert_eq!(
+                        jit.point_loop::<$t>(s, t).map(|c| c.exit),
+                        sec.point_loop[t],
+                        "{s} {t}"
+                    );
+                }
+                let levels = jit.point_section::<$t>(plan, s, PointWalk::Levels).unwrap();
+                assert_eq!(levels.is_some(), sec.whole, "section {s}");
+                let columns = jit
+                    .point_section::<$t>(plan, s, PointWalk::Columns)
+                    .unwrap();
+                assert_eq!(
+                    columns.map(|c| c.parts.len()),
+                    (sec.column_run == Some(s)).then(|| schedule.column_run_len(s)),
+                    "section {s}"
+                );
+            }
+        }};
+    }
+    match plan.lanes {
+        Lanes::F64 => per_lanes!(f64),
+        Lanes::F32 => per_lanes!(f32),
+        Lanes::Wide => per_lanes!(Lane),
+    }
+    for l in LAYOUTS {
+        assert_eq!(*jit.layout_schedule(plan, l), schedule.for_layout(plan, l));
+    }
+}
+
+#[test]
+fn parallel_laplacian_runs_rows_in_blocks() {
+    let plan = laplacian();
+    let on = Schedule::new(&plan, true);
+    assert_eq!(
+        on.sections,
+        [SectionSchedule {
+            whole: false,
+            column_run: None,
+            column: false,
+            row: vec![true, true],
+            point_loop: vec![None, None],
+        }]
+    );
+    for (walk, secs) in executors(&on, &plan) {
+        assert!(!walk);
+        assert_eq!(secs, [BLOCKS]);
+    }
+    // A temporary: no slabs.
+    assert!(LAYOUTS.iter().all(|&l| !on.for_layout(&plan, l).slabs));
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+#[test]
+fn tridiagonal_solve_walks_columns_where_k_has_unit_stride() {
+    let plan = tridiagonal();
+    let on = Schedule::new(&plan, true);
+    for (s, sec) in on.sections.iter().enumerate() {
+        let n = plan.sections[s].stmts.len();
+        assert!(sec.column && !sec.whole && sec.column_run.is_none(), "{s}");
+        assert_eq!(sec.row, vec![true; n]);
+        assert_eq!(sec.point_loop, vec![None; n]);
+    }
+    assert!(LAYOUTS.iter().all(|&l| !on.for_layout(&plan, l).slabs));
+    let [i, j, k] = executors(&on, &plan);
+    assert_eq!(i, (false, vec![BLOCKS; 4]));
+    assert_eq!(j, (false, vec![BLOCKS; 4]));
+    assert_eq!(k, (true, vec![SectionExec::Columns; 4]));
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+#[test]
+fn remap_loops_walk_as_whole_sections() {
+    let plan = remap();
+    let on = Schedule::new(&plan, true);
+    // The first section has no loop: a column function. The two with loops are one point
+    // function walking columns (one run), or each its own walking levels.
+    assert_eq!(
+        on.sections,
+        [
+            SectionSchedule {
+                whole: false,
+                column_run: None,
+                column: true,
+                row: vec![true],
+                point_loop: vec![None],
+            },
+            SectionSchedule {
+                whole: true,
+                column_run: Some(1),
+                column: false,
+                row: vec![false, false],
+                point_loop: vec![None, None],
+            },
+            SectionSchedule {
+                whole: true,
+                column_run: Some(1),
+                column: false,
+                row: vec![false, false],
+                point_loop: vec![None, None],
+            },
+        ]
+    );
+    assert_eq!(on.column_run_len(1), 2);
+    let [i, j, k] = executors(&on, &plan);
+    let levels = |s: usize| SectionExec::Points {
+        walk: PointWalk::Levels,
+        end: s + 1,
+    };
+    assert_eq!(i, (false, vec![BLOCKS, levels(1), levels(2)]));
+    // Unit stride along J: no walk; the whole sections' statements are interpreted.
+    assert_eq!(j, (false, vec![BLOCKS; 3]));
+    assert_eq!(
+        k,
+        (
+            true,
+            vec![
+                SectionExec::Columns,
+                SectionExec::Points {
+                    walk: PointWalk::Columns,
+                    end: 3
+                },
+                SectionExec::InRun { first: 1 },
+            ]
+        )
+    );
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+#[test]
+fn parallel_loop_runs_point_by_point_in_blocks() {
+    let plan = parallel_loop();
+    let on = Schedule::new(&plan, true);
+    assert_eq!(
+        on.sections,
+        [SectionSchedule {
+            whole: false,
+            column_run: None,
+            column: false,
+            row: vec![true, true, true],
+            point_loop: vec![None, Some(3), None],
+        }]
+    );
+    for (walk, secs) in executors(&on, &plan) {
+        assert!(!walk);
+        assert_eq!(secs, [BLOCKS]);
+    }
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+#[test]
+fn two_d_temporary_walks_columns_where_k_has_unit_stride() {
+    let plan = two_d_temporary();
+    let on = Schedule::new(&plan, true);
+    assert!(on.sections.iter().all(|s| s.column && !s.whole));
+    let [i, j, k] = executors(&on, &plan);
+    assert_eq!(i, (false, vec![BLOCKS; 2]));
+    assert_eq!(j, (false, vec![BLOCKS; 2]));
+    assert_eq!(k, (true, vec![SectionExec::Columns; 2]));
+    // Without code, the FORWARD sections copy columns on that layout instead.
+    let off = Schedule::new(&plan, false);
+    assert_eq!(
+        off.for_layout(&plan, Layout::K).sections,
+        [BLOCKS_COPIED; 2]
+    );
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+#[test]
+fn parallel_k_offsets_run_rows_in_blocks_on_every_layout() {
+    let plan = k_offsets();
+    let on = Schedule::new(&plan, true);
+    assert_eq!(on.sections[0].row, [true]);
+    assert!(!on.sections[0].column && !on.sections[0].whole);
+    for (walk, secs) in executors(&on, &plan) {
+        assert!(!walk);
+        assert_eq!(secs, [BLOCKS]);
+    }
+    // Fields only, the written one read at its own level: slabs on every layout (where the
+    // call's memory allows), with code generation on or off.
+    for codegen in [true, false] {
+        let schedule = Schedule::new(&plan, codegen);
+        assert!(LAYOUTS.iter().all(|&l| schedule.for_layout(&plan, l).slabs));
+    }
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+/// A FORWARD section with a column function and one that reads a written temporary at a
+/// horizontal offset (no column function): the stencil cannot walk columns, so both run in
+/// blocks through column copies on a layout with unit stride along K.
+#[test]
+fn one_section_without_column_code_keeps_every_section_in_blocks() {
+    let plan = compile(
+        "stencil h\nfield a float64 IJK\nfield out float64 IJK\ntemp u auto IJK\n\
+         comp FORWARD\ninterval S 0 S 1\nstmt 1 f 1 0 f 0 0 0 0 0\ninterval S 1 E 0\n\
+         stmt 2 t 0 mul f 0 0 0 0 0 c 2.0\nstmt 3 f 1 0 add f 1 0 0 0 -1 t 0 1 0 0\n",
+    )
+    .unwrap();
+    let on = Schedule::new(&plan, true);
+    assert!(on.sections[0].column && !on.sections[1].column);
+    let k = on.for_layout(&plan, Layout::K);
+    assert!(!k.walk_columns);
+    assert_eq!(k.sections, [BLOCKS_COPIED; 2]);
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+/// A field the stencil writes, read at another level by a later computation: slabs of K
+/// would split it, so slabs only on the layout with unit stride along K (slabs of I).
+#[test]
+fn written_field_read_along_k_keeps_k_slabs_off() {
+    let plan = compile(
+        "stencil w float64\nfield a IJK\nfield out IJK\nfield b IJK\n\
+         comp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 0\n\
+         comp PARALLEL\ninterval S 0 E -1\nstmt 2 f 2 0 f 1 0 0 0 1\n",
+    )
+    .unwrap();
+    for codegen in [true, false] {
+        let schedule = Schedule::new(&plan, codegen);
+        let slabs = LAYOUTS.map(|l| schedule.for_layout(&plan, l).slabs);
+        assert_eq!(slabs, [false, false, true]);
+    }
+    check_interpreted(&plan);
+    check_compiled(&plan, &Schedule::new(&plan, true));
+}
