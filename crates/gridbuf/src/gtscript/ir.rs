@@ -597,63 +597,11 @@ impl Program {
             return Err(ir_error(t.line, "expression nested too deeply"));
         }
         let op = t.next()?;
-        let unary = match op {
-            "neg" => Some(UnOp::Neg),
-            "not" => Some(UnOp::Not),
-            "abs" => Some(UnOp::Abs),
-            "sqrt" => Some(UnOp::Sqrt),
-            "exp" => Some(UnOp::Exp),
-            "log" => Some(UnOp::Log),
-            "log10" => Some(UnOp::Log10),
-            "sin" => Some(UnOp::Sin),
-            "cos" => Some(UnOp::Cos),
-            "tan" => Some(UnOp::Tan),
-            "asin" => Some(UnOp::Asin),
-            "acos" => Some(UnOp::Acos),
-            "atan" => Some(UnOp::Atan),
-            "sinh" => Some(UnOp::Sinh),
-            "cosh" => Some(UnOp::Cosh),
-            "tanh" => Some(UnOp::Tanh),
-            "asinh" => Some(UnOp::Asinh),
-            "acosh" => Some(UnOp::Acosh),
-            "atanh" => Some(UnOp::Atanh),
-            "gamma" => Some(UnOp::Gamma),
-            "cbrt" => Some(UnOp::Cbrt),
-            "erf" => Some(UnOp::Erf),
-            "erfc" => Some(UnOp::Erfc),
-            "floor" => Some(UnOp::Floor),
-            "ceil" => Some(UnOp::Ceil),
-            "trunc" => Some(UnOp::Trunc),
-            "round" => Some(UnOp::Round),
-            "round_away_from_zero" => Some(UnOp::RoundAway),
-            "isfinite" => Some(UnOp::IsFinite),
-            "isnan" => Some(UnOp::IsNan),
-            "isinf" => Some(UnOp::IsInf),
-            _ => None,
-        };
+        let unary = super::ops::un_named(op);
         if let Some(u) = unary {
             return Ok(Expr::Un(u, Box::new(self.expr(t, depth + 1, default)?)));
         }
-        let binary = match op {
-            "add" => Some(BinOp::Add),
-            "sub" => Some(BinOp::Sub),
-            "mul" => Some(BinOp::Mul),
-            "div" => Some(BinOp::Div),
-            "pow" => Some(BinOp::Pow),
-            "mod" => Some(BinOp::Mod),
-            "floordiv" => Some(BinOp::FloorDiv),
-            "min" => Some(BinOp::Min),
-            "max" => Some(BinOp::Max),
-            "lt" => Some(BinOp::Lt),
-            "le" => Some(BinOp::Le),
-            "gt" => Some(BinOp::Gt),
-            "ge" => Some(BinOp::Ge),
-            "eq" => Some(BinOp::Eq),
-            "ne" => Some(BinOp::Ne),
-            "and" => Some(BinOp::And),
-            "or" => Some(BinOp::Or),
-            _ => None,
-        };
+        let binary = super::ops::bin_named(op);
         if let Some(b) = binary {
             let a = self.expr(t, depth + 1, default)?;
             let c = self.expr(t, depth + 1, default)?;

@@ -11,6 +11,7 @@
 pub mod eval;
 mod inline;
 pub mod ir;
+pub mod ops;
 pub mod plan;
 mod region;
 #[cfg(test)]
