@@ -46,7 +46,7 @@ pub enum Op {
 
 fn arith(op: Op) -> Option<BinOp> {
     match op {
-        Op::Bin(o @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)) => Some(o),
+        Op::Bin(o) if matches!(super::ops::bin(o).code, super::ops::BinCode::Arith(_)) => Some(o),
         _ => None,
     }
 }

@@ -185,10 +185,6 @@ pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
             BinOp::Sub => bin(d, a, b, |x, y| x - y),
             BinOp::Mul => bin(d, a, b, |x, y| x * y),
             BinOp::Div => bin(d, a, b, |x, y| x / y),
-            BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
-                let (_, f) = T::binary_fn(o).expect("pow, mod and floordiv have functions");
-                bin(d, a, b, |x, y| f(x, y))
-            }
             // NumPy's minimum and maximum: NaN wins, and a tie (0 and -0) gives the second.
             BinOp::Min => bin(d, a, b, |x, y| if x < y || x.is_nan() { x } else { y }),
             BinOp::Max => bin(d, a, b, |x, y| if x > y || x.is_nan() { x } else { y }),
@@ -200,6 +196,12 @@ pub(super) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
             BinOp::Ne => bin(d, a, b, |x, y| truth(x != y)),
             BinOp::And => bin(d, a, b, |x, y| truth(x != T::ZERO && y != T::ZERO)),
             BinOp::Or => bin(d, a, b, |x, y| truth(x != T::ZERO || y != T::ZERO)),
+            // The functions of `math.rs` (`pow`, `mod`, `floordiv`), the same the compiled
+            // code calls.
+            _ => {
+                let (_, f) = T::binary_fn(o).expect("every other binary op has a function");
+                bin(d, a, b, |x, y| f(x, y))
+            }
         },
         Op::Bin2(o1, o2) => {
             macro_rules! fused {

@@ -176,9 +176,6 @@ pub(super) fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
-        BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
-            T::binary_fn(op).expect("a math function").1(x, y)
-        }
         // NumPy's minimum and maximum: NaN wins.
         BinOp::Min => {
             if x < y || x.is_nan() {
@@ -202,6 +199,7 @@ pub(super) fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
         BinOp::Ne => truth(x != y),
         BinOp::And => truth(x != T::ZERO && y != T::ZERO),
         BinOp::Or => truth(x != T::ZERO || y != T::ZERO),
+        _ => T::binary_fn(op).expect("a math function").1(x, y),
     }
 }
 
