@@ -16,6 +16,7 @@
 //! any Rust function of one float; everything else follows from the entry.
 
 use super::ir::{BinOp, Ty, UnOp};
+use super::Num;
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::Opcode;
 
@@ -484,6 +485,78 @@ pub static BINARY: [BinInfo; 17] = {
         ),
     ]
 };
+
+/// The value of unary `op` at `x`, on floats of type `T` (booleans as 1 and 0): each operation's
+/// scalar evaluation. The interpreter's kernels (`eval::kernels`, one loop per operation, `op`
+/// a constant there) and the reference evaluator compute with it. A math function
+/// ([`UnCode::Call`]) is looked up at every call: the kernels resolve it once per strip.
+#[inline(always)]
+pub fn eval_un<T: Num>(op: UnOp, x: T) -> T {
+    match op {
+        UnOp::Neg => -x,
+        UnOp::Not => truth(x == T::ZERO),
+        UnOp::Abs => x.abs(),
+        UnOp::Sqrt => x.sqrt(),
+        UnOp::Floor => x.floor(),
+        UnOp::Ceil => x.ceil(),
+        UnOp::Trunc => x.trunc(),
+        UnOp::Round => x.round_even(),
+        UnOp::RoundAway => x.round_away(),
+        UnOp::IsFinite => truth(x.is_finite()),
+        UnOp::IsNan => truth(x.is_nan()),
+        UnOp::IsInf => truth(x.is_inf()),
+        _ => T::unary_fn(op)
+            .expect("every other unary op has a function")
+            .1(x),
+    }
+}
+
+/// The value of binary `op` at `x` and `y` (see [`eval_un`]).
+#[inline(always)]
+pub fn eval_bin<T: Num>(op: BinOp, x: T, y: T) -> T {
+    match op {
+        BinOp::Add => x + y,
+        BinOp::Sub => x - y,
+        BinOp::Mul => x * y,
+        BinOp::Div => x / y,
+        // NumPy's minimum and maximum: NaN wins, and a tie (0 and -0) gives the second.
+        BinOp::Min => {
+            if x < y || x.is_nan() {
+                x
+            } else {
+                y
+            }
+        }
+        BinOp::Max => {
+            if x > y || x.is_nan() {
+                x
+            } else {
+                y
+            }
+        }
+        BinOp::Lt => truth(x < y),
+        BinOp::Le => truth(x <= y),
+        BinOp::Gt => truth(x > y),
+        BinOp::Ge => truth(x >= y),
+        BinOp::Eq => truth(x == y),
+        BinOp::Ne => truth(x != y),
+        BinOp::And => truth(x != T::ZERO && y != T::ZERO),
+        BinOp::Or => truth(x != T::ZERO || y != T::ZERO),
+        _ => T::binary_fn(op)
+            .expect("every other binary op has a function")
+            .1(x, y),
+    }
+}
+
+/// 1 or 0.
+#[inline(always)]
+fn truth<T: Num>(b: bool) -> T {
+    if b {
+        T::ONE
+    } else {
+        T::ZERO
+    }
+}
 
 /// Every math function of the table by symbol name and address (both float types), for the
 /// compiled code's symbol table.

@@ -151,56 +151,11 @@ pub(super) fn arrays<T: Num>(
 }
 
 pub(super) fn un<T: Num>(op: UnOp, x: T) -> T {
-    let truth = |b: bool| if b { T::ONE } else { T::ZERO };
-    match op {
-        UnOp::Neg => -x,
-        UnOp::Not => truth(x == T::ZERO),
-        UnOp::Abs => x.abs(),
-        UnOp::Sqrt => x.sqrt(),
-        UnOp::Floor => x.floor(),
-        UnOp::Ceil => x.ceil(),
-        UnOp::Trunc => x.trunc(),
-        UnOp::Round => x.round_even(),
-        UnOp::RoundAway => x.round_away(),
-        UnOp::IsFinite => truth(x.is_finite()),
-        UnOp::IsNan => truth(x.is_nan()),
-        UnOp::IsInf => truth(x.is_inf()),
-        _ => T::unary_fn(op).expect("a math function").1(x),
-    }
+    crate::gtscript::ops::eval_un(op, x)
 }
 
 pub(super) fn bin<T: Num>(op: BinOp, x: T, y: T) -> T {
-    let truth = |b: bool| if b { T::ONE } else { T::ZERO };
-    match op {
-        BinOp::Add => x + y,
-        BinOp::Sub => x - y,
-        BinOp::Mul => x * y,
-        BinOp::Div => x / y,
-        // NumPy's minimum and maximum: NaN wins.
-        BinOp::Min => {
-            if x < y || x.is_nan() {
-                x
-            } else {
-                y
-            }
-        }
-        BinOp::Max => {
-            if x > y || x.is_nan() {
-                x
-            } else {
-                y
-            }
-        }
-        BinOp::Lt => truth(x < y),
-        BinOp::Le => truth(x <= y),
-        BinOp::Gt => truth(x > y),
-        BinOp::Ge => truth(x >= y),
-        BinOp::Eq => truth(x == y),
-        BinOp::Ne => truth(x != y),
-        BinOp::And => truth(x != T::ZERO && y != T::ZERO),
-        BinOp::Or => truth(x != T::ZERO || y != T::ZERO),
-        _ => T::binary_fn(op).expect("a math function").1(x, y),
-    }
+    crate::gtscript::ops::eval_bin(op, x, y)
 }
 
 /// Temporaries of the reference cover the domain widened by this many points in I and J.
