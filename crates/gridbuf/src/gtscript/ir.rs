@@ -32,7 +32,8 @@
 //! (the level EXPR counted from the domain's first level, GT4Py's `a.at(K=idx)`). The unary
 //! functions are GT4Py's native ones by their gtscript names (`sqrt`, `exp`, `log`, `log10`,
 //! `sin` ... `atanh`, `gamma`, `cbrt`, `erf`, `erfc`, `floor`, `ceil`, `trunc`, `round`,
-//! `round_away_from_zero`, `isfinite`, `isnan`, `isinf`); `mod` is NumPy's `remainder`.
+//! `round_away_from_zero`, `isfinite`, `isnan`, `isinf`); `mod` is NumPy's `remainder`. Each
+//! operator's name, types and code are its entry in [`super::ops`].
 
 use crate::error::{Error, Result};
 
