@@ -289,7 +289,7 @@ const fn test(abs: bool, cc: FloatCC, against: Against) -> UnCode {
 }
 
 /// Every unary operation, in [`UnOp`]'s order.
-pub static UNARY: [UnInfo; 31] = {
+pub static UNARY: &[UnInfo] = &{
     use TypeRule::*;
     use UnOp as U;
     const PREDICATE: (TypeRule, Operands, bool) = (Predicate, Operands::Any, false);
@@ -392,7 +392,7 @@ pub static UNARY: [UnInfo; 31] = {
 };
 
 /// Every binary operation, in [`BinOp`]'s order.
-pub static BINARY: [BinInfo; 17] = {
+pub static BINARY: &[BinInfo] = &{
     use BinOp as B;
     use Operands::{Any, BoolOnly, NotBothBool};
     use TypeRule::*;
