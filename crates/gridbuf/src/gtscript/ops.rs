@@ -9,11 +9,19 @@
 //! variant's position), e.g.
 //!
 //! ```text
-//! op1(UnOp::Tanh, "tanh", FLOAT_FN, libm!(tanh, f64::tanh, f32::tanh)),
+//! op1(U::Tanh, "tanh", FLOAT_FN, libm!(tanh, f64::tanh, f32::tanh)),
 //! ```
 //!
-//! [`libm!`] defines the `extern "C"` functions (`gridbuf_tanh_f64`, `gridbuf_tanh_f32`) from
-//! any Rust function of one float; everything else follows from the entry.
+//! `libm!` defines the `extern "C"` functions (`gridbuf_tanh_f64`, `gridbuf_tanh_f32`) from
+//! any Rust function of one float; everything else follows from the entry. Then add its name
+//! to the property test's operators (`eval::jit_tests`, `UN`; a test checks it) and to the
+//! Python frontend's list of functions.
+//!
+//! An operation computed by instructions (not a call) has code of its own besides its entry:
+//! its scalar value in [`eval_un`] / [`eval_bin`] and its name in the kernels' list of
+//! one-loop operations (`eval::kernels`); on integers of mixed-type code, its forms in
+//! `eval::lane` and `eval::wide`; a new kind of [`UnCode`] / [`BinCode`], its emission in
+//! `eval::emit` and `eval::wide`.
 
 use super::ir::{BinOp, Ty, UnOp};
 use super::Num;
