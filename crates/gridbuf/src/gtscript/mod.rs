@@ -11,6 +11,8 @@
 pub mod exec;
 pub mod ir;
 pub mod jit;
+pub mod ops;
+pub mod parse;
 pub mod passes;
 pub mod plan;
 pub mod rt;
@@ -20,9 +22,10 @@ mod scale_tests;
 pub use exec::{run, run_interruptible};
 pub use ir::{Program, Ty, Value};
 pub use jit::Jit;
+pub use ops::num::Num;
 pub use passes::types;
 pub use plan::{Lanes, Plan};
-pub use rt::{FieldMem, Lane, Num};
+pub use rt::{FieldMem, Lane};
 
 /// Parses the IR text, inlines the temporaries that need no storage of their own, and plans
 /// it. `GRIDBUF_GTSCRIPT_SWEEP=0` drops the sweep schedules, so every stencil runs in blocks

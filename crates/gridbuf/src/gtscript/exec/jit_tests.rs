@@ -842,3 +842,15 @@ fn many_operands_and_long_tapes_agree() {
         }
     }
 }
+
+/// Every operation of the table ([`crate::gtscript::ops`]) is among those the property test
+/// generates, so a new entry is compared there too.
+#[test]
+fn every_operation_is_generated() {
+    for u in crate::gtscript::ops::UNARY {
+        assert!(UN.contains(&u.name), "{} is not in UN", u.name);
+    }
+    for b in crate::gtscript::ops::BINARY {
+        assert!(BIN.contains(&b.name), "{} is not in BIN", b.name);
+    }
+}

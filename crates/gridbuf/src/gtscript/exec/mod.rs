@@ -38,8 +38,8 @@ use crate::gtscript::plan::schedule::{Layout, Schedule};
 use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan};
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{FieldMem, Mem};
-use crate::runtime::interrupt::Interrupt;
 use crate::kernels::exec::{self, Threads};
+use crate::runtime::interrupt::Interrupt;
 use std::sync::Mutex;
 
 /// Runs a planned stencil on `fields` (one entry per field component, in quantity order) over

@@ -13,8 +13,8 @@ use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{transfer, Geo, Mem, VarMem};
 use crate::gtscript::rt::pool::{fit_buf, give_bufs, take_buf};
-use crate::runtime::interrupt::Interrupt;
 use crate::kernels::exec::{self, SimdTask};
+use crate::runtime::interrupt::Interrupt;
 
 /// Target number of points of a block buffer.
 pub(crate) const BLOCK_POINTS: usize = 8192;

@@ -3,7 +3,8 @@
 //! (the mixed-type lanes have their own, [`crate::gtscript::jit::wide`]). It computes what the interpreter
 //! computes, operation for operation (see [`crate::gtscript::jit`]).
 
-use crate::gtscript::ir::{BinOp, Ty, UnOp};
+use crate::gtscript::ir::{BinOp, Ty};
+use crate::gtscript::ops::{Against, BinCode, UnCode};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use cranelift_codegen::ir::{types, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -140,13 +141,14 @@ impl Emit<'_> {
         Self::choose(b, vt, nan, a, m)
     }
 
+    /// `x op y` for the arithmetic `op` (its instruction in [`crate::gtscript::ops::BINARY`]).
     pub(crate) fn arith(b: &mut FunctionBuilder<'_>, op: BinOp, x: Value, y: Value) -> Value {
-        match op {
-            BinOp::Add => b.ins().fadd(x, y),
-            BinOp::Sub => b.ins().fsub(x, y),
-            BinOp::Mul => b.ins().fmul(x, y),
-            _ => b.ins().fdiv(x, y),
-        }
+        let BinCode::Arith(opcode) = crate::gtscript::ops::bin(op).code else {
+            unreachable!("{op:?} is not arithmetic")
+        };
+        let t = b.func.dfg.value_type(x);
+        let (inst, dfg) = b.ins().Binary(opcode, t, x, y);
+        dfg.first_result(inst)
     }
 
     pub(crate) fn step(
@@ -209,15 +211,13 @@ impl Emit<'_> {
                     mask = Some(c);
                     self.truth(b, vt, c)
                 }
-                Op::Un(u) => match u {
-                    UnOp::Neg => b.ins().fneg(a),
-                    UnOp::Abs => b.ins().fabs(a),
-                    UnOp::Sqrt => b.ins().sqrt(a),
-                    UnOp::Floor => b.ins().floor(a),
-                    UnOp::Ceil => b.ins().ceil(a),
-                    UnOp::Trunc => b.ins().trunc(a),
-                    UnOp::Round => b.ins().nearest(a),
-                    UnOp::RoundAway => {
+                Op::Un(u) => match crate::gtscript::ops::un(u).code {
+                    UnCode::Inst(opcode) => {
+                        let t = b.func.dfg.value_type(a);
+                        let (inst, dfg) = b.ins().Unary(opcode, t, a);
+                        dfg.first_result(inst)
+                    }
+                    UnCode::RoundAway => {
                         // GT4Py's numpy backend: copysign(floor(|a| + 0.5), a).
                         let m = b.ins().fabs(a);
                         let half = self.constant(b, vt, 0.5);
@@ -229,79 +229,39 @@ impl Emit<'_> {
                         let s = b.ins().band(a, sign);
                         b.ins().bor(mag, s)
                     }
-                    UnOp::IsFinite => {
-                        let m = b.ins().fabs(a);
-                        let inf = self.constant(b, vt, f64::INFINITY);
-                        let c = b.ins().fcmp(FloatCC::LessThan, m, inf);
-                        {
-                            mask = Some(c);
-                            self.truth(b, vt, c)
-                        }
+                    UnCode::Test(t) => {
+                        let m = if t.abs { b.ins().fabs(a) } else { a };
+                        let other = match t.against {
+                            Against::Zero => self.constant(b, vt, 0.0),
+                            Against::Infinity => self.constant(b, vt, f64::INFINITY),
+                            Against::Itself => m,
+                        };
+                        let c = b.ins().fcmp(t.cc, m, other);
+                        mask = Some(c);
+                        self.truth(b, vt, c)
                     }
-                    UnOp::Not => {
-                        let z = self.constant(b, vt, 0.0);
-                        let c = b.ins().fcmp(FloatCC::Equal, a, z);
-                        {
-                            mask = Some(c);
-                            self.truth(b, vt, c)
-                        }
-                    }
-                    UnOp::IsNan => {
-                        let c = b.ins().fcmp(FloatCC::Unordered, a, a);
-                        {
-                            mask = Some(c);
-                            self.truth(b, vt, c)
-                        }
-                    }
-                    UnOp::IsInf => {
-                        let m = b.ins().fabs(a);
-                        let inf = self.constant(b, vt, f64::INFINITY);
-                        let c = b.ins().fcmp(FloatCC::Equal, m, inf);
-                        {
-                            mask = Some(c);
-                            self.truth(b, vt, c)
-                        }
-                    }
-                    _ => self.call(b, vt, ins.op, &[a]),
+                    UnCode::Call(_) => self.call(b, vt, ins.op, &[a]),
                 },
                 Op::Bin(o) => {
                     let x = x.expect("binary op has a second operand");
-                    match o {
-                        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div => {
-                            Self::arith(b, o, a, x)
-                        }
-                        BinOp::Mod | BinOp::Pow | BinOp::FloorDiv => {
-                            self.call(b, vt, ins.op, &[a, x])
-                        }
-                        BinOp::Min | BinOp::Max => Self::min_max(b, vt, o, a, x),
-                        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
-                            let cc = match o {
-                                BinOp::Lt => FloatCC::LessThan,
-                                BinOp::Le => FloatCC::LessThanOrEqual,
-                                BinOp::Gt => FloatCC::GreaterThan,
-                                BinOp::Ge => FloatCC::GreaterThanOrEqual,
-                                BinOp::Eq => FloatCC::Equal,
-                                _ => FloatCC::NotEqual,
-                            };
+                    match crate::gtscript::ops::bin(o).code {
+                        BinCode::Arith(_) => Self::arith(b, o, a, x),
+                        BinCode::Call(_) => self.call(b, vt, ins.op, &[a, x]),
+                        BinCode::MinMax => Self::min_max(b, vt, o, a, x),
+                        BinCode::Cmp(cc, _) => {
                             let c = b.ins().fcmp(cc, a, x);
-                            {
-                                mask = Some(c);
-                                self.truth(b, vt, c)
-                            }
+                            mask = Some(c);
+                            self.truth(b, vt, c)
                         }
-                        BinOp::And | BinOp::Or => {
+                        BinCode::Logic(opcode) => {
                             let z = self.constant(b, vt, 0.0);
                             let ca = b.ins().fcmp(FloatCC::NotEqual, a, z);
                             let cx = b.ins().fcmp(FloatCC::NotEqual, x, z);
-                            let c = if o == BinOp::And {
-                                b.ins().band(ca, cx)
-                            } else {
-                                b.ins().bor(ca, cx)
-                            };
-                            {
-                                mask = Some(c);
-                                self.truth(b, vt, c)
-                            }
+                            let t = b.func.dfg.value_type(ca);
+                            let (inst, dfg) = b.ins().Binary(opcode, t, ca, cx);
+                            let c = dfg.first_result(inst);
+                            mask = Some(c);
+                            self.truth(b, vt, c)
                         }
                     }
                 }

@@ -4,8 +4,8 @@
 use crate::error::{Error, Result};
 use crate::gtscript::ir::Ty;
 use crate::gtscript::jit::abi::vk_field;
+use crate::gtscript::ops::math;
 use crate::gtscript::plan::{Instr, Op, Plan, Src};
-use crate::gtscript::rt::math;
 use cranelift_codegen::ir::{types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use cranelift_jit::JITModule;

@@ -12,7 +12,7 @@
 //! same order, no contraction into fused multiply-adds, the same comparisons (`!=` true on
 //! NaN, the ordered ones false) and the same `min`/`max` choice. Operations with no instruction
 //! (`exp`, `log`, the trigonometric and hyperbolic functions, `gamma`, `erf`, `**`, `mod`, ...)
-//! call the `extern "C"` functions of [`crate::gtscript::rt::math`] that the interpreter calls too, by
+//! call the `extern "C"` functions of [`crate::gtscript::ops::math`] that the interpreter calls too, by
 //! address (registered as symbols of the module), one vector lane at a time; so every tape is
 //! compiled.
 //!

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::gtscript::jit::abi::{ColumnFn, LoopFn, RowFn};
 use crate::gtscript::jit::helpers::jit_error;
-use crate::gtscript::rt::math;
+use crate::gtscript::ops::math;
 use crate::gtscript::rt::prefetch;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};

@@ -5,6 +5,7 @@
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::jit::emit::OperandIndex;
 use crate::gtscript::jit::emit::{uses_arg, Emit};
+use crate::gtscript::ops::{BinCode, UnCode};
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -346,32 +347,27 @@ impl WideEmit<'_> {
                 }
                 Op::Un(u) if ty.is_float() => {
                     let v = Self::narrow(b, a, ty);
-                    match u {
-                        UnOp::IsNan => {
-                            let c = b.ins().fcmp(FloatCC::Unordered, v, v);
-                            Self::boolean(b, c)
-                        }
-                        UnOp::IsInf | UnOp::IsFinite => {
+                    match crate::gtscript::ops::un(u).code {
+                        // |a| against infinity: the f64 lane itself (f32's infinities are f64's).
+                        UnCode::Test(t) if t.abs => {
                             let m = b.ins().fabs(a);
                             let inf = b.ins().f64const(f64::INFINITY);
-                            let cc = if u == UnOp::IsInf {
-                                FloatCC::Equal
-                            } else {
-                                FloatCC::LessThan
-                            };
-                            let c = b.ins().fcmp(cc, m, inf);
+                            let c = b.ins().fcmp(t.cc, m, inf);
                             Self::boolean(b, c)
                         }
-                        _ => {
-                            let r = match u {
-                                UnOp::Neg => b.ins().fneg(v),
-                                UnOp::Abs => b.ins().fabs(v),
-                                UnOp::Sqrt => b.ins().sqrt(v),
-                                UnOp::Floor => b.ins().floor(v),
-                                UnOp::Ceil => b.ins().ceil(v),
-                                UnOp::Trunc => b.ins().trunc(v),
-                                UnOp::Round => b.ins().nearest(v),
-                                UnOp::RoundAway => {
+                        // A NaN test (`not` takes booleans only).
+                        UnCode::Test(t) => {
+                            let c = b.ins().fcmp(t.cc, v, v);
+                            Self::boolean(b, c)
+                        }
+                        code => {
+                            let r = match code {
+                                UnCode::Inst(opcode) => {
+                                    let t = b.func.dfg.value_type(v);
+                                    let (inst, dfg) = b.ins().Unary(opcode, t, v);
+                                    dfg.first_result(inst)
+                                }
+                                UnCode::RoundAway => {
                                     // GT4Py's numpy backend: copysign(floor(|v| + 0.5), v).
                                     let m = b.ins().fabs(v);
                                     let half = if ty == Ty::F32 {
@@ -409,28 +405,17 @@ impl WideEmit<'_> {
                 Op::Bin(o) | Op::Bin2(o, _) if ty.is_float() => {
                     let x = x.expect("binary op has a second operand");
                     let (a, x) = (Self::narrow(b, a, ty), Self::narrow(b, x, ty));
-                    let cmp = |cc| Some(cc);
-                    let cc = match o {
-                        BinOp::Lt => cmp(FloatCC::LessThan),
-                        BinOp::Le => cmp(FloatCC::LessThanOrEqual),
-                        BinOp::Gt => cmp(FloatCC::GreaterThan),
-                        BinOp::Ge => cmp(FloatCC::GreaterThanOrEqual),
-                        BinOp::Eq => cmp(FloatCC::Equal),
-                        BinOp::Ne => cmp(FloatCC::NotEqual),
-                        _ => None,
-                    };
-                    if let Some(cc) = cc {
+                    let code = crate::gtscript::ops::bin(o).code;
+                    if let BinCode::Cmp(cc, _) = code {
                         let c = b.ins().fcmp(cc, a, x);
                         Self::boolean(b, c)
                     } else {
-                        let r = match o {
-                            BinOp::Min | BinOp::Max => {
+                        let r = match code {
+                            BinCode::MinMax => {
                                 let vt = b.func.dfg.value_type(a);
                                 Emit::min_max(b, vt, o, a, x)
                             }
-                            BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
-                                self.call(b, ins.op, ty, &[a, x])
-                            }
+                            BinCode::Call(_) => self.call(b, ins.op, ty, &[a, x]),
                             _ => Emit::arith(b, o, a, x),
                         };
                         let r = match ins.op {
@@ -445,17 +430,7 @@ impl WideEmit<'_> {
                 }
                 Op::Bin(o) => {
                     let x = x.expect("binary op has a second operand");
-                    let cmp = |cc| Some(cc);
-                    let cc = match o {
-                        BinOp::Lt => cmp(IntCC::SignedLessThan),
-                        BinOp::Le => cmp(IntCC::SignedLessThanOrEqual),
-                        BinOp::Gt => cmp(IntCC::SignedGreaterThan),
-                        BinOp::Ge => cmp(IntCC::SignedGreaterThanOrEqual),
-                        BinOp::Eq => cmp(IntCC::Equal),
-                        BinOp::Ne => cmp(IntCC::NotEqual),
-                        _ => None,
-                    };
-                    if let Some(cc) = cc {
+                    if let BinCode::Cmp(_, cc) = crate::gtscript::ops::bin(o).code {
                         let c = b.ins().icmp(cc, a, x);
                         Self::boolean(b, c)
                     } else {

@@ -56,7 +56,7 @@
 //! chain of 1,000, one expression as deep as the chain); 10,000 squarings `t_k = t_(k-1) *
 //! t_(k-1)`: 8 ms, 2,500 statements left (before: more than 2 GiB for 22).
 
-use crate::gtscript::ir::{Access, BinOp, Expr, Program, Stmt, UnOp};
+use crate::gtscript::ir::{Access, Expr, Program, Stmt, UnOp};
 
 /// The most nodes a statement's expression may grow to by inlining (see the module docs).
 pub(crate) const MAX_NODES: usize = 4096;
@@ -370,26 +370,10 @@ fn var_read(e: &Expr, t: Access) -> bool {
 fn calls(e: &Expr) -> bool {
     match e {
         Expr::Read(..) | Expr::Scalar(_) | Expr::Const(..) => false,
-        Expr::Un(op, a) => {
-            !matches!(
-                op,
-                UnOp::Neg
-                    | UnOp::Not
-                    | UnOp::Abs
-                    | UnOp::Sqrt
-                    | UnOp::Floor
-                    | UnOp::Ceil
-                    | UnOp::Trunc
-                    | UnOp::Round
-                    | UnOp::RoundAway
-                    | UnOp::IsNan
-                    | UnOp::IsInf
-                    | UnOp::IsFinite
-            ) || calls(a)
-        }
+        Expr::Un(op, a) => crate::gtscript::ops::un(*op).math().is_some() || calls(a),
         Expr::Cast(_, a) | Expr::ReadK(_, _, a) => calls(a),
         Expr::Bin(op, a, b) => {
-            matches!(op, BinOp::Pow | BinOp::Mod | BinOp::FloorDiv) || calls(a) || calls(b)
+            crate::gtscript::ops::bin(*op).math().is_some() || calls(a) || calls(b)
         }
         Expr::Select(c, a, b) => calls(c) || calls(a) || calls(b),
     }

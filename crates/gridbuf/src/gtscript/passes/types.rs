@@ -7,58 +7,22 @@
 
 use crate::error::Result;
 use crate::gtscript::ir::{def_error, Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
+use crate::gtscript::ops::Operands;
 
 /// The type an operation on operands of type `a` (and `b`) computes in, and the type of its
 /// result.
 pub fn bin_types(op: BinOp, a: Ty, b: Ty) -> (Ty, Ty) {
-    let common = a.max(b);
-    match op {
-        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Min | BinOp::Max => (common, common),
-        // NumPy's true_divide has float loops only (GT4Py has no float16).
-        BinOp::Div => {
-            let t = common.max(Ty::F32);
-            (t, t)
-        }
-        // floor_divide, remainder and power have no bool loop.
-        BinOp::FloorDiv | BinOp::Mod | BinOp::Pow => {
-            let t = common.max(Ty::I8);
-            (t, t)
-        }
-        BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => (common, Ty::Bool),
-        BinOp::And | BinOp::Or => (common, Ty::Bool),
-    }
+    crate::gtscript::ops::bin(op).rule.types(a.max(b))
 }
 
 /// Whether `op` is a math function with float loops only.
 pub fn float_only(op: UnOp) -> bool {
-    !matches!(
-        op,
-        UnOp::Neg
-            | UnOp::Not
-            | UnOp::Abs
-            | UnOp::Floor
-            | UnOp::Ceil
-            | UnOp::Trunc
-            | UnOp::IsNan
-            | UnOp::IsInf
-    )
+    crate::gtscript::ops::un(op).float_fn
 }
 
 /// The type a unary operation on an operand of type `a` computes in, and its result's type.
 pub fn un_types(op: UnOp, a: Ty) -> (Ty, Ty) {
-    match op {
-        UnOp::Not | UnOp::IsNan | UnOp::IsInf | UnOp::IsFinite => (a, Ty::Bool),
-        // NumPy's negative has no bool loop.
-        UnOp::Neg => {
-            let t = a.max(Ty::I8);
-            (t, t)
-        }
-        UnOp::Abs | UnOp::Floor | UnOp::Ceil | UnOp::Trunc => (a, a),
-        _ => {
-            let t = a.max(Ty::F32);
-            (t, t)
-        }
-    }
+    crate::gtscript::ops::un(op).rule.types(a)
 }
 
 /// 2^63, the first float beyond `int64`.
@@ -213,11 +177,11 @@ impl Checker<'_> {
             }
             Expr::Un(op, a) => {
                 let (a, at, an) = self.operand(a, line)?;
-                match (op, at) {
-                    (UnOp::Neg, Ty::Bool) => {
+                match (crate::gtscript::ops::un(*op).operands, at) {
+                    (Operands::NoBool, Ty::Bool) => {
                         return Err(refuse(line, "unary minus on a boolean (GT4Py refuses it)"))
                     }
-                    (UnOp::Not, t) if t != Ty::Bool => {
+                    (Operands::BoolOnly, t) if t != Ty::Bool => {
                         return Err(refuse(
                             line,
                             format!("`not` on a {} value: GT4Py takes booleans only (compare it, e.g. `x != 0`)", t.name()),
@@ -240,7 +204,8 @@ impl Checker<'_> {
             Expr::Bin(op, a, b) => {
                 let (a, at, an) = self.operand(a, line)?;
                 let (b, bt, bn) = self.operand(b, line)?;
-                let logical = matches!(op, BinOp::And | BinOp::Or);
+                let operands = crate::gtscript::ops::bin(*op).operands;
+                let logical = operands == Operands::BoolOnly;
                 if logical && (at != Ty::Bool || bt != Ty::Bool) {
                     return Err(refuse(
                         line,
@@ -249,10 +214,7 @@ impl Checker<'_> {
                 }
                 // GT4Py refuses its arithmetic operators on two booleans; its native
                 // functions (`%`, `**`, min, max) take them.
-                let arithmetic = matches!(
-                    op,
-                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::FloorDiv
-                );
+                let arithmetic = operands == Operands::NotBothBool;
                 if arithmetic && at == Ty::Bool && bt == Ty::Bool {
                     return Err(refuse(
                         line,

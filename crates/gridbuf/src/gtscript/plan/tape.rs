@@ -46,7 +46,14 @@ pub enum Op {
 
 fn arith(op: Op) -> Option<BinOp> {
     match op {
-        Op::Bin(o @ (BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div)) => Some(o),
+        Op::Bin(o)
+            if matches!(
+                crate::gtscript::ops::bin(o).code,
+                crate::gtscript::ops::BinCode::Arith(_)
+            ) =>
+        {
+            Some(o)
+        }
         _ => None,
     }
 }

@@ -1,8 +1,9 @@
 //! The vector instruction kernels: one tight loop per operation over a strip of operands.
 
 use crate::gtscript::ir::{BinOp, UnOp};
+use crate::gtscript::ops;
+use crate::gtscript::ops::num::Num;
 use crate::gtscript::plan::Op;
-use crate::gtscript::rt::num::Num;
 
 /// An operand over one strip.
 #[derive(Copy, Clone)]
@@ -95,12 +96,7 @@ fn tri<T: Num>(d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c: Arg<'_, T>, f: impl
 
 #[inline(always)]
 fn arith<T: Num>(op: BinOp, x: T, y: T) -> T {
-    match op {
-        BinOp::Add => x + y,
-        BinOp::Sub => x - y,
-        BinOp::Mul => x * y,
-        _ => x / y,
-    }
+    ops::eval_bin(op, x, y)
 }
 
 #[inline(always)]
@@ -130,46 +126,38 @@ pub(crate) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
         // (1 and 0): to a boolean tests for nonzero (NaN is true, as in NumPy).
         Op::Cast(crate::gtscript::ir::Ty::Bool) => un(d, a, |x| truth(x != T::ZERO)),
         Op::Cast(_) => un(d, a, |x| x),
-        Op::Un(u) => match u {
-            UnOp::Neg => un(d, a, |x| -x),
-            UnOp::Not => un(d, a, |x| truth(x == T::ZERO)),
-            UnOp::Abs => un(d, a, Num::abs),
-            UnOp::Sqrt => un(d, a, Num::sqrt),
-            UnOp::Floor => un(d, a, Num::floor),
-            UnOp::Ceil => un(d, a, Num::ceil),
-            UnOp::Trunc => un(d, a, Num::trunc),
-            UnOp::Round => un(d, a, Num::round_even),
-            UnOp::RoundAway => un(d, a, Num::round_away),
-            UnOp::IsFinite => un(d, a, |x| truth(x.is_finite())),
-            UnOp::IsNan => un(d, a, |x| truth(x.is_nan())),
-            UnOp::IsInf => un(d, a, |x| truth(x.is_inf())),
-            // The functions of `math.rs`, the same the compiled code calls.
-            _ => {
-                let (_, f) = T::unary_fn(u).expect("every other unary op has a function");
-                un(d, a, |x| f(x))
+        // One loop per operation, `ops::eval_un` (`eval_bin`) with the operation a constant.
+        Op::Un(u) => {
+            macro_rules! each {
+                ($($op:ident),*) => {
+                    match u {
+                        $(UnOp::$op => un(d, a, |x| ops::eval_un(UnOp::$op, x)),)*
+                        // The functions of `math.rs`, the same the compiled code calls.
+                        _ => {
+                            let (_, f) = T::unary_fn(u).expect("every other unary op has a function");
+                            un(d, a, |x| f(x))
+                        }
+                    }
+                };
             }
-        },
-        Op::Bin(o) => match o {
-            BinOp::Add => bin(d, a, b, |x, y| x + y),
-            BinOp::Sub => bin(d, a, b, |x, y| x - y),
-            BinOp::Mul => bin(d, a, b, |x, y| x * y),
-            BinOp::Div => bin(d, a, b, |x, y| x / y),
-            BinOp::Pow | BinOp::Mod | BinOp::FloorDiv => {
-                let (_, f) = T::binary_fn(o).expect("pow, mod and floordiv have functions");
-                bin(d, a, b, |x, y| f(x, y))
+            each!(Neg, Not, Abs, Sqrt, Floor, Ceil, Trunc, Round, RoundAway, IsFinite, IsNan, IsInf)
+        }
+        Op::Bin(o) => {
+            macro_rules! each {
+                ($($op:ident),*) => {
+                    match o {
+                        $(BinOp::$op => bin(d, a, b, |x, y| ops::eval_bin(BinOp::$op, x, y)),)*
+                        // The functions of `math.rs` (`pow`, `mod`, `floordiv`), the same the
+                        // compiled code calls.
+                        _ => {
+                            let (_, f) = T::binary_fn(o).expect("every other binary op has a function");
+                            bin(d, a, b, |x, y| f(x, y))
+                        }
+                    }
+                };
             }
-            // NumPy's minimum and maximum: NaN wins, and a tie (0 and -0) gives the second.
-            BinOp::Min => bin(d, a, b, |x, y| if x < y || x.is_nan() { x } else { y }),
-            BinOp::Max => bin(d, a, b, |x, y| if x > y || x.is_nan() { x } else { y }),
-            BinOp::Lt => bin(d, a, b, |x, y| truth(x < y)),
-            BinOp::Le => bin(d, a, b, |x, y| truth(x <= y)),
-            BinOp::Gt => bin(d, a, b, |x, y| truth(x > y)),
-            BinOp::Ge => bin(d, a, b, |x, y| truth(x >= y)),
-            BinOp::Eq => bin(d, a, b, |x, y| truth(x == y)),
-            BinOp::Ne => bin(d, a, b, |x, y| truth(x != y)),
-            BinOp::And => bin(d, a, b, |x, y| truth(x != T::ZERO && y != T::ZERO)),
-            BinOp::Or => bin(d, a, b, |x, y| truth(x != T::ZERO || y != T::ZERO)),
-        },
+            each!(Add, Sub, Mul, Div, Min, Max, Lt, Le, Gt, Ge, Eq, Ne, And, Or)
+        }
         Op::Bin2(o1, o2) => {
             macro_rules! fused {
                 ($($p:path => $q:path),*) => {

@@ -8,10 +8,10 @@
 //! ([`Instr::ty`]), so the lane's bits are read the right way.
 
 use crate::gtscript::ir::{BinOp, Ty, UnOp, Value};
+use crate::gtscript::ops::num::Num;
 use crate::gtscript::passes::types::{convert, wrap};
 use crate::gtscript::plan::{Instr, Lanes, Op};
 use crate::gtscript::rt::interp::{self, bin, un, Arg};
-use crate::gtscript::rt::num::Num;
 use std::cell::RefCell;
 use std::thread::LocalKey;
 

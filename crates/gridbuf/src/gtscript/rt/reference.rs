@@ -2,9 +2,9 @@
 //! program as parsed, over arrays of deterministic random values (see `jit_tests`).
 
 use crate::gtscript::ir::{Access, BinOp, Expr, IterOrder, Program, UnOp};
+use crate::gtscript::ops::num::Num;
 use crate::gtscript::plan::Plan;
 use crate::gtscript::rt::mem::FieldMem;
-use crate::gtscript::rt::num::Num;
 
 /// A small deterministic generator (splitmix64) for the input values.
 pub(crate) struct Rng(pub(crate) u64);

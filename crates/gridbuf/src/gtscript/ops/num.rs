@@ -1,6 +1,6 @@
-//! The float trait of the evaluator's kernels (`f64`, `f32`; implemented in
-//! [`crate::gtscript::rt::math`], beside the functions it names), the math functions' types and
-//! NumPy's float division.
+//! Scalar arithmetic as NumPy does it: the float trait every evaluator computes with (`f64`,
+//! `f32`; implemented in [`crate::gtscript::ops::math`]), the math functions' types, NumPy's
+//! float division and the binary math functions (`**`, `%`, `//`) the operation table names.
 
 use crate::gtscript::ir::{BinOp, UnOp};
 
@@ -12,7 +12,7 @@ pub trait Num: crate::kernels::Float {
     fn abs(self) -> Self;
     /// Square root.
     fn sqrt(self) -> Self;
-    /// The function of [`crate::gtscript::rt::math`] computing `op` for this type, with its symbol name, for
+    /// The function of [`crate::gtscript::ops::math`] computing `op` for this type, with its symbol name, for
     /// the operations with no instruction; the interpreter and the compiled code both call it.
     fn unary_fn(op: UnOp) -> Option<(&'static str, Fn1<Self>)>;
     /// Likewise for binary operations (`**`, `mod`).
@@ -74,4 +74,53 @@ pub(crate) fn divmod<T: Num>(a: T, b: T) -> (T, T) {
         T::ZERO.copysign(a / b)
     };
     (q, m)
+}
+
+macro_rules! remainder {
+    ($name:ident, $t:ty) => {
+        /// NumPy's `remainder` (`npy_remainder`): `fmod(a, b)`, plus `b` where its sign differs
+        /// from `b`'s, and a zero with `b`'s sign.
+        pub(crate) extern "C" fn $name(a: $t, b: $t) -> $t {
+            let m = a % b;
+            if b == 0.0 {
+                m
+            } else if m != 0.0 {
+                if (b < 0.0) != (m < 0.0) {
+                    m + b
+                } else {
+                    m
+                }
+            } else {
+                (0.0 as $t).copysign(b)
+            }
+        }
+    };
+}
+remainder!(gridbuf_mod_f64, f64);
+remainder!(gridbuf_mod_f32, f32);
+
+/// NumPy's `floor_divide` of floats (its `npy_divmod`), for the JIT and the interpreter.
+pub(crate) extern "C" fn gridbuf_floordiv_f64(a: f64, b: f64) -> f64 {
+    divmod(a, b).0
+}
+
+/// See [`gridbuf_floordiv_f64`].
+pub(crate) extern "C" fn gridbuf_floordiv_f32(a: f32, b: f32) -> f32 {
+    divmod(a, b).0
+}
+
+/// `x ** y`; NumPy squares exactly (`x * x`) where `y` is 2.
+pub(crate) extern "C" fn gridbuf_pow_f64(x: f64, y: f64) -> f64 {
+    if y == 2.0 {
+        return x * x;
+    }
+    x.powf(y)
+}
+
+/// See [`gridbuf_pow_f64`].
+pub(crate) extern "C" fn gridbuf_pow_f32(x: f32, y: f32) -> f32 {
+    if y == 2.0 {
+        return x * x;
+    }
+    x.powf(y)
 }

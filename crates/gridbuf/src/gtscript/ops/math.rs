@@ -1,5 +1,7 @@
 //! The math functions CPUs have no instruction for, one `extern "C"` function per operation and
-//! element type.
+//! element type, looked up by operation, and the float trait's implementations. The unary
+//! functions are defined by their entries in the operation table ([`crate::gtscript::ops`]); the
+//! binary ones in [`crate::gtscript::ops::num`].
 //!
 //! The interpreter ([`crate::gtscript::rt::interp`]) and the compiled code ([`crate::gtscript::jit`], which calls them
 //! by address, lane by lane) call the very same functions, so both give the same bits. The
@@ -10,150 +12,34 @@
 //! the C `fmod`, moved to the sign of the divisor.
 
 use crate::gtscript::ir::{BinOp, UnOp};
-use crate::gtscript::rt::num::{divmod, Num};
-pub use crate::gtscript::rt::num::{Fn1, Fn2};
 
-macro_rules! unary {
-    ($($op:ident: $f64:ident = $e64:expr, $f32:ident = $e32:expr;)*) => {
-        $(
-            extern "C" fn $f64(x: f64) -> f64 {
-                $e64(x)
-            }
-            extern "C" fn $f32(x: f32) -> f32 {
-                $e32(x)
-            }
-        )*
-        /// The `f64` function computing `op`, with its symbol name, if it has one.
-        pub fn unary_f64(op: UnOp) -> Option<(&'static str, Fn1<f64>)> {
-            match op {
-                $(UnOp::$op => Some((stringify!($f64), $f64)),)*
-                _ => None,
-            }
-        }
-        /// The `f32` function computing `op`, with its symbol name, if it has one.
-        pub fn unary_f32(op: UnOp) -> Option<(&'static str, Fn1<f32>)> {
-            match op {
-                $(UnOp::$op => Some((stringify!($f32), $f32)),)*
-                _ => None,
-            }
-        }
-        /// Every unary function: (name, `f64` address), (name, `f32` address).
-        fn all_unary() -> Vec<(&'static str, *const u8)> {
-            vec![$((stringify!($f64), $f64 as Fn1<f64> as *const u8),
-                   (stringify!($f32), $f32 as Fn1<f32> as *const u8),)*]
-        }
-    };
+pub use crate::gtscript::ops::num::{Fn1, Fn2, Num};
+
+/// The `f64` function computing `op`, with its symbol name, if it has one (its entry in
+/// [`crate::gtscript::ops::UNARY`]).
+pub fn unary_f64(op: UnOp) -> Option<(&'static str, Fn1<f64>)> {
+    crate::gtscript::ops::un(op).math().map(|m| m.f64)
 }
 
-unary! {
-    Exp: gridbuf_exp_f64 = f64::exp, gridbuf_exp_f32 = f32::exp;
-    Log: gridbuf_log_f64 = f64::ln, gridbuf_log_f32 = f32::ln;
-    Log10: gridbuf_log10_f64 = f64::log10, gridbuf_log10_f32 = f32::log10;
-    Sin: gridbuf_sin_f64 = f64::sin, gridbuf_sin_f32 = f32::sin;
-    Cos: gridbuf_cos_f64 = f64::cos, gridbuf_cos_f32 = f32::cos;
-    Tan: gridbuf_tan_f64 = f64::tan, gridbuf_tan_f32 = f32::tan;
-    Asin: gridbuf_asin_f64 = f64::asin, gridbuf_asin_f32 = f32::asin;
-    Acos: gridbuf_acos_f64 = f64::acos, gridbuf_acos_f32 = f32::acos;
-    Atan: gridbuf_atan_f64 = f64::atan, gridbuf_atan_f32 = f32::atan;
-    Sinh: gridbuf_sinh_f64 = f64::sinh, gridbuf_sinh_f32 = f32::sinh;
-    Cosh: gridbuf_cosh_f64 = f64::cosh, gridbuf_cosh_f32 = f32::cosh;
-    Tanh: gridbuf_tanh_f64 = f64::tanh, gridbuf_tanh_f32 = f32::tanh;
-    Asinh: gridbuf_asinh_f64 = libm::asinh, gridbuf_asinh_f32 = libm::asinhf;
-    Acosh: gridbuf_acosh_f64 = libm::acosh, gridbuf_acosh_f32 = libm::acoshf;
-    Atanh: gridbuf_atanh_f64 = libm::atanh, gridbuf_atanh_f32 = libm::atanhf;
-    Gamma: gridbuf_gamma_f64 = libm::tgamma, gridbuf_gamma_f32 = libm::tgammaf;
-    Cbrt: gridbuf_cbrt_f64 = f64::cbrt, gridbuf_cbrt_f32 = f32::cbrt;
-    Erf: gridbuf_erf_f64 = libm::erf, gridbuf_erf_f32 = libm::erff;
-    Erfc: gridbuf_erfc_f64 = libm::erfc, gridbuf_erfc_f32 = libm::erfcf;
-}
-
-macro_rules! remainder {
-    ($name:ident, $t:ty) => {
-        /// NumPy's `remainder` (`npy_remainder`): `fmod(a, b)`, plus `b` where its sign differs
-        /// from `b`'s, and a zero with `b`'s sign.
-        extern "C" fn $name(a: $t, b: $t) -> $t {
-            let m = a % b;
-            if b == 0.0 {
-                m
-            } else if m != 0.0 {
-                if (b < 0.0) != (m < 0.0) {
-                    m + b
-                } else {
-                    m
-                }
-            } else {
-                (0.0 as $t).copysign(b)
-            }
-        }
-    };
-}
-remainder!(gridbuf_mod_f64, f64);
-remainder!(gridbuf_mod_f32, f32);
-
-/// NumPy's `floor_divide` of floats (its `npy_divmod`), for the JIT and the interpreter.
-extern "C" fn gridbuf_floordiv_f64(a: f64, b: f64) -> f64 {
-    divmod(a, b).0
-}
-
-/// See [`gridbuf_floordiv_f64`].
-extern "C" fn gridbuf_floordiv_f32(a: f32, b: f32) -> f32 {
-    divmod(a, b).0
-}
-
-/// `x ** y`; NumPy squares exactly (`x * x`) where `y` is 2.
-extern "C" fn gridbuf_pow_f64(x: f64, y: f64) -> f64 {
-    if y == 2.0 {
-        return x * x;
-    }
-    x.powf(y)
-}
-
-/// See [`gridbuf_pow_f64`].
-extern "C" fn gridbuf_pow_f32(x: f32, y: f32) -> f32 {
-    if y == 2.0 {
-        return x * x;
-    }
-    x.powf(y)
+/// The `f32` function computing `op`, with its symbol name, if it has one.
+pub fn unary_f32(op: UnOp) -> Option<(&'static str, Fn1<f32>)> {
+    crate::gtscript::ops::un(op).math().map(|m| m.f32)
 }
 
 /// The `f64` function computing binary `op`, with its symbol name, if it has one.
 pub fn binary_f64(op: BinOp) -> Option<(&'static str, Fn2<f64>)> {
-    match op {
-        BinOp::Pow => Some(("gridbuf_pow_f64", gridbuf_pow_f64)),
-        BinOp::Mod => Some(("gridbuf_mod_f64", gridbuf_mod_f64)),
-        BinOp::FloorDiv => Some(("gridbuf_floordiv_f64", gridbuf_floordiv_f64)),
-        _ => None,
-    }
+    crate::gtscript::ops::bin(op).math().map(|m| m.f64)
 }
 
 /// The `f32` function computing binary `op`, with its symbol name, if it has one.
 pub fn binary_f32(op: BinOp) -> Option<(&'static str, Fn2<f32>)> {
-    match op {
-        BinOp::Pow => Some(("gridbuf_pow_f32", gridbuf_pow_f32)),
-        BinOp::Mod => Some(("gridbuf_mod_f32", gridbuf_mod_f32)),
-        BinOp::FloorDiv => Some(("gridbuf_floordiv_f32", gridbuf_floordiv_f32)),
-        _ => None,
-    }
+    crate::gtscript::ops::bin(op).math().map(|m| m.f32)
 }
 
-/// Every function of this module by symbol name and address, for the JIT's symbol table.
+/// Every math function by symbol name and address, for the JIT's symbol table (those of
+/// [`crate::gtscript::ops`]' tables).
 pub(crate) fn symbols() -> Vec<(&'static str, *const u8)> {
-    let mut v = all_unary();
-    v.extend([
-        ("gridbuf_pow_f64", gridbuf_pow_f64 as Fn2<f64> as *const u8),
-        ("gridbuf_pow_f32", gridbuf_pow_f32 as Fn2<f32> as *const u8),
-        ("gridbuf_mod_f64", gridbuf_mod_f64 as Fn2<f64> as *const u8),
-        ("gridbuf_mod_f32", gridbuf_mod_f32 as Fn2<f32> as *const u8),
-        (
-            "gridbuf_floordiv_f64",
-            gridbuf_floordiv_f64 as Fn2<f64> as *const u8,
-        ),
-        (
-            "gridbuf_floordiv_f32",
-            gridbuf_floordiv_f32 as Fn2<f32> as *const u8,
-        ),
-    ]);
-    v
+    crate::gtscript::ops::math_symbols()
 }
 
 macro_rules! impl_num {
@@ -173,11 +59,11 @@ macro_rules! impl_num {
             }
             #[inline(always)]
             fn unary_fn(op: UnOp) -> Option<(&'static str, Fn1<Self>)> {
-                crate::gtscript::rt::math::$un(op)
+                crate::gtscript::ops::math::$un(op)
             }
             #[inline(always)]
             fn binary_fn(op: BinOp) -> Option<(&'static str, Fn2<Self>)> {
-                crate::gtscript::rt::math::$bin(op)
+                crate::gtscript::ops::math::$bin(op)
             }
             #[inline(always)]
             fn floor(self) -> Self {
@@ -401,6 +287,10 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), s.len());
-        assert_eq!(s.len(), 2 * 19 + 6);
+        let unary = crate::gtscript::ops::UNARY
+            .iter()
+            .filter(|u| u.math().is_some());
+        assert_eq!(s.len(), 2 * unary.count() + 6);
+        assert!(names.contains(&"gridbuf_gamma_f32") && names.contains(&"gridbuf_erfc_f64"));
     }
 }
