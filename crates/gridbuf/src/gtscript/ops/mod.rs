@@ -114,7 +114,7 @@ pub struct Test {
 }
 
 /// How a unary operation is computed on floats. On integers (mixed-type code only, see
-/// `eval::lane` and `eval::wide`) the float functions never run (the types pass gives them a
+/// `rt::lane` and `jit::wide`) the float functions never run (the types pass gives them a
 /// float operand); the others have their integer forms there.
 #[derive(Copy, Clone, Debug)]
 pub enum UnCode {
@@ -143,7 +143,7 @@ pub enum BinCode {
     /// `and` or `or` of booleans: the Cranelift instruction combining the two truth values
     /// (`band`, `bor`).
     Logic(Opcode),
-    /// A math function on floats (see [`Math`]); integers have their own (`eval::lane`).
+    /// A math function on floats (see [`Math`]); integers have their own (`rt::lane`).
     Call(Math2),
 }
 
@@ -494,7 +494,7 @@ pub static BINARY: &[BinInfo] = &{
 };
 
 /// The value of unary `op` at `x`, on floats of type `T` (booleans as 1 and 0): each operation's
-/// scalar evaluation. The interpreter's kernels (`eval::kernels`, one loop per operation, `op`
+/// scalar evaluation. The interpreter's kernels (`rt::interp`, one loop per operation, `op`
 /// a constant there) and the reference evaluator compute with it. A math function
 /// ([`UnCode::Call`]) is looked up at every call: the kernels resolve it once per strip.
 #[inline(always)]

@@ -34,7 +34,7 @@
 //! need a bound. 64 levels are well under the parser's limit of 200 and keep every recursive
 //! pass (typing, tapes, the planner's walks, the JIT's emitters) shallow; 4096 nodes keep one
 //! statement's function to a few thousand instructions (a long tape runs one step per
-//! iteration, see `eval::jit`), compiled in milliseconds, while a fan of 1,000 temporaries
+//! iteration, see `jit`), compiled in milliseconds, while a fan of 1,000 temporaries
 //! summed by one statement still folds into it (with 256 nodes, a fan of 300 ran 16 times
 //! slower than fully inlined: 270 block buffers written and read). A temporary read k > 1
 //! times computes its expression k times: 16 nodes per copy is about eight arithmetic
