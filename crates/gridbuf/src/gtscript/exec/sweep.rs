@@ -6,7 +6,7 @@
 //! next, so a stencil whose statements read memory (the first and the last of hdiff) walks
 //! memory once per such statement, and the planes between statements are recomputed at the
 //! edges of every block. A sweep interleaves the statements plane by plane instead, as the
-//! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the README's gtscript table).
+//! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the gtscript table of benchmarks/README.md).
 
 use crate::error::Result;
 use crate::gtscript::exec::launch::run_statement;
