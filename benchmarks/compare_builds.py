@@ -60,15 +60,18 @@ def parse_tables(text: str) -> list[Table]:
     return tables
 
 
-def seconds(cell: str, header: str) -> float | None:
-    """The time a cell holds, in seconds, or None when it is not a time."""
+def seconds(cell: str, header: str, title: str = "") -> float | None:
+    """The time a cell holds, in seconds, or None when it is not a time (a bare number takes
+    its unit from the column's header, else from the table's title: "Time per call, ms")."""
     m = _CELL.match(cell.replace("\u2009", " "))
     if not m:
         return None
     unit = m.group(2)
     if unit is None:
-        hm = _HEADER_UNIT.search(header)
-        if hm is None or "/" in header or "ratio" in header.lower():
+        if "/" in header or "ratio" in header.lower():
+            return None
+        hm = _HEADER_UNIT.search(header) or _HEADER_UNIT.search(title.split("(")[0])
+        if hm is None:
             return None
         unit = hm.group(1) or hm.group(2)
     return float(m.group(1)) * _UNITS[unit]
@@ -111,7 +114,7 @@ def main() -> None:
     print(f"# {' '.join(bench)}: before = {args.baseline}, after = this build; medians of {args.rounds} runs each\n")
     worst = 0.0
     for ti, (title, headers, rows) in enumerate(runs["after"][0]):
-        time_cols = [j for j, h in enumerate(headers) if any(seconds(row[j], h) is not None for row in rows if j < len(row))]
+        time_cols = [j for j, h in enumerate(headers) if any(seconds(row[j], h, title) is not None for row in rows if j < len(row))]
         if not time_cols:
             continue
         key_cols = [j for j in range(len(headers)) if j not in time_cols and "/" not in headers[j]][:3]
@@ -125,7 +128,7 @@ def main() -> None:
             for j in time_cols:
                 vals = {}
                 for which in ("before", "after"):
-                    cells = [seconds(tabs[ti][2][ri][j], headers[j]) for tabs in runs[which] if j < len(tabs[ti][2][ri])]
+                    cells = [seconds(tabs[ti][2][ri][j], headers[j], title) for tabs in runs[which] if j < len(tabs[ti][2][ri])]
                     got = [c for c in cells if c is not None]
                     vals[which] = statistics.median(got) if got else None
                 b, a = vals["before"], vals["after"]
