@@ -68,7 +68,7 @@ def seconds(cell: str, header: str, title: str = "") -> float | None:
         return None
     unit = m.group(2)
     if unit is None:
-        if "/" in header or "ratio" in header.lower():
+        if "/" in header or any(w in header.lower() for w in ("ratio", "error", "gb/s", "%")):
             return None
         hm = _HEADER_UNIT.search(header) or _HEADER_UNIT.search(title.split("(")[0])
         if hm is None:
@@ -98,6 +98,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", required=True, help="directory holding the other build's gridbuf/ package")
     ap.add_argument("--rounds", type=int, default=3, help="child runs per build, alternating")
+    ap.add_argument("--save", help="directory to keep each run's output in (before-1.txt, after-1.txt, ...)")
     ap.add_argument("bench", nargs=argparse.REMAINDER, help="-- SCRIPT [ARGS...]")
     args = ap.parse_args()
     bench = args.bench[1:] if args.bench[:1] == ["--"] else args.bench
@@ -107,7 +108,11 @@ def main() -> None:
     for r in range(args.rounds):
         for which in ("before", "after") if r % 2 == 0 else ("after", "before"):
             print(f"round {r + 1}: {which}", file=sys.stderr, flush=True)
-            runs[which].append(parse_tables(run(bench, args.baseline if which == "before" else None)))
+            out = run(bench, args.baseline if which == "before" else None)
+            if args.save:
+                os.makedirs(args.save, exist_ok=True)
+                Path(args.save, f"{which}-{r + 1}.txt").write_text(out)
+            runs[which].append(parse_tables(out))
     shapes = {tuple((t, tuple(h), len(rows)) for t, h, rows in tabs) for tabs in runs["before"] + runs["after"]}
     if len(shapes) != 1:
         sys.exit("the runs printed different tables; compare them by hand")
@@ -132,7 +137,7 @@ def main() -> None:
                     got = [c for c in cells if c is not None]
                     vals[which] = statistics.median(got) if got else None
                 b, a = vals["before"], vals["after"]
-                if b is None or a is None:
+                if b is None or a is None or b == 0:
                     continue
                 ratio = a / b
                 worst = max(worst, ratio)
