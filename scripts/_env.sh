@@ -1,5 +1,5 @@
-# Shared by demo.sh and test.sh: a virtual environment inside the repository with gridbuf built
-# from this checkout. Usage: source scripts/_env.sh REQUIREMENTS_FILE
+# Shared by demo.sh, test.sh and docs.sh: a virtual environment inside the repository with gridbuf
+# built from this checkout. Usage: source scripts/_env.sh REQUIREMENTS_FILE
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 if [ ! -x .venv/bin/python ]; then
@@ -7,5 +7,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r "$1"
-# Builds the Rust extension in release mode (maturin, incremental in ./target) and installs it.
-.venv/bin/python -m pip install --quiet --force-reinstall --no-deps .
+# Builds the wheel users install (scripts/build_wheel.sh: release mode, incremental in ./target)
+# and installs it, so the tests and the demo run what a user gets.
+wheel=$(bash scripts/build_wheel.sh)
+.venv/bin/python -m pip install --quiet --force-reinstall --no-deps "$wheel"

@@ -273,8 +273,25 @@ def test_attributes(device, managed, cls):
     has_host = cls is not gs.GPUStorage
     assert (s.data is not None) == has_host
     assert (s.device_data is not None) == (device is not None)
+    assert (s.flags is not None) == has_host
     if has_host:
         assert isinstance(s.data, memoryview)
+        host = s.to_numpy()
+        assert type(s.flags) is type(host.flags) and s.flags.writeable
+        assert (s.flags.c_contiguous, s.flags.f_contiguous) == (host.flags.c_contiguous, host.flags.f_contiguous)
+
+
+def test_flags_follow_the_layout_and_do_not_sync():
+    c = gs.zeros((6, 7, 4), axes="IJK", defaults="C")
+    f = gs.zeros((6, 7, 4), axes="IJK", defaults="F")
+    assert c.flags.c_contiguous and not c.flags.f_contiguous
+    assert f.flags.f_contiguous and not f.flags.c_contiguous
+    m = gs.zeros((3, 4, 2), axes="IJK", device="host", managed="gt4py")
+    m.set_device_modified()
+    state = m.sync_state
+    before = (state.state, state.device_to_host, state.host_to_device)
+    assert m.flags.writeable  # reading flags copies nothing and marks nothing modified
+    assert (state.state, state.device_to_host, state.host_to_device) == before == (state.SYNC_DEVICE_DIRTY, 0, 0)
 
 
 @pytest.mark.parametrize("device, managed, cls", KINDS)

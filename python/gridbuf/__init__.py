@@ -35,6 +35,7 @@ from ._gridbuf import (
 from ._hooks import register_xarray_on_import as _register_xarray_on_import
 from ._interop import as_cupy
 from ._metadata import get_dims, get_origin
+from ._versions import show_versions
 from .field import Field
 from . import kernels
 from . import mirrored
@@ -111,6 +112,7 @@ __all__ = [
     "preset",
     "presets",
     "register_preset",
+    "show_versions",
     "zeros",
     "zeros_like",
 ]

@@ -67,6 +67,7 @@ __all__ = [
     "normalize_halo",
     "normalize_origin",
     "whole_allocation_plan",
+    "machine_info",
 ]
 
 _Shape = Sequence[int]
@@ -576,3 +577,5 @@ class GtProgram:
     def __call__(self, *views: Any, **scalars: float | int | bool) -> None: ...
 
 def gtscript_compile(ir: str) -> GtProgram: ...
+
+def machine_info() -> dict[str, Any]: ...

@@ -1,14 +1,13 @@
 //! Reading `__array_interface__` (version 3) and dicts with its keys (data-interface entries)
 //! into the core's `ArrayInterfaceDict`.
 
-use crate::buffer_protocol::with_buffer;
+use crate::buffer_protocol::{has_buffer, with_buffer, BUF_SIMPLE};
 use crate::errors::{to_py, IntoPyResult};
 use crate::found::Found;
 use crate::interface_dict::{repr, IfaceDict};
 use gridbuf::arrays::array_info::{ArrayDevice, Interface};
 use gridbuf::arrays::interface::{ArrayInterfaceDict, DataField};
 use gridbuf::Error;
-use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyMemoryView, PyTuple};
@@ -47,12 +46,12 @@ pub(crate) fn parse_array_dict<'py>(
         data => {
             let source = data.as_ref().unwrap_or(obj);
             // SAFETY: `source` is a live object; the check only reads its type's buffer slot.
-            if unsafe { ffi::PyObject_CheckBuffer(source.as_ptr()) } == 0 {
+            if !has_buffer(source) {
                 let err = Error::data_without_buffer(&d.field(data_key), data.is_none(), EXPECTED);
                 return Err(to_py(py, err));
             }
             let view = PyMemoryView::from(source)?.into_any();
-            let (ptr, len, readonly) = with_buffer(&view, ffi::PyBUF_SIMPLE, |b| {
+            let (ptr, len, readonly) = with_buffer(&view, BUF_SIMPLE, |b| {
                 (
                     b.buf.expose_provenance(),
                     b.len.max(0) as usize,

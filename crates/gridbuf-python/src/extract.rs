@@ -17,7 +17,7 @@
 //! or writes the described memory.
 
 use crate::array_interface::parse_array_dict;
-use crate::buffer_protocol::{parse_buffer, with_buffer};
+use crate::buffer_protocol::{has_buffer, parse_buffer, with_buffer, BUF_RECORDS_RO};
 use crate::convert::type_error;
 use crate::cuda_array_interface::{cuda_array_interface_of, parse_cuda_dict};
 use crate::data_interface::{
@@ -33,7 +33,6 @@ use gridbuf::arrays::array_info::{ArrayDevice, ArrayInfo, Interface};
 use gridbuf::arrays::interface::precedence::{self, Source};
 use gridbuf::Error;
 use numpy::PyUntypedArray;
-use pyo3::ffi;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -247,7 +246,7 @@ fn extract_generic<'py>(
         cai: None,
         dlpack: None,
         // SAFETY: `obj` is a live object; the check only reads its type's buffer slot.
-        has_buffer: unsafe { ffi::PyObject_CheckBuffer(obj.as_ptr()) } != 0,
+        has_buffer: has_buffer(obj),
     };
     let source = precedence::first(|s| offers.offers(obj, subclass, s))?;
     let Some(source) = source else {
@@ -293,7 +292,7 @@ fn extract_generic<'py>(
         }
         Source::BufferProtocol => {
             let view = PyMemoryView::from(obj)?.into_any();
-            let info = with_buffer(&view, ffi::PyBUF_RECORDS_RO, parse_buffer)?.py(py)?;
+            let info = with_buffer(&view, BUF_RECORDS_RO, parse_buffer)?.py(py)?;
             let found = Found {
                 info,
                 keepalive: view,
@@ -324,7 +323,7 @@ fn extract_generic<'py>(
                 if offers.has_buffer
                     && precedence::checks_buffer(found.info.device.kind, raw_buffer)
                 {
-                    let buffer = with_buffer(obj, ffi::PyBUF_RECORDS_RO, parse_buffer)?.py(py)?;
+                    let buffer = with_buffer(obj, BUF_RECORDS_RO, parse_buffer)?.py(py)?;
                     check_agree(py, &mut found.info, &buffer)?;
                 }
             }

@@ -35,6 +35,7 @@ mod gtscript;
 mod halo_exchange;
 mod interface_dict;
 mod labelled;
+mod machine;
 mod metadata;
 mod numpy_interop;
 mod presets;
@@ -100,5 +101,6 @@ fn _gridbuf(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<halo_exchange::PyHaloExchangePlan>()?;
     m.add_class::<halo_exchange::PyBlockDecomposition>()?;
     m.add_class::<sync_state::PySyncState>()?;
+    m.add_function(wrap_pyfunction!(machine::machine_info, m)?)?;
     Ok(())
 }

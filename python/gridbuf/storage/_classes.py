@@ -211,6 +211,11 @@ class CPUStorage(_FieldStorage):
         return self.to_numpy().data
 
     @property
+    def flags(self) -> Any:
+        """The host buffer's ``flags`` (NumPy's ``ndarray.flags``)."""
+        return self.to_numpy().flags
+
+    @property
     def device_data(self) -> None:
         """None: a CPU storage has no device buffer."""
         return None
@@ -247,6 +252,11 @@ class GPUStorage(_FieldStorage):
 
     @property
     def data(self) -> None:
+        """None: a GPU storage has no host buffer."""
+        return None
+
+    @property
+    def flags(self) -> None:
         """None: a GPU storage has no host buffer."""
         return None
 
@@ -321,6 +331,11 @@ class CudaManagedGPUStorage(_FieldStorage):
     def data(self) -> memoryview:
         """The buffer's ``data`` as seen from the host (a memoryview)."""
         return self._data().data
+
+    @property
+    def flags(self) -> Any:
+        """The buffer's ``flags`` as seen from the host (NumPy's ``ndarray.flags``)."""
+        return self._data().flags
 
     @property
     def device_data(self) -> Any:
@@ -456,6 +471,15 @@ class SoftwareManagedGPUStorage(Storage):
     def data(self) -> memoryview:
         """The host buffer's ``data``, made current (and marked modified: it may be written)."""
         return self._m.host(write=True).data
+
+    @property
+    def flags(self) -> Any:
+        """The host buffer's ``flags`` (NumPy's ``ndarray.flags``).
+
+        They describe the buffer, not its contents, so reading them neither syncs nor marks
+        either side modified.
+        """
+        return self._m._host.flags
 
     @property
     def device_data(self) -> Any:

@@ -29,6 +29,7 @@ pub(crate) mod column;
 pub(crate) mod emit;
 pub(crate) mod helpers;
 pub(crate) mod module;
+pub use module::host_target;
 pub(crate) mod point;
 pub(crate) mod row;
 pub(crate) mod wide;

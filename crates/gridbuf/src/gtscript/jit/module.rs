@@ -121,12 +121,43 @@ pub(crate) fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     Ok(Some(JITModule::new(builder)))
 }
 
+/// What the code generator targets on this machine: the architecture's name (`x86_64`,
+/// `aarch64`, ...) and the instruction-set extensions Cranelift detected and may use (`has_avx2`,
+/// `has_fma`, ...); `None` when Cranelift has no backend for this machine.
+pub fn host_target() -> Option<(String, Vec<String>)> {
+    let isa = cranelift_native::builder()
+        .ok()?
+        .finish(settings::Flags::new(settings::builder()))
+        .ok()?;
+    let features = isa
+        .isa_flags()
+        .iter()
+        .filter(|flag| flag.as_bool() == Some(true))
+        .map(|flag| flag.name.to_string())
+        .collect();
+    Some((isa.triple().architecture.to_string(), features))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use cranelift_codegen::ir::{AbiParam, InstBuilder};
     use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
     use cranelift_module::Linkage;
+
+    #[test]
+    fn host_target_names_the_architecture_and_only_enabled_features() {
+        let Some((arch, features)) = host_target() else {
+            return; // no Cranelift backend for this machine
+        };
+        assert_eq!(arch, std::env::consts::ARCH);
+        assert!(features.iter().all(|f| f.starts_with("has_")), "{features:?}");
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            features.iter().any(|f| f == "has_avx2"),
+            std::arch::is_x86_feature_detected!("avx2")
+        );
+    }
 
     /// A module with one function of `args` pointer-sized arguments that returns at once.
     fn one_function(args: usize) -> Option<(JITModule, FuncId)> {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the wheel built by scripts/build_wheel.sh into a fresh virtual environment whose PATH has
+# no Rust toolchain, and runs the Python test suite against the installed wheel (not the checkout:
+# the sources under python/ are never on sys.path). Optional peers (gt4py, CuPy, mpi4py, xarray)
+# are not installed, so their tests skip.
+# Usage: bash scripts/test_wheel.sh [PYTHON ...]   (interpreters by name or path; default: python3)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+repo="$PWD"
+wheel=$(ls dist/gridbuf-*-abi3-*.whl)
+for python in "${@:-python3}"; do
+    # The interpreter itself, not a launcher such as a pyenv shim that needs the caller's PATH.
+    exe=$("$python" -c 'import sys; print(sys.executable)')
+    venv=$(mktemp -d)/venv
+    # A PATH of system directories only: no cargo, rustc or maturin can be found.
+    clean=(env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8)
+    "${clean[@]}" "$exe" -m venv "$venv"
+    if "${clean[@]}" sh -c 'command -v cargo || command -v rustc'; then
+        echo "test_wheel.sh: a Rust toolchain is on the clean PATH" >&2
+        exit 1
+    fi
+    start=$(date +%s.%N)
+    "${clean[@]}" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -r requirements-wheel-test.txt "$wheel"
+    echo "$("$venv/bin/python" -V): installed $(basename "$wheel") and the test runner in" \
+        "$(echo "$(date +%s.%N) - $start" | bc) s"
+    (cd "$venv/.." && "${clean[@]}" "$venv/bin/python" -c \
+        'import gridbuf, sys; assert "site-packages" in gridbuf.__file__, gridbuf.__file__; print("gridbuf from", gridbuf.__file__)')
+    "${clean[@]}" "$venv/bin/python" -m pytest -q -p no:cacheprovider "$repo/tests"
+    rm -rf "$(dirname "$venv")"
+done
