@@ -87,8 +87,11 @@ class _Order:
         return self.name
 
 
+#: ``computation(PARALLEL)``: every level of the interval is computed independently of the others.
 PARALLEL = _Order("PARALLEL")
+#: ``computation(FORWARD)``: the levels of the interval are computed one after the other, in increasing K.
 FORWARD = _Order("FORWARD")
+#: ``computation(BACKWARD)``: the levels of the interval are computed one after the other, in decreasing K.
 BACKWARD = _Order("BACKWARD")
 
 
@@ -192,12 +195,19 @@ class Axis:
 
 
 _Axis = Axis
+#: The I axis; ``I[0]``, ``I[-1] + 1``: positions for horizontal regions.
 I = Axis("I")  # noqa: E741 - GT4Py's name
+#: The J axis; ``J[0]``, ``J[-1] + 1``: positions for horizontal regions.
 J = Axis("J")
+#: The K axis: ``Field[K, np.float64]`` is a field with one value per level.
 K = Axis("K")
+#: ``Field[IJ, np.float64]``: a field with one value per column.
 IJ = (I, J)
+#: ``Field[IK, np.float64]``: a field without a J axis, read with two offsets.
 IK = (I, K)
+#: ``Field[JK, np.float64]``: a field without an I axis, read with two offsets.
 JK = (J, K)
+#: ``Field[IJK, (np.float64, (3,))]``: the three axes, spelt out for data-dim fields.
 IJK = (I, J, K)
 _AXIS_SETS = {(I, J, K): "IJK", (I, J): "IJ", (K,): "K", (I,): "I", (J,): "J", (I, K): "IK", (J, K): "JK"}
 
@@ -261,8 +271,13 @@ class _SequenceMaker:
         return dtype, length
 
 
+#: GT4Py's ``Sequence[dtype]`` descriptor, kept for its name (GT4Py uses it nowhere).
 Sequence = _SequenceMaker()
+#: ``from __externals__ import NAME`` in a definition reads the external ``NAME`` given to
+#: :func:`stencil`; the module attribute itself is a placeholder, as in GT4Py.
 __externals__ = "Placeholder"
+#: ``from __gtscript__ import ...`` in a definition is accepted and ignored, as GT4Py's
+#: placeholder module.
 __gtscript__ = "Placeholder"
 
 
@@ -285,6 +300,8 @@ class _Region:
         return args
 
 
+#: ``region[I[0], :]``, ``region[:, J[-1] - 1 : J[-1] + 2]``: a box of the compute domain's I
+#: and J axes, for ``with horizontal(...)``.
 region = _Region()
 
 
@@ -298,9 +315,13 @@ def compile_assert(expr: Any) -> None:
     """``compile_assert(COND)``: a definition error, naming the line, if COND is false."""
 
 
+#: NumPy's ``int32``: a field or scalar type, a typed temporary (``tmp: int32 = ...``) or a cast.
 int32 = np.int32
+#: NumPy's ``int64``: a field or scalar type, a typed temporary or a cast.
 int64 = np.int64
+#: NumPy's ``float32``: a field or scalar type, a typed temporary or a cast.
 float32 = np.float32
+#: NumPy's ``float64``: a field or scalar type, a typed temporary or a cast.
 float64 = np.float64
 
 
