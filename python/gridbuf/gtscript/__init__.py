@@ -43,7 +43,7 @@ table at call time), ``v.A[i]`` on data-dim fields, and :func:`lazy_stencil`. Ev
 (``with horizontal(region[I[0], J[-1] - 1 :])``, bounds in place or as externals, in functions
 too) and ``while`` loops (nested, in ``if``, in functions) run as GT4Py's numpy backend runs
 them. What gridbuf cannot run yet - axis positions (``I[0] + 1``) used in an expression,
-``a.at(K=k)``, a table read at a run-time index, interval bounds known only at run time (which
+a table read at a run-time index, interval bounds known only at run time (which
 GT4Py's numpy backend refuses too) - is refused when the stencil is defined.
 
 Anything else is rejected when the stencil is defined, with a
