@@ -70,8 +70,12 @@ nitpick_ignore = [
 html_theme = "pydata_sphinx_theme"
 html_title = f"gridbuf {release}"
 html_static_path = ["_static"]
+html_css_files = ["custom.css"]
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
 }
 html_show_sourcelink = False
+# The user-guide pages (top level) have no sub-pages: no left sidebar, so the text gets the width.
+# The reference pages (reference/...) keep the theme's section navigation.
+html_sidebars = {"*": []}

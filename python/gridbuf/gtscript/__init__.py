@@ -26,7 +26,7 @@ temporaries of whole vectors, and whole-vector assignments inside ``if`` are rej
 rejects them; so is a component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment,
 which GT4Py reads as the whole vector (assign it to a temporary first).
 
-Compile-time control and the remaining names (issue 22): ``if __INLINED(COND):`` (one branch kept
+Compile-time control and the remaining names: ``if __INLINED(COND):`` (one branch kept
 at definition, COND by its truth value), ``compile_assert(COND)`` (a false one is a definition error
 naming the line), fields and scalars the kept code never uses left out of the program (they may
 be passed as ``None``, as GT4Py's AccessKind.NONE arguments; ``None`` for a used one is a
