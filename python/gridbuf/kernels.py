@@ -18,10 +18,19 @@ from __future__ import annotations
 
 from . import _gridbuf
 
+#: ``copy(inp, out)``: ``out = inp`` on the domain, also across a layout change.
 copy = _gridbuf.native_stencil("copy")
+#: ``laplacian(inp, out)``: the 5-point horizontal laplacian,
+#: ``out = -4 inp + inp[i-1] + inp[i+1] + inp[j-1] + inp[j+1]``; reads ``inp`` one
+#: point beyond the domain in I and J.
 laplacian = _gridbuf.native_stencil("laplacian")
+#: ``hdiff(inp, coeff, out)``: COSMO's horizontal diffusion with a monotonic flux limiter;
+#: reads ``inp`` two points beyond the domain in I and J.
 hdiff = _gridbuf.native_stencil("hdiff")
+#: ``tridiag(a, b, c, d, x)``: solves ``a x[k-1] + b x[k] + c x[k+1] = d`` along K in every column
+#: with the Thomas algorithm (no pivoting); ``x`` is the output.
 tridiag = _gridbuf.native_stencil("tridiag")
+#: ``noop(inp, out)``: does nothing, with the signature of :data:`copy`; calling it times the binder alone.
 noop = _gridbuf.native_stencil("noop")
 
 #: Every native kernel by name.

@@ -13,8 +13,8 @@ newest data. A copy runs only when a stale side is accessed:
   pessimistic: reading ``__array_interface__`` (``numpy.asarray``) makes the host current and
   marks it modified, reading ``__cuda_array_interface__`` (``cupy.asarray``) does the same for the
   device;
-- explicitly: :meth:`MirroredField.host`, :meth:`MirroredField.device`, :meth:`MirroredField.sync`
-  and the :meth:`MirroredField.access` context manager, which marks the side modified only when
+- explicitly: :meth:`gridbuf.MirroredField.host`, :meth:`gridbuf.MirroredField.device`,
+  :meth:`gridbuf.MirroredField.sync` and the :meth:`gridbuf.MirroredField.access` context manager, which marks the side modified only when
   asked to.
 
 The device side is a CuPy array on the GPU (``device="gpu"``, CuPy imported only then), or, when
@@ -141,11 +141,12 @@ def _cupy(what: str) -> Any:
 
 
 class MirroredField(np.lib.mixins.NDArrayOperatorsMixin):
-    """A host buffer and a device buffer of the same plan with a shared :class:`SyncState`.
+    """A host buffer and a device buffer of the same plan with a shared :class:`gridbuf.SyncState`.
 
-    Create one with :func:`zeros`, :func:`empty`, :func:`ones`, :func:`full`, :func:`from_array`
-    (allocating both buffers) or :func:`as_mirrored` (wrapping existing buffers). Indexing gives
-    views that share the buffers and the sync state.
+    Create one with :func:`gridbuf.mirrored.zeros`, :func:`~gridbuf.mirrored.empty`,
+    :func:`~gridbuf.mirrored.ones`, :func:`~gridbuf.mirrored.full`,
+    :func:`~gridbuf.mirrored.from_array` (allocating both buffers) or :func:`gridbuf.as_mirrored`
+    (wrapping existing buffers). Indexing gives views that share the buffers and the sync state.
 
     Notes
     -----
@@ -556,7 +557,7 @@ def as_mirrored(data: Any, device_data: Any, *, sync_state: Any) -> MirroredFiel
         The device buffer with the same shape, strides and dtype: a CuPy array, or a host array
         that stands in for the device.
     sync_state : {"clean", "host_dirty", "device_dirty"} or SyncState
-        Which buffer is current now; or the :class:`SyncState` of the mirrored field these
+        Which buffer is current now; or the :class:`gridbuf.SyncState` of the mirrored field these
         buffers were taken from (views of its buffers, at the same place on both sides), which
         the new field then shares, syncing the whole buffers of that field.
 

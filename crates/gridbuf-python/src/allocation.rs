@@ -623,7 +623,7 @@ Plan
     }
 );
 
-/// The result of [`plan_fn`]: shape, padded shape, byte strides, layout, alignment and offset.
+/// The result of :func:`gridbuf.plan`: shape, padded shape, byte strides, layout, alignment and offset.
 #[pyclass(frozen, module = "gridbuf", name = "Plan")]
 pub struct PyPlan {
     plan: Arc<Plan>,

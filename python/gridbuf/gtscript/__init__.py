@@ -26,7 +26,7 @@ temporaries of whole vectors, and whole-vector assignments inside ``if`` are rej
 rejects them; so is a component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment,
 which GT4Py reads as the whole vector (assign it to a temporary first).
 
-Compile-time control and the remaining names (issue 22): ``if __INLINED(COND):`` (one branch kept
+Compile-time control and the remaining names: ``if __INLINED(COND):`` (one branch kept
 at definition, COND by its truth value), ``compile_assert(COND)`` (a false one is a definition error
 naming the line), fields and scalars the kept code never uses left out of the program (they may
 be passed as ``None``, as GT4Py's AccessKind.NONE arguments; ``None`` for a used one is a
@@ -43,7 +43,7 @@ table at call time), ``v.A[i]`` on data-dim fields, and :func:`lazy_stencil`. Ev
 (``with horizontal(region[I[0], J[-1] - 1 :])``, bounds in place or as externals, in functions
 too) and ``while`` loops (nested, in ``if``, in functions) run as GT4Py's numpy backend runs
 them. What gridbuf cannot run yet - axis positions (``I[0] + 1``) used in an expression,
-``a.at(K=k)``, a table read at a run-time index, interval bounds known only at run time (which
+a table read at a run-time index, interval bounds known only at run time (which
 GT4Py's numpy backend refuses too) - is refused when the stencil is defined.
 
 Anything else is rejected when the stencil is defined, with a
@@ -87,8 +87,11 @@ class _Order:
         return self.name
 
 
+#: ``computation(PARALLEL)``: every level of the interval is computed independently of the others.
 PARALLEL = _Order("PARALLEL")
+#: ``computation(FORWARD)``: the levels of the interval are computed one after the other, in increasing K.
 FORWARD = _Order("FORWARD")
+#: ``computation(BACKWARD)``: the levels of the interval are computed one after the other, in decreasing K.
 BACKWARD = _Order("BACKWARD")
 
 
@@ -192,12 +195,19 @@ class Axis:
 
 
 _Axis = Axis
+#: The I axis; ``I[0]``, ``I[-1] + 1``: positions for horizontal regions.
 I = Axis("I")  # noqa: E741 - GT4Py's name
+#: The J axis; ``J[0]``, ``J[-1] + 1``: positions for horizontal regions.
 J = Axis("J")
+#: The K axis: ``Field[K, np.float64]`` is a field with one value per level.
 K = Axis("K")
+#: ``Field[IJ, np.float64]``: a field with one value per column.
 IJ = (I, J)
+#: ``Field[IK, np.float64]``: a field without a J axis, read with two offsets.
 IK = (I, K)
+#: ``Field[JK, np.float64]``: a field without an I axis, read with two offsets.
 JK = (J, K)
+#: ``Field[IJK, (np.float64, (3,))]``: the three axes, spelt out for data-dim fields.
 IJK = (I, J, K)
 _AXIS_SETS = {(I, J, K): "IJK", (I, J): "IJ", (K,): "K", (I,): "I", (J,): "J", (I, K): "IK", (J, K): "JK"}
 
@@ -261,8 +271,13 @@ class _SequenceMaker:
         return dtype, length
 
 
+#: GT4Py's ``Sequence[dtype]`` descriptor, kept for its name (GT4Py uses it nowhere).
 Sequence = _SequenceMaker()
+#: ``from __externals__ import NAME`` in a definition reads the external ``NAME`` given to
+#: :func:`stencil`; the module attribute itself is a placeholder, as in GT4Py.
 __externals__ = "Placeholder"
+#: ``from __gtscript__ import ...`` in a definition is accepted and ignored, as GT4Py's
+#: placeholder module.
 __gtscript__ = "Placeholder"
 
 
@@ -285,6 +300,8 @@ class _Region:
         return args
 
 
+#: ``region[I[0], :]``, ``region[:, J[-1] - 1 : J[-1] + 2]``: a box of the compute domain's I
+#: and J axes, for ``with horizontal(...)``.
 region = _Region()
 
 
@@ -298,9 +315,13 @@ def compile_assert(expr: Any) -> None:
     """``compile_assert(COND)``: a definition error, naming the line, if COND is false."""
 
 
+#: NumPy's ``int32``: a field or scalar type, a typed temporary (``tmp: int32 = ...``) or a cast.
 int32 = np.int32
+#: NumPy's ``int64``: a field or scalar type, a typed temporary or a cast.
 int64 = np.int64
+#: NumPy's ``float32``: a field or scalar type, a typed temporary or a cast.
 float32 = np.float32
+#: NumPy's ``float64``: a field or scalar type, a typed temporary or a cast.
 float64 = np.float64
 
 

@@ -343,7 +343,7 @@ def as_storage(data: Any = None, device_data: Any = None, *, sync_state: Any = N
     device_data : array_like, optional
         The device buffer (a CuPy array; a NumPy array on the stand-in ``device="host"``).
     sync_state : {"clean", "host_dirty", "device_dirty"} or SyncState, optional
-        With both buffers (``managed="gt4py"``): which is current, or the :class:`SyncState` of
+        With both buffers (``managed="gt4py"``): which is current, or the :class:`gridbuf.SyncState` of
         the storage the buffers were taken from. Default ``"clean"``.
     **kwargs
         Keywords of :func:`empty`; ``axes`` and ``halo`` label the buffers, ``layout`` and

@@ -315,7 +315,7 @@ class GPUStorage(_FieldStorage):
 
 class CudaManagedGPUStorage(_FieldStorage):
     """A storage in CUDA unified memory: one buffer that host and device both address (a NumPy
-    array; :meth:`to_cupy` views the same memory). On the stand-in, plain host memory."""
+    array; :meth:`~CudaManagedGPUStorage.to_cupy` views the same memory). On the stand-in, plain host memory."""
 
     __slots__ = ()
     __array_priority__: ClassVar[int] = 11
@@ -398,7 +398,7 @@ class CudaManagedGPUStorage(_FieldStorage):
 
 class SoftwareManagedGPUStorage(Storage):
     """A host buffer and a device buffer synchronised by gridbuf: a :class:`gridbuf.MirroredField`
-    with dims and a halo. Every view shares the :class:`SyncState` (``sync_state``)."""
+    with dims and a halo. Every view shares the :class:`gridbuf.SyncState` (``sync_state``)."""
 
     __slots__ = ("_m", "_f")
     __array_priority__: ClassVar[int] = 11
