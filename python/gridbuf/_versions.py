@@ -20,7 +20,7 @@ OPTIONAL = ("gt4py", "cupy", "mpi4py", "xarray")
 # (MPI_Get_library_version may be called before MPI_Init).
 _MPI_CHILD = (
     "import mpi4py; mpi4py.rc.initialize = False; mpi4py.rc.finalize = False\n"
-    "from mpi4py import MPI; print(MPI.Get_library_version().strip().splitlines()[0])"
+    "from mpi4py import MPI; print(' '.join(MPI.Get_library_version().splitlines()[0].split()))"
 )
 
 
@@ -37,7 +37,7 @@ def _import(name: str) -> tuple[Any, str | None]:
 def _mpi_library() -> str:
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None:  # already imported by the caller: ask it directly
-        return str(mpi.Get_library_version().strip().splitlines()[0])
+        return " ".join(str(mpi.Get_library_version()).splitlines()[0].split())
     import subprocess
 
     try:
@@ -125,8 +125,9 @@ def show_versions(file: IO[str] | None = None) -> None:
     gtscript JIT detected and compiles for.
     """
     out = sys.stdout if file is None else file
-    width = max(len(key) for section in versions().values() for key in section) + 2
-    for i, (title, section) in enumerate(versions().items()):
+    report = versions()
+    width = max(len(key) for section in report.values() for key in section) + 2
+    for i, (title, section) in enumerate(report.items()):
         print(("\n" if i else "") + title.upper(), file=out)
         print("-" * len(title), file=out)
         for key, value in section.items():
