@@ -151,7 +151,10 @@ mod tests {
             return; // no Cranelift backend for this machine
         };
         assert_eq!(arch, std::env::consts::ARCH);
-        assert!(features.iter().all(|f| f.starts_with("has_")), "{features:?}");
+        assert!(
+            features.iter().all(|f| f.starts_with("has_")),
+            "{features:?}"
+        );
         #[cfg(target_arch = "x86_64")]
         assert_eq!(
             features.iter().any(|f| f == "has_avx2"),
