@@ -38,6 +38,9 @@ _UNIT_LABEL = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s"}
 #: Values spanning more than this ratio (largest / smallest) get a log axis unless told otherwise.
 LOG_RATIO = 30.0
 
+#: Roughly the width of one character of the tick and legend labels (8 pt), inches.
+_CHAR_IN = 0.066
+
 
 class MatplotlibMissing(SystemExit):
     """Raised (as a clean exit with a message) when --plot is given and matplotlib is missing."""
@@ -97,14 +100,37 @@ def machine() -> str:
     return text
 
 
+def ramp(series: Sequence[str], cmap: str = "Blues") -> dict[str, str]:
+    """Colours of a sequential colour map for ordered series (sizes, counts), light to dark."""
+    pyplot()
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    cm = colormaps[cmap]
+    n = len(series)
+    return {s: to_hex(cm(0.35 + 0.6 * (i / max(1, n - 1)))) for i, s in enumerate(series)}
+
+
 def pick_unit(seconds: Sequence[float]) -> str:
-    """The largest time unit in which the smallest value reads as at least 0.1 (ns below that)."""
+    """The largest time unit in which the smallest value reads as at least 0.01 (ns below that)."""
     low = min(seconds)
     unit = "ns"
     for name, scale in _UNITS:
-        if low >= 0.1 * scale:
+        if low >= 0.01 * scale:
             unit = name
     return unit
+
+
+def wrap(text: str, chars: int) -> str:
+    """``text`` wrapped at spaces to lines of about ``chars`` characters, its own line breaks
+    kept, words never split."""
+    return "\n".join(
+        textwrap.fill(line, max(1, chars), break_long_words=False, break_on_hyphens=False) for line in text.split("\n")
+    )
+
+
+def _longest_word(text: str) -> int:
+    return max((len(w) for w in text.split()), default=0)
 
 
 def fmt(value: float) -> str:
@@ -117,7 +143,7 @@ class Panel:
     """One axes of a figure: ``values[(group, series)]`` in seconds; absent pairs draw no bar.
 
     ``groups`` and ``series`` give the order (default: first appearance in ``values``). ``unit``
-    is "ns", "us", "ms" or "s" (default: the largest in which the smallest value is at least 0.1);
+    is "ns", "us", "ms" or "s" (default: the largest in which the smallest value is at least 0.01);
     ``log`` forces or refuses a log axis (default: when the values span more than ``LOG_RATIO``).
     """
 
@@ -131,10 +157,38 @@ class Panel:
     log: bool | None = None
     notes: list[str] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        bad = {k: v for k, v in self.values.items() if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0)}
+        if bad:
+            raise ValueError(f"bar values must be positive finite seconds (leave a missing bar out): {bad}")
+
     def ordered(self) -> tuple[list[str], list[str]]:
         groups = list(self.groups) if self.groups is not None else list(dict.fromkeys(g for g, _ in self.values))
         series = list(self.series) if self.series is not None else list(dict.fromkeys(s for _, s in self.values))
         return groups, series
+
+    def _widths(self) -> tuple[float, float]:
+        """Inches one group needs for its bars, and for its label's longest word."""
+        groups, series = self.ordered()
+        most = max(sum((g, s) in self.values for s in series) for g in groups)
+        return max(0.55, 0.3 * most + 0.25), _CHAR_IN * max(_longest_word(g) for g in groups) + 0.2
+
+    def slanted(self) -> bool:
+        """Many groups whose labels are much wider than their bars: labels slanted, not wrapped."""
+        bars, label = self._widths()
+        return len(self.ordered()[0]) >= 6 and label > 1.25 * bars
+
+    def group_inches(self) -> float:
+        """The width one group of bars gets: room for its bars, and for its label's longest word
+        unless the labels are slanted."""
+        bars, label = self._widths()
+        return bars if self.slanted() else max(bars, label)
+
+    def inches(self) -> float:
+        return len(self.ordered()[0]) * self.group_inches() + 0.2
+
+    def auto_log(self) -> bool:
+        return max(self.values.values()) / min(self.values.values()) > LOG_RATIO
 
 
 def bar_chart(
@@ -161,45 +215,50 @@ def bar_chart(
     panels = [p for p in panels if p.values]
     if not panels:
         raise ValueError("nothing to plot: every panel is empty")
-    all_series = list(dict.fromkeys(s for p in panels for s in p.ordered()[1]))
+    # series in order of appearance, those with at least one bar only (the legend)
+    all_series = list(dict.fromkeys(s for p in panels for s in p.ordered()[1] if any(k[1] == s for k in p.values)))
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour = {s: (colors or {}).get(s) or palette[i % len(palette)] for i, s in enumerate(all_series)}
-    nbars = [len(p.values) for p in panels]
-    width = min(20.0, max(6.4, 1.6 + sum(max(n * 0.34, 3.2) for n in nbars)))
-    legend_rows = len(all_series)
-    height = 4.8 + (0.35 if legend_rows > 6 else 0.0)
+    # A panel's axes: its groups' room plus the y axis' labels; then the legend at the right.
+    axes_in = [max(2.4, p.inches()) for p in panels]
+    legend_in = 0.6 + _CHAR_IN * max(len(s) for s in all_series)
+    width = min(24.0, max(7.5, sum(a + 0.9 for a in axes_in) + legend_in + 0.3))
+    height = 4.8 + (0.35 if len(all_series) > 8 else 0.0)
+    # Log axes where a panel's values span decades; where one panel of the figure needs one, every
+    # panel left to choose gets one too, so that the panels read alike.
+    any_log = any(p.log if p.log is not None else p.auto_log() for p in panels)
     fig, axes = plt.subplots(
         1,
         len(panels),
         figsize=(width, height),
         layout="constrained",
-        width_ratios=[max(n, 6) for n in nbars],
+        width_ratios=axes_in,
         squeeze=False,
     )
     try:
         for ax, panel in zip(axes[0], panels):
-            _draw_panel(ax, panel, colour)
+            _draw_panel(ax, panel, colour, panel.log if panel.log is not None else any_log)
         handles = [plt.Rectangle((0, 0), 1, 1, color=colour[s]) for s in all_series]
         fig.legend(handles, all_series, loc="outside right center", fontsize=8, frameon=False)
-        fig.suptitle(f"{benchmark}: {title}\n{shape} · {machine()}", fontsize=10.5)
+        fig.suptitle(wrap(f"{benchmark}: {title}\n{shape} · {machine()}", int(width * 12.5)), fontsize=10.5)
         caption = f"median of {repeats} repeats" if repeats is not None else ""
         caption = "; ".join(x for x in (caption, note) if x)
-        fig.supxlabel(textwrap.fill(caption, width=int(width * 16)), fontsize=8, color="0.25")
-        fig.savefig(out, dpi=110)
+        fig.supxlabel(wrap(caption, int(width * 15)), fontsize=8, color="0.25")
+        # "tight": nothing (a long legend entry, a wrapped label) is cut off at the figure's edge
+        fig.savefig(out, dpi=110, bbox_inches="tight", pad_inches=0.15)
     finally:
         plt.close(fig)
     print(f"plot: {out}", file=sys.stderr, flush=True)
     return out
 
 
-def _draw_panel(ax: Any, panel: Panel, colour: Mapping[str, str]) -> None:
+def _draw_panel(ax: Any, panel: Panel, colour: Mapping[str, str], log: bool) -> None:
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     groups, series = panel.ordered()
-    present = [v for v in panel.values.values() if v is not None and v > 0 and math.isfinite(v)]
+    present = list(panel.values.values())
     unit = panel.unit or pick_unit(present)
     scale = dict(_UNITS)[unit]
-    log = panel.log if panel.log is not None else max(present) / min(present) > LOG_RATIO
     bar_w = 0.8 / max(1, max(sum((g, s) in panel.values for s in series) for g in groups))
     centres = []
     for gi, g in enumerate(groups):
@@ -211,8 +270,11 @@ def _draw_panel(ax: Any, panel: Panel, colour: Mapping[str, str]) -> None:
             ax.bar_label(bars, labels=[fmt(v)], fontsize=6.5, rotation=90, padding=2)
         centres.append(gi)
     ax.set_xticks(centres)
-    wrap = max(8, int(90 / max(1, len(groups))))
-    ax.set_xticklabels([textwrap.fill(g, wrap) for g in groups], fontsize=8)
+    if panel.slanted():
+        ax.set_xticklabels([wrap(g, 28) for g in groups], fontsize=8, rotation=30, ha="right", rotation_mode="anchor")
+    else:
+        chars = int((panel.group_inches() - 0.1) / _CHAR_IN)
+        ax.set_xticklabels([wrap(g, chars) for g in groups], fontsize=8)
     ax.set_xlim(-0.6, len(groups) - 0.4)
     ax.set_ylabel(f"{panel.ylabel} ({_UNIT_LABEL[unit]}{', log scale' if log else ''})")
     if panel.xlabel:
