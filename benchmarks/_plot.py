@@ -287,7 +287,9 @@ def _draw_panel(ax: Any, panel: Panel, colour: Mapping[str, str], log: bool) -> 
         # room below the shortest bar and above the tallest one's rotated value label
         bottom = 10 ** math.floor(math.log10(lo) - 0.05)
         ax.set_ylim(bottom, hi * 10 ** (0.2 * max(1.0, math.log10(hi / bottom))))
-        ax.yaxis.set_major_locator(LogLocator(base=10))
+        # few decades: ticks at 1, 2 and 5 of each, labelled, so that a bar's height can be read
+        few = math.log10(ax.get_ylim()[1] / bottom) < 2.5
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if few else (1.0,)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:,.0f}" if y >= 1 else f"{y:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
     else:
