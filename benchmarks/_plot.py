@@ -38,6 +38,9 @@ _UNIT_LABEL = {"ns": "ns", "us": "µs", "ms": "ms", "s": "s"}
 #: Values spanning more than this ratio (largest / smallest) get a log axis unless told otherwise.
 LOG_RATIO = 30.0
 
+#: Panels side by side wider than this (inches) are stacked one above the other instead.
+STACK_WIDTH = 15.0
+
 #: Roughly the width of one character of the tick and legend labels (8 pt), inches.
 _CHAR_IN = 0.066
 
@@ -220,23 +223,30 @@ def bar_chart(
     palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     colour = {s: (colors or {}).get(s) or palette[i % len(palette)] for i, s in enumerate(all_series)}
     # A panel's axes: its groups' room plus the y axis' labels; then the legend at the right.
+    # Panels that would make the figure too wide for a page are stacked instead.
     axes_in = [max(2.4, p.inches()) for p in panels]
     legend_in = 0.6 + _CHAR_IN * max(len(s) for s in all_series)
-    width = min(24.0, max(7.5, sum(a + 0.9 for a in axes_in) + legend_in + 0.3))
+    width = max(7.5, sum(a + 0.9 for a in axes_in) + legend_in + 0.3)
+    stacked = len(panels) > 1 and width > STACK_WIDTH
+    if stacked:
+        width = max(7.5, max(axes_in) + 0.9 + legend_in + 0.3)
+    width = min(24.0, width)
     height = 4.8 + (0.35 if len(all_series) > 8 else 0.0)
+    if stacked:
+        height = 1.4 + 3.6 * len(panels)
     # Log axes where a panel's values span decades; where one panel of the figure needs one, every
     # panel left to choose gets one too, so that the panels read alike.
     any_log = any(p.log if p.log is not None else p.auto_log() for p in panels)
     fig, axes = plt.subplots(
-        1,
-        len(panels),
+        len(panels) if stacked else 1,
+        1 if stacked else len(panels),
         figsize=(width, height),
         layout="constrained",
-        width_ratios=axes_in,
+        **({} if stacked else {"width_ratios": axes_in}),
         squeeze=False,
     )
     try:
-        for ax, panel in zip(axes[0], panels):
+        for ax, panel in zip(axes.flat, panels):
             _draw_panel(ax, panel, colour, panel.log if panel.log is not None else any_log)
         handles = [plt.Rectangle((0, 0), 1, 1, color=colour[s]) for s in all_series]
         fig.legend(handles, all_series, loc="outside right center", fontsize=8, frameon=False)

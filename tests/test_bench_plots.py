@@ -105,6 +105,15 @@ def test_log_axis_only_where_values_span_decades(plt, tmp_path):
     assert two.get_yscale() == "log" and three.get_yscale() == "log"
 
 
+def test_wide_panels_are_stacked(plt, tmp_path):
+    wide = {(f"case {g}", f"library {s}"): (g + 1) * (s + 1) * 1e-3 for g in range(5) for s in range(6)}
+    _plot.bar_chart(str(tmp_path / "wide.png"), benchmark="b", title="t", shape="s",
+                    panels=[_plot.Panel(wide, title="one"), _plot.Panel(wide, title="two")], repeats=3)
+    top, bottom = plt.opened[0].axes[:2]
+    assert top.get_position().y0 > bottom.get_position().y1  # one above the other
+    assert plt.opened[0].get_figwidth() <= _plot.STACK_WIDTH
+
+
 def test_a_failed_save_still_closes_the_figure(plt, tmp_path):
     with pytest.raises(OSError):
         _plot.bar_chart(
