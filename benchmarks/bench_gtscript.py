@@ -302,6 +302,7 @@ def plot_part(directory, what, label, names, times, first, time_cols, first_cols
                 groups=names,
                 series=first_cols,
                 ylabel="definition to first result",
+                unit="ms",  # as in the table
                 log=True,
             )
         ],
@@ -320,6 +321,7 @@ def plot_part(directory, what, label, names, times, first, time_cols, first_cols
                 groups=names,
                 series=time_cols,
                 ylabel="time per call",
+                unit="ms",  # as in the table
             )
         ],
         repeats=repeats,
