@@ -3,7 +3,9 @@
 Prints markdown tables of what it measured in this run and how the ratios compare with the
 project's targets. It never asserts anything about timings.
 
-    .venv/bin/python benchmarks/bench_allocation.py [--repeats 7] [--repeat-seconds 0.15]
+    .venv/bin/python benchmarks/bench_allocation.py [--repeats 7] [--repeat-seconds 0.15] [--plot DIR]
+
+``--plot DIR`` draws the table's medians as a bar chart, DIR/bench_allocation.png (needs matplotlib).
 
 Each number is the median over the repeats of the time per call; see _timing.py for how the
 repeats are run (round-robin over the libraries of a row, arrays freed right after each call).
@@ -22,6 +24,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import gridbuf as gb  # noqa: E402
+import _plot  # noqa: E402
 from _timing import Candidate, Result, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 try:
@@ -39,6 +42,7 @@ class Row:
 
     key: str
     title: str
+    short: str  # the row's name in the chart
     unit: str  # "us" or "ms"
     baseline: str  # label of the NumPy statement the others are compared with
     candidates: list[Candidate]
@@ -58,6 +62,7 @@ def build_rows() -> list[Row]:
         Row(
             "small_zeros",
             f"small zeros {SMALL} float64, per call",
+            "small zeros",
             "us",
             "numpy",
             cands(
@@ -72,6 +77,7 @@ def build_rows() -> list[Row]:
         Row(
             "large_zeros",
             f"large zeros {LARGE} float64, allocate + free (untouched)",
+            "large zeros",
             "ms",
             "numpy",
             cands(
@@ -86,6 +92,7 @@ def build_rows() -> list[Row]:
         Row(
             "large_ones",
             f"large ones {LARGE} float64, allocate + fill + free",
+            "large ones",
             "ms",
             "numpy",
             cands(
@@ -101,6 +108,7 @@ def build_rows() -> list[Row]:
         Row(
             "from_array_layout",
             f"from_array {LARGE} float64, C-ordered source, layout change",
+            "from_array, layout change",
             "ms",
             "numpy",
             cands(
@@ -116,6 +124,7 @@ def build_rows() -> list[Row]:
         Row(
             "from_array_same",
             f"from_array {LARGE} float64, C-ordered source, same layout (plain copy)",
+            "from_array, same layout",
             "ms",
             "numpy",
             cands(
@@ -145,7 +154,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="repeats per statement (median reported)")
     parser.add_argument("--repeat-seconds", type=float, default=0.15, help="target duration of one repeat")
+    _plot.add_argument(parser)
     args = parser.parse_args()
+    plot_dir = _plot.prepare(args.plot)
 
     start = time.perf_counter()
     sanity_check()
@@ -158,7 +169,8 @@ def main() -> None:
 
     results: dict[str, list[Result]] = {}
     table_rows = []
-    for row in build_rows():
+    rows = build_rows()
+    for row in rows:
         res = compare(row.candidates, repeats=args.repeats, repeat_seconds=args.repeat_seconds)
         results[row.key] = res
         base = next(r for r in res if r.label.startswith(row.baseline + ":"))
@@ -178,6 +190,32 @@ def main() -> None:
     print()
     print_targets(results)
     print(f"\n(total run time {time.perf_counter() - start:.0f} s)")
+    if plot_dir:
+        plot(plot_dir, rows, results, args.repeats)
+
+
+#: Series names of the statements that are not their library's first in a row (the chart's legend).
+SERIES = {
+    'gb.from_array(src, backend="gt:cpu_ifirst")': "gridbuf (to gt:cpu_ifirst)",
+    "np.ones(shape)": "numpy (np.ones)",
+}
+
+
+def plot(directory: str, rows: list[Row], results: dict[str, list[Result]], repeats: int) -> None:
+    """The table's medians as one bar chart: a group per case, a bar per statement."""
+    values = {}
+    for row in rows:
+        for r in results[row.key]:
+            values[(row.short, SERIES.get(r.stmt, r.label.partition(": ")[0]))] = r.median
+    _plot.bar_chart(
+        _plot.path(directory, __file__),
+        benchmark="bench_allocation",
+        title="allocation and copy-construction, time per call",
+        shape=f"small {'x'.join(map(str, SMALL))}, large {'x'.join(map(str, LARGE))} float64",
+        panels=[_plot.Panel(values, xlabel="gt4py: gt4py.storage on gt:cpu_ifirst (the numpy backend for the same-layout copy)")],
+        repeats=repeats,
+        note="round-robin over the statements of a case; each result freed before the next call",
+    )
 
 
 def _median(results: dict[str, list[Result]], key: str, stmt_prefix: str) -> float | None:

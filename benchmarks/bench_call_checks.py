@@ -9,7 +9,10 @@ Prints a markdown table of medians (round-robin repeats, see ``_timing``). With
 alternating child processes, and prints both columns side by side: the check that a change kept
 the call path as fast.
 
-    .venv/bin/python benchmarks/bench_call_checks.py [--repeats 9] [--rounds 3] [--baseline DIR]
+    .venv/bin/python benchmarks/bench_call_checks.py [--repeats 9] [--rounds 3] [--baseline DIR] [--plot DIR]
+
+``--plot DIR`` draws the printed medians (both builds' with ``--baseline``) as a bar chart,
+DIR/bench_call_checks.png (needs matplotlib).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+
+import _plot  # noqa: E402
 
 SHAPE = (20, 20, 8)  # 16x16x8 domain plus a two-point halo in I and J
 ORIGIN = (2, 2, 0)
@@ -91,17 +96,21 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=9)
     ap.add_argument("--rounds", type=int, default=3, help="alternating child runs per build (with --baseline)")
     ap.add_argument("--baseline", help="directory holding another build's gridbuf/ package")
+    _plot.add_argument(ap)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(measure(args.repeats)))
         return
+    plot_dir = _plot.prepare(args.plot)
     if not args.baseline:
         res = measure(args.repeats)
         print("| call (16x16x8 hdiff, float64, gt:cpu_ifirst) | median per call |")
         print("|---|---|")
         for k, v in res.items():
             print(f"| {k} | {v * 1e6:.2f} us |")
+        if plot_dir:
+            plot(plot_dir, {(k, "this build"): v for k, v in res.items()}, f"median of {args.repeats} repeats")
         return
     runs: dict[str, list[dict[str, float]]] = {"this build": [], "baseline": []}
     for _ in range(args.rounds):
@@ -116,10 +125,27 @@ def main() -> None:
     print(f"Medians over {args.rounds} alternating runs of {args.repeats} repeats each.\n")
     print("| call (16x16x8 hdiff, float64, gt:cpu_ifirst) | baseline | this build | this / baseline |")
     print("|---|---|---|---|")
+    values = {}
     for k in labels:
         b = statistics.median(r[k] for r in runs["baseline"])
         t = statistics.median(r[k] for r in runs["this build"])
         print(f"| {k} | {b * 1e6:.2f} us | {t * 1e6:.2f} us | {t / b:.2f} |")
+        values[(k, "baseline")], values[(k, "this build")] = b, t
+    if plot_dir:
+        plot(plot_dir, values, f"median over {args.rounds} alternating runs per build of the median of {args.repeats} repeats")
+
+
+def plot(directory: str, values: dict[tuple[str, str], float], caption: str) -> None:
+    """The printed medians as a bar chart: a group per way of calling, a bar per build."""
+    _plot.bar_chart(
+        _plot.path(directory, __file__),
+        benchmark="bench_call_checks",
+        title="cost of a stencil call's checks",
+        shape="hdiff on a 16x16x8 float64 domain (two-point halo), gt:cpu_ifirst",
+        panels=[_plot.Panel(values, ylabel="time per call")],
+        repeats=None,
+        note=caption,
+    )
 
 
 if __name__ == "__main__":

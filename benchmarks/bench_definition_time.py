@@ -20,7 +20,10 @@ the definition's module was imported (Python's own compilation of a 10,000-line 
 of that earlier peak).
 
 Usage: ``python benchmarks/bench_definition_time.py [--shapes chain,square,fib,fan]
-[--sizes 100,1000,3000,10000] [--repeats 3] [--timeout 60] [--memory 4]``.
+[--sizes 100,1000,3000,10000] [--repeats 3] [--timeout 60] [--memory 4] [--plot DIR]``.
+
+``--plot DIR`` draws the definition times of the table as a bar chart (log axis),
+DIR/bench_definition_time.png (needs matplotlib); a size that timed out or was aborted has no bar.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing, _plot
+
+import _plot  # noqa: E402
 
 SHAPES = ("chain", "square", "fib", "fan")
 
@@ -106,19 +111,21 @@ def _limit_memory(gib: float) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
 
 
-def measure(shape: str, n: int, repeats: int, timeout: float, memory: float) -> tuple[str, str, str]:
+def measure(shape: str, n: int, repeats: int, timeout: float, memory: float) -> tuple[str, str, str, float | None]:
+    """(definition time, peak RSS, growth) as table cells, and the median seconds (None when the
+    run timed out or was aborted)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--child", shape, str(n), str(repeats)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, preexec_fn=lambda: _limit_memory(memory))
     except subprocess.TimeoutExpired:
-        return f"> {timeout:g} s", "-", "-"
+        return f"> {timeout:g} s", "-", "-", None
     if r.returncode != 0:
         err = (r.stderr.strip().splitlines() or ["?"])[-1]
         why = "memory" if "memory" in err.lower() or "alloc" in err.lower() or r.returncode < 0 else err[:60]
-        return f"aborted ({why})", "-", "-"
+        return f"aborted ({why})", "-", "-", None
     out = json.loads(r.stdout.strip().splitlines()[-1])
     t = statistics.median(out["times"])
-    return (f"{t * 1e3:.0f} ms" if t < 1 else f"{t:.2f} s"), f"{out['peak_kb'] / 1024:.0f}", f"{out['rss_kb'] / 1024:.0f}"
+    return (f"{t * 1e3:.0f} ms" if t < 1 else f"{t:.2f} s"), f"{out['peak_kb'] / 1024:.0f}", f"{out['rss_kb'] / 1024:.0f}", t
 
 
 def main() -> None:
@@ -128,26 +135,35 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--memory", type=float, default=4, help="address-space limit of each run, GiB")
+    _plot.add_argument(ap)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.child[0], int(args.child[1]), int(args.child[2]))
         return
+    plot_dir = _plot.prepare(args.plot)
     from _timing import markdown_table, print_machine_info
 
     print_machine_info()
     shapes = args.shapes.split(",")
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
+    seconds: dict[tuple[str, str], float] = {}
+    missing: list[str] = []
     for shape in shapes:
         stop = False
         for n in sizes:
             if stop:
                 rows.append([shape, str(n), "skipped (smaller size failed)", "-", "-"])
+                missing.append(f"{shape} n={n}: skipped")
                 continue
-            t, peak, growth = measure(shape, n, args.repeats, args.timeout, args.memory)
-            stop = t.startswith((">", "aborted"))
+            t, peak, growth, secs = measure(shape, n, args.repeats, args.timeout, args.memory)
+            stop = secs is None
             rows.append([shape, str(n), t, peak, growth])
+            if secs is None:
+                missing.append(f"{shape} n={n}: {t}")
+            else:
+                seconds[(shape, f"n = {n}")] = secs
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)
     print()
     print(
@@ -156,6 +172,19 @@ def main() -> None:
     )
     print()
     print(markdown_table(["shape", "statements", "definition time", "peak RSS (MB)", "raised by the definitions (MB)"], rows))
+    if plot_dir and seconds:
+        labels = [f"n = {n}" for n in sizes]
+        _plot.bar_chart(
+            _plot.path(plot_dir, __file__),
+            benchmark="bench_definition_time",
+            title="definition time of generated stencils of n statements",
+            shape="PARALLEL, float64 fields; gtscript.stencil(...): lowering, core compile, JIT",
+            panels=[_plot.Panel(seconds, groups=shapes, series=labels, ylabel="definition time", log=True,
+                                notes=["no bar: " + "; ".join(missing)] if missing else [])],
+            repeats=args.repeats,
+            note="one only where the first took more than 10 s; each size in a fresh process",
+            colors=_plot.ramp(labels),
+        )
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ with broadcasting written out by hand.
 Prints markdown tables of what it measured in this run and how the ratios compare with the
 project's targets. It never asserts anything about timings.
 
-    python benchmarks/bench_field.py [--repeats 7] [--repeat-seconds 0.15]
+    python benchmarks/bench_field.py [--repeats 7] [--repeat-seconds 0.15] [--plot DIR]
+
+``--plot DIR`` draws the table's medians as a bar chart, DIR/bench_field.png (needs matplotlib).
 
 Each number is the median over the repeats of the time per call; see _timing.py for how the
 repeats are run (round-robin over the statements of a row, results freed right after each call).
@@ -29,6 +31,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import gridbuf as gb  # noqa: E402
+import _plot  # noqa: E402
 from _timing import Candidate, Result, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 LARGE = (256, 256, 80)
@@ -41,6 +44,7 @@ class Row:
 
     key: str
     title: str
+    short: str  # the row's name in the chart
     unit: str
     candidates: list[Candidate]
 
@@ -87,6 +91,7 @@ def build_rows() -> list[Row]:
         Row(
             "expr",
             f"`t + p * s`, {LARGE} float64 (IJK + K * IJ)",
+            "t + p * s",
             "ms",
             [
                 c("gridbuf", "t + p * s", big),
@@ -98,6 +103,7 @@ def build_rows() -> list[Row]:
         Row(
             "mean",
             f"mean over K, {LARGE} float64",
+            "mean over K",
             "ms",
             [c("gridbuf", "np.mean(t, axis=2)", big), c("numpy", "np.mean(tn, axis=2)", big)],
         ),
@@ -118,6 +124,7 @@ def build_rows() -> list[Row]:
             Row(
                 f"tiny_{key}",
                 f"tiny {TINY}: `{field_stmt}`",
+                field_stmt,
                 "us",
                 [c("gridbuf", field_stmt, tiny), c("numpy", numpy_stmt, tiny)],
             )
@@ -140,7 +147,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="repeats per statement (median reported)")
     parser.add_argument("--repeat-seconds", type=float, default=0.15, help="target duration of one repeat")
+    _plot.add_argument(parser)
     args = parser.parse_args()
+    plot_dir = _plot.prepare(args.plot)
 
     start = time.perf_counter()
     sanity_check()
@@ -150,7 +159,8 @@ def main() -> None:
 
     results: dict[str, list[Result]] = {}
     table = []
-    for row in build_rows():
+    rows = build_rows()
+    for row in rows:
         res = compare(row.candidates, repeats=args.repeats, repeat_seconds=args.repeat_seconds)
         results[row.key] = res
         base = next(r for r in res if r.label.startswith("numpy:"))
@@ -169,6 +179,26 @@ def main() -> None:
     print()
     print_targets(results)
     print(f"\n(total run time {time.perf_counter() - start:.0f} s)")
+    if plot_dir:
+        plot(plot_dir, rows, results, args.repeats)
+
+
+def plot(directory: str, rows: list[Row], results: dict[str, list[Result]], repeats: int) -> None:
+    """The table's medians as a bar chart: large arrays (ms) and tiny fields (us) side by side."""
+    large = {(row.short, r.label.partition(": ")[0]): r.median for row in rows if row.unit == "ms" for r in results[row.key]}
+    tiny = {(row.short, r.label.partition(": ")[0]): r.median for row in rows if row.unit == "us" for r in results[row.key]}
+    _plot.bar_chart(
+        _plot.path(directory, __file__),
+        benchmark="bench_field",
+        title="labelled Field arithmetic against hand-broadcast NumPy",
+        shape=f"large {'x'.join(map(str, LARGE))} float64 (t: gt:cpu_ifirst; p, s: C), tiny {'x'.join(map(str, TINY))}",
+        panels=[
+            _plot.Panel(large, title=f"{'x'.join(map(str, LARGE))} float64"),
+            _plot.Panel(tiny, title=f"tiny {'x'.join(map(str, TINY))} fields (per-operation overhead)"),
+        ],
+        repeats=repeats,
+        note="round-robin over the statements of a case; NumPy on the same arrays unless said otherwise",
+    )
 
 
 def print_targets(results: dict[str, list[Result]]) -> None:

@@ -24,7 +24,13 @@ The four stencils of ``_gt4py_stencils.py`` (copy, laplacian, hdiff, tridiag) ru
 
 Usage: ``python benchmarks/bench_gtscript.py [--n 256] [--nz 80] [--repeats 5]
 [--kernels copy,hdiff] [--gt4py-backends gt:cpu_ifirst,numpy] [--typed landmask,column]
-[--production corners,ppm,remap]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads (default all cores).
+[--production corners,ppm,remap] [--plot DIR]``. gridbuf uses ``GRIDBUF_NUM_THREADS`` threads
+(default all cores).
+
+``--plot DIR`` draws two charts per part that ran, from the results the tables print: definition to
+first result on a log axis (``bench_gtscript_first_result.png``, ``..._typed_first_result.png``,
+``..._production_first_result.png``) and time per call (``bench_gtscript_per_call.png``,
+``..._typed_per_call.png``, ``..._production_per_call.png``).
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing, bench_stencil
 import gridbuf as gb  # noqa: E402
+import _plot  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 from bench_stencil import NUMPY_REFS, kernel_inputs  # noqa: E402
 
@@ -63,6 +70,21 @@ KERNELS = ("copy", "laplacian", "hdiff", "tridiag")
 LAYOUTS = ("gt:cpu_ifirst", "gt:cpu_kfirst")
 GT4PY_BACKENDS = ("gt:cpu_ifirst", "gt:cpu_kfirst", "numpy")
 HALO = 2
+#: Fresh processes (kernels, production stencils) or in-process runs (typed stencils) whose median
+#: is gridbuf's definition to first result.
+FIRST_RUNS = 5
+
+#: The colour of each competitor in the charts (the same in every figure of this script).
+COLORS = {
+    "gtscript gt:cpu_ifirst": "#1f77b4",
+    "gtscript gt:cpu_kfirst": "#aec7e8",
+    "gridbuf.gtscript": "#1f77b4",
+    "native gt:cpu_ifirst": "#2ca02c",
+    "native gt:cpu_kfirst": "#98df8a",
+    "gt4py gt:cpu_ifirst": "#ff7f0e",
+    "gt4py gt:cpu_kfirst": "#ffbb78",
+    "gt4py numpy": "#9467bd",
+}
 
 
 def gridbuf_definitions(module: str = "_gt4py_stencils"):
@@ -86,7 +108,7 @@ def _dom(a, n, nz):
     return np.asarray(a)[HALO : HALO + n, HALO : HALO + n, :nz]
 
 
-def first_result_gridbuf(name, layout, n, nz, runs=5, module="_gt4py_stencils"):
+def first_result_gridbuf(name, layout, n, nz, runs=FIRST_RUNS, module="_gt4py_stencils"):
     """Median seconds from gtscript.stencil(definition) to the end of its first call, each run
     in a fresh Python process (as a new user meets it: nothing defined or compiled before;
     gridbuf imported and the arguments allocated and written before the clock starts). ``module`` is the
@@ -159,12 +181,14 @@ def main() -> None:
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
     ap.add_argument("--typed", default="landmask,saturation,column", help="typed stencils to time after the kernels ('' for none)")
     ap.add_argument("--production", default="corners,ppm,remap", help="production-model stencils (regions, loops, vertical indexing) to time last ('' for none)")
+    _plot.add_argument(ap)
     ap.add_argument("--first-result-child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.first_result_child:
         module, name, layout, n, nz = args.first_result_child
         first_result_child(module, name, layout, int(n), int(nz))
         return
+    plot_dir = _plot.prepare(os.path.abspath(args.plot) if args.plot else None)  # before the chdir below
     kernels_ = [k for k in args.kernels.split(",") if k]
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
     print_machine_info()
@@ -232,18 +256,23 @@ def main() -> None:
         frows = []
         for name in kernels_:
             frows.append([name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols])
-        print("\n### Definition to first result, ms (gridbuf: median of 5, each in a fresh process; gt4py: one build in a fresh cache)\n")
+        print(f"\n### Definition to first result, ms (gridbuf: median of {FIRST_RUNS}, each in a fresh process; gt4py: one build in a fresh cache)\n")
         print(markdown_table(["stencil", *fcols], frows))
+        if plot_dir:
+            plot_part(
+                plot_dir, "", "kernels", kernels_, times, first, cols, fcols, f"{n}x{n}x{nz} float64, halo {HALO}", args.repeats,
+                f"gtscript: median of {FIRST_RUNS} repeats, each in a fresh Python process (gridbuf imported, arguments written before the clock starts)",
+            )
     typed = [t for t in args.typed.split(",") if t]
     if typed:
         if gs is None:
             raise SystemExit("the typed rows need gt4py (their definitions import it)")
-        typed_rows(typed, n, nz, args.repeats, args.repeat_seconds, backends)
+        typed_rows(typed, n, nz, args.repeats, args.repeat_seconds, backends, plot_dir)
     production = [r for r in args.production.split(",") if r]
     if production:
         if gs is None:
             raise SystemExit("the production rows need gt4py (their definitions import it)")
-        production_rows(production, n, nz, args.repeats, args.repeat_seconds, backends)
+        production_rows(production, n, nz, args.repeats, args.repeat_seconds, backends, plot_dir)
 
 
 def check_against_numpy(name, outs, want, tolerance):
@@ -256,9 +285,55 @@ def check_against_numpy(name, outs, want, tolerance):
                 raise SystemExit(f"{name}: {label} differs from the NumPy reference by {err:g}")
 
 
+def plot_part(directory, what, label, names, times, first, time_cols, first_cols, shape, repeats, gridbuf_first):
+    """The two charts of one part (``what``: "" for the kernels, "typed", "production"), from the
+    results its tables print: definition to first result (log axis) and time per call.
+    ``gridbuf_first`` says how gridbuf's first results were measured (the caption)."""
+    prefix = f"{what}_" if what else ""
+    gt4py_first = "gt4py: one build and first call in a fresh cache (the compiled backends' C++ build included), not a median"
+    _plot.bar_chart(
+        _plot.path(directory, __file__, prefix + "first_result"),
+        benchmark="bench_gtscript",
+        title=f"{label}, definition to first result",
+        shape=shape,
+        panels=[
+            _plot.Panel(
+                {(s, c): first[s, c] for s in names for c in first_cols if (s, c) in first},
+                groups=names,
+                series=first_cols,
+                ylabel="definition to first result",
+                unit="ms",  # as in the table
+                log=True,
+            )
+        ],
+        repeats=None,
+        note=f"{gridbuf_first}; {gt4py_first}",
+        colors=COLORS,
+    )
+    _plot.bar_chart(
+        _plot.path(directory, __file__, prefix + "per_call"),
+        benchmark="bench_gtscript",
+        title=f"{label}, time per call",
+        shape=shape,
+        panels=[
+            _plot.Panel(
+                {(s, c): times[s, c] for s in names for c in time_cols if (s, c) in times},
+                groups=names,
+                series=time_cols,
+                ylabel="time per call",
+                unit="ms",  # as in the table
+            )
+        ],
+        repeats=repeats,
+        note="round-robin in one run; every output checked against NumPy first",
+        colors=COLORS,
+    )
+
+
 def print_tables(names, times, first, first_cols, backends, time_title, first_title):
     """The time-per-call table (gridbuf on each layout, GT4Py's backends, and gridbuf's best
-    against GT4Py's best compiled time) and the definition-to-first-result table."""
+    against GT4Py's best compiled time) and the definition-to-first-result table; returns the
+    columns of both (for the charts)."""
     cols = [f"gtscript {lay}" for lay in LAYOUTS] + [f"gt4py {b}" for b in backends]
     rows = []
     for name in names:
@@ -271,9 +346,10 @@ def print_tables(names, times, first, first_cols, backends, time_title, first_ti
     frows = [[name] + [fmt_time(first[name, c], "ms") if (name, c) in first else "-" for c in fcols] for name in names]
     print(f"\n### {first_title}\n")
     print(markdown_table(["stencil", *fcols], frows))
+    return cols, fcols
 
 
-def production_rows(names, n, nz, repeats, repeat_seconds, backends):
+def production_rows(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
     """The stencils of ``_production_stencils`` (horizontal regions): gridbuf.gtscript on both
     layouts against GT4Py's backends; time per call and definition to first result. Every
     output is checked against NumPy first."""
@@ -319,18 +395,23 @@ def production_rows(names, n, nz, repeats, repeat_seconds, backends):
         for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
             times[name, r.label] = r.median
         print(f"{name}: timed", file=sys.stderr, flush=True)
-    print_tables(
+    cols, fcols = print_tables(
         names,
         times,
         first,
         [f"gtscript {lay}" for lay in LAYOUTS],
         backends,
         f"Production-model stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz} float64, halo {h}",
-        "Production-model stencils: definition to first result, ms (gridbuf: median of 5, each in a fresh process; gt4py: one build in a fresh cache)",
+        f"Production-model stencils: definition to first result, ms (gridbuf: median of {FIRST_RUNS}, each in a fresh process; gt4py: one build in a fresh cache)",
     )
+    if plot_dir:
+        plot_part(
+            plot_dir, "production", "production-model stencils", names, times, first, cols, fcols, f"{n}x{n}x{nz} float64, halo {h}", repeats,
+            f"gtscript: median of {FIRST_RUNS} repeats, each in a fresh Python process (gridbuf imported, arguments written before the clock starts)",
+        )
 
 
-def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
+def typed_rows(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
     """The typed stencils of ``_typed_stencils`` (mixed dtypes, exp/log, a 2-D temporary):
     gridbuf.gtscript on both layouts against GT4Py's backends; time per call and definition to
     first result. Every output is checked against NumPy first."""
@@ -359,7 +440,7 @@ def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
         n_in = len(data)
         cands, outs = [], {}
         t_first = []
-        for _ in range(5):
+        for _ in range(FIRST_RUNS):
             args = make(gb, name, data, LAYOUTS[0])
             t0 = time.perf_counter()
             st = gtscript.stencil(backend="gt:cpu_ifirst", definition=defs.DEFINITIONS[name])
@@ -384,15 +465,20 @@ def typed_rows(names, n, nz, repeats, repeat_seconds, backends):
         for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds):
             times[name, r.label] = r.median
         print(f"{name}: timed", file=sys.stderr, flush=True)
-    print_tables(
+    cols, fcols = print_tables(
         names,
         times,
         first,
         ["gridbuf.gtscript"],
         backends,
         f"Typed stencils: time per call, ms (median of {repeats}), {n}x{n}x{nz}",
-        "Typed stencils: definition to first result, ms (gridbuf: median of 5; gt4py: one build in a fresh cache)",
+        f"Typed stencils: definition to first result, ms (gridbuf: median of {FIRST_RUNS}; gt4py: one build in a fresh cache)",
     )
+    if plot_dir:
+        plot_part(
+            plot_dir, "typed", "typed stencils", names, times, first, cols, fcols, f"{n}x{n}x{nz}, mixed dtypes", repeats,
+            f"gridbuf.gtscript (gt:cpu_ifirst): median of {FIRST_RUNS} repeats in this process",
+        )
 
 
 if __name__ == "__main__":

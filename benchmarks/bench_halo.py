@@ -5,7 +5,7 @@ byte count (the floor).
 Run under MPI (2 and 4 ranks on this machine):
 
     .venv/bin/mpiexec -n 2 .venv/bin/python benchmarks/bench_halo.py
-    .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/bench_halo.py [--reps 40] [--plot /path/halo.png]
+    .venv/bin/mpiexec -n 4 .venv/bin/python benchmarks/bench_halo.py [--reps 40] [--plot DIR]
 
 With GHEX: install gridbuf (and requirements.txt) into the venv where ghex is built, and run that
 venv's mpiexec and python the same way.
@@ -37,10 +37,13 @@ values, corners included), else the benchmark stops with an error.
 
 The time of one exchange is the slowest rank's, after a barrier; the first table shows the median over
 ``--reps`` exchanges (after warm-up), the second the fastest; the methods run in a shuffled order
-in every repetition. Widths 1, 2 and 3 are measured for the plot (exchange time
-against halo bytes per rank); the table is for width 3. Plan build is the median time of
+in every repetition. Widths 1, 2 and 3 are measured for the chart (exchange time of each width,
+with the halo bytes sent per rank); the table is for width 3. Plan build is the median time of
 constructing a HaloExchange (validation allgather, plan, buffers, persistent requests).
 Nothing here asserts anything about timings.
+
+``--plot DIR`` draws the medians of every width as a bar chart, one panel per layout,
+DIR/bench_halo_nN.png for N ranks (rank 0 draws it; needs matplotlib).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _plot  # noqa: E402
 import gridbuf as gb  # noqa: E402,F401
 from _timing import fmt_time, markdown_table  # noqa: E402
 from gridbuf.distributed import Decomposition, HaloExchange  # noqa: E402
@@ -275,12 +279,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--widths", type=int, nargs="+", default=[1, 2, 3])
-    parser.add_argument(
-        "--plot",
-        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "bench_halo.png"),
-        help="where the plot goes (default: bench_halo.png next to this script; _nN is added for N ranks)",
-    )
+    _plot.add_argument(parser)
     args = parser.parse_args()
+    plot_dir = _plot.prepare(args.plot)  # on every rank, so that a missing matplotlib stops them all
     procs = MPI.Compute_dims(SIZE, 2)
     dec = Decomposition(COMM, (N * procs[0], N * procs[1], NK), procs=procs, periodic=True)
     results = {}  # (layout, width, method) -> median seconds
@@ -386,31 +387,35 @@ def main() -> None:
         ("plan build < 10 exchanges", all(build[(lay, w)] < 10 * results[(lay, w, "gridbuf")] for lay in LAYOUTS)),
     ]
     print("\nTargets (medians of this run): " + "; ".join(f"{name}: {'met' if ok else 'NOT met'}" for name, ok in targets))
-    try:
-        import matplotlib
+    if plot_dir:
+        plot(plot_dir, results, nbytes, sorted(args.widths), procs, args.reps)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib not installed: no plot)")
-        return
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    for ax, layout in zip(axes, LAYOUTS):
-        ws = sorted(args.widths)
-        xs = [nbytes[(layout, x)] / 2**20 for x in ws]
-        for m, style in (("gridbuf", "o-"), ("ghex", "D-"), ("numpy", "s--"), ("subarray", "^--"), ("raw", "k:")):
-            if (layout, ws[0], m) not in results:
-                continue
-            ax.plot(xs, [results[(layout, x, m)] * 1e3 for x in ws], style, label=m)
-        ax.set_title(f"{layout}, {SIZE} ranks")
-        ax.set_xlabel("halo bytes sent per rank (MiB), widths " + ",".join(map(str, ws)))
-        ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("exchange time (ms, median)")
-    axes[0].legend()
-    fig.tight_layout()
-    path = args.plot.replace(".png", f"_n{SIZE}.png")
-    fig.savefig(path, dpi=110)
-    print(f"\nPlot: {path}")
+
+#: The methods in the chart's order, and their colours (raw, the floor, in grey).
+METHODS = {"gridbuf": "#1f77b4", "ghex": "#2ca02c", "numpy": "#ff7f0e", "subarray": "#9467bd", "raw": "#7f7f7f"}
+
+
+def plot(directory, results, nbytes, widths, procs, reps) -> str:
+    """The medians of every width as a bar chart: a panel per layout, a group per width (with the
+    bytes each rank sends), a bar per method."""
+    panels = []
+    for layout in LAYOUTS:
+        groups = [f"width {w}\n{nbytes[(layout, w)] / 2**20:.2f} MiB/rank" for w in widths]
+        values = {
+            (g, m): results[(layout, w, m)] for g, w in zip(groups, widths) for m in METHODS if (layout, w, m) in results
+        }
+        panels.append(_plot.Panel(values, title=layout, groups=groups, series=list(METHODS), ylabel="time of one exchange",
+                                  xlabel="halo width (bytes sent per rank)"))
+    return _plot.bar_chart(
+        _plot.path(directory, __file__, f"n{SIZE}"),
+        benchmark="bench_halo",
+        title=f"halo exchange, {SIZE} ranks (process grid {procs[0]}x{procs[1]}, periodic, corners)",
+        shape=f"{NFIELDS} float64 fields of {N}x{N}x{NK} per rank, halo {H} in I and J",
+        panels=panels,
+        repeats=reps,
+        note="each exchange timed on the slowest rank after a barrier, methods in a shuffled order per repetition",
+        colors=METHODS,
+    )
 
 
 if __name__ == "__main__":

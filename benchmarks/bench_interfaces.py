@@ -5,7 +5,9 @@ memoryview, an object with only __array_interface__ and a DLPack-only producer).
 Prints markdown tables of what it measured in this run and how it compares with the project's
 targets. It never asserts anything about timings.
 
-    .venv/bin/python benchmarks/bench_interfaces.py [--repeats 7] [--repeat-seconds 0.15]
+    .venv/bin/python benchmarks/bench_interfaces.py [--repeats 7] [--repeat-seconds 0.15] [--plot DIR]
+
+``--plot DIR`` draws the table's medians as a bar chart, DIR/bench_interfaces.png (needs matplotlib).
 
 Each number is the median over the repeats of the time per call; the statements of one row are
 timed round-robin in the same run (see _timing.py).
@@ -24,6 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import gridbuf as gb  # noqa: E402
+import _plot  # noqa: E402
 from _timing import Candidate, Result, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 try:
@@ -61,6 +64,7 @@ class Row:
 
     key: str
     title: str
+    short: str  # the row's name in the chart
     obj: object
     baseline: str  # the NumPy statement the others are compared with
     target: str  # the project's target for this row, in words ("" for reference rows)
@@ -69,18 +73,18 @@ class Row:
 def build_rows() -> list[Row]:
     a = gb.zeros(SHAPE, backend="gt:cpu_ifirst")
     rows = [
-        Row("numpy", f"numpy.ndarray {SHAPE} float64", a, "np.asarray(x)", "array_info <= 0.5 us"),
-        Row("field", "gridbuf.Field of it", gb.Field(a), "np.asarray(x)", "<= 2x numpy.asarray"),
+        Row("numpy", f"numpy.ndarray {SHAPE} float64", "numpy.ndarray", a, "np.asarray(x)", "array_info <= 0.5 us"),
+        Row("field", "gridbuf.Field of it", "gridbuf.Field", gb.Field(a), "np.asarray(x)", "<= 2x numpy.asarray"),
     ]
     if xr is not None:
         rows.append(
-            Row("xarray", "xarray.DataArray of it, dims I, J, K", xr.DataArray(a, dims=("I", "J", "K")), "np.asarray(x)", "<= 2x numpy.asarray")
+            Row("xarray", "xarray.DataArray of it, dims I, J, K", "DataArray, dims I, J, K", xr.DataArray(a, dims=("I", "J", "K")), "np.asarray(x)", "<= 2x numpy.asarray")
         )
-        rows.append(Row("xarray_other", "xarray.DataArray of it, dims x, y, z", xr.DataArray(a, dims=("x", "y", "z")), "np.asarray(x)", "<= 2x numpy.asarray"))
+        rows.append(Row("xarray_other", "xarray.DataArray of it, dims x, y, z", "DataArray, dims x, y, z", xr.DataArray(a, dims=("x", "y", "z")), "np.asarray(x)", "<= 2x numpy.asarray"))
     rows += [
-        Row("memoryview", "memoryview of it (reference)", memoryview(a), "np.asarray(x)", ""),
-        Row("array_interface", "object with __array_interface__ only (reference)", ArrayInterfaceOnly(a), "np.asarray(x)", ""),
-        Row("dlpack", "DLPack-only producer (reference)", DLPackOnly(a), "np.from_dlpack(x)", ""),
+        Row("memoryview", "memoryview of it (reference)", "memoryview", memoryview(a), "np.asarray(x)", ""),
+        Row("array_interface", "object with __array_interface__ only (reference)", "__array_interface__ only", ArrayInterfaceOnly(a), "np.asarray(x)", ""),
+        Row("dlpack", "DLPack-only producer (reference)", "DLPack only", DLPackOnly(a), "np.from_dlpack(x)", ""),
     ]
     return rows
 
@@ -105,7 +109,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="repeats per statement (median reported)")
     parser.add_argument("--repeat-seconds", type=float, default=0.15, help="target duration of one repeat")
+    _plot.add_argument(parser)
     args = parser.parse_args()
+    plot_dir = _plot.prepare(args.plot)
 
     start = time.perf_counter()
     rows = build_rows()
@@ -137,6 +143,22 @@ def main() -> None:
     print()
     print_targets(rows, results)
     print(f"\n(total run time {time.perf_counter() - start:.0f} s)")
+    if plot_dir:
+        plot(plot_dir, rows, results, args.repeats)
+
+
+def plot(directory: str, rows: list[Row], results: dict[str, list[Result]], repeats: int) -> None:
+    """The table's medians as a bar chart: a group per source object, a bar per function."""
+    values = {(row.short, r.label): r.median for row in rows for r in results[row.key]}
+    _plot.bar_chart(
+        _plot.path(directory, __file__),
+        benchmark="bench_interfaces",
+        title="array_info / as_numpy against numpy.asarray",
+        shape=f"{'x'.join(map(str, SHAPE))} float64, gt:cpu_ifirst",
+        panels=[_plot.Panel(values, xlabel="source object x")],
+        repeats=repeats,
+        note="round-robin over the statements of a source",
+    )
 
 
 def print_targets(rows: list[Row], results: dict[str, list[Result]]) -> None:

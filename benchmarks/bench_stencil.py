@@ -5,7 +5,7 @@ Prints markdown tables of what it measured in this run and how the ratios compar
 project's targets. It never asserts anything about timings; it does check that every library
 computed the same values before it times them.
 
-    .venv/bin/python benchmarks/bench_stencil.py [--repeats 7] [--repeat-seconds 0.15] [--sizes 128 256]
+    .venv/bin/python benchmarks/bench_stencil.py [--repeats 7] [--repeat-seconds 0.15] [--sizes 128 256] [--plot DIR]
 
 Two parts:
 
@@ -22,6 +22,9 @@ GT4Py compiles its stencils on first use (about 15 s each) into ``.gt_cache`` un
 directory in the system's temporary directory, so later runs only load them. Threads: gridbuf
 uses ``GRIDBUF_NUM_THREADS`` (default all cores), GT4Py's backends use OpenMP
 (``OMP_NUM_THREADS``, default all cores).
+
+``--plot DIR`` draws the tables' medians as bar charts (needs matplotlib): DIR/bench_stencil_overhead.png
+and DIR/bench_stencil_throughput.png (each where its part ran).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import gridbuf as gb  # noqa: E402
+import _plot  # noqa: E402
 from _timing import Candidate, Result, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 from gridbuf import kernels  # noqa: E402
 
@@ -322,7 +326,9 @@ def main() -> None:
     parser.add_argument("--repeat-seconds", type=float, default=0.15, help="target duration of one repeat")
     parser.add_argument("--sizes", type=int, nargs="+", default=[128, 256], help="horizontal domain sizes N")
     parser.add_argument("--part", choices=["all", "overhead", "throughput"], default="all", help="which part to run")
+    _plot.add_argument(parser)
     args = parser.parse_args()
+    plot_dir = _plot.prepare(os.path.abspath(args.plot) if args.plot else None)  # before the chdir below
 
     start = time.perf_counter()
     if gs is not None:
@@ -336,6 +342,46 @@ def main() -> None:
     thr = run_throughput(stencils, args.sizes, args.repeats, args.repeat_seconds) if args.part != "overhead" else {}
     print_targets(overhead, thr)
     print(f"\n(total run time {time.perf_counter() - start:.0f} s)")
+    if plot_dir:
+        plot(plot_dir, overhead, thr, args.repeats)
+
+
+def plot(directory: str, overhead: dict[str, float], thr: dict, repeats: int) -> None:
+    """The tables' medians as bar charts: the per-call overhead (a bar per statement, coloured by
+    library) and the kernels' time per call (a panel per domain size, a bar per library/layout)."""
+    note = "round-robin over the statements of a table row; GT4Py's stencils built beforehand (build not timed)"
+    if overhead:
+        values = {}
+        for label, t in overhead.items():
+            lib, _, stmt = label.partition(": ")
+            values[(stmt.replace("`", ""), lib)] = t
+        _plot.bar_chart(
+            _plot.path(directory, __file__, "overhead"),
+            benchmark="bench_stencil",
+            title="per-call overhead of a stencil call (copy; noop: the binder alone)",
+            shape=f"{'x'.join(map(str, SMALL))} float64, gt:cpu_kfirst layout",
+            panels=[_plot.Panel(values)],
+            repeats=repeats,
+            note=note,
+        )
+    if thr:
+        sizes = sorted({n for _, n in thr["kernels"]})
+        panels = [
+            _plot.Panel(
+                {(name, col): t for (name, m), med in thr["kernels"].items() if m == n for col, t in med.items()},
+                title=f"{n}x{n}x{NZ}",
+            )
+            for n in sizes
+        ]
+        _plot.bar_chart(
+            _plot.path(directory, __file__, "throughput"),
+            benchmark="bench_stencil",
+            title="native kernels against NumPy and GT4Py, time per call",
+            shape=f"N x N x {NZ} float64 domains, two-point halo in I and J",
+            panels=panels,
+            repeats=repeats,
+            note=note,
+        )
 
 
 if __name__ == "__main__":
