@@ -12,18 +12,25 @@ for python in "${@:-python3}"; do
     # The interpreter itself, not a launcher such as a pyenv shim that needs the caller's PATH.
     exe=$("$python" -c 'import sys; print(sys.executable)')
     venv=$(mktemp -d)/venv
-    # A PATH of system directories only: no cargo, rustc or maturin can be found.
-    clean=(env -i HOME="$HOME" PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8)
+    # The caller's environment (the package index's settings and certificates stay) with every
+    # PATH directory that holds cargo or rustc removed, and rustup's variables unset.
+    clean_path=$(
+        IFS=:
+        for dir in $PATH; do
+            if [ -n "$dir" ] && [ ! -e "$dir/cargo" ] && [ ! -e "$dir/rustc" ]; then printf '%s:' "$dir"; fi
+        done
+    )
+    clean=(env -u CARGO_HOME -u RUSTUP_HOME -u RUSTUP_TOOLCHAIN -u VIRTUAL_ENV -u PYTHONPATH PATH="${clean_path%:}")
     "${clean[@]}" "$exe" -m venv "$venv"
     if "${clean[@]}" sh -c 'command -v cargo || command -v rustc'; then
         echo "test_wheel.sh: a Rust toolchain is on the clean PATH" >&2
         exit 1
     fi
-    start=$(date +%s.%N)
+    start=$EPOCHREALTIME
     "${clean[@]}" "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
         -r requirements-wheel-test.txt "$wheel"
     echo "$("$venv/bin/python" -V): installed $(basename "$wheel") and the test runner in" \
-        "$(echo "$(date +%s.%N) - $start" | bc) s"
+        "$(awk "BEGIN { printf \"%.1f\", $EPOCHREALTIME - $start }") s"
     (cd "$venv/.." && "${clean[@]}" "$venv/bin/python" -c \
         'import gridbuf, sys; assert "site-packages" in gridbuf.__file__, gridbuf.__file__; print("gridbuf from", gridbuf.__file__)')
     # -o addopts=: no list of skip reasons (every gt4py, CuPy, mpi4py and xarray test skips here).
