@@ -2,8 +2,8 @@
 
 Built by ``bash scripts/docs.sh`` (warnings are errors). The API reference is generated from the
 docstrings of the installed package: the Python modules under ``python/gridbuf`` and the compiled
-module ``gridbuf._gridbuf``, whose docstrings and signatures (``__text_signature__``) come from
-PyO3.
+module ``gridbuf._gridbuf``, whose docstrings come from PyO3 and whose typed signatures come from
+its stubs (``_gridbuf.pyi``; see the end of this file).
 """
 
 from __future__ import annotations
@@ -53,6 +53,9 @@ nitpick_ignore = [
     # (it would download NumPy's and Python's inventories).
     ("py:class", "numpy.ndarray"),
     ("py:class", "numpy.dtype"),
+    ("py:class", "numpy.typing.ArrayLike"),
+    ("py:class", "numpy.typing.DTypeLike"),
+    ("py:class", "numpy.typing.NDArray"),
     ("py:class", "collections.abc.Callable"),
     ("py:class", "collections.abc.Iterable"),
     ("py:class", "collections.abc.Iterator"),
@@ -79,3 +82,76 @@ html_show_sourcelink = False
 # The user-guide pages (top level) have no sub-pages: no left sidebar, so the text gets the width.
 # The reference pages (reference/...) keep the theme's section navigation.
 html_sidebars = {"*": []}
+
+
+# -- signatures of the compiled module from its stubs ------------------------------------------
+# PyO3 gives compiled functions and methods an untyped ``__text_signature__``; the typed
+# signatures are in the stubs (``_gridbuf.pyi``, checked against the module by mypy.stubtest in
+# the test command). Autodoc shows the stub's signature wherever the compiled module's object is
+# documented (also under a re-exported name such as ``gridbuf.zeros``).
+import ast  # noqa: E402
+import inspect  # noqa: E402
+import re  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+
+def _stub_signatures() -> dict[str, list[tuple[str, str | None]]]:
+    """``{qualname: [(parameters, return annotation), ...]}`` (several for an overload)."""
+    stub = Path(gridbuf._gridbuf.__file__).with_name("_gridbuf.pyi")
+    found: dict[str, list[tuple[str, str | None]]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, ast.FunctionDef):
+                args = node.args
+                if prefix and args.args and args.args[0].arg in ("self", "cls"):
+                    args.args = args.args[1:]
+                returns = ast.unparse(node.returns) if node.returns is not None else None
+                found.setdefault(prefix + node.name, []).append((f"({ast.unparse(args)})", returns))
+
+    tree = ast.parse(stub.read_text())
+    # The stub's private aliases (``_Shape = Sequence[int]``) have no page: spell them out, in the
+    # order they are defined (a later alias may use an earlier one). ``npt`` is numpy.typing.
+    aliases = [
+        (node.targets[0].id, ast.unparse(node.value))
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and node.targets[0].id.startswith("_")
+    ]
+
+    def spell_out(text: str) -> str:
+        for alias, value in reversed(aliases):
+            text = re.sub(rf"\b{alias}\b", value, text)
+        return re.sub(r"\bnpt\.", "numpy.typing.", text)
+
+    visit(tree.body, "")
+    return {
+        key: [(spell_out(params), None if returns is None else spell_out(returns)) for params, returns in sigs]
+        for key, sigs in found.items()
+    }
+
+
+_STUBS = _stub_signatures()
+
+
+def _from_stub(app, what, name, obj, options, signature, return_annotation):  # noqa: ANN001 - Sphinx's hook
+    if getattr(obj, "__module__", None) not in ("gridbuf._gridbuf", "gridbuf") or not (
+        inspect.isbuiltin(obj) or inspect.ismethoddescriptor(obj) or inspect.isclass(obj)
+    ):
+        return None
+    qualname = getattr(obj, "__qualname__", "")
+    key = f"{qualname}.__new__" if inspect.isclass(obj) else qualname
+    overloads = _STUBS.get(key) or (_STUBS.get(f"{qualname}.__init__") if inspect.isclass(obj) else None)
+    if not overloads:
+        return None
+    params, returns = overloads[0]
+    return params, (None if inspect.isclass(obj) else returns)
+
+
+def setup(app):  # noqa: ANN001, ANN201 - Sphinx's hook
+    # Before numpydoc's listener (priority 500), which would answer with the text signature.
+    app.connect("autodoc-process-signature", _from_stub, priority=400)
