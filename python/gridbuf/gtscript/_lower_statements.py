@@ -270,11 +270,34 @@ class StatementsMixin(_LoweringBase):
                 v = self.value(ctx, value)
                 if not isinstance(v, list) or len(v) != len(target.elts):
                     raise self.error(ctx, node, "tuple assignment needs as many values as targets")
-                vals = v
+                vals = self.saved_before_stores(ctx, node, target.elts, v)
             for t, v in zip(target.elts, vals):
                 self.store(ctx, node, t, v, mask)
             return
         self.store(ctx, node, target, self.value(ctx, value), mask)
+
+    def saved_before_stores(self, ctx: _Ctx, node: ast.stmt, targets: list[ast.expr], values: list[Any]) -> list[Any]:
+        """A function's returned values, each saved in a new temporary when it reads a target that
+        the tuple assignment writes before it.
+
+        The values are expressions over the caller's fields (the function's locals are folded
+        into them), so storing them one by one would let ``b, a = f(a, b)`` compute ``a`` from the
+        new ``b``. GT4Py computes every returned value before assigning any target.
+        """
+        written: set[tuple[str, int]] = set()
+        saved: list[Any] = []
+        for target, value in zip(targets, values):
+            if written and not _vectors.is_vector(self, value) and _reads(value) & written:
+                t = len(self.temps)
+                self.temps.append(f"__ret{t}")
+                self.emit(ctx, node, ("t", t), self.as_expr(ctx, node, value))
+                value = ("t", t, (0, 0, 0))
+            saved.append(value)
+            name = target.value if isinstance(target, ast.Subscript) else target
+            ref = ctx.local.get(name.id) if isinstance(name, ast.Name) else None
+            if isinstance(ref, _Ref):
+                written.add((ref.kind, ref.index))
+        return saved
 
     def store(self, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any, mask: Expr | None) -> None:
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and target.value.id not in ctx.local and target.value.id not in self.params:
@@ -423,3 +446,18 @@ def _guard_levels(e: Any, cond: Expr | None) -> Any:
     if e[0] == "cast":
         return ("cast", e[1], _guard_levels(e[2], cond))
     return (e[0], *(_guard_levels(x, cond) for x in e[1:]))
+
+
+def _reads(value: Any) -> set[tuple[str, int]]:
+    """The fields ("f", index) and temporaries ("t", index) an expression or reference reads."""
+    if isinstance(value, _Ref):
+        return {(value.kind, value.index)}
+    if isinstance(value, (tuple, list)):
+        found: set[tuple[str, int]] = set()
+        if len(value) >= 2 and value[0] in ("f", "t") and isinstance(value[1], int):
+            found.add((value[0], value[1]))
+        for part in value:
+            found |= _reads(part)
+        return found
+    return set()
+
