@@ -10,7 +10,9 @@ import gridbuf as gb
 from gridbuf import gtscript
 from gridbuf.gtscript import PARALLEL, Field, computation, interval
 
-from _gtscript_oracle import load_source
+from _gtscript_oracle import assert_same, gt4py_reference, load_source, run_in_layout
+
+LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
 
 
 @gtscript.function
@@ -97,3 +99,18 @@ def test_as_gt4py_numpy_computes_it(tmp_path):
     np.testing.assert_array_equal(a, np.asarray(ga))
     np.testing.assert_array_equal(b, np.asarray(gbb))
     np.testing.assert_array_equal(a.ravel(), [0.5, 0.6])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_matches_gt4py_numpy_on_every_layout(tmp_path, layout):
+    pytest.importorskip("gt4py.cartesian.gtscript")
+    from gt4py.cartesian import gtscript as gt
+
+    mod = load_source(str(tmp_path), f"gt4py_function_returns_{layout.replace(':', '_')}", _GT4PY_SOURCE)
+    rng = np.random.default_rng(3)
+    inputs = {"a": rng.uniform(-1, 1, (5, 4, 6)), "b": rng.uniform(-1, 1, (5, 4, 6))}
+    kw = {"origin": (0, 0, 0), "domain": (5, 4, 6)}
+    want = gt4py_reference(gt.stencil(backend="numpy", definition=mod.with_if), inputs, **kw)
+    got = run_in_layout(gtscript.stencil(backend="gt:cpu_ifirst", definition=_with_if), inputs, layout, **kw)
+    assert_same(got, want, f"b, a = fix(a, b) on {layout}", inputs)
+
