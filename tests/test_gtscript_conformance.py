@@ -1128,6 +1128,14 @@ BAD_DEFINITIONS = {
         "def bad(a: Field[np.int32], out: Field[np.int32]):\n    with computation(PARALLEL), interval(...):\n        out = a + (-True)  # BAD\n",
         ["booleans?"],
     ),
+    "unary minus on % of two booleans (GT4Py types it bool)": (
+        "def bad(a: Field[np.float64], out: Field[np.float64]):\n    with computation(PARALLEL), interval(...):\n        out = -(True % (a != a))  # BAD\n",
+        ["booleans?"],
+    ),
+    "unary minus on min of two booleans under a select": (
+        "def bad(a: Field[np.float64], out: Field[np.float64]):\n    with computation(PARALLEL), interval(...):\n        out = -(min(a > 0, a < 1) if a > 2 else (a > 3) % (a < 4))  # BAD\n",
+        ["booleans?"],
+    ),
     "int / int into an int field": (
         "def bad(a: Field[np.int32], b: Field[np.int32], out: Field[np.int32]):\n    with computation(PARALLEL), interval(...):\n        out = a / b  # BAD\n",
         ["division"],

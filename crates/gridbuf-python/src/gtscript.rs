@@ -49,11 +49,13 @@ fn is_complex(v: &Bound<'_, PyAny>) -> bool {
 
 #[pymethods]
 impl GtProgram {
-    /// The fields as the binder takes them: dicts with name, dims, data_shape, extent, intent.
+    /// The fields as the binder takes them: dicts with name, dims, data_shape, extent, intent;
+    /// also GT4Py's K boundary of each (`k_boundary`, for GT4Py's field_info).
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
         let p = &self.plan.program;
+        let k_boundary = self.plan.k_boundary();
         for (i, f) in p.fields.iter().enumerate() {
             let d = PyDict::new(py);
             let mut dims = f.dims();
@@ -78,6 +80,7 @@ impl GtProgram {
                     "in"
                 },
             )?;
+            d.set_item("k_boundary", k_boundary[i])?;
             out.append(d)?;
         }
         Ok(out)
@@ -92,6 +95,13 @@ impl GtProgram {
             .iter()
             .map(|s| s.name.clone())
             .collect()
+    }
+
+    /// The fewest K levels a call may have, from the intervals (GT4Py's
+    /// `min_sequential_axis_size`).
+    #[getter]
+    fn min_k(&self) -> usize {
+        self.plan.min_k
     }
 
     /// NumPy names of the scalar parameters' types.

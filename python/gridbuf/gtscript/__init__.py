@@ -436,6 +436,12 @@ class GTStencil:
         self.__name__ = self.name = lowering.name
         self.__doc__ = definition.__doc__
         self._params = lowering.params
+        #: Every field parameter's type (dtype resolved), in parameter order, used or not.
+        self.field_types: dict[str, FieldType] = {n: t for n, t in lowering.fields}
+        #: GT4Py's access kind of each field the stencil uses: "read", "write" or "readwrite".
+        self.field_access: dict[str, str] = {lowering.fields[i][0]: k for i, k in lowering.field_access.items()}
+        #: Every scalar parameter's dtype, in parameter order, used or not.
+        self.scalar_types: dict[str, np.dtype[Any]] = dict(zip(lowering.scalars, lowering.scalar_types))
         self._program = _gridbuf.gtscript_compile(self.ir)
         fields = []
         for f in self._program.fields:
@@ -446,6 +452,8 @@ class GTStencil:
         self.scalar_names: tuple[str, ...] = tuple(self._program.scalars)
         self.fields = fields
         self._stencil = _gridbuf.python_stencil(self.name, self._program, fields, list(self.scalar_names))
+        #: The fewest K levels a call may have, from the intervals.
+        self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
         if len(args) > len(self._params):
@@ -488,6 +496,21 @@ class GTStencil:
         return f"GTStencil({self.name!r}, fields={self.field_names}, scalars={self.scalar_names})"
 
 
+def literal_dtypes(dtypes: dict[Any, Any] | None, int_precision: int | None = None, float_precision: int | None = None) -> dict[Any, Any]:
+    """``dtypes`` with GT4Py's literal precisions added as its type-keyed entries: the types of
+    Python ``int`` and ``float`` literals and externals are ``dtypes[int]`` and
+    ``dtypes[float]`` where given, else ``literal_int_precision`` and
+    ``literal_float_precision`` bits (64 by default), as GT4Py's frontend decides them."""
+    out = dict(dtypes or {})
+    for kind, bits, names in ((int, int_precision, {32: np.int32, 64: np.int64}), (float, float_precision, {32: np.float32, 64: np.float64})):
+        if bits is None:
+            continue
+        if bits not in names:
+            raise GridbufValueError(f"invalid literal_{kind.__name__}_precision ({bits!r}): expected 32 or 64")
+        out.setdefault(kind, names[bits])
+    return out
+
+
 def stencil(
     backend: Any = None,
     definition: Callable[..., Any] | None = None,
@@ -510,9 +533,11 @@ def stencil(
     name : str, optional
         Name used in messages.
     dtypes : dict, optional
-        Dtypes of symbols used in annotations (``Field["DT"]``, ``s: "DT"``), as in GT4Py.
+        Dtypes of symbols used in annotations (``Field["DT"]``, ``s: "DT"``), as in GT4Py; type
+        keys give the dtypes of Python literals and externals (``{float: np.float32}``).
     **kwargs
-        Other GT4Py options (``rebuild``, ``build_info``, ...), accepted and ignored.
+        ``literal_int_precision`` and ``literal_float_precision`` (32 or 64) as in GT4Py;
+        other GT4Py options (``rebuild``, ``build_info``, ...) are accepted and ignored.
 
     Returns
     -------
@@ -521,6 +546,7 @@ def stencil(
     """
     if definition is None and callable(backend) and not isinstance(backend, str):
         definition, backend = backend, None
+    dtypes = literal_dtypes(dtypes, kwargs.get("literal_int_precision"), kwargs.get("literal_float_precision"))
     if definition is None:
         return lambda d: GTStencil(d, externals, name, dtypes)
     if not inspect.isfunction(definition):
@@ -588,6 +614,7 @@ def lazy_stencil(
     definition at once; ``eager=True`` builds at once and returns the :class:`GTStencil`."""
     if definition is None and callable(backend) and not isinstance(backend, str):
         definition, backend = backend, None
+    dtypes = literal_dtypes(dtypes, kwargs.get("literal_int_precision"), kwargs.get("literal_float_precision"))
 
     def decorator(d: Callable[..., Any]) -> Any:
         if not inspect.isfunction(d):

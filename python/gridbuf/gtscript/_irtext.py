@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 Expr = tuple
 
 #: The deepest expression the core's IR parser takes (``ir.rs``: nesting beyond 200 is refused).
@@ -70,6 +72,10 @@ def _fmt(e: Expr, remap: _Remap | None = None) -> str:
             return f"lit bool {int(v)}"
         if isinstance(v, int):
             return f"lit int64 {v}"
+        if isinstance(v, np.integer):  # an int32, int16 or int8 literal (see Lowering.lit)
+            return f"lit {v.dtype.name} {int(v)}"
+        if isinstance(v, np.floating):  # a float32 literal: its value exactly, as a float64
+            return f"lit {v.dtype.name} {float(v)!r}"
         return f"lit float64 {float(v)!r}"
     if tag == "cast":
         return f"cast {e[1]} {_fmt(e[2], remap)}"

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import GridbufValueError
-from ._irtext import Expr
+from ._gt4py_objects import native
+from ._irtext import Expr, _uses
 from ._values import _DTYPES, FieldType, TableType, _annotation_namespace, _Ctx, _describe, _Ref, _Undefined
 
 _BINOPS = {
@@ -52,7 +53,10 @@ class _LoweringBase:
         # are being lowered.
         self.inlining: list[Callable[..., Any]] = []
         self.loop_depth = 0
-        self.dtypes: dict[str, Any] = dict(dtypes or {})
+        self.dtypes: dict[Any, Any] = dict(dtypes or {})
+        # The types of Python literals and externals, as GT4Py keys them: `dtypes=` with type
+        # keys (NDSL's `{float: np.float32, int: np.int32}`), else int64 and float64.
+        self.literal_types: dict[Any, np.dtype[Any]] = {k: np.dtype(v) for k, v in self.dtypes.items() if isinstance(k, type)}
         self.scalar_types: list[np.dtype[Any]] = []
         # Field parameters the body never uses (left out of the IR; they may be passed as None).
         self.unused_fields: list[str] = []
@@ -69,6 +73,9 @@ class _LoweringBase:
         # to, and what has been written outside regions (GT4Py's rule on offset reads in them).
         self.region: str | None = None
         self.written_outside: set[tuple[str, int]] = set()
+        # GT4Py's access kind of each field ("read", "write", "readwrite"), by its accesses in
+        # program order (see `note_access`).
+        self.field_access: dict[int, str] = {}
 
     if TYPE_CHECKING:  # what one mixin (or _regions, _vectors) calls of another
         # statements (_lower_statements)
@@ -77,7 +84,7 @@ class _LoweringBase:
         def import_from(self, ctx: _Ctx, stmt: ast.ImportFrom) -> None: ...
         def call_name(self, ctx: _Ctx, node: ast.expr) -> Any: ...
         def new_mask(self, ctx: _Ctx, node: ast.AST, cond: Expr) -> Expr: ...
-        def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None: ...
+        def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr, noted: bool = False) -> None: ...
         def regions(self, ctx: _Ctx, s: ast.With, body: Callable[[], None]) -> bool: ...
         def loop(self, ctx: _Ctx, s: ast.While, mask: Expr | None, body: Callable[[Expr], None]) -> None: ...
 
@@ -95,12 +102,12 @@ class _LoweringBase:
         """A parameter's or temporary's annotation, with `dtypes=` symbols resolved."""
         if isinstance(ann, str):
             if ann in self.dtypes:
-                return self.dtypes[ann]
+                return native(self.dtypes[ann])
             try:
-                return eval(ann, dict(_annotation_namespace(), **ctx.globals), dict(self.dtypes))  # noqa: S307 - the user's own annotation, as Python would evaluate it
+                return native(eval(ann, dict(_annotation_namespace(), **ctx.globals), dict(self.dtypes)))  # noqa: S307 - the user's own annotation, as Python would evaluate it
             except Exception as exc:  # noqa: BLE001
                 raise self.error(ctx, node, f"annotation {ann!r} cannot be evaluated ({exc}); a dtype symbol needs dtypes={{{ann!r}: ...}}") from None
-        return ann
+        return native(ann)
 
     def dtype_of(self, ctx: _Ctx, node: ast.AST, spec: Any, what: str) -> np.dtype[Any]:
         """The dtype `spec` names (a `dtypes=` symbol, a Python or NumPy type), if gtscript has it."""
@@ -117,6 +124,35 @@ class _LoweringBase:
             raise self.error(ctx, node, f"{what} has dtype {dt}: {why}")
         return dt
 
+    def lit(self, v: Any) -> Expr:
+        """A literal typed as GT4Py types it: a boolean is a boolean; a number whose type
+        `dtypes=` names takes that dtype; else a NumPy scalar keeps its own, and a Python int
+        or float is int64 or float64."""
+        if isinstance(v, (bool, np.bool_)):
+            return ("c", bool(v))
+        t = self.literal_types.get(type(v))
+        if t is not None and t != np.dtype(np.float64) and t != np.dtype(np.int64):
+            return ("c", t.type(v))
+        if isinstance(v, np.generic) and v.dtype not in (np.dtype(np.float64), np.dtype(np.int64)):
+            return ("c", v)
+        return ("c", _num(v))
+
+    def note_access(self, value: Expr, target: tuple | None) -> None:
+        """Records GT4Py's access kinds (its ``AccessKindComputer``) for a statement writing
+        ``value`` to ``target``: a field first read is "read", and "readwrite" once written
+        after; a field first written stays "write" whatever reads follow. The statement's reads
+        count before its write. A masked assignment notes its value before the mask keeps the
+        target's old value (a read GT4Py does not make)."""
+        for i in _uses(value, "f"):
+            self.field_access.setdefault(i, "read")
+        if target is not None:
+            t = target[2] if target[0] == "k" else target
+            if t[0] == "f":
+                if self.field_access.get(t[1]) == "read":
+                    self.field_access[t[1]] = "readwrite"
+                else:
+                    self.field_access.setdefault(t[1], "write")
+
     # -- errors ----------------------------------------------------------------------------
     def error(self, ctx: _Ctx, node: ast.AST | None, message: str) -> GridbufValueError:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
@@ -130,7 +166,7 @@ class _LoweringBase:
                 raise self.error(ctx, node, f"{name!r} is first assigned at line {v.line} in one branch only of an `if`, or in a horizontal region or while loop of a function: it cannot be read after it (GT4Py would read an uninitialised temporary); assign it before, or in both branches")
             return v
         if name in ctx.globals:
-            return ctx.globals[name]
+            return native(ctx.globals[name])
         if hasattr(builtins, name):
             return getattr(builtins, name)
         from . import _NATIVE  # GT4Py resolves its native functions by name: bare `sqrt(x)`
@@ -149,7 +185,7 @@ class _LoweringBase:
                 raise self.error(ctx, node, f"{node.id!r} is not a compile-time constant")
             return v[1] if isinstance(v, tuple) else v
         if isinstance(node, ast.Attribute):
-            return getattr(self.const(ctx, node.value), node.attr)
+            return native(getattr(self.const(ctx, node.value), node.attr))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -self.const(ctx, node.operand)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):

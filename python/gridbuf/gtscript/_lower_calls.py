@@ -15,8 +15,9 @@ import numpy as np
 
 from ..errors import GridbufValueError
 from . import _vectors
+from ._gt4py_objects import is_gtscript_function
 from ._irtext import Expr, _shape
-from ._lower_base import _BINOPS, _load, _LoweringBase, _num
+from ._lower_base import _BINOPS, _load, _LoweringBase
 from ._lower_statements import _guard_levels
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
 
@@ -41,7 +42,7 @@ class CallsMixin(_LoweringBase):
             v = self.py_const(ctx, node.args[0], "__INLINED")
             if not isinstance(v, (bool, int, float, np.number)):
                 raise self.error(ctx, node, f"{ast.unparse(node)} is {v!r}, not a number a stencil can compute with")
-            return ("c", _num(v))
+            return self.lit(v)
         if isinstance(f, ast.Name) and f.id == "compile_assert":
             raise self.error(ctx, node, "compile_assert(...) is a statement, not a value")
         if isinstance(f, ast.Attribute) and f.attr == "at" and isinstance(base := self.value(ctx, f.value), _Ref):
@@ -77,7 +78,7 @@ class CallsMixin(_LoweringBase):
             if len(args) != 2:
                 raise self.error(ctx, node, f"{name} takes two arguments")
             return (name, args[0], args[1])
-        if getattr(fn, "__gtscript_function__", False):
+        if is_gtscript_function(fn):
             return self.inline(ctx, node, fn)
         if fn in (float, int, bool) or (isinstance(fn, type) and issubclass(fn, np.generic)):
             return self.cast(ctx, node, np.dtype(_CASTS.get(getattr(fn, "__name__", ""), fn)))

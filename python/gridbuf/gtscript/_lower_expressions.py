@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _vectors
 from ._irtext import Expr
-from ._lower_base import _BINOPS, _CMPOPS, _is_axis_value, _LoweringBase, _num
+from ._lower_base import _BINOPS, _CMPOPS, _is_axis_value, _LoweringBase
 from ._values import _Ctx, _describe, _Ref, _Table
 
 
@@ -39,7 +39,7 @@ class ExpressionsMixin(_LoweringBase):
         if isinstance(v, tuple):
             return v
         if isinstance(v, (bool, int, float, np.number)):
-            return ("c", _num(v))
+            return self.lit(v)
         raise self.error(ctx, node, f"{_describe(node) if not isinstance(node, ast.Name) else repr(node.id)} is not a value a stencil can compute with ({v!r})")
 
     def value(self, ctx: _Ctx, node: ast.expr) -> Any:
@@ -54,12 +54,12 @@ class ExpressionsMixin(_LoweringBase):
     def _value(self, ctx: _Ctx, node: ast.expr) -> Any:
         if isinstance(node, ast.Constant):
             if isinstance(node.value, (bool, int, float)):
-                return ("c", node.value)
+                return self.lit(node.value)
             raise self.error(ctx, node, f"the literal {node.value!r}")
         if isinstance(node, ast.Name):
             v = self.lookup(ctx, node.id, node)
             if isinstance(v, (bool, int, float, np.number)):
-                return ("c", _num(v))
+                return self.lit(v)
             if isinstance(v, _Table):
                 raise self.error(ctx, node, f"GlobalTable {node.id!r} used as a value: read one element, e.g. {node.id}.A[0]")
             if _is_axis_value(v):
@@ -71,7 +71,7 @@ class ExpressionsMixin(_LoweringBase):
             if node.attr == "T" and _vectors.is_vector(self, base := self.value(ctx, node.value)):
                 return _vectors.transpose(self, ctx, node, base)
             if self.is_const(ctx, node):
-                return ("c", _num(self.const(ctx, node)))
+                return self.lit(self.const(ctx, node))
             try:
                 return self.const(ctx, node)
             except Exception:  # noqa: BLE001

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 
 from . import _regions, _vectors
+from ._gt4py_objects import native
 from ._irtext import IR_MAX_DEPTH, Expr, _shape
-from ._lower_base import _BINOPS, _is_axis_value, _load, _LoweringBase, _num
+from ._lower_base import _BINOPS, _is_axis_value, _load, _LoweringBase
 from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref
 
 
@@ -73,9 +74,9 @@ class StatementsMixin(_LoweringBase):
             ctx.local[alias.asname or alias.name] = self.external_value(ctx, stmt, alias.name)
 
     def external_value(self, ctx: _Ctx, node: ast.AST, name: str) -> Any:
-        v = self.externals[name]
+        v = native(self.externals[name])
         if isinstance(v, (bool, int, float, np.number)):
-            return ("c", _num(v))
+            return self.lit(v)
         if callable(v) or _is_axis_value(v):
             return v  # axis positions (I[0] + 1): bounds of regions, refused as values
         raise self.error(ctx, node, f"external {name!r} is {v!r}: externals are numbers, booleans or gtscript functions")
@@ -349,11 +350,12 @@ class StatementsMixin(_LoweringBase):
         if kind == "f" and self.fields[index][1].axes in ("IK", "JK", "I", "J"):
             name, ft = self.fields[index]
             raise self.error(ctx, node, f"assignment to field {name!r} with axes {ft.axes}: GT4Py writes only fields with the I and J axes (and K in PARALLEL computations)")
+        tgt: tuple = (kind, index, comp) if kind == "f" else ("t", index)
+        self.note_access(value, tgt)
         if mask is not None:
             old = ("f", index, comp, (0, 0, koff)) if kind == "f" else ("t", index, (0, 0, koff))
             value = ("sel", mask, value, old)
-        tgt: tuple = (kind, index, comp) if kind == "f" else ("t", index)
-        self.emit(ctx, node, ("k", koff, tgt) if koff else tgt, value)
+        self.emit(ctx, node, ("k", koff, tgt) if koff else tgt, value, noted=True)
 
     def whole_vector_target(self, ctx: _Ctx, target: ast.expr) -> int | None:
         """The index of the data-dim field that ``target`` writes whole (``out``, ``out[0, 0, 0]``), if any."""
@@ -362,8 +364,10 @@ class StatementsMixin(_LoweringBase):
             return ref.index
         return None
 
-    def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr) -> None:
+    def emit(self, ctx: _Ctx, node: ast.AST, target: tuple, value: Expr, noted: bool = False) -> None:
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
+        if not noted:
+            self.note_access(value, target)
         depth = _shape(value, {})[0]
         if depth > IR_MAX_DEPTH:
             raise self.error(ctx, node, f"an expression nested {depth} levels deep (gtscript functions inlined): the IR takes at most {IR_MAX_DEPTH}; assign a part of it to a temporary")

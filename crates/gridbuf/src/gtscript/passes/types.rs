@@ -146,6 +146,25 @@ impl Checker<'_> {
         Ok(())
     }
 
+    /// Whether GT4Py types `e` as a boolean: a boolean value, or a native function that takes
+    /// two booleans (`%`, `**`, min, max; also `x if c else y`) applied to two of them, which
+    /// GT4Py types as a boolean although NumPy computes an integer; so GT4Py refuses `-(a % b)`
+    /// on booleans `a`, `b`. Reads the types of leaves only (no retyping: linear in `e`).
+    fn gt4py_bool(&self, e: &Expr, line: u32) -> bool {
+        match e {
+            Expr::Read(a, _) | Expr::ReadK(a, _, _) => {
+                matches!(self.access_ty(*a, line), Ok(Ty::Bool))
+            }
+            Expr::Scalar(s) => self.p.scalars[*s].ty == Ty::Bool,
+            Expr::Const(_, t) | Expr::Cast(t, _) => *t == Ty::Bool,
+            Expr::Un(op, _) => *op == UnOp::Not,
+            Expr::Bin(BinOp::Mod | BinOp::Pow | BinOp::Min | BinOp::Max, a, b)
+            | Expr::Select(_, a, b) => self.gt4py_bool(a, line) && self.gt4py_bool(b, line),
+            // Comparisons and `and`/`or`; arithmetic is never a boolean here.
+            Expr::Bin(op, _, _) => crate::gtscript::ops::bin(*op).operands != Operands::NotBothBool,
+        }
+    }
+
     fn expr(&self, e: &Expr, line: u32) -> Result<Typed> {
         let plain = |e: Expr, ty: Ty| Typed { e, ty, naive: None };
         let naive = |assumed: Ty, real: Ty| (assumed != real).then_some(assumed);
@@ -176,10 +195,11 @@ impl Checker<'_> {
                 plain(cast(a, at, *t), *t)
             }
             Expr::Un(op, a) => {
+                let gt4py_bool = self.gt4py_bool(a, line);
                 let (a, at, an) = self.operand(a, line)?;
                 match (crate::gtscript::ops::un(*op).operands, at) {
-                    (Operands::NoBool, Ty::Bool) => {
-                        return Err(refuse(line, "unary minus on a boolean (GT4Py refuses it)"))
+                    (Operands::NoBool, _) if gt4py_bool => {
+                        return Err(refuse(line, "unary minus on a boolean (GT4Py refuses it; it types `%`, `**`, min and max of two booleans as a boolean too)"))
                     }
                     (Operands::BoolOnly, t) if t != Ty::Bool => {
                         return Err(refuse(

@@ -1,7 +1,7 @@
 //! What a plan is: the planned statements, sections, quantities and their transfers, the
 //! stencil's lanes and sweep schedules. The steps that make one are in [`super`].
 
-use crate::gtscript::ir::{IterOrder, Level, Program, Region, Ty};
+use crate::gtscript::ir::{Access, IterOrder, Level, Program, Region, Ty};
 use crate::gtscript::plan::tape::Instr;
 
 /// Horizontal reach below and above a region: (I lower, I upper, J lower, J upper); negative
@@ -180,6 +180,37 @@ impl Slots {
 }
 
 impl Plan {
+    /// Per field: GT4Py's K boundary (its `compute_k_boundary`), the levels below the domain's
+    /// first and above its last that the stencil's static accesses (reads and writes) reach:
+    /// an access at K offset `k` in an interval starting `s` levels after the domain's start
+    /// reaches `-s - k` below it, and in one ending `e` levels from the domain's end, `e + k`
+    /// above it. Negative where every access stays inside; 0 where no access decides.
+    pub fn k_boundary(&self) -> Vec<(i64, i64)> {
+        let mut out = vec![(i64::MIN, i64::MIN); self.program.fields.len()];
+        for sec in &self.program.sections {
+            let mut reach = |a: Access, k: i64| {
+                let Access::Field { field, .. } = a else {
+                    return;
+                };
+                let b = &mut out[field];
+                if !sec.start.from_end {
+                    b.0 = b.0.max(-sec.start.offset - k);
+                }
+                if sec.end.from_end {
+                    b.1 = b.1.max(sec.end.offset + k);
+                }
+            };
+            for stmt in &sec.stmts {
+                stmt.expr.reads(&mut |a, off| reach(a, i64::from(off[2])));
+                reach(stmt.target, i64::from(stmt.k_offset));
+            }
+        }
+        let decided = |v: i64| if v == i64::MIN { 0 } else { v };
+        out.into_iter()
+            .map(|(lo, hi)| (decided(lo), decided(hi)))
+            .collect()
+    }
+
     /// Whether any section has a `while` loop: the only construct whose running time the
     /// domain does not bound.
     pub fn has_loops(&self) -> bool {

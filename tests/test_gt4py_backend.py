@@ -1,0 +1,254 @@
+"""gridbuf as a GT4Py backend (``gridbuf.gt4py``): definitions written against
+``gt4py.cartesian.gtscript`` and built by GT4Py's own ``gtscript.stencil`` under a gridbuf backend
+name compute, bit for bit, what GT4Py's numpy backend computes, through every entry of GT4Py's
+``StencilObject`` (``__call__``, ``run``, ``freeze``, ``lazy_stencil``); they report GT4Py's
+``field_info``, ``parameter_info`` and ``domain_info``; storages of the gridbuf names have the
+strides of the matching GT4Py layout; bad definitions raise GT4Py's definition error and bad
+calls write nothing."""
+
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gt4py.cartesian")
+os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gt4py_backend_"))
+
+import gt4py.storage as gt_storage  # noqa: E402
+from gt4py.cartesian import gtscript  # noqa: E402
+from gt4py.cartesian.frontend.exceptions import GTScriptDefinitionError  # noqa: E402
+from gt4py.cartesian.gtscript import (  # noqa: E402
+    BACKWARD,
+    FORWARD,
+    IJ,
+    IJK,
+    PARALLEL,
+    Field,
+    I,
+    J,
+    computation,
+    horizontal,
+    interval,
+    region,
+)
+
+import gridbuf.gt4py  # noqa: E402, F401 - registers the backends
+from gridbuf.errors import GridbufValueError  # noqa: E402
+
+NAMES = ["gridbuf:cpu_ifirst", "gridbuf:cpu_kfirst", "gridbuf:cpu_jfirst"]
+F64 = Field[np.float64]
+F3 = Field[IJK, np.float64]
+
+
+@gtscript.function
+def lap(a):
+    return a[1, 0, 0] + a[-1, 0, 0] + a[0, 1, 0] + a[0, -1, 0] - 4.0 * a[0, 0, 0]
+
+
+def laplacian(inp: F64, out: F64):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        out = lap(inp)  # noqa: F841
+
+
+def hdiff(inp: F3, coeff: F3, out: F3, *, alpha: float):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        lp = lap(inp)
+        flx = lp[1, 0, 0] - lp[0, 0, 0]
+        if flx * (inp[1, 0, 0] - inp[0, 0, 0]) > 0:
+            flx = 0.0
+        fly = lp[0, 1, 0] - lp[0, 0, 0]
+        if fly * (inp[0, 1, 0] - inp[0, 0, 0]) > 0:
+            fly = 0.0
+        out = inp - alpha * coeff * (flx - flx[-1, 0, 0] + fly - fly[0, -1, 0])  # noqa: F841
+
+
+def tridiagonal(a: F64, b: F64, c: F64, d: F64, x: F64):  # type: ignore[valid-type]
+    with computation(FORWARD):
+        with interval(0, 1):
+            c = c / b
+            d = d / b
+        with interval(1, None):
+            m = 1.0 / (b - a * c[0, 0, -1])
+            c = c * m
+            d = (d - a * d[0, 0, -1]) * m
+    with computation(BACKWARD):
+        with interval(-1, None):
+            x = d  # noqa: F841
+        with interval(0, -1):
+            x = d - c * x[0, 0, 1]  # noqa: F841
+
+
+def edges(q: F64, s2d: Field[IJ, np.float64], out: F64, unused: F64, *, w: float, spare: float):  # type: ignore[valid-type]
+    from __externals__ import i_start, j_end
+
+    with computation(PARALLEL), interval(1, None):
+        out = q[0, 0, -1] + s2d  # noqa: F841
+        with horizontal(region[i_start, :], region[:, j_end - 1]):
+            out = w * (q[1, 0, 0] - q[-1, 0, -1])  # noqa: F841
+
+
+CASES = {
+    "laplacian": (laplacian, {}, (1, 1, 0), (6, 5, 4)),
+    "hdiff": (hdiff, {}, (2, 2, 0), (6, 5, 4)),
+    "tridiagonal": (tridiagonal, {}, (0, 0, 0), (4, 3, 6)),
+    "edges": (edges, {"i_start": I[0] + 1, "j_end": J[-1]}, (1, 1, 1), (6, 5, 3)),
+}
+
+
+def _inputs(definition, shape, seed, backend):
+    """Random arguments for `definition` as storages of `backend`, and its scalars."""
+    rng = np.random.default_rng(seed)
+    arrays, scalars = {}, {}
+    for name, ann in definition.__annotations__.items():
+        if name == "return":
+            continue
+        if hasattr(ann, "axes"):
+            axes = "".join(a.name for a in ann.axes)
+            s = tuple(n for n, ax in zip(shape, "IJK") if ax in axes)
+            values = rng.uniform(0.5, 2.0, s)
+            arrays[name] = gt_storage.from_array(values, np.float64, backend=backend, dimensions=tuple(axes))
+        else:
+            scalars[name] = float(rng.uniform(0.1, 0.3))
+    return arrays, scalars
+
+
+def _reference(case, seed):
+    definition, externals, origin, domain = CASES[case]
+    st = gtscript.stencil(backend="numpy", definition=definition, externals=externals, rebuild=True)
+    shape = tuple(o + n + 2 for o, n in zip(origin, domain))
+    arrays, scalars = _inputs(definition, shape, seed, "numpy")
+    st(**arrays, **scalars, origin=origin, domain=domain)
+    return {k: np.asarray(v) for k, v in arrays.items()}
+
+
+@pytest.mark.parametrize("backend", NAMES)
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("entry", ["call", "run", "freeze", "lazy"])
+def test_matches_gt4py_numpy_bit_for_bit(backend, case, entry):
+    definition, externals, origin, domain = CASES[case]
+    shape = tuple(o + n + 2 for o, n in zip(origin, domain))
+    arrays, scalars = _inputs(definition, shape, 7, backend)
+    if entry == "lazy":
+        st = gtscript.lazy_stencil(backend=backend, definition=definition, externals=externals)
+    else:
+        st = gtscript.stencil(backend=backend, definition=definition, externals=externals)
+    if entry in ("call", "lazy"):
+        st(**arrays, **scalars, origin=origin, domain=domain)
+    else:
+        origins = {name: tuple(o for o, ax in zip(origin, "IJK") if ax in info.axes) for name, info in st.field_info.items()}
+        if entry == "run":
+            st.run(_domain_=domain, _origin_=origins, exec_info=None, **arrays, **scalars)
+        else:
+            st.freeze(origin=origins, domain=domain)(**arrays, **scalars)
+    ref = _reference(case, 7)
+    for name, want in ref.items():
+        np.testing.assert_array_equal(np.asarray(arrays[name]), want, err_msg=f"{case}: field {name!r} through {entry} on {backend}")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_infos_are_gt4pys(case):
+    """field_info (access kinds, I/J/K boundaries, axes, data dims, dtypes), parameter_info and
+    domain_info as GT4Py's numpy backend reports them."""
+    definition, externals, _, _ = CASES[case]
+    gt = gtscript.stencil(backend="numpy", definition=definition, externals=externals)
+    gb = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=definition, externals=externals)
+    assert gb.field_info == gt.field_info
+    assert gb.parameter_info == gt.parameter_info
+    assert gb.domain_info == gt.domain_info
+    assert list(gb.field_info) == list(gt.field_info)
+
+
+@pytest.mark.parametrize("backend, gt_name", [("gridbuf:cpu_ifirst", "gt:cpu_ifirst"), ("gridbuf:cpu_kfirst", "gt:cpu_kfirst"), ("gridbuf:cpu_jfirst", "dace:cpu")])
+@pytest.mark.parametrize("dims", [("I", "J", "K"), ("I", "J"), ("K",), ("I", "J", "K", "0")])
+def test_storage_has_the_strides_of_the_gt4py_layout(backend, gt_name, dims):
+    shape = (5, 4, 3, 2)[: len(dims)]
+    ours = gt_storage.zeros(shape, np.float64, backend=backend, dimensions=dims)
+    theirs = gt_storage.zeros(shape, np.float64, backend=gt_name, dimensions=dims)
+    assert ours.strides == theirs.strides
+
+
+def test_exec_info_timings():
+    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=laplacian)
+    a = np.random.default_rng(0).uniform(size=(6, 6, 3))
+    out = np.zeros_like(a)
+    info: dict = {"__aggregate_data": True}
+    st(a, out, origin=(1, 1, 0), domain=(4, 4, 3), exec_info=info)
+    for key in ("call_start_time", "call_end_time", "run_start_time", "run_end_time", "call_run_start_time", "call_run_end_time"):
+        assert isinstance(info[key], float), key
+    assert info["call_start_time"] <= info["run_start_time"] <= info["run_end_time"] <= info["call_end_time"]
+    assert info[type(st).__name__]["ncalls"] == 1
+
+
+def test_a_refused_construct_raises_gt4pys_definition_error_naming_the_line():
+    def bad(a: F64, b: F64):  # type: ignore[valid-type]
+        with computation(PARALLEL), interval(...):
+            b = a[0, 0, 0] // 2.0  # noqa: F841 - GT4Py has no //
+
+    with pytest.raises(GTScriptDefinitionError) as err:
+        gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=bad)
+    assert isinstance(err.value, ValueError) and isinstance(err.value, GridbufValueError)
+    assert "floor division" in str(err.value)
+    assert f"line {bad.__code__.co_firstlineno + 2}" in str(err.value)
+
+
+@pytest.mark.parametrize("entry", ["call", "run"])
+def test_a_bad_call_writes_nothing(entry):
+    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=laplacian)
+    a = np.random.default_rng(0).uniform(size=(6, 6, 3))
+    out = np.full((6, 6, 3), 7.0)
+    with pytest.raises(ValueError, match="domain|bounds|fit|out"):
+        if entry == "call":
+            st(a, out, origin=(1, 1, 0), domain=(5, 5, 3))
+        else:
+            st.run(_domain_=(5, 5, 3), _origin_={"inp": (1, 1, 0), "out": (1, 1, 0)}, exec_info=None, inp=a, out=out)
+    assert (out == 7.0).all()
+
+
+def test_float32_literals_by_type_keyed_dtypes():
+    """NDSL's ``dtypes={float: np.float32, int: np.int32}``: literals of those Python types take
+    those dtypes (GT4Py's rule), so ``a + 0.1`` adds float32(0.1)."""
+
+    def lit(a: F64, b: F64, c: Field[np.int64]):  # type: ignore[valid-type]
+        with computation(PARALLEL), interval(...):
+            b = a + 0.1  # noqa: F841
+            c = 2147483647 + 1  # noqa: F841 - int32 wraps
+
+    dtypes = {float: np.float32, int: np.int32}
+    outs = []
+    for backend in ("numpy", "gridbuf:cpu_kfirst"):
+        st = gtscript.stencil(backend=backend, definition=lit, dtypes=dtypes, rebuild=True)
+        a, b, c = np.ones((2, 2, 2)), np.zeros((2, 2, 2)), np.zeros((2, 2, 2), np.int64)
+        with np.errstate(all="ignore"):
+            st(a, b, c)
+        outs.append((b.copy(), c.copy()))
+    np.testing.assert_array_equal(outs[1][0], outs[0][0])
+    np.testing.assert_array_equal(outs[1][1], outs[0][1])
+    assert outs[1][0][0, 0, 0] == 1.0 + float(np.float32(0.1))
+
+
+def test_nothing_is_written_to_disk(tmp_path):
+    code = (
+        "import os, numpy as np\n"
+        "from gt4py.cartesian import gtscript\n"
+        "import gridbuf.gt4py\n"
+        "def d(a: gtscript.Field[np.float64], b: gtscript.Field[np.float64]):\n"
+        "    with computation(PARALLEL), interval(...):\n"
+        "        b = a * 2.0\n"
+        "st = gtscript.stencil(backend='gridbuf:cpu_ifirst', definition=d)\n"
+        "a = np.ones((3, 3, 3)); b = np.zeros_like(a); st(a, b)\n"
+        "assert (b == 2.0).all()\n"
+        "print(sorted(os.listdir('.')))\n"
+    )
+    env = dict(os.environ, GT_CACHE_ROOT=str(tmp_path / "cache"))
+    (tmp_path / "d.py").write_text("from gt4py.cartesian.gtscript import PARALLEL, computation, interval\n" + code)
+    out = subprocess.run([sys.executable, "d.py"], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['d.py']"
+
+
+def test_import_gridbuf_imports_no_gt4py():
+    code = "import sys, gridbuf, gridbuf.gtscript; assert 'gt4py' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
