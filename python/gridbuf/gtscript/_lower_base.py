@@ -60,8 +60,6 @@ class _LoweringBase:
         # GlobalTable parameters and the hidden scalars of their element reads
         # (scalar name -> (table, index)).
         self.tables: dict[str, TableType] = {}
-        # Temporaries that hold the locals of inlined functions.
-        self.func_temps: set[int] = set()
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
