@@ -91,7 +91,9 @@ class CallsMixin(_LoweringBase):
         return ("cast", dt.name, self.expr(ctx, node.args[0]))
 
     def inline(self, ctx: _Ctx, node: ast.Call, fn: Callable[..., Any]) -> Any:
-        fdef, first = _source(fn)
+        if fn not in self.sources:
+            self.sources[fn] = _source(fn)
+        fdef, first = self.sources[fn]
         sig = inspect.signature(fn)
         try:
             bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
