@@ -64,8 +64,10 @@ class _LoweringBase:
         # GlobalTable parameters and the hidden scalars of their element reads
         # (scalar name -> (table, index)).
         self.tables: dict[str, TableType] = {}
-        # Temporaries that hold the locals of inlined functions.
-        self.func_temps: set[int] = set()
+        # Each inlined function's parsed source, read once per definition: `inspect` tokenizes
+        # the module's lines again at every call (pace's satadjust inlines 734 calls of 48
+        # functions; reading each again took a third of its lowering).
+        self.sources: dict[Any, tuple[ast.FunctionDef, int]] = {}
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}

@@ -92,7 +92,9 @@ class CallsMixin(_LoweringBase):
         return ("cast", dt.name, self.expr(ctx, node.args[0]))
 
     def inline(self, ctx: _Ctx, node: ast.Call, fn: Callable[..., Any]) -> Any:
-        fdef, first = _source(fn)
+        if fn not in self.sources:
+            self.sources[fn] = _source(fn)
+        fdef, first = self.sources[fn]
         sig = inspect.signature(fn)
         try:
             bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
@@ -218,12 +220,12 @@ class CallsMixin(_LoweringBase):
         names = {t.id for b in body for n in ast.walk(b) if isinstance(n, (ast.Assign, ast.AugAssign)) for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets) for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])}
         for name in sorted(names):
             cur = inner.local.get(name)
-            if cur is None or isinstance(cur, _Undefined) or (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps):
+            if cur is None or isinstance(cur, _Undefined) or (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in inner.temps):
                 continue
             value = self.as_expr(inner, s, cur)
             index = len(self.temps)
             self.temps.append(f"__{inner.name}_{name}{index}")
-            self.func_temps.add(index)
+            inner.temps.add(index)
             self.emit(inner, s, ("t", index), value)
             inner.local[name] = _Ref("t", index)
 
@@ -247,7 +249,7 @@ class CallsMixin(_LoweringBase):
         """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
         inner.written.add(name)
         cur = inner.local.get(name)
-        if isinstance(cur, _Ref) and cur.kind == "t" and cur.index in self.func_temps:
+        if isinstance(cur, _Ref) and cur.kind == "t" and cur.index in inner.temps:
             self.freeze_readers(inner, s, name, cur.index, mask)
             old: Expr = ("t", cur.index, (0, 0, 0))
             self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
@@ -274,7 +276,7 @@ class CallsMixin(_LoweringBase):
         # 8 s and 24 MB of IR); as a temporary it is read once.
         index = len(self.temps)
         self.temps.append(f"__{inner.name}_{name}{index}")
-        self.func_temps.add(index)
+        inner.temps.add(index)
         self.emit(inner, s, ("t", index), before)
         inner.local[name] = _Ref("t", index)
         self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ("t", index, (0, 0, 0))))
@@ -288,7 +290,7 @@ class CallsMixin(_LoweringBase):
                 continue
             t = len(self.temps)
             self.temps.append(f"__{inner.name}_{other}{t}")
-            self.func_temps.add(t)
+            inner.temps.add(t)
             self.emit(inner, s, ("t", t), _guard_levels(v, mask))
             inner.local[other] = _Ref("t", t)
 

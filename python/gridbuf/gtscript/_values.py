@@ -128,6 +128,10 @@ class _Ctx:
         # In an inlined function: the locals written in the current `if` branch (see
         # Lowering.func_if).
         self.written: set[str] = set()
+        # In an inlined function: the temporaries that hold its own locals, the only ones its
+        # assignments may write in place. A parameter bound to a caller's temporary is the
+        # caller's value, passed by value as in GT4Py: assigning it makes a new value.
+        self.temps: set[int] = set()
 
 
 def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
