@@ -348,9 +348,13 @@ def test_absolute_index_leaving_the_field_raises():
     assert (out == 3.0).all()
 
 
-def test_index_into_the_halo_is_refused_past_the_extent():
-    """gridbuf reads run-time levels within the domain's levels and the field's static K extent
-    (documented); GT4Py's numpy backend reads any level of the array."""
+@pytest.mark.parametrize("layout", ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"])
+def test_run_time_levels_read_anywhere_inside_the_array(layout):
+    """A read at a run-time K level reaches any level inside the field's array, below the
+    origin and above the domain included, as GT4Py's compiled backends read it (pace's
+    ``map_single.lagrangian_contributions`` reads the level past the domain of an interface
+    field); a level outside the array raises naming the field and the level, before anything is
+    written."""
     st = gb_define(
         """
         def f(src: Field[np.float64], idx: Field[np.int32], out: Field[np.float64]):
@@ -359,12 +363,28 @@ def test_index_into_the_halo_is_refused_past_the_extent():
         """,
         "f",
     )
-    src = np.zeros((2, 2, 6))
+    src = gb.from_array(np.broadcast_to(10.0 * np.arange(6.0), (2, 2, 6)).copy(), backend=layout)
     idx = np.zeros((2, 2, 6), np.int32)
-    idx[0, 0, 1] = -1
-    out = np.zeros((2, 2, 6))
-    with pytest.raises(GridbufValueError, match="src"):
-        st(src, idx, out, origin=(0, 0, 1), domain=(2, 2, 4))
+    idx[0, 0, 1] = -1  # domain level 0 (array level 1) reads array level 0, below the origin
+    idx[1, 1, 4] = 1  # domain level 3 (array level 4) reads array level 5, above the domain
+    idx = gb.from_array(idx, backend=layout)
+    out = gb.from_array(np.full((2, 2, 6), 7.0), backend=layout)
+    st(src, idx, out, origin=(0, 0, 1), domain=(2, 2, 4))
+    want = np.full((2, 2, 6), 7.0)
+    want[:, :, 1:5] = 10.0 * np.arange(1.0, 5.0)
+    want[0, 0, 1], want[1, 1, 4] = 0.0, 50.0
+    np.testing.assert_array_equal(np.asarray(out), want)
+    # Outside the array: refused, naming the field and the level (the level is known only
+    # while the stencil runs, so points computed before it may have been written).
+    bad = np.asarray(idx).copy()
+    bad[1, 0, 1] = -2  # array level -1
+    out2 = gb.from_array(np.full((2, 2, 6), 7.0), backend=layout)
+    with pytest.raises(GridbufValueError, match="src.*level -2|level -2.*src"):
+        st(src, gb.from_array(bad, backend=layout), out2, origin=(0, 0, 1), domain=(2, 2, 4))
+    bad = np.asarray(idx).copy()
+    bad[1, 0, 4] = 2  # array level 6, one past the last
+    with pytest.raises(GridbufValueError, match="src.*level 5|level 5.*src"):
+        st(src, gb.from_array(bad, backend=layout), out2, origin=(0, 0, 1), domain=(2, 2, 4))
 
 
 def test_k_offset_write_leaving_the_field_is_refused_before_anything_is_written():
@@ -456,7 +476,7 @@ def f(a: Field[np.float64], idx: Field[np.int32], out: Field[np.float64]):
     with computation(PARALLEL), interval(...):
         out = a
         out = out[0, 0, idx]
-""", "out = out[0, 0, idx]", "written in this PARALLEL computation"),
+""", "out = out[0, 0, idx]", "written in this PARALLEL interval"),
     ("""
 def f(a: Field[IJ, np.float64], idx: Field[np.int32], out: Field[np.float64]):
     with computation(PARALLEL), interval(...):

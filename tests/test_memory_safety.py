@@ -209,6 +209,43 @@ def test_offset_reads_stay_inside_with_an_origin():
         assert not call_checked(arena, lambda: shift_f64(inp, out, origin=(0, 0, 0), domain=(6, 6, 3), validate_args=validate))
 
 
+@gtscript.stencil(backend="numpy")
+def var_k_read(src: Field[np.float64], idx: Field[np.int32], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        out = src[0, 0, idx]
+
+
+@pytest.mark.parametrize("k_stride", ["C", "K outermost", "K reversed"])
+def test_run_time_k_reads_stay_inside_the_array(k_stride):
+    """A read at a run-time K level may reach any level of the field's array (the binder's view
+    spans its whole K axis), never one beyond it: the sentinel bytes around it, where the level
+    before the first and after the last would lie, are never read into the output."""
+    shape = (3, 2, 6)
+    item = 8
+    strides = {
+        "C": None,
+        "K outermost": (shape[1] * item, item, shape[0] * shape[1] * item),
+        "K reversed": (shape[1] * shape[2] * item, shape[2] * item, -item),
+    }[k_stride]
+    arena = Arena([(shape, np.float64, strides, 0), (shape, np.int32, None, 0), (shape, np.float64, None, 0)])
+    arena.fill(np.random.default_rng(7))
+    src, idx, out = arena.arrays
+    origin, domain = (0, 0, 1), (3, 2, 4)
+    for level in range(shape[2]):
+        idx[...] = 0
+        idx[:, :, 1:5] = level - np.arange(1, 5)  # every point reads array level `level`
+        arena.before = arena.buf.copy()
+        assert call_checked(arena, lambda: var_k_read(src, idx, out, origin=origin, domain=domain))
+        np.testing.assert_array_equal(out[:, :, 1:5], np.repeat(src[:, :, level : level + 1], 4, axis=2))
+    for level in (-1, shape[2]):  # one level beyond either end of the array: refused
+        idx[:, :, 1:5] = level - np.arange(1, 5)
+        before_out = out.copy()
+        with pytest.raises(gb.GridbufValueError, match="src"):
+            var_k_read(src, idx, out, origin=origin, domain=domain)
+        arena.check_gaps()
+        assert not np.isin(out, [np.frombuffer(bytes([SENTINEL] * 8), np.float64)[0]]).any() or (out == before_out).all()
+
+
 # --- hypothesis: dtypes, strides, offsets, the flag -------------------------------------------
 
 def strided(draw, shape, dtype):

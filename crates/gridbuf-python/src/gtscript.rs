@@ -56,6 +56,7 @@ impl GtProgram {
         let out = PyList::empty(py);
         let p = &self.plan.program;
         let k_boundary = self.plan.k_boundary();
+        let whole_k = self.var_k_read();
         for (i, f) in p.fields.iter().enumerate() {
             let d = PyDict::new(py);
             let mut dims = f.dims();
@@ -81,6 +82,14 @@ impl GtProgram {
                 },
             )?;
             d.set_item("k_boundary", k_boundary[i])?;
+            // Reads at run-time K levels may reach any level inside the array: the binder's
+            // view spans its whole K axis.
+            let whole: Vec<bool> = (0..3)
+                .filter(|&a| f.axes[a])
+                .map(|a| a == 2 && whole_k[i])
+                .chain(f.data_shape.iter().map(|_| false))
+                .collect();
+            d.set_item("whole", whole)?;
             out.append(d)?;
         }
         Ok(out)
@@ -121,6 +130,34 @@ impl GtProgram {
         &self,
         py: Python<'py>,
         views: &Bound<'py, PyTuple>,
+        scalars: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<()> {
+        self.run(py, views, None, scalars)
+    }
+}
+
+impl GtProgram {
+    /// Per field: whether the stencil reads it at K levels computed at run time (its view then
+    /// spans the array's whole K axis: such reads may reach any level inside the array).
+    fn var_k_read(&self) -> Vec<bool> {
+        let plan = &self.plan;
+        let mut out = vec![false; plan.program.fields.len()];
+        for &q in plan.sections.iter().flat_map(|s| &s.var_reads) {
+            if let gridbuf::gtscript::plan::Kind::Field { field, .. } = plan.kinds[q as usize] {
+                out[field] = true;
+            }
+        }
+        out
+    }
+
+    /// Runs the program on views of the fields. With the binder's `call`, the domain and each
+    /// field's origin along the axes its view spans whole are the call's; without it (the
+    /// views cut to the domain and extents) they follow from the extents.
+    pub(crate) fn run<'py>(
+        &self,
+        py: Python<'py>,
+        views: &Bound<'py, PyTuple>,
+        call: Option<&gridbuf::binding::BoundCall>,
         scalars: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<()> {
         let plan = &self.plan;
@@ -181,6 +218,19 @@ impl GtProgram {
         let mut mems = Vec::new();
         let mut domain = [0usize, 0, 0];
         let mut have = [false; 3];
+        let whole_k = self.var_k_read();
+        if let Some(c) = call {
+            // The binder's domain, per axis some field has (its domain dims, in I, J, K order).
+            let mut it = c.domain.iter();
+            for a in 0..3 {
+                if p.fields.iter().any(|f| f.axes[a]) {
+                    domain[a] = *it
+                        .next()
+                        .ok_or_else(|| to_py(py, Error::gtscript_view(&p.name)))?;
+                    have[a] = true;
+                }
+            }
+        }
         for (i, (f, v)) in p.fields.iter().zip(views.iter()).enumerate() {
             let itemsize = f.ty.itemsize();
             let arr = v.cast::<PyUntypedArray>()?;
@@ -208,6 +258,14 @@ impl GtProgram {
                     fstrides[a] = strides[ax] / itemsize as isize;
                     let (lo, hi) = plan.field_extent[i][a];
                     origin[a] = lo;
+                    if let Some(c) = call.filter(|_| a == 2 && whole_k[i]) {
+                        // The binder's view spans the whole K axis: the domain's first level
+                        // is at the call's origin (checked with the extents by the binder).
+                        origin[a] = *c.fields[i]
+                            .origin
+                            .get(ax)
+                            .ok_or_else(|| to_py(py, Error::gtscript_view(&f.name)))?;
+                    }
                     let n = shape[ax].saturating_sub(lo + hi);
                     if !have[a] {
                         domain[a] = n;

@@ -348,6 +348,21 @@ fn run_typed<T: gridbuf::kernels::Float + gridbuf::arrays::array_info::Element>(
     )
 }
 
+/// Runs a Python kernel on the views of a bound call: a compiled gtscript program directly,
+/// with the call's domain and origins (its views of fields read at run-time K levels span the
+/// whole array, so their origin is not their lower extent); any other callable with the views.
+fn call_python<'py>(
+    func: &Bound<'py, PyAny>,
+    views: &Bound<'py, PyTuple>,
+    call: &BoundCall,
+    scalars: Option<&Bound<'py, PyDict>>,
+) -> PyResult<()> {
+    if let Ok(program) = func.cast::<crate::gtscript::GtProgram>() {
+        return program.get().run(func.py(), views, Some(call), scalars);
+    }
+    func.call(views, scalars).map(|_| ())
+}
+
 /// NumPy views of the bound fields for a Python kernel; each view's base keeps its source alive.
 fn numpy_views<'py>(
     py: Python<'py>,
@@ -427,9 +442,12 @@ impl Stencil {
             Body::Native { kernel, .. } => run_native(py, *kernel, sig, &ptrs, &bound),
             Body::Python { func, descrs } => {
                 let np_views = numpy_views(py, &fields, &bound.call, descrs)?;
-                func.bind(py)
-                    .call(PyTuple::new(py, np_views)?, scalars.as_ref())
-                    .map(|_| ())
+                call_python(
+                    func.bind(py),
+                    &PyTuple::new(py, np_views)?,
+                    &bound.call,
+                    scalars.as_ref(),
+                )
             }
         })
     }
@@ -585,10 +603,12 @@ impl BoundStencil {
             (Body::Native { kernel, .. }, _) => {
                 run_native(py, *kernel, &self.sig, &self.ptrs, &self.prepared)
             }
-            (Body::Python { func, .. }, Some(v)) => func
-                .bind(py)
-                .call(v.bind(py), self.scalars.as_ref().map(|d| d.bind(py)))
-                .map(|_| ()),
+            (Body::Python { func, .. }, Some(v)) => call_python(
+                func.bind(py),
+                v.bind(py),
+                &self.prepared.call,
+                self.scalars.as_ref().map(|d| d.bind(py)),
+            ),
             (Body::Python { .. }, None) => Err(to_py(py, gridbuf::Error::bound_views_lost())),
         };
         if !self.has_callbacks {
@@ -661,6 +681,10 @@ pub fn python_stencil(
         let data_shape = opt("data_shape").map(|v| v.extract()).transpose()?;
         let layout = opt("layout").map(|v| v.extract()).transpose()?;
         let alignment = opt("alignment").map(|v| v.extract()).transpose()?;
+        let whole = opt("whole")
+            .map(|v| v.extract())
+            .transpose()?
+            .unwrap_or_else(|| vec![false; dims.len()]);
         params.push(FieldParam {
             name: fname,
             dtype,
@@ -670,6 +694,7 @@ pub fn python_stencil(
             intent,
             layout,
             alignment,
+            whole,
         });
         descrs.push(descr.unbind());
     }

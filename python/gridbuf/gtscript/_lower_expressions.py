@@ -157,13 +157,25 @@ class ExpressionsMixin(_LoweringBase):
         else:
             base = self.value(ctx, node.value)
         if not isinstance(base, _Ref):
-            if isinstance(base, tuple) and self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
-                return base  # an expression argument of a function read at offset zero
+            if isinstance(base, tuple) and base and isinstance(base[0], str):
+                off = self.offsets(ctx, node.slice)
+                if off in ([0, 0, 0], [0, 0], [0]):
+                    return base  # an expression argument of a function read at offset zero
+                if len(off) == 3 and off[2] == 0:
+                    # A gtscript function's local (or an argument) kept as an expression, read at
+                    # a horizontal offset (pace's `smt5[-1, 0, 0]`): GT4Py's temporary at the
+                    # neighbouring point, i.e. the expression with every read shifted there.
+                    return _shift(self, ctx, node, base, (off[0], off[1]))
+                if len(off) == 3:
+                    raise self.error(ctx, node, f"{ast.unparse(node)}: a gtscript function's local read at a K offset (GT4Py reads its temporary there, which a sequential computation has not written yet); assign it to a stencil temporary first")
             raise self.error(ctx, node, f"subscript of {ast.unparse(node.value)!r}, which is not a field or temporary")
         if base.klevel is not None and not (base.kind == "f" and self.fields[base.index][1].data_shape and base.comp is None):
             if self.offsets(ctx, node.slice) in ([0, 0, 0], [0, 0], [0]):
                 return base  # a read at a run-time K level passed to a function, read at offset zero
             raise self.error(ctx, node, f"{ast.unparse(node)}: an offset on a read at a K level computed at run time")
+        named = self.axis_offsets(ctx, node, base)
+        if named is not None:
+            return _Ref(base.kind, base.index, tuple(a + b for a, b in zip(base.offset, named)), base.comp, True)  # type: ignore[arg-type]
         var = self.var_k_read(ctx, node, base)
         if var is not None:
             return var
@@ -195,6 +207,37 @@ class ExpressionsMixin(_LoweringBase):
             off = tuple(idx)
         total = tuple(a + b for a, b in zip(base.offset, off))
         return _Ref(base.kind, base.index, total, base.comp, True)  # type: ignore[arg-type]
+
+    def axis_offsets(self, ctx: _Ctx, node: ast.Subscript, base: _Ref) -> tuple[int, int, int] | None:
+        """``a[I + 1, K - 1]``, ``a[K + 1]``, ``a[J]``: GT4Py's offsets by axis name, each index
+        an axis of the field (or temporary), alone or plus or minus a constant, in the order
+        I, J, K, an axis left out at offset zero; the names are the axes whatever the definition
+        binds them to, as in GT4Py. None when no index names an axis (the offsets by position)."""
+        if base.indexed:
+            return None
+        axes = self.fields[base.index][1].axes if base.kind == "f" else self.temp_types.get(base.index, (None, "IJK"))[1]
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if not any(isinstance(n, ast.Name) and n.id in axes for e in elts for n in ast.walk(e)):
+            return None
+        shifts: dict[str, int] = {}
+        for e in elts:
+            axis, shift = self.axis_shift(ctx, e, axes)
+            if shifts and "IJK".index(axis) <= "IJK".index(list(shifts)[-1]):
+                what = "twice" if axis in shifts else "out of order (I, then J, then K)"
+                raise self.error(ctx, node, f"{ast.unparse(node)}: the axis {axis} is given {what}")
+            shifts[axis] = shift
+        return (shifts.get("I", 0), shifts.get("J", 0), shifts.get("K", 0))
+
+    def axis_shift(self, ctx: _Ctx, e: ast.expr, axes: str) -> tuple[str, int]:
+        """The axis and constant shift of one index of ``a[I + 1, K]``."""
+        if isinstance(e, ast.Name) and e.id in axes:
+            return e.id, 0
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+            axis, shift = self.axis_shift(ctx, e.left, axes)
+            c = self.const(ctx, e.right)
+            if isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)):
+                return axis, shift + int(c) if isinstance(e.op, ast.Add) else shift - int(c)
+        raise self.error(ctx, e, f"the index {ast.unparse(e)!r}: an offset by axis name is an axis of the field ({', '.join(axes)}), alone or plus or minus an integer constant")
 
     def var_k_read(self, ctx: _Ctx, node: ast.Subscript, base: _Ref) -> _Ref | None:
         """`a[0, 0, idx]` with `idx` an integer expression known only at run time (GT4Py's variable
@@ -263,3 +306,21 @@ class ExpressionsMixin(_LoweringBase):
             self.scalars.append(name)
             self.scalar_types.append(table.type.dtype)
         return ("s", self.scalars.index(name))
+
+
+def _shift(low: _LoweringBase, ctx: _Ctx, node: ast.AST, e: Expr, off: tuple[int, int]) -> Expr:
+    """``e`` with every field and temporary read moved by the horizontal offset ``off``: its value
+    at the neighbouring point. Reads at run-time K levels cannot move horizontally (GT4Py drops
+    such offsets), so an expression holding one is refused."""
+    tag = e[0]
+    if tag == "f":
+        di, dj, dk = e[3]
+        return ("f", e[1], e[2], (di + off[0], dj + off[1], dk))
+    if tag == "t":
+        di, dj, dk = e[2]
+        return ("t", e[1], (di + off[0], dj + off[1], dk))
+    if tag in ("s", "c"):
+        return e
+    if tag in ("kvar", "kabs"):
+        raise low.error(ctx, node, f"{ast.unparse(node)}: the value read at a horizontal offset holds a read at a K level computed at run time, which GT4Py reads at offset zero; assign it to a stencil temporary first")
+    return tuple(_shift(low, ctx, node, a, off) if isinstance(a, tuple) else a for a in e)

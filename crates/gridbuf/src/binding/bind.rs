@@ -14,7 +14,8 @@ type FromArray<'a> = &'a dyn Fn(&[usize], &str) -> Result<Vec<usize>>;
 pub struct BoundField {
     /// Byte offset of the view's first element from the array's pointer.
     pub byte_offset: isize,
-    /// Shape in the kernel's dims order: the domain widened by the extent, full data dims.
+    /// Shape in the kernel's dims order: the domain widened by the extent (the array's whole
+    /// extent along the field's `whole` dims), full data dims.
     pub shape: Vec<usize>,
     /// Byte strides in the kernel's dims order.
     pub strides: Vec<isize>,
@@ -321,7 +322,11 @@ fn field_view(
                         f.name, o[a], domain[di]
                     )));
                 }
-                (o[a] - lo, domain[di] + lo + hi)
+                if f.whole[a] {
+                    (0, n)
+                } else {
+                    (o[a] - lo, domain[di] + lo + hi)
+                }
             }
             None => (0, n),
         };

@@ -26,6 +26,11 @@ pub struct FieldParam {
     pub layout: Option<Vec<usize>>,
     /// Preferred alignment in bytes of the first domain point (a mismatch only warns).
     pub alignment: Option<usize>,
+    /// Per entry of `dims`: whether the view spans the whole array along it, not only the
+    /// domain and extent (a gtscript stencil reading the field at K levels computed at run
+    /// time may read any level inside the array, as GT4Py's compiled backends do). The extent
+    /// is checked all the same.
+    pub whole: Vec<bool>,
 }
 
 impl FieldParam {
@@ -41,6 +46,7 @@ impl FieldParam {
             intent: Intent::In,
             layout: None,
             alignment: None,
+            whole: vec![false; n],
         }
     }
 }
@@ -68,6 +74,13 @@ impl Signature {
                 ));
             }
             crate::geometry::dims::validate_dims(&f.dims, f.dims.len())?;
+            if f.whole.len() != f.dims.len() {
+                return Err(Error::invalid(
+                    format!("whole of field {:?}", f.name),
+                    f.whole.len(),
+                    format!("one entry per dim ({})", f.dims.len()),
+                ));
+            }
             if f.extent.len() != f.dims.len() {
                 return Err(Error::invalid(
                     format!("extent of field {:?}", f.name),

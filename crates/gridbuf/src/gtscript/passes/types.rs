@@ -261,6 +261,15 @@ impl Checker<'_> {
                         ));
                     }
                 }
+                if *op == BinOp::Pow && at.is_float() && at == t {
+                    if let Some(e) = numpy_fast_power(&a, &b, t) {
+                        return Ok(Typed {
+                            e,
+                            ty: r,
+                            naive: naive(assumed, r),
+                        });
+                    }
+                }
                 Typed {
                     e: Expr::Bin(*op, Box::new(cast(a, at, t)), Box::new(cast(b, bt, t))),
                     ty: r,
@@ -302,6 +311,35 @@ impl Checker<'_> {
 
 /// `e` (of type `from`) converted to `to`: unchanged when the types agree, a literal converted
 /// at once, else a cast node.
+/// NumPy's `ndarray ** scalar` for a float array `a` (of type `t`): an exponent of 0.5 is
+/// `sqrt(a)` and one of -1 is `1 / a` (its fast path; `pow` differs from them by an ulp in a
+/// few cases in a thousand). GT4Py's numpy backend computes `a ** 0.5` so, where `a` reads a
+/// field or temporary (an array there); a scalar base is a NumPy scalar, which calls `pow`.
+fn numpy_fast_power(a: &Expr, b: &Expr, t: Ty) -> Option<Expr> {
+    let exponent = match b {
+        Expr::Const(Value::F(x), _) => *x,
+        Expr::Const(Value::I(x), _) => *x as f64,
+        _ => return None,
+    };
+    let mut array = false;
+    a.reads(&mut |_, _| array = true);
+    a.var_reads(&mut |_, _| array = true);
+    if !array {
+        return None;
+    }
+    if exponent == 0.5 {
+        Some(Expr::Un(UnOp::Sqrt, Box::new(a.clone())))
+    } else if exponent == -1.0 {
+        Some(Expr::Bin(
+            BinOp::Div,
+            Box::new(Expr::Const(Value::F(1.0), t)),
+            Box::new(a.clone()),
+        ))
+    } else {
+        None
+    }
+}
+
 fn cast(e: Expr, from: Ty, to: Ty) -> Expr {
     if from == to {
         return e;

@@ -532,11 +532,23 @@ fn check_loop_conditions(p: &Program) -> Result<()> {
     Ok(())
 }
 
-/// A step of [`plan`]: written fields are not read at horizontal offsets, and nothing written
-/// in a PARALLEL computation is read there at another level.
+/// A step of [`plan`]: written fields are not read at horizontal offsets, and, as GT4Py's
+/// rule has it, nothing written in a PARALLEL interval is read in that same interval at another
+/// level (a race), unless the interval is one level deep. Reads at K offsets of what another
+/// interval wrote are sound: the intervals run one after the other, and the schedule keeps
+/// them so (no K slabs, no sweeps where a written field is read at a K offset).
 fn check_written_reads(p: &Program, written_in_comp: &[Vec<usize>]) -> Result<()> {
     // Reads of written quantities.
     for s in &p.sections {
+        let one_level =
+            s.start.from_end == s.end.from_end && (s.end.offset - s.start.offset).abs() == 1;
+        let mut written_here: Vec<usize> =
+            s.stmts.iter().map(|st| quantity(p, st.target)).collect();
+        written_here.sort_unstable();
+        written_here.dedup();
+        let racy = |q: usize| {
+            s.order == IterOrder::Parallel && !one_level && written_here.binary_search(&q).is_ok()
+        };
         for st in &s.stmts {
             let mut err = None;
             st.expr.reads(&mut |a, off| {
@@ -554,14 +566,11 @@ fn check_written_reads(p: &Program, written_in_comp: &[Vec<usize>]) -> Result<()
                         ),
                     ));
                 }
-                if s.order == IterOrder::Parallel
-                    && off[2] != 0
-                    && written_in_comp[q].binary_search(&s.computation).is_ok()
-                {
+                if off[2] != 0 && racy(q) {
                     err.get_or_insert(def_error(
                         st.line,
                         format!(
-                            "{:?} is written in this PARALLEL computation and read at the vertical offset {}; use FORWARD or BACKWARD",
+                            "{:?} is written in this PARALLEL interval and read there at the vertical offset {} (a race; GT4Py refuses it too); use FORWARD or BACKWARD",
                             name_of(p, a),
                             off[2]
                         ),
@@ -570,11 +579,11 @@ fn check_written_reads(p: &Program, written_in_comp: &[Vec<usize>]) -> Result<()
             });
             st.expr.var_reads(&mut |a, _| {
                 let q = quantity(p, a);
-                if s.order == IterOrder::Parallel && written_in_comp[q].binary_search(&s.computation).is_ok() {
+                if racy(q) {
                     err.get_or_insert(def_error(
                         st.line,
                         format!(
-                            "{:?} is written in this PARALLEL computation and read at a K level computed at run time (GT4Py refuses it); use FORWARD or BACKWARD",
+                            "{:?} is written in this PARALLEL interval and read there at a K level computed at run time (GT4Py refuses it); use FORWARD or BACKWARD",
                             name_of(p, a),
                         ),
                     ));
@@ -688,7 +697,7 @@ pub(crate) fn var_k_error(name: &str, level: i64, lo: i64, hi: i64) -> Error {
         param: "stencil call".into(),
         value: format!("level {level}"),
         expected: format!(
-            "a K level of {name:?} from {lo} to {} for its variable K offset or .at(K=...) read (levels counted from the domain's first; a field's levels are the domain's and its static K extent, a temporary's the domain's)",
+            "a K level of {name:?} from {lo} to {} for its variable K offset or .at(K=...) read (levels counted from the domain's first; a field's levels are those of its array, a temporary's the domain's)",
             hi - 1
         ),
     }

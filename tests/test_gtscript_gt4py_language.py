@@ -1,0 +1,222 @@
+"""Constructs of GT4Py's gtscript met in production code (pace) and GT4Py's own tests, run by
+``gridbuf.gtscript`` exactly as written against ``gt4py.cartesian.gtscript`` (GT4Py's own objects,
+no rebinding) and compared bit for bit with GT4Py's numpy backend on four layouts:
+
+- offsets by axis name: ``a[I + 1, K - 1]``, ``a[J - 1]``, ``s[I - 1, J]`` on a 2-D field;
+- a ``gtscript.function``'s local read at a horizontal offset (pace's ``xppm``/``yppm``
+  ``smt5[-1, 0, 0]``);
+- a PARALLEL computation writing a field in one interval and reading it at a K offset in
+  another (pace's ``nh_p_grad.set_k0_and_calc_wk``), and in a one-level interval;
+- GT4Py's own math functions and ``I[0] + 1`` externals;
+- literals typed by ``dtypes={float: np.float32, int: np.int32}``.
+
+And the refusals: reading in a PARALLEL interval at a K offset what that interval writes (a
+race, refused by GT4Py too), a function local read at a K offset, axes out of order.
+"""
+
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+pytest.importorskip("gt4py.cartesian")
+os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gt4py_language_"))
+
+from _gtscript_oracle import assert_same, gt4py_reference, load_source, run_in_layout  # noqa: E402
+from gt4py.cartesian import gtscript as gts  # noqa: E402
+
+from gridbuf import gtscript  # noqa: E402
+from gridbuf.errors import GridbufValueError  # noqa: E402
+
+LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
+_DIR = tempfile.mkdtemp(prefix="gridbuf_gt4py_language_")
+HEADER = (
+    "import numpy as np\n"
+    "from gt4py.cartesian import gtscript\n"
+    "from gt4py.cartesian.gtscript import PARALLEL, FORWARD, BACKWARD, Field, IJ, I, J, K, computation, interval, horizontal, region, sqrt\n"
+    "F64 = Field[np.float64]\n"
+)
+
+CASES = {
+    "axis-name offsets": (
+        """
+def d(a: F64, s: Field[IJ, np.float64], out: F64, o2: F64):
+    with computation(PARALLEL), interval(0, -1):
+        out = a[I + 1, K + 1] - a[J - 1] + s[I - 1, J] + a[I, J, K]
+        tmp = a * 2.0
+        o2 = tmp[J + 1] + tmp[I - 1, J - 1]
+""",
+        {"s": "IJ"},
+        {},
+    ),
+    "function local at a horizontal offset": (
+        """
+@gtscript.function
+def mask_fn(bl, b0, br):
+    smt5 = (3.0 * abs(b0)) < abs(bl - br)
+    if smt5[-1, 0, 0] or smt5[0, 0, 0]:
+        m = 1.0
+    else:
+        m = 0.0
+    return m
+
+@gtscript.function
+def fx(c, br, b0, bl):
+    if c > 0.0:
+        ret = (1.0 - c) * (br[-1, 0, 0] - c * b0[-1, 0, 0])
+    else:
+        ret = (1.0 + c) * (bl + c * b0)
+    return ret
+
+def d(q: F64, al: F64, c: F64, out: F64):
+    with computation(PARALLEL), interval(...):
+        bl = al[0, 0, 0] - q[0, 0, 0]
+        br = al[1, 0, 0] - q[0, 0, 0]
+        b0 = bl + br
+        m = mask_fn(bl, b0, br)
+        out = fx(c, br, b0, bl) * m + sqrt(abs(q))
+""",
+        {},
+        {},
+    ),
+    "PARALLEL: written in one interval, read at a K offset in another": (
+        """
+def d(pp: F64, pk3: F64, wk: F64, lo: F64, *, top_value: float):
+    with computation(PARALLEL):
+        with interval(0, 1):
+            pp[0, 0, 0] = 0.0
+            pk3[0, 0, 0] = top_value
+            wk = pk3[0, 0, 1] - pk3[0, 0, 0]
+        with interval(1, None):
+            wk = pk3[0, 0, 1] - pk3[0, 0, 0]
+    with computation(PARALLEL):
+        with interval(0, 1):
+            lo = wk * 2.0
+        with interval(1, None):
+            lo = wk[0, 0, -1] + lo
+""",
+        {},
+        {"top_value": 3.0},
+    ),
+    "regions with GT4Py's axis positions as externals": (
+        """
+def d(q: F64, out: F64):
+    from __externals__ import i_start, j_end
+    with computation(PARALLEL), interval(...):
+        out = q
+        with horizontal(region[i_start, :], region[:, j_end - 1]):
+            out = q[1, 0, 0] - q[-1, 0, 0]
+""",
+        {},
+        {},
+    ),
+}
+EXTERNALS = {"regions with GT4Py's axis positions as externals": "i_start=I[0] + 1, j_end=J[-1]"}
+
+
+def _externals(name, mod):
+    spec = EXTERNALS.get(name)
+    if spec is None:
+        return {}
+    return eval(f"dict({spec})", vars(mod))  # noqa: S307 - the test's own literal
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_gt4py_numpy(name, layout):
+    src, axes, scalars = CASES[name]
+    mod = load_source(_DIR, f"lang_{abs(hash(name))}", HEADER + src)
+    externals = _externals(name, mod)
+    gt = gts.stencil(backend="numpy", definition=mod.d, externals=externals)
+    gb = gtscript.stencil(definition=mod.d, externals=externals)
+    rng = np.random.default_rng(3)
+    shape = (9, 8, 6)
+    inputs = {}
+    for pname, info in gt.field_info.items():
+        s = tuple(n for n, ax in zip(shape, "IJK") if ax in info.axes)
+        inputs[pname] = rng.uniform(-1.0, 1.0, s)
+    origin, domain = (2, 2, 0), (5, 4, 5)
+    ref = gt4py_reference(gt, inputs, origin=origin, domain=domain, scalars=scalars)
+    got = run_in_layout(gb, inputs, layout, axes, origin=origin, domain=domain, scalars=scalars)
+    assert_same(got, ref, f"{name} on {layout}", inputs)
+
+
+def test_float32_literals_by_type_keyed_dtypes():
+    mod = load_source(_DIR, "lang_literals", HEADER + "def d(a: F64, b: F64, c: Field[np.float32]):\n    with computation(PARALLEL), interval(...):\n        b = a + 0.1\n        c = c * 1.1 + 3\n")
+    dtypes = {float: np.float32, int: np.int32}
+    gt = gts.stencil(backend="numpy", definition=mod.d, dtypes=dtypes, rebuild=True)
+    gb = gtscript.stencil(definition=mod.d, dtypes=dtypes)
+    rng = np.random.default_rng(0)
+    inputs = {"a": rng.uniform(size=(3, 3, 2)), "b": np.zeros((3, 3, 2)), "c": rng.uniform(size=(3, 3, 2)).astype(np.float32)}
+    ref = gt4py_reference(gt, inputs, origin=(0, 0, 0), domain=(3, 3, 2))
+    got = run_in_layout(gb, inputs, "C", origin=(0, 0, 0), domain=(3, 3, 2))
+    assert_same(got, ref, "type-keyed literal dtypes", inputs)
+    np.testing.assert_array_equal(got["b"], inputs["a"] + np.float64(np.float32(0.1)))
+    # And literal_float_precision=32 is the same rule.
+    gb32 = gtscript.stencil(definition=mod.d, literal_float_precision=32, literal_int_precision=32)
+    got32 = run_in_layout(gb32, inputs, "C", origin=(0, 0, 0), domain=(3, 3, 2))
+    assert_same(got32, ref, "literal precisions 32", inputs)
+
+
+REFUSED = {
+    "read at a K offset in the PARALLEL interval that writes it": (
+        "def d(a: F64, b: F64):\n    with computation(PARALLEL), interval(0, 2):\n        a = b\n        b = a[0, 0, 1]  # BAD\n",
+        "written in this PARALLEL interval",
+    ),
+    "a function local read at a K offset": (
+        "@gtscript.function\ndef f(x):\n    y = x * 2.0\n    return y[0, 0, 1]  # BAD\n\ndef d(a: F64, b: F64):\n    with computation(PARALLEL), interval(...):\n        b = f(a)\n",
+        "local read at a K offset",
+    ),
+    "axes out of order": (
+        "def d(a: F64, b: F64):\n    with computation(PARALLEL), interval(...):\n        b = a[J + 1, I]  # BAD\n",
+        "out of order",
+    ),
+    "an axis twice": (
+        "def d(a: F64, b: F64):\n    with computation(PARALLEL), interval(...):\n        b = a[I + 1, I]  # BAD\n",
+        "twice",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_refused_naming_the_line_and_gt4py_refuses_too(name):
+    src, why = REFUSED[name]
+    mod = load_source(_DIR, f"lang_bad_{abs(hash(name))}", HEADER + src)
+    line = (HEADER + src).splitlines().index(next(s for s in (HEADER + src).splitlines() if "# BAD" in s)) + 1
+    with pytest.raises(GridbufValueError, match=f"line {line}.*{why}"):
+        gtscript.stencil(definition=mod.d)
+    with pytest.raises(Exception):  # noqa: B017, PT011 - GT4Py raises several kinds
+        gts.stencil(backend="numpy", definition=mod.d, rebuild=True)
+
+
+POWERS = """
+def d(a: F64, f: Field[np.float32], o1: F64, o2: F64, o3: F64, o4: Field[np.float32], o5: F64, *, s: float):
+    with computation(PARALLEL), interval(...):
+        o1 = a ** 0.5
+        o2 = a ** -1.0
+        o3 = (a * 2.0) ** -1 + a ** 2.0
+        o4 = f ** 0.5 + f ** -1.0
+        o5 = s ** 0.5 + a
+"""
+
+
+@pytest.mark.parametrize("layout", ["C", "gt:cpu_kfirst"])
+def test_numpy_fast_powers(layout):
+    """GT4Py's numpy backend computes ``array ** 0.5`` as NumPy's fast path, ``sqrt``, and
+    ``array ** -1`` as ``1 / array``; ``pow`` differs from them by an ulp at about one point in
+    a thousand, so 40,000 points find a difference with the old rule (pow) for certain."""
+    mod = load_source(_DIR, "lang_powers", HEADER + POWERS)
+    gt = gts.stencil(backend="numpy", definition=mod.d, rebuild=True)
+    gb = gtscript.stencil(definition=mod.d)
+    rng = np.random.default_rng(11)
+    shape = (50, 40, 20)
+    inputs = {"a": rng.uniform(0.0, 1e4, shape), "f": rng.uniform(0.0, 1e4, shape).astype(np.float32)}
+    for name in ("o1", "o2", "o3", "o5"):
+        inputs[name] = np.zeros(shape)
+    inputs["o4"] = np.zeros(shape, np.float32)
+    scalars = {"s": 2.0}
+    ref = gt4py_reference(gt, inputs, origin=(0, 0, 0), domain=shape, scalars=scalars)
+    got = run_in_layout(gb, inputs, layout, origin=(0, 0, 0), domain=shape, scalars=scalars)
+    assert_same(got, ref, f"fast powers on {layout}", inputs)
+    np.testing.assert_array_equal(got["o1"], np.sqrt(inputs["a"]))
