@@ -252,3 +252,44 @@ def test_nothing_is_written_to_disk(tmp_path):
 def test_import_gridbuf_imports_no_gt4py():
     code = "import sys, gridbuf, gridbuf.gtscript; assert 'gt4py' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_gt4py_build_options_are_taken():
+    """``name=``, ``rebuild=``, ``format_source=``, ``oir_pipeline=`` and ``build_info=``: taken
+    without a warning (gridbuf has no OIR pipeline, build step or cache for them to change)."""
+    import warnings
+
+    from gt4py.cartesian.gtc.passes.oir_pipeline import DefaultPipeline
+
+    info: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        st = gtscript.stencil(
+            backend="gridbuf:cpu_ifirst",
+            definition=laplacian,
+            name="my.module.lap",
+            rebuild=True,
+            format_source=False,
+            oir_pipeline=DefaultPipeline(),
+            build_info=info,
+        )
+    assert type(st).__name__ == "lap" and st.options["name"] == "lap" and st.options["module"] == "my.module"
+    assert info["parse_time"] > 0.0 and info["build_time"] == 0.0
+    a = np.random.default_rng(1).uniform(size=(6, 6, 2))
+    out = np.zeros_like(a)
+    st(a, out, origin=(1, 1, 0), domain=(4, 4, 2))
+    ref = np.zeros_like(a)
+    gtscript.stencil(backend="numpy", definition=laplacian)(a, ref, origin=(1, 1, 0), domain=(4, 4, 2))
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_unknown_backend_option_warns_as_gt4py():
+    with pytest.warns(RuntimeWarning, match="Unknown options"):
+        gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=laplacian, no_such_option=1)
+
+
+def test_gridbuf_allocations_take_the_backend_names():
+    import gridbuf as gb
+
+    for name, gt_name in (("gridbuf:cpu_ifirst", "gt:cpu_ifirst"), ("gridbuf:cpu_kfirst", "gt:cpu_kfirst")):
+        assert gb.zeros((5, 4, 3), backend=name).strides == gb.zeros((5, 4, 3), backend=gt_name).strides
