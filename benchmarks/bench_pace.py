@@ -36,7 +36,8 @@ Inputs: seeded random values, the same for every backend: uniform 0.5-2 by defau
 temperatures (``pt``, ``t``, ``tz``, ...) 200-300 K; pressures (``pe*``, ``p``, ``ps``, ...)
 increasing with K from 300 Pa to about 1e5 Pa (one profile per column shared by a
 definition's pressure fields, each moved by up to 10 % of a layer), their logs for ``peln``/``pn*`` and their
-kappa powers for ``pk*``; layer thicknesses ``delp``/``dp*`` 500-1500 Pa; mixing ratios
+kappa powers for ``pk*``; layer thicknesses ``delp``/``dp*`` 500-1500 Pa and ``delz``/``dz*`` -500 to -50 m (FV3's
+height thicknesses are negative); mixing ratios
 (``q*``) 1e-6-1e-3; integer fields 0-3 (the remap's level index ``lev`` 0, as pace starts it), booleans at
 random. Scalars: uniform 0.5-2, integers 1,
 booleans True.
@@ -249,6 +250,8 @@ def make_inputs(case: Case, seed: int) -> None:
             else:
                 p = rng.uniform(9.0e4, 1.0e5, shape)
             a = np.log(p) if n.startswith(("peln", "pn")) else (p**KAPPA if n.startswith("pk") else p)
+        elif n.startswith(("delz", "dz")):  # layer thickness in m: negative in FV3
+            a = rng.uniform(-500.0, -50.0, shape)
         elif n.startswith("q"):
             a = rng.uniform(1e-6, 1e-3, shape)
         else:
@@ -311,8 +314,8 @@ def differences(case: Case, got: dict[str, Any], ref: dict[str, Any]) -> list[st
             continue
         a, b = np.asarray(got[f.name]), np.asarray(ref[f.name])
         same = (a == b) | ((a != a) & (b != b)) if a.dtype.kind == "f" else a == b
-        if a.dtype.kind == "f":
-            same &= np.signbit(a) == np.signbit(b)
+        if a.dtype.kind == "f":  # -0.0 is not +0.0; a NaN's sign carries nothing
+            same &= (np.signbit(a) == np.signbit(b)) | (a != a)
         if not same.all():
             n = int((~same).sum())
             u = ulps(a, b) if a.dtype.kind == "f" else -2
