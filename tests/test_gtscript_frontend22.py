@@ -613,19 +613,6 @@ BAD = {
         """,
         "return x", "return statement inside an if", {},
     ),
-    "local set in one branch": (
-        """
-        @gtscript.function
-        def g(x):
-            if x > 0.0:
-                y = x
-            return y
-        def f(a: Field[np.float64], out: Field[np.float64]):
-            with computation(PARALLEL), interval(...):
-                out = g(a)
-        """,
-        "return y", "'y' is first assigned at line .* in one branch only of an `if`.*cannot be read after", {},
-    ),
     "local of one branch read in the other": (
         """
         @gtscript.function

@@ -99,6 +99,39 @@ def d(pp: F64, pk3: F64, wk: F64, lo: F64, *, top_value: float):
         {},
         {"top_value": 3.0},
     ),
+    "function locals assigned in one branch, read after the if where assigned": (
+        """
+@gtscript.function
+def fspeed(no_fall, q):
+    if no_fall == 1:
+        v = 0.5
+        r1 = 0.0
+    else:
+        if q < 0.3:
+            v = 0.1
+        else:
+            v = q * 2.0
+    return v, r1
+
+@gtscript.function
+def rh_update(t, q):
+    if t > 0.5:
+        rh = q / t
+        if rh < 0.4:
+            t = q
+    if ((t > 0.5) and (rh >= 0.4)) or (t <= 0.5):
+        t = t + 1.0
+    return t
+
+def d(nf: Field[np.int64], q: F64, t: F64, out: F64, r: F64, o2: F64):
+    with computation(PARALLEL), interval(...):
+        out, r = fspeed(nf, q)
+        r = r if nf == 1 else 7.0
+        o2 = rh_update(t, q)
+""",
+        {},
+        {},
+    ),
     "regions with GT4Py's axis positions as externals": (
         """
 def d(q: F64, out: F64):
@@ -135,7 +168,7 @@ def test_matches_gt4py_numpy(name, layout):
     inputs = {}
     for pname, info in gt.field_info.items():
         s = tuple(n for n, ax in zip(shape, "IJK") if ax in info.axes)
-        inputs[pname] = rng.uniform(-1.0, 1.0, s)
+        inputs[pname] = rng.integers(0, 2, s) if info.dtype.kind == "i" else rng.uniform(-1.0, 1.0, s)
     origin, domain = (2, 2, 0), (5, 4, 5)
     ref = gt4py_reference(gt, inputs, origin=origin, domain=domain, scalars=scalars)
     got = run_in_layout(gb, inputs, layout, axes, origin=origin, domain=domain, scalars=scalars)
@@ -220,3 +253,30 @@ def test_numpy_fast_powers(layout):
     got = run_in_layout(gb, inputs, layout, origin=(0, 0, 0), domain=shape, scalars=scalars)
     assert_same(got, ref, f"fast powers on {layout}", inputs)
     np.testing.assert_array_equal(got["o1"], np.sqrt(inputs["a"]))
+
+
+def test_a_local_assigned_in_one_branch_reads_zero_elsewhere():
+    """Where no branch assigned a function local, it reads zero (GT4Py's function temporary holds
+    uninitialised memory there: zeros where NumPy's allocation is fresh); nested `if`s merge as
+    the branches assign."""
+    src = """
+@gtscript.function
+def pick(a, b):
+    if a > 0.0:
+        if b > 0.0:
+            f = 1.0
+    else:
+        f = 2.0
+    return f
+
+def d(a: F64, b: F64, out: F64):
+    with computation(PARALLEL), interval(...):
+        out = pick(a, b)
+"""
+    mod = load_source(_DIR, "lang_one_branch_zero", HEADER + src)
+    st = gtscript.stencil(definition=mod.d)
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(-1, 1, (5, 4, 3)), rng.uniform(-1, 1, (5, 4, 3))
+    out = np.full_like(a, 9.0)
+    st(a, b, out)
+    np.testing.assert_array_equal(out, np.where(a > 0.0, np.where(b > 0.0, 1.0, 0.0), 2.0))

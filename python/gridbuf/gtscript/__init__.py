@@ -34,7 +34,9 @@ GridbufTypeError at call, before anything runs), ``if``/``elif``/``else`` and au
 assignments in ``gtscript.function`` helpers (the condition is computed once into a mask
 temporary; locals keep the type of their first value, as GT4Py's function temporaries, and stay
 expressions selected by the mask where that type provably does not change; a local assigned in one
-branch only cannot be read after the ``if``; one ``return``, at the end; tuple assignments one
+branch only reads zero where no branch assigned it, where GT4Py's temporary holds uninitialised
+memory (a local whose type the frontend cannot tell stays unreadable after the ``if``); one
+``return``, at the end; tuple assignments one
 target after the other, as GT4Py unrolls them),
 ``IK``/``JK`` fields (read with two offsets; never written, as in GT4Py), ``GlobalTable`` read at
 constant indices (``t.A[i, j]``: each element read is a hidden scalar parameter taken from the

@@ -71,6 +71,9 @@ class _LoweringBase:
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
+        # Undeclared temporaries whose first value has a plain type (see `_lower_calls._dtype`):
+        # index -> that type, which the core gives them too.
+        self.known_types: dict[int, np.dtype[Any]] = {}
         # The horizontal region (IR bound text) the statements being lowered are restricted
         # to, and what has been written outside regions (GT4Py's rule on offset reads in them).
         self.region: str | None = None

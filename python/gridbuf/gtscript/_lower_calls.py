@@ -299,9 +299,11 @@ class CallsMixin(_LoweringBase):
         computed once, before either branch, into a mask temporary (as for the stencil's `if`,
         and as GT4Py does); the locals the branches assign are selected by it. A local first
         assigned in one branch only cannot be read after the `if` (nor in the other branch)."""
+        start = len(self.lines)  # where a local first assigned in one branch starts at zero
         cond = self.new_mask(inner, s, ("sel", self.expr(inner, s.test), ("c", True), ("c", False)))
         m = cond if mask is None else self.new_mask(inner, s, ("and", mask, cond))
         before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
+        m2: Expr | None = None
         outer_written = inner.written
         inner.written = set()
         self.func_block(inner, s.body, top=False, mask=m)
@@ -316,8 +318,40 @@ class CallsMixin(_LoweringBase):
             self.func_block(inner, s.orelse, top=False, mask=m2)
         other = inner.written
         inner.written = outer_written | then | other
-        for name in (then ^ other) - before:
-            inner.local[name] = _Undefined(name, line)
+        for name in sorted((then ^ other) - before):
+            value = inner.local[name]
+            if isinstance(value, _Undefined):
+                value = value.value  # the then-branch's value
+            if not self.one_branch_local(inner, s, name, value, m if name in then else m2, start):
+                inner.local[name] = _Undefined(name, line)
+
+    def one_branch_local(self, inner: _Ctx, s: ast.stmt, name: str, value: Any, branch: Expr | None, start: int) -> bool:
+        """A local first assigned in one branch of an `if` only (pace's ``r1`` in
+        ``compute_rain_fspeed``, ``rh`` in ``icloud``): a temporary of its value's type, zero
+        from before the `if` (where ``start`` is in the IR lines) and the branch's value where
+        the branch ran. GT4Py's function temporary holds uninitialised memory at the other
+        points (zeros where NumPy's allocation is fresh); reading it there gives zero here.
+        False where the value's type is not plain (the local stays unreadable after the `if`)."""
+        if isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps:
+            # Already a temporary of this function (a nested `if`'s, zero before it and written
+            # under its mask, which holds this branch's): defined at every point.
+            inner.local[name] = value
+            return True
+        if branch is None or isinstance(value, _Ref) or not (isinstance(value, tuple) and value and isinstance(value[0], str)):
+            return False
+        dt = _dtype(self, value)
+        if dt is None:
+            return False
+        index = len(self.temps)
+        self.temps.append(f"__{inner.name}_{name}{index}")
+        inner.temps.add(index)
+        self.temp_types[index] = (dt, "IJK")
+        line = inner.line0 + s.lineno - 1
+        # Zero before the `if`: a constant, so it may go before the statements lowered since.
+        self.lines.insert(start, (line, ("t", index), ("cast", dt.name, ("c", 0))))
+        self.emit(inner, s, ("t", index), ("sel", branch, value, ("t", index, (0, 0, 0))))
+        inner.local[name] = _Ref("t", index)
+        return True
 
 
 _FLOAT_SAME = {
@@ -360,9 +394,11 @@ def _dtype(low: _LoweringBase, e: Expr) -> np.dtype[Any] | None:
         return low.scalar_types[e[1]]
     if tag == "c":
         v = e[1]
+        if isinstance(v, np.generic):  # a literal typed by `dtypes=` or a NumPy scalar
+            return v.dtype
         return np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)
     if tag == "t":
-        return low.temp_types.get(e[1], (None, ""))[0]
+        return low.temp_types.get(e[1], (None, ""))[0] or low.known_types.get(e[1])
     if tag == "cast":
         return np.dtype(e[1])
     if tag in ("kvar", "kabs"):

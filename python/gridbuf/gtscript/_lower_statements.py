@@ -368,6 +368,11 @@ class StatementsMixin(_LoweringBase):
         line = ctx.line0 + getattr(node, "lineno", 1) - 1
         if not noted:
             self.note_access(value, target)
+        if target[0] == "t" and target[1] not in self.temp_types and target[1] not in self.known_types:
+            from ._lower_calls import _dtype  # the plain type of the temporary's first value
+
+            if (dt := _dtype(self, value)) is not None:
+                self.known_types[target[1]] = dt
         depth = _shape(value, {})[0]
         if depth > IR_MAX_DEPTH:
             raise self.error(ctx, node, f"an expression nested {depth} levels deep (gtscript functions inlined): the IR takes at most {IR_MAX_DEPTH}; assign a part of it to a temporary")
