@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
-from ._irtext import _fmt_stmt, _uses
+from ._irtext import _fmt_stmt, _uses_once
 from ._lower_calls import CallsMixin
 from ._lower_expressions import ExpressionsMixin
 from ._lower_statements import StatementsMixin
@@ -88,11 +88,15 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         # externals) are left out of the program: they may be passed as None and do not bound
         # the domain, as in GT4Py.
         # Scalars likewise (GT4Py neither checks nor needs an unused scalar parameter).
-        used = sorted({i for item in body if isinstance(item, tuple) for i in _uses(item[1:], "f")})
+        # (Each part of a statement by itself: `item[1:]` would be a new tuple per statement,
+        # whose identity a later one could reuse once it is freed.)
+        seen: set[int] = set()
+        used = sorted({i for item in body if isinstance(item, tuple) for part in item[1:] for i in _uses_once(part, "f", seen)})
         keep = used if used else list(range(len(self.fields)))
         remap = {old: new for new, old in enumerate(keep)}
         self.unused_fields = [n for i, (n, _) in enumerate(self.fields) if i not in remap]
-        used_s = sorted({i for item in body if isinstance(item, tuple) for i in _uses(item[1:], "s")})
+        seen = set()
+        used_s = sorted({i for item in body if isinstance(item, tuple) for part in item[1:] for i in _uses_once(part, "s", seen)})
         remap_s = {old: new for new, old in enumerate(used_s)}
         self.unused_scalars = [n for i, n in enumerate(self.scalars) if i not in remap_s]
         head = [f"stencil {self.name.replace(' ', '_')}"]

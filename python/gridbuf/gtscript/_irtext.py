@@ -33,15 +33,17 @@ def _shape(e: Any, memo: dict[int, tuple[int, int, bool]]) -> tuple[int, int, bo
     return out
 
 
-def _uses(e: Any, tag: str) -> Any:
+def _uses_once(e: Any, tag: str, seen: set[int]) -> Any:
     """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
-    statement names."""
-    if isinstance(e, tuple) and e:
+    statement names, each shared subexpression walked once (`seen`, by identity, may be shared
+    between calls): linear in the distinct nodes, where the expressions share their parts."""
+    if isinstance(e, tuple) and e and id(e) not in seen:
+        seen.add(id(e))
         if e[0] == tag:
             yield e[1]
         elif e[0] not in ("f", "s", "c"):
             for x in e:
-                yield from _uses(x, tag)
+                yield from _uses_once(x, tag, seen)
 
 
 _Remap = tuple[dict[int, int], dict[int, int]]

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import GridbufValueError
 from ._gt4py_objects import native
-from ._irtext import Expr, _uses
+from ._irtext import Expr, _uses_once
 from ._values import _DTYPES, FieldType, TableType, _annotation_namespace, _Ctx, _describe, _Ref, _Undefined
 
 _BINOPS = {
@@ -81,6 +81,10 @@ class _LoweringBase:
         # GT4Py's access kind of each field ("read", "write", "readwrite"), by its accesses in
         # program order (see `note_access`).
         self.field_access: dict[int, str] = {}
+        # The parts of expressions `note_access` has walked (by identity; the values are kept
+        # in `noted`, so no identity is reused): a part seen before noted its reads already.
+        self.noted_ids: set[int] = set()
+        self.noted: list[Any] = []
 
     if TYPE_CHECKING:  # what one mixin (or _regions, _vectors) calls of another
         # statements (_lower_statements)
@@ -148,7 +152,8 @@ class _LoweringBase:
         after; a field first written stays "write" whatever reads follow. The statement's reads
         count before its write. A masked assignment notes its value before the mask keeps the
         target's old value (a read GT4Py does not make)."""
-        for i in _uses(value, "f"):
+        self.noted.append(value)
+        for i in _uses_once(value, "f", self.noted_ids):
             self.field_access.setdefault(i, "read")
         if target is not None:
             t = target[2] if target[0] == "k" else target

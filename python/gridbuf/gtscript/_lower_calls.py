@@ -381,12 +381,24 @@ def _reads_temp(e: Any, index: int) -> bool:
     return any(_reads_temp(x, index) for x in e[1:])
 
 
-def _dtype(low: _LoweringBase, e: Expr) -> np.dtype[Any] | None:
+def _dtype(low: _LoweringBase, e: Expr, memo: dict[int, Any] | None = None) -> np.dtype[Any] | None:
     """The dtype of `e` where it is plain (one float type throughout, or a boolean), else None:
     a conservative subset of the core's typing, enough to tell that a reassignment needs no
     cast. The typing itself is the core's (``crates/gridbuf/src/gtscript/types.rs``:
     ``bin_types``, ``un_types``, ``type_of``), which the binding does not expose; where this
-    returns a dtype, the core gives the same one."""
+    returns a dtype, the core gives the same one. Shared subexpressions are typed once (`memo`,
+    by identity: the lowering's expressions share their parts)."""
+    if memo is None:
+        memo = {}
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    out = _dtype_of(low, e, memo)
+    memo[key] = out
+    return out
+
+
+def _dtype_of(low: _LoweringBase, e: Expr, memo: dict[int, Any]) -> np.dtype[Any] | None:
     tag = e[0]
     if tag == "f":
         return low.fields[e[1]][1].dtype
@@ -402,14 +414,14 @@ def _dtype(low: _LoweringBase, e: Expr) -> np.dtype[Any] | None:
     if tag == "cast":
         return np.dtype(e[1])
     if tag in ("kvar", "kabs"):
-        return _dtype(low, e[1])
+        return _dtype(low, e[1], memo)
     if tag in _BOOL_OPS:
         return np.dtype(np.bool_)
     if tag == "sel":
-        a, b = _dtype(low, e[2]), _dtype(low, e[3])
+        a, b = _dtype(low, e[2], memo), _dtype(low, e[3], memo)
         return a if a is not None and a == b else None
     if tag in _FLOAT_SAME:
-        dts = {_dtype(low, x) for x in e[1:]}
+        dts = {_dtype(low, x, memo) for x in e[1:]}
         if len(dts) == 1 and (dt := dts.pop()) is not None and dt.kind == "f":
             return dt
     return None
