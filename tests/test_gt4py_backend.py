@@ -22,6 +22,7 @@ import gt4py.storage as gt_storage  # noqa: E402
 from gt4py.cartesian import gtscript  # noqa: E402
 from gt4py.cartesian.frontend.exceptions import GTScriptDefinitionError  # noqa: E402
 from gt4py.cartesian.gtscript import (  # noqa: E402
+    __INLINED,
     BACKWARD,
     FORWARD,
     IJ,
@@ -293,3 +294,46 @@ def test_gridbuf_allocations_take_the_backend_names():
 
     for name, gt_name in (("gridbuf:cpu_ifirst", "gt:cpu_ifirst"), ("gridbuf:cpu_kfirst", "gt:cpu_kfirst")):
         assert gb.zeros((5, 4, 3), backend=name).strides == gb.zeros((5, 4, 3), backend=gt_name).strides
+
+
+def _with_defaults(arg1: F64, arg2: F64, arg3: F64 = None, *, par1: float, par2: float = 7.0, par3: float = None):  # type: ignore[valid-type, assignment]
+    from __externals__ import USE_ARG3
+
+    with computation(PARALLEL), interval(...):
+        if __INLINED(USE_ARG3):
+            arg1 = arg2 + arg3 + par1 + par2  # noqa: F841
+        else:
+            arg1 = arg2 + par1 + par2  # noqa: F841
+
+
+@pytest.mark.parametrize("backend", ["numpy", "gridbuf:cpu_kfirst"])
+def test_default_parameters_may_be_left_out(backend):
+    """A parameter left out takes the definition's default (GT4Py's
+    test_call_interface::test_default_arguments); one without a default is required, used or
+    not."""
+    st = gtscript.stencil(backend=backend, definition=_with_defaults, externals={"USE_ARG3": False}, rebuild=True)
+    a1, a2 = np.zeros((3, 3, 2)), np.full((3, 3, 2), 1.0)
+    st(a1, a2, par1=2.0)
+    assert (a1 == 1.0 + 2.0 + 7.0).all()
+    st(a1, a2, par1=2.0, par2=3.0)
+    assert (a1 == 6.0).all()
+    with pytest.raises(TypeError):
+        st(a1, par1=2.0)
+
+
+def test_a_field_without_effect_reports_its_info():
+    """A stage without effect (GT4Py's test_stage_without_effect) builds and reports field_info."""
+
+    def no_effect(field_a: F64):  # type: ignore[valid-type]
+        with computation(PARALLEL), interval(...):
+            field_c = field_a  # noqa: F841
+
+    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=no_effect)
+    assert set(st.field_info) == {"field_a"}
+    st(np.zeros((2, 2, 2)))
+
+
+def test_build_info_times():
+    info: dict = {}
+    gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=laplacian, build_info=info, rebuild=True)
+    assert info["parse_time"] > 0.0 and info["module_time"] > 0.0

@@ -438,6 +438,9 @@ class GTStencil:
         self.__name__ = self.name = lowering.name
         self.__doc__ = definition.__doc__
         self._params = lowering.params
+        self._defaults: dict[str, Any] = {
+            n: p.default for n, p in inspect.signature(definition).parameters.items() if p.default is not inspect.Parameter.empty
+        }
         #: Every field parameter's type (dtype resolved), in parameter order, used or not.
         self.field_types: dict[str, FieldType] = {n: t for n, t in lowering.fields}
         #: GT4Py's access kind of each field the stencil uses: "read", "write" or "readwrite".
@@ -468,6 +471,12 @@ class GTStencil:
                 raise GridbufTypeError(f"stencil {self.name!r} got parameter {k!r} twice")
             values[k] = v
         missing = [p for p in self._params if p not in values]
+        for p in list(missing):
+            # A parameter left out takes the definition's default (`par2=7.0`), as in GT4Py's
+            # call signature (which also requires every parameter without one, used or not).
+            if p in self._defaults:
+                values[p] = self._defaults[p]
+                missing.remove(p)
         if missing:
             raise GridbufTypeError(f"stencil {self.name!r} misses the arguments {', '.join(map(repr, missing))}")
         for t, tt in self._tables.items():
