@@ -379,7 +379,7 @@ def test_none_field_used_is_refused_nothing_written():
     'b' field."), before anything is written."""
     st = gb_define(OPTIONAL, "opt", externals={"USE_B": True})
     a, out = np.ones((3, 3, 2)), np.full((3, 3, 2), 7.0)
-    with pytest.raises(GridbufTypeError, match="'b'.*None"):
+    with pytest.raises(GridbufValueError, match="'b'.*None"):
         st(a, None, out)
     assert (out == 7.0).all()
     st(a, np.ones((3, 3, 2)), out)

@@ -30,7 +30,7 @@ Compile-time control and the remaining names: ``if __INLINED(COND):`` (one branc
 at definition, COND by its truth value), ``compile_assert(COND)`` (a false one is a definition error
 naming the line), fields and scalars the kept code never uses left out of the program (they may
 be passed as ``None``, as GT4Py's AccessKind.NONE arguments; ``None`` for a used one is a
-GridbufTypeError at call, before anything runs), ``if``/``elif``/``else`` and augmented
+GridbufValueError at call, before anything runs), ``if``/``elif``/``else`` and augmented
 assignments in ``gtscript.function`` helpers (the condition is computed once into a mask
 temporary; locals keep the type of their first value, as GT4Py's function temporaries, and stay
 expressions selected by the mask where that type provably does not change; a local assigned in one
@@ -495,7 +495,8 @@ class GTStencil:
         fields = [values[f] for f in self.field_names]
         for f, v in zip(self.field_names, fields):
             if v is None:
-                raise GridbufTypeError(f"field {f!r} of stencil {self.name!r} is None, but the stencil uses it: only a field whose every use the externals prune may be None")
+                # A ValueError, as GT4Py's argument check raises for it.
+                raise GridbufValueError(f"field {f!r} of stencil {self.name!r} is None, but the stencil uses it: only a field whose every use the externals prune may be None")
             if isinstance(v, (int, float, np.number)):
                 raise GridbufTypeError(f"invalid type for field {f!r} of stencil {self.name!r} ({type(v).__name__}): expected an array")
         if isinstance(origin, dict) and self.unused_fields:
