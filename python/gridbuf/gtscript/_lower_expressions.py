@@ -158,15 +158,15 @@ class ExpressionsMixin(_LoweringBase):
             base = self.value(ctx, node.value)
         if not isinstance(base, _Ref):
             if isinstance(base, tuple) and base and isinstance(base[0], str):
-                off = self.offsets(ctx, node.slice)
-                if off in ([0, 0, 0], [0, 0], [0]):
+                local_off = self.offsets(ctx, node.slice)
+                if local_off in ([0, 0, 0], [0, 0], [0]):
                     return base  # an expression argument of a function read at offset zero
-                if len(off) == 3 and off[2] == 0:
+                if len(local_off) == 3 and local_off[2] == 0:
                     # A gtscript function's local (or an argument) kept as an expression, read at
                     # a horizontal offset (pace's `smt5[-1, 0, 0]`): GT4Py's temporary at the
                     # neighbouring point, i.e. the expression with every read shifted there.
-                    return _shift(self, ctx, node, base, (off[0], off[1]))
-                if len(off) == 3:
+                    return _shift(self, ctx, node, base, (local_off[0], local_off[1]))
+                if len(local_off) == 3:
                     raise self.error(ctx, node, f"{ast.unparse(node)}: a gtscript function's local read at a K offset (GT4Py reads its temporary there, which a sequential computation has not written yet); assign it to a stencil temporary first")
             raise self.error(ctx, node, f"subscript of {ast.unparse(node.value)!r}, which is not a field or temporary")
         if base.klevel is not None and not (base.kind == "f" and self.fields[base.index][1].data_shape and base.comp is None):
