@@ -9,7 +9,9 @@ source of the functions it is given). A block's ``:class:`` option says what els
   device code paths the examples take run everywhere), and once with the real CuPy where it and
   a GPU are present (skipped otherwise);
 - ``mpiexec-n-2``: run, with the page's other blocks of that class, under ``mpiexec -n 2``
-  (skipped without mpi4py or an ``mpiexec``).
+  (skipped without mpi4py or an ``mpiexec``);
+- ``needs-gt4py``: run after the page's other blocks, in a second script, where GT4Py is
+  installed (skipped otherwise: the wheel's Rust-free test environment has none).
 
 Blocks in other languages (``bash``) are not run.
 """
@@ -39,7 +41,7 @@ _OPTION = re.compile(r"^\s*:(\w[\w-]*):\s*(.*)$")
 class Block(NamedTuple):
     page: str
     line: int
-    needs: str  # "", "needs-gpu" or "mpiexec-n-2"
+    needs: str  # "", "needs-gpu", "needs-gt4py" or "mpiexec-n-2"
     code: str
 
 
@@ -64,7 +66,7 @@ def page_blocks(path: Path) -> list[Block]:
         while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
             body.append(lines[i])
             i += 1
-        if needs not in ("", "needs-gpu", "mpiexec-n-2"):
+        if needs not in ("", "needs-gpu", "needs-gt4py", "mpiexec-n-2"):
             raise ValueError(f"{path.name}:{start}: unknown code-block class {needs!r}")
         blocks.append(Block(path.name, start, needs, textwrap.dedent("\n".join(body)).strip() + "\n"))
     return blocks
@@ -89,6 +91,9 @@ def _cases() -> list[Any]:
         if any(b.needs == "needs-gpu" for b in gpu):
             cases.append(pytest.param(page.stem, "fake-cupy", gpu, id=f"{page.stem}-fake-cupy"))
             cases.append(pytest.param(page.stem, "needs-gpu", gpu, id=f"{page.stem}-gpu"))
+        gt = [b for b in blocks if b.needs in ("", "needs-gt4py")]
+        if any(b.needs == "needs-gt4py" for b in gt):
+            cases.append(pytest.param(page.stem, "needs-gt4py", gt, id=f"{page.stem}-gt4py"))
         mpi = [b for b in blocks if b.needs == "mpiexec-n-2"]
         if mpi:
             cases.append(pytest.param(page.stem, "mpiexec-n-2", mpi, id=f"{page.stem}-mpiexec-n-2"))
@@ -112,6 +117,8 @@ def test_page_examples_run(page: str, needs: str, blocks: list[Block], tmp_path:
     cmd = [sys.executable]
     if needs == "needs-gpu" and not _has_gpu():
         pytest.skip("needs CuPy and a GPU")
+    if needs == "needs-gt4py" and importlib.util.find_spec("gt4py") is None:
+        pytest.skip("gt4py is not installed")
     if needs == "mpiexec-n-2":
         if importlib.util.find_spec("mpi4py") is None:
             pytest.skip("mpi4py is not installed")
