@@ -61,11 +61,15 @@ nitpick_ignore = [
     ("py:class", "collections.abc.Iterator"),
     ("py:class", "collections.abc.Sequence"),
     ("py:class", "MPI.Intracomm"),  # mpi4py's, imported for type checking only
+    # GT4Py's classes that gridbuf.gt4py's classes derive from (GT4Py publishes no inventory).
+    ("py:class", "gt4py.cartesian.frontend.exceptions.GTScriptDefinitionError"),
+    ("py:class", "gt4py.cartesian.stencil_object.StencilObject"),
     # Private names in public signatures: the context manager ``gridbuf.acquired`` returns, the
     # internal constructor argument of MirroredField (made by gridbuf.mirrored's functions), and
     # the Literal of NumPy's casting names in Field.astype.
     ("py:class", "gridbuf._gridbuf.Acquired"),
     ("py:class", "gridbuf.mirrored._Pair"),
+    ("py:class", "gridbuf.gtscript._values.FieldType"),  # GTStencil.field_types' values
     ("py:class", "_Casting"),
 ]
 

@@ -61,7 +61,7 @@ BACKENDS: dict[str, str] = {
 
 class GridbufDefinitionError(GridbufValueError, GTScriptDefinitionError):
     """A definition gridbuf cannot run, refused when the stencil is defined: GT4Py's
-    ``GTScriptDefinitionError`` (which its callers catch) and a :class:`GridbufValueError`.
+    ``GTScriptDefinitionError`` (which its callers catch) and a :class:`gridbuf.GridbufValueError`.
     The message names the construct and the line."""
 
     def __init__(self, message: str, name: str = "", value: Any = None) -> None:
