@@ -138,7 +138,10 @@ def main() -> None:
     ap.add_argument("--no-compiled", action="store_true", help="leave out GT4Py's gt:cpu_ifirst (its build takes ~10-20 s)")
     _plot.add_argument(ap)
     args = ap.parse_args()
-    plot_dir = _plot.prepare(args.plot)
+    plot_dir = _plot.prepare(os.path.abspath(args.plot) if args.plot else None)
+    # GT4Py's C++ build runs setuptools in the working directory, which refuses the
+    # repository's layout (target/, crates/): build from a scratch directory.
+    os.chdir(tempfile.mkdtemp(prefix="bench_gt4py_backend_"))
     from _timing import print_machine_info
 
     print_machine_info()
