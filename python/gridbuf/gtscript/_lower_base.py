@@ -71,7 +71,7 @@ class _LoweringBase:
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}
-        # Undeclared temporaries whose first value has a plain type (see `_lower_calls._dtype`):
+        # Undeclared temporaries whose first value has a plain type (see `_dtype`):
         # index -> that type, which the core gives them too.
         self.known_types: dict[int, np.dtype[Any]] = {}
         # The horizontal region (IR bound text) the statements being lowered are restricted
@@ -162,6 +162,13 @@ class _LoweringBase:
                     self.field_access[t[1]] = "readwrite"
                 else:
                     self.field_access.setdefault(t[1], "write")
+
+    def typed_temp(self, prefix: str, dt: np.dtype[Any]) -> int:
+        """A new 3-D temporary of type `dt`, named `prefix` and its index; returns the index."""
+        index = len(self.temps)
+        self.temps.append(f"{prefix}{index}")
+        self.temp_types[index] = (dt, "IJK")
+        return index
 
     # -- errors ----------------------------------------------------------------------------
     def error(self, ctx: _Ctx, node: ast.AST | None, message: str) -> GridbufValueError:
@@ -271,3 +278,57 @@ def _load(target: ast.expr) -> ast.expr:
     for n in ast.walk(node):
         n.lineno = target.lineno  # type: ignore[attr-defined]
     return node
+
+
+_FLOAT_SAME = {
+    "add", "sub", "mul", "div", "pow", "mod", "min", "max", "neg", "abs", "sqrt", "exp", "log",
+    "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "cbrt", "floor", "ceil", "trunc", "round", "round_away_from_zero",
+}  # fmt: skip
+_BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
+
+
+def _dtype(low: _LoweringBase, e: Expr, memo: dict[int, Any] | None = None) -> np.dtype[Any] | None:
+    """The dtype of `e` where it is plain (one float type throughout, or a boolean), else None:
+    a conservative subset of the core's typing, enough to tell that a reassignment needs no
+    cast. The typing itself is the core's (``crates/gridbuf/src/gtscript/types.rs``:
+    ``bin_types``, ``un_types``, ``type_of``), which the binding does not expose; where this
+    returns a dtype, the core gives the same one. Shared subexpressions are typed once (`memo`,
+    by identity: the lowering's expressions share their parts)."""
+    if memo is None:
+        memo = {}
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    out = _dtype_of(low, e, memo)
+    memo[key] = out
+    return out
+
+
+def _dtype_of(low: _LoweringBase, e: Expr, memo: dict[int, Any]) -> np.dtype[Any] | None:
+    tag = e[0]
+    if tag == "f":
+        return low.fields[e[1]][1].dtype
+    if tag == "s":
+        return low.scalar_types[e[1]]
+    if tag == "c":
+        v = e[1]
+        if isinstance(v, np.generic):  # a literal typed by `dtypes=` or a NumPy scalar
+            return v.dtype
+        return np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)
+    if tag == "t":
+        return low.temp_types.get(e[1], (None, ""))[0] or low.known_types.get(e[1])
+    if tag == "cast":
+        return np.dtype(e[1])
+    if tag in ("kvar", "kabs"):
+        return _dtype(low, e[1], memo)
+    if tag in _BOOL_OPS:
+        return np.dtype(np.bool_)
+    if tag == "sel":
+        a, b = _dtype(low, e[2], memo), _dtype(low, e[3], memo)
+        return a if a is not None and a == b else None
+    if tag in _FLOAT_SAME:
+        dts = {_dtype(low, x, memo) for x in e[1:]}
+        if len(dts) == 1 and (dt := dts.pop()) is not None and dt.kind == "f":
+            return dt
+    return None

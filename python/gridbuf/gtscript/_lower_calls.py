@@ -17,7 +17,7 @@ from ..errors import GridbufValueError
 from . import _vectors
 from ._gt4py_objects import is_gtscript_function
 from ._irtext import Expr, _shape
-from ._lower_base import _BINOPS, _load, _LoweringBase
+from ._lower_base import _BINOPS, _dtype, _load, _LoweringBase
 from ._lower_statements import _guard_levels
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
 
@@ -148,9 +148,7 @@ class CallsMixin(_LoweringBase):
         dt = _dtype(self, ret)
         if dt is None:
             return ret
-        index = len(self.temps)
-        self.temps.append(f"__{fn.__name__}_value{index}")
-        self.temp_types[index] = (dt, "IJK")
+        index = self.typed_temp(f"__{fn.__name__}_value", dt)
         self.emit(ctx, node, ("t", index), ret)
         return ("t", index, (0, 0, 0))
 
@@ -342,24 +340,14 @@ class CallsMixin(_LoweringBase):
         dt = _dtype(self, value)
         if dt is None:
             return False
-        index = len(self.temps)
-        self.temps.append(f"__{inner.name}_{name}{index}")
+        index = self.typed_temp(f"__{inner.name}_{name}", dt)
         inner.temps.add(index)
-        self.temp_types[index] = (dt, "IJK")
         line = inner.line0 + s.lineno - 1
         # Zero before the `if`: a constant, so it may go before the statements lowered since.
         self.lines.insert(start, (line, ("t", index), ("cast", dt.name, ("c", 0))))
         self.emit(inner, s, ("t", index), ("sel", branch, value, ("t", index, (0, 0, 0))))
         inner.local[name] = _Ref("t", index)
         return True
-
-
-_FLOAT_SAME = {
-    "add", "sub", "mul", "div", "pow", "mod", "min", "max", "neg", "abs", "sqrt", "exp", "log",
-    "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-    "atanh", "cbrt", "floor", "ceil", "trunc", "round", "round_away_from_zero",
-}  # fmt: skip
-_BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
 
 
 #: A function's value deeper or larger than this goes to a temporary (see `CallsMixin.spill`), and
@@ -381,47 +369,3 @@ def _reads_temp(e: Any, index: int) -> bool:
     return any(_reads_temp(x, index) for x in e[1:])
 
 
-def _dtype(low: _LoweringBase, e: Expr, memo: dict[int, Any] | None = None) -> np.dtype[Any] | None:
-    """The dtype of `e` where it is plain (one float type throughout, or a boolean), else None:
-    a conservative subset of the core's typing, enough to tell that a reassignment needs no
-    cast. The typing itself is the core's (``crates/gridbuf/src/gtscript/types.rs``:
-    ``bin_types``, ``un_types``, ``type_of``), which the binding does not expose; where this
-    returns a dtype, the core gives the same one. Shared subexpressions are typed once (`memo`,
-    by identity: the lowering's expressions share their parts)."""
-    if memo is None:
-        memo = {}
-    key = id(e)
-    if key in memo:
-        return memo[key]
-    out = _dtype_of(low, e, memo)
-    memo[key] = out
-    return out
-
-
-def _dtype_of(low: _LoweringBase, e: Expr, memo: dict[int, Any]) -> np.dtype[Any] | None:
-    tag = e[0]
-    if tag == "f":
-        return low.fields[e[1]][1].dtype
-    if tag == "s":
-        return low.scalar_types[e[1]]
-    if tag == "c":
-        v = e[1]
-        if isinstance(v, np.generic):  # a literal typed by `dtypes=` or a NumPy scalar
-            return v.dtype
-        return np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)
-    if tag == "t":
-        return low.temp_types.get(e[1], (None, ""))[0] or low.known_types.get(e[1])
-    if tag == "cast":
-        return np.dtype(e[1])
-    if tag in ("kvar", "kabs"):
-        return _dtype(low, e[1], memo)
-    if tag in _BOOL_OPS:
-        return np.dtype(np.bool_)
-    if tag == "sel":
-        a, b = _dtype(low, e[2], memo), _dtype(low, e[3], memo)
-        return a if a is not None and a == b else None
-    if tag in _FLOAT_SAME:
-        dts = {_dtype(low, x, memo) for x in e[1:]}
-        if len(dts) == 1 and (dt := dts.pop()) is not None and dt.kind == "f":
-            return dt
-    return None

@@ -15,7 +15,7 @@ import numpy as np
 from . import _regions, _vectors
 from ._gt4py_objects import native
 from ._irtext import IR_MAX_DEPTH, Expr, _shape
-from ._lower_base import _BINOPS, _is_axis_value, _load, _LoweringBase
+from ._lower_base import _BINOPS, _dtype, _is_axis_value, _load, _LoweringBase
 from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref
 
 
@@ -369,9 +369,7 @@ class StatementsMixin(_LoweringBase):
         if not noted:
             self.note_access(value, target)
         if target[0] == "t" and target[1] not in self.temp_types and target[1] not in self.known_types:
-            from ._lower_calls import _dtype  # the plain type of the temporary's first value
-
-            if (dt := _dtype(self, value)) is not None:
+            if (dt := _dtype(self, value)) is not None:  # the plain type of its first value
                 self.known_types[target[1]] = dt
         depth = _shape(value, {})[0]
         if depth > IR_MAX_DEPTH:
