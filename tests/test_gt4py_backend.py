@@ -184,6 +184,37 @@ def test_exec_info_timings():
     assert info[type(st).__name__]["ncalls"] == 1
 
 
+@pytest.mark.parametrize("backend", ["gridbuf:cpu_kfirst", "numpy"])
+def test_exec_info_reports_the_domain_and_origins_as_gt4py(backend):
+    """The domain and origins GT4Py's own backends report; gridbuf's are the binder's."""
+    st = gtscript.stencil(backend=backend, definition=laplacian)
+    a = np.random.default_rng(0).uniform(size=(8, 7, 3))
+    out = np.zeros_like(a)
+    reports = []
+    for origin, domain in [((1, 1, 0), None), ({"_all_": (1, 2, 0), "out": (2, 2, 1)}, (4, 3, 2)), ({"inp": (1, 1, 0), "out": (1, 1, 0)}, None)]:
+        info: dict = {}
+        st(inp=a, out=out, origin=origin, domain=domain, exec_info=info)
+        reports.append((tuple(info["domain"]), {k: tuple(v) for k, v in info["origin"].items()}))
+    assert reports[0] == ((6, 5, 3), {"_all_": (1, 1, 0), "inp": (1, 1, 0), "out": (1, 1, 0)})
+    assert reports[1] == ((4, 3, 2), {"_all_": (1, 2, 0), "inp": (1, 2, 0), "out": (2, 2, 1)})
+    assert reports[2] == ((6, 5, 3), {"inp": (1, 1, 0), "out": (1, 1, 0)})
+
+
+@pytest.mark.parametrize("backend", NAMES)
+def test_a_field_in_another_layout_warns_in_gt4pys_words(backend):
+    st = gtscript.stencil(backend=backend, definition=laplacian)
+    shape = (6, 6, 3)
+    good = gt_storage.zeros(shape, np.float64, backend=backend)
+    bad = np.ones(shape, order="F" if backend == "gridbuf:cpu_kfirst" else "C")
+    with pytest.warns(UserWarning, match="The layout of the field 'inp' is not recommended for this backend.This may lead"):
+        st(bad, good, origin=(1, 1, 0))
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        st(gt_storage.ones(shape, np.float64, backend=backend), good, origin=(1, 1, 0))  # the backend's own layout: silent
+
+
 def test_a_refused_construct_raises_gt4pys_definition_error_naming_the_line():
     def bad(a: F64, b: F64):  # type: ignore[valid-type]
         with computation(PARALLEL), interval(...):
@@ -274,7 +305,12 @@ def test_gt4py_build_options_are_taken():
             oir_pipeline=DefaultPipeline(),
             build_info=info,
         )
-    assert type(st).__name__ == "lap" and st.options["name"] == "lap" and st.options["module"] == "my.module"
+    assert st.options["name"] == "lap" and st.options["module"] == "my.module"
+    # GT4Py's class name: name, backend and fingerprint (equal for an equal stencil, else not).
+    assert type(st).__name__.startswith("lap____gridbufcpu_ifirst_")
+    again = gtscript.stencil(backend="gridbuf:cpu_ifirst", definition=laplacian, name="other.lap", rebuild=True)
+    other = gtscript.stencil(backend="gridbuf:cpu_ifirst", definition=hdiff, name="my.module.lap", rebuild=True)
+    assert type(again).__name__ == type(st).__name__ != type(other).__name__
     assert info["parse_time"] > 0.0 and info["build_time"] == 0.0
     a = np.random.default_rng(1).uniform(size=(6, 6, 2))
     out = np.zeros_like(a)

@@ -8,7 +8,11 @@ no rebinding) and compared bit for bit with GT4Py's numpy backend on four layout
 - a PARALLEL computation writing a field in one interval and reading it at a K offset in
   another (pace's ``nh_p_grad.set_k0_and_calc_wk``), and in a one-level interval;
 - GT4Py's own math functions and ``I[0] + 1`` externals;
-- literals typed by ``dtypes={float: np.float32, int: np.int32}``.
+- literals typed by ``dtypes={float: np.float32, int: np.int32}``;
+- temporaries declared before the computations (``tmp: Field[(np.float32, (2, 2))] = 0``),
+  with data dims, read by component and whole;
+- data-dim indices computed at run time by integer scalar parameters (``v[0, 0, 0][index]``),
+  read and written, checked at every call.
 
 And the refusals: reading in a PARALLEL interval at a K offset what that interval writes (a
 race, refused by GT4Py too), a function local read at a K offset, axes out of order.
@@ -144,6 +148,37 @@ def d(q: F64, out: F64):
         {},
         {},
     ),
+    "temporaries with data dims declared before the computations": (
+        """
+def d(a: F64, v: Field[(np.float64, (2,))], out: F64, ov: Field[(np.float64, (2,))]):
+    tmp: Field[(np.float64, (2, 2))] = 0
+    vt: Field[(np.float32, (2,))] = 0.25
+    with computation(PARALLEL):
+        with interval(0, -1):
+            tmp[0, 0, 0][0, 0] = a[0, 0, 0]
+            tmp[0, 0, 0][1, 0] = a[0, 0, 1]
+            out = tmp[0, 0, 0][0, 0] + tmp[0, 0, 0][1, 0] + tmp[0, 0, 0][1, 1]
+        with interval(-1, None):
+            out = tmp[0, 0, 0][0, 1]
+    with computation(PARALLEL), interval(...):
+        vt[0, 0, 0][0] = a * 3.0
+        ov = vt * v
+""",
+        {},
+        {},
+    ),
+    "a data-dim index computed at run time (an integer scalar parameter)": (
+        """
+def d(v: Field[(np.float64, (3,))], m: Field[(np.float64, (2, 3))], a: F64, out: F64, w: Field[(np.float64, (3,))], *, index: int, row: int):
+    with computation(PARALLEL), interval(...):
+        out = v[0, 0, 0][index] * 2.0 + v[1, 0, 0][index] + m[0, 0, 0][row, index] + m[0, 0, 0][1, index]
+        w[0, 0, 0][index] = a + out
+        if a > 0.0:
+            w[0, 0, 0][row] = a
+""",
+        {},
+        {"index": 2, "row": 1},
+    ),
 }
 EXTERNALS = {"regions with GT4Py's axis positions as externals": "i_start=I[0] + 1, j_end=J[-1]"}
 
@@ -167,7 +202,7 @@ def test_matches_gt4py_numpy(name, layout):
     shape = (9, 8, 6)
     inputs = {}
     for pname, info in gt.field_info.items():
-        s = tuple(n for n, ax in zip(shape, "IJK") if ax in info.axes)
+        s = tuple(n for n, ax in zip(shape, "IJK") if ax in info.axes) + tuple(info.data_dims)
         inputs[pname] = rng.integers(0, 2, s) if info.dtype.kind == "i" else rng.uniform(-1.0, 1.0, s)
     origin, domain = (2, 2, 0), (5, 4, 5)
     ref = gt4py_reference(gt, inputs, origin=origin, domain=domain, scalars=scalars)
@@ -280,3 +315,102 @@ def d(a: F64, b: F64, out: F64):
     out = np.full_like(a, 9.0)
     st(a, b, out)
     np.testing.assert_array_equal(out, np.where(a > 0.0, np.where(b > 0.0, 1.0, 0.0), 2.0))
+
+
+RUN_TIME_INDEX = """
+def d(v: Field[(np.float64, (3,))], w: Field[(np.float64, (3,))], *, index: int):
+    with computation(PARALLEL), interval(...):
+        w[0, 0, 0][index] = v[0, 0, 0][index] + 1.0
+"""
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_run_time_data_dim_index_matches_numpy_for_every_component(index):
+    mod = load_source(_DIR, "lang_rt_index", HEADER + RUN_TIME_INDEX)
+    gb = gtscript.stencil(definition=mod.d)
+    rng = np.random.default_rng(index)
+    v = rng.uniform(size=(4, 3, 2, 3))
+    w = rng.uniform(size=(4, 3, 2, 3))
+    want = w.copy()
+    want[..., index] = v[..., index] + 1.0  # NumPy, the definition's meaning
+    gb(v, w, index=index)
+    np.testing.assert_array_equal(w, want)
+
+
+@pytest.mark.parametrize("index", [-1, 3, 100])
+def test_run_time_data_dim_index_out_of_range_is_refused_before_anything_is_written(index):
+    mod = load_source(_DIR, "lang_rt_index", HEADER + RUN_TIME_INDEX)
+    gb = gtscript.stencil(definition=mod.d)
+    v = np.ones((4, 3, 2, 3))
+    w = np.zeros((4, 3, 2, 3))
+    with pytest.raises(GridbufValueError, match=f"scalar parameter 'index'.*\\({index}\\).*from 0 to 2"):
+        gb(v, w, index=index)
+    assert not w.any()
+
+
+def test_run_time_data_dim_index_must_be_an_integer_scalar_parameter():
+    src = "def d(v: Field[(np.float64, (3,))], i: Field[np.int64], out: F64, *, s: float):\n    with computation(PARALLEL), interval(...):\n        out = v[0, 0, 0][i]  # BAD\n"
+    mod = load_source(_DIR, "lang_rt_index_bad", HEADER + src)
+    with pytest.raises(GridbufValueError, match="line 7.*integer scalar parameter.*'i' is not one"):
+        gtscript.stencil(definition=mod.d)
+    src = src.replace("[i]", "[s]")
+    mod = load_source(_DIR, "lang_rt_index_bad2", HEADER + src)
+    with pytest.raises(GridbufValueError, match="integer scalar parameter.*'s' is not one"):
+        gtscript.stencil(definition=mod.d)
+
+
+@pytest.mark.parametrize(
+    ("decl", "why"),
+    [
+        ("tmp: Field[IJ, np.float64] = 0", "only IJK is currently supported"),
+        ("tmp: np.float64 = 0", "a temporary declared there is a Field"),
+        ("tmp: Field[(np.float64, (2,))] = a", "initial value a of temporary 'tmp': a number"),
+    ],
+)
+def test_temporary_declared_before_the_computations_refused(decl, why):
+    src = f"def d(a: F64, b: F64):\n    {decl}  # BAD\n    with computation(PARALLEL), interval(...):\n        b = a\n"
+    mod = load_source(_DIR, f"lang_top_bad_{abs(hash(decl))}", HEADER + src)
+    with pytest.raises(GridbufValueError, match=f"line 6.*{why}"):
+        gtscript.stencil(definition=mod.d)
+
+
+def test_temporary_with_data_dims_read_whole_as_a_scalar_is_refused():
+    src = "def d(a: F64, b: F64):\n    tmp: Field[(np.float64, (2,))] = 0\n    with computation(PARALLEL), interval(...):\n        b = tmp + a  # BAD\n"
+    mod = load_source(_DIR, "lang_top_bad_whole", HEADER + src)
+    with pytest.raises(GridbufValueError, match="line 8.*a vector of shape \\(2,\\) to the field .b., which has no data dims"):
+        gtscript.stencil(definition=mod.d)
+
+
+ENUM_SRC = """
+import enum
+
+class Order(enum.IntEnum):
+    ZERO = 0
+    A = 10
+    B = 20
+
+def d(out: Field[np.int64], *, order: Order):
+    with computation(PARALLEL), interval(0, 1):
+        out = 32
+        if order < Order.A:
+            out = Order.A
+    with computation(PARALLEL), interval(1, None):
+        out = Order.B + order
+"""
+
+
+def test_int_enum_parameters_and_members_are_integers():
+    """GT4Py 1.2's ``@gtscript.enum``: a parameter annotated with an ``IntEnum`` is an integer
+    (the literal integer type) and ``Order.A`` is its value."""
+    mod = load_source(_DIR, "lang_enum", HEADER + ENUM_SRC)
+    gb = gtscript.stencil(definition=mod.d)
+    assert gb.scalar_types["order"] == np.dtype(np.int64)
+    out = np.zeros((2, 2, 3), dtype=np.int64)
+    gb(out, order=mod.Order.ZERO)
+    np.testing.assert_array_equal(out[:, :, 0], 10)
+    np.testing.assert_array_equal(out[:, :, 1:], 20)
+    gb(out, order=mod.Order.B)
+    np.testing.assert_array_equal(out[:, :, 0], 32)
+    np.testing.assert_array_equal(out[:, :, 1:], 40)
+    gb32 = gtscript.stencil(definition=mod.d, literal_int_precision=32)
+    assert gb32.scalar_types["order"] == np.dtype(np.int32)

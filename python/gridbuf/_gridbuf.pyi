@@ -351,6 +351,13 @@ class Stencil:
         validate_args: bool = True,
         **kwargs: Any,
     ) -> BoundStencil: ...
+    def resolve(
+        self,
+        *args: Any,
+        origin: Any = None,
+        domain: Sequence[int] | None = None,
+        validate_args: bool = True,
+    ) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]: ...
     @property
     def name(self) -> str: ...
     @property
@@ -376,6 +383,7 @@ def python_stencil(
     fields: list[dict[str, Any]],
     scalars: Sequence[str],
     device: str = "cpu",
+    warnings: Literal["gridbuf", "gt4py"] = "gridbuf",
 ) -> Stencil: ...
 
 # -- distributed fields (gridbuf.distributed) ----------------------------------------------------

@@ -30,6 +30,8 @@ This is the only module of gridbuf that imports GT4Py.
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 import warnings
 from collections.abc import Callable
@@ -119,7 +121,8 @@ class GridbufStencilObject(StencilObject):
             type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
             return
         exec_info["call_start_time"] = exec_info["call_run_start_time"] = time.perf_counter()
-        exec_info["domain"], exec_info["origin"] = domain, origin
+        impl = type(self)._gt_impl_
+        exec_info["domain"], exec_info["origin"] = _resolved(impl, args, kwargs, origin, domain, validate_args)
         exec_info["run_start_time"] = time.perf_counter()
         type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
         exec_info["run_end_time"] = exec_info["call_run_end_time"] = time.perf_counter()
@@ -136,6 +139,15 @@ class GridbufStencilObject(StencilObject):
         type(self)._gt_impl_(origin=_origin_, domain=_domain_, validate_args=False, **kwargs)
         if exec_info is not None:
             exec_info["run_end_time"] = time.perf_counter()
+
+
+def _resolved(impl: GTStencil, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any, domain: Any, validate_args: bool) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
+    """``exec_info``'s ``domain`` and ``origin`` as GT4Py reports them: the domain the call runs
+    on, and the origins given (a tuple as ``"_all_"``) with each used field's origin, both as
+    gridbuf's binder resolved them."""
+    dom, origins = impl.resolve(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
+    given = dict(origin) if isinstance(origin, dict) else {} if origin is None else {"_all_": tuple(origin)}
+    return dom, {**given, **origins}
 
 
 def _aggregate(exec_info: dict[str, Any], name: str) -> None:
@@ -204,10 +216,12 @@ class _GridbufBackend(_gt_backend.Backend):
         definition = builder._definition  # not builder.definition: that runs GT4Py's frontend
         dtypes = literal_dtypes(builder.dtypes, opts.literal_int_precision, opts.literal_float_precision)
         try:
-            impl = GTStencil(definition, dict(builder.externals), opts.name or definition.__name__, dtypes)
+            layout_map = _preset(self.preset_name).layout_map
+            impl = GTStencil(definition, dict(builder.externals), opts.name or definition.__name__, dtypes, layout_map=layout_map, warnings="gt4py")
         except (GridbufValueError, GridbufTypeError) as exc:
             raise GridbufDefinitionError(str(exc), name=opts.name or definition.__name__, value=definition) from None
         field_info, parameter_info, domain_info = _infos(impl)
+        fingerprint = hashlib.sha256(impl.ir.encode()).hexdigest()[:10]
         members = {
             "__module__": opts.module or __name__,
             "__doc__": definition.__doc__,
@@ -219,11 +233,15 @@ class _GridbufBackend(_gt_backend.Backend):
             "_gt_parameter_info_": parameter_info,
             "_gt_constants_": {},
             "_gt_options_": {"name": opts.name, "module": opts.module, **opts.backend_opts},
-            "_gt_id_": f"gridbuf_{id(impl):x}",
+            "_gt_id_": fingerprint,
             "definition_func": staticmethod(definition),
         }
         lowered = time.perf_counter()
-        cls = type(str(opts.name or definition.__name__), (GridbufStencilObject,), members)
+        # Named as GT4Py names its stencil classes, name, backend and a fingerprint (here of the
+        # IR, which says everything the stencil computes): exec_info's per-stencil counters are
+        # keyed by the class name, so two stencils of one name must not share it.
+        slug = re.sub(r"\W", "", self.name)
+        cls = type(f"{opts.name or definition.__name__}____{slug}_{fingerprint}", (GridbufStencilObject,), members)
         if opts.build_info is not None:
             # parse_time: lowering, planning and compiling (gridbuf's whole build); module_time:
             # making the stencil class; no code generation, build or load steps of their own.

@@ -18,6 +18,9 @@ pub struct GtProgram {
     plan: Arc<Plan>,
     /// Machine code of its statements (None where this machine has no code generator).
     jit: Option<Arc<Jit>>,
+    /// Per field: whether the stencil reads it at K levels computed at run time (its view then
+    /// spans the array's whole K axis: such reads may reach any level inside the array).
+    whole_k: Vec<bool>,
 }
 
 /// Compiles the IR text of a gtscript definition (see `gridbuf::gtscript::ir`).
@@ -25,9 +28,11 @@ pub struct GtProgram {
 pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
     let plan = gtscript::compile(ir).py(py)?;
     let jit = Jit::compile(&plan).py(py)?;
+    let whole_k = var_k_read(&plan);
     Ok(GtProgram {
         plan: Arc::new(plan),
         jit: jit.map(Arc::new),
+        whole_k,
     })
 }
 
@@ -56,7 +61,7 @@ impl GtProgram {
         let out = PyList::empty(py);
         let p = &self.plan.program;
         let k_boundary = self.plan.k_boundary();
-        let whole_k = self.var_k_read();
+        let whole_k = &self.whole_k;
         for (i, f) in p.fields.iter().enumerate() {
             let d = PyDict::new(py);
             let mut dims = f.dims();
@@ -136,20 +141,18 @@ impl GtProgram {
     }
 }
 
-impl GtProgram {
-    /// Per field: whether the stencil reads it at K levels computed at run time (its view then
-    /// spans the array's whole K axis: such reads may reach any level inside the array).
-    fn var_k_read(&self) -> Vec<bool> {
-        let plan = &self.plan;
-        let mut out = vec![false; plan.program.fields.len()];
-        for &q in plan.sections.iter().flat_map(|s| &s.var_reads) {
-            if let gridbuf::gtscript::plan::Kind::Field { field, .. } = plan.kinds[q as usize] {
-                out[field] = true;
-            }
+/// Per field: whether the plan reads it at K levels computed at run time.
+fn var_k_read(plan: &Plan) -> Vec<bool> {
+    let mut out = vec![false; plan.program.fields.len()];
+    for &q in plan.sections.iter().flat_map(|s| &s.var_reads) {
+        if let gridbuf::gtscript::plan::Kind::Field { field, .. } = plan.kinds[q as usize] {
+            out[field] = true;
         }
-        out
     }
+    out
+}
 
+impl GtProgram {
     /// Runs the program on views of the fields. With the binder's `call`, the domain and each
     /// field's origin along the axes its view spans whole are the call's; without it (the
     /// views cut to the domain and extents) they follow from the extents.
@@ -218,7 +221,7 @@ impl GtProgram {
         let mut mems = Vec::new();
         let mut domain = [0usize, 0, 0];
         let mut have = [false; 3];
-        let whole_k = self.var_k_read();
+        let whole_k = &self.whole_k;
         if let Some(c) = call {
             // The binder's domain, per axis some field has (its domain dims, in I, J, K order).
             let mut it = c.domain.iter();

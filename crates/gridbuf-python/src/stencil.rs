@@ -42,6 +42,8 @@ pub struct Stencil {
     scalars: Vec<String>,
     /// The checked calls, by call key (the core binder's cache).
     cache: CallCache<Prepared>,
+    /// Warn in GT4Py's words (a stencil behind gridbuf's GT4Py backend), else in gridbuf's.
+    gt4py_warnings: bool,
 }
 
 fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
@@ -190,10 +192,15 @@ impl Stencil {
                     Body::Python { .. } => Prepared { call, views: None },
                 });
                 for w in &b.call.warnings {
+                    let message = match self.gt4py_warnings {
+                        true => w.gt4py_message(),
+                        false => Some(w.message()),
+                    };
+                    let Some(message) = message else { continue };
                     PyErr::warn(
                         py,
                         &py.get_type::<pyo3::exceptions::PyUserWarning>(),
-                        &std::ffi::CString::new(w.as_str()).unwrap_or_default(),
+                        &std::ffi::CString::new(message).unwrap_or_default(),
                         1,
                     )?;
                 }
@@ -502,6 +509,36 @@ impl Stencil {
         })
     }
 
+    /// The compute domain and every field's origin a call with these arguments runs with (its
+    /// checked binding, from the cache when there is one); nothing runs.
+    ///
+    /// Parameters
+    /// ----------
+    /// *args, origin, domain, validate_args
+    ///     As for calling the stencil.
+    ///
+    /// Returns
+    /// -------
+    /// tuple
+    ///     ``(domain, origins)``: the domain per domain dim, and a dict from field name to its
+    ///     origin per dim of the field (data dims 0), in the field's dims order.
+    #[pyo3(signature = (*args, origin=None, domain=None, validate_args=true))]
+    fn resolve<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        origin: Option<&Bound<'py, PyAny>>,
+        domain: Option<&Bound<'py, PyAny>>,
+        validate_args: bool,
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+        let Prepare { bound, sig, .. } = self.prepare(py, args, origin, domain, validate_args)?;
+        let origins = PyDict::new(py);
+        for (f, b) in sig.fields.iter().zip(&bound.call.fields) {
+            origins.set_item(&f.name, PyTuple::new(py, &b.origin)?)?;
+        }
+        Ok((PyTuple::new(py, &bound.call.domain)?, origins))
+    }
+
     /// The stencil's name.
     #[getter]
     fn name(&self) -> &str {
@@ -637,6 +674,7 @@ pub fn native_stencil(py: Python<'_>, name: &str) -> PyResult<Stencil> {
         body: Body::Native { kernel },
         scalars: Vec::new(),
         cache: CallCache::default(),
+        gt4py_warnings: false,
     })
 }
 
@@ -650,9 +688,10 @@ pub fn native_kernel_names() -> Vec<&'static str> {
 ///
 /// Each field is a dict with ``name``, ``dtype`` (a NumPy dtype), ``dims`` (str), ``extent``
 /// (per dim a (lower, upper) pair), ``intent``, and optional ``data_shape``, ``layout``,
-/// ``alignment``.
+/// ``alignment``. ``warnings="gt4py"`` words the layout warning as GT4Py's stencil objects do
+/// (and leaves out the alignment warning, which GT4Py does not give).
 #[pyfunction]
-#[pyo3(signature = (name, func, fields, scalars, device="cpu"))]
+#[pyo3(signature = (name, func, fields, scalars, device="cpu", warnings="gridbuf"))]
 pub fn python_stencil(
     py: Python<'_>,
     name: &str,
@@ -660,7 +699,18 @@ pub fn python_stencil(
     fields: &Bound<'_, PyList>,
     scalars: Vec<String>,
     device: &str,
+    warnings: &str,
 ) -> PyResult<Stencil> {
+    let gt4py_warnings = match warnings {
+        "gridbuf" => false,
+        "gt4py" => true,
+        other => {
+            return Err(to_py(
+                py,
+                gridbuf::Error::invalid("warnings", other, "\"gridbuf\" or \"gt4py\""),
+            ))
+        }
+    };
     let mut params = Vec::new();
     let mut descrs = Vec::new();
     for f in fields.iter() {
@@ -706,5 +756,6 @@ pub fn python_stencil(
         body: Body::Python { func, descrs },
         scalars,
         cache: CallCache::default(),
+        gt4py_warnings,
     })
 }

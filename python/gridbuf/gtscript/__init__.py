@@ -61,7 +61,7 @@ import math as _m
 import numbers
 import types
 from collections.abc import Callable
-from typing import Any, Dict, Type, Union  # noqa: F401, UP035 - GT4Py's gtscript exports these names
+from typing import TYPE_CHECKING, Any, Dict, Type, Union  # noqa: F401, UP035 - GT4Py's gtscript exports these names
 
 import numpy as np
 
@@ -69,6 +69,9 @@ from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
 from ._frontend import Lowering
 from ._values import FieldType, TableType
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing import Literal
 
 __all__ = [
     "BACKWARD", "FORWARD", "PARALLEL", "I", "J", "K", "IJ", "IK", "JK", "IJK", "Field", "GTStencil",
@@ -425,7 +428,16 @@ class GTStencil:
     fields and scalar parameters given positionally or by name.
     """
 
-    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        definition: Callable[..., Any],
+        externals: dict[str, Any] | None,
+        name: str | None,
+        dtypes: dict[str, Any] | None = None,
+        *,
+        layout_map: Callable[[tuple[str, ...]], tuple[int, ...]] | None = None,
+        warnings: Literal["gridbuf", "gt4py"] = "gridbuf",
+    ) -> None:
         lowering = Lowering(definition, externals, name, dtypes)
         self.ir: str = lowering.lower()
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
@@ -433,6 +445,9 @@ class GTStencil:
         self.unused_fields: tuple[str, ...] = tuple(lowering.unused_fields)
         self.unused_scalars: tuple[str, ...] = tuple(lowering.unused_scalars)
         self._tables = dict(lowering.tables)
+        # Integer scalar parameters that index data dims at run time, and how many components
+        # each may name: checked at every call, so no read or write leaves the data dims.
+        self._index_params = dict(lowering.index_params)
         self._table_reads = dict(lowering.table_reads)
         self.definition_func = definition
         self.__name__ = self.name = lowering.name
@@ -452,15 +467,37 @@ class GTStencil:
         for f in self._program.fields:
             f = dict(f)
             f["dtype"] = np.dtype(f["dtype"])
+            if layout_map is not None:
+                # The layout the binder warns about when a field does not follow it (dims as
+                # GT4Py names them: the axes, then the data dims "0", "1", ...).
+                f["layout"] = tuple(layout_map(tuple(f["dims"])))
             fields.append(f)
         self.field_names: tuple[str, ...] = tuple(f["name"] for f in fields)
         self.scalar_names: tuple[str, ...] = tuple(self._program.scalars)
         self.fields = fields
-        self._stencil = _gridbuf.python_stencil(self.name, self._program, fields, list(self.scalar_names))
+        self._stencil = _gridbuf.python_stencil(self.name, self._program, fields, list(self.scalar_names), warnings=warnings)
         #: The fewest K levels a call may have, from the intervals.
         self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
+        fields, scalars, origin = self._arguments(args, kwargs, origin)
+        self._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
+
+    def resolve(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, **kwargs: Any) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
+        """The compute domain and each field's origin (per dim of the field, data dims 0) that a
+        call with these arguments runs with, as the binder checked them; nothing runs.
+
+        Returns
+        -------
+        tuple
+            ``(domain, origins)``: the domain per domain dim, and a dict from each field the
+            stencil uses to its origin.
+        """
+        fields, _, origin = self._arguments(args, kwargs, origin)
+        return self._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
+
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any) -> tuple[list[Any], dict[str, Any], Any]:
+        """The fields (in the program's order), the scalars and the origin of a call, checked."""
         if len(args) > len(self._params):
             raise GridbufTypeError(f"stencil {self.name!r} takes {len(self._params)} arguments ({', '.join(self._params)}), got {len(args)}")
         values = dict(zip(self._params, args))
@@ -492,6 +529,10 @@ class GTStencil:
             if not isinstance(v, (int, float, np.number, np.bool_)) or isinstance(v, np.ndarray):
                 raise GridbufTypeError(f"invalid type for scalar parameter {s!r} of stencil {self.name!r} ({type(v).__name__}): expected a real number")
             scalars[s] = v
+        for s, n in self._index_params.items():
+            v = scalars[s]
+            if not 0 <= v < n:
+                raise GridbufValueError(f"invalid value for scalar parameter {s!r} of stencil {self.name!r} ({v!r}): it indexes data dims of {n} components, so it must be from 0 to {n - 1}")
         fields = [values[f] for f in self.field_names]
         for f, v in zip(self.field_names, fields):
             if v is None:
@@ -502,7 +543,7 @@ class GTStencil:
         if isinstance(origin, dict) and self.unused_fields:
             # A field the program left out takes no origin (the binder refuses other unknown names).
             origin = {k: v for k, v in origin.items() if k not in self.unused_fields}
-        self._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
+        return fields, scalars, origin
 
     def __repr__(self) -> str:
         return f"GTStencil({self.name!r}, fields={self.field_names}, scalars={self.scalar_names})"

@@ -9,6 +9,7 @@ expressions and field reads (``_lower_expressions``), calls and inlined function
 
 from __future__ import annotations
 
+import enum
 import inspect
 import sys
 from typing import Any
@@ -71,7 +72,7 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
                 table = TableType(self.dtype_of(ctx, a, ann.dtype, f"GlobalTable {a.arg!r}"), ann.shape)
                 ctx.local[a.arg] = _Table(a.arg, table)
                 self.tables[a.arg] = table
-            elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, np.generic)) or isinstance(ann, np.dtype):
+            elif ann is None or ann in (float, int, bool) or (isinstance(ann, type) and issubclass(ann, (np.generic, enum.IntEnum))) or isinstance(ann, np.dtype):
                 ctx.local[a.arg] = ("s", len(self.scalars))
                 self.scalars.append(a.arg)
                 self.scalar_types.append(self.dtype_of(ctx, a, float if ann is None else ann, f"scalar parameter {a.arg!r}"))

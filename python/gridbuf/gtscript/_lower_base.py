@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,12 @@ class _LoweringBase:
         self.scalars: list[str] = []
         self.params: list[str] = []
         self.temps: list[str] = []
+        # Temporaries with data dims (declared before the computations): the first component's
+        # temporary index -> the data shape; component c (row-major) is temporary index + c.
+        self.temp_vectors: dict[int, tuple[int, ...]] = {}
+        # Integer scalar parameters used as data-dim indices (`a[0, 0, 0][index]`) -> the number
+        # of components they may name (the smallest such data dim): checked at every call.
+        self.index_params: dict[str, int] = {}
         # IR lines: strings, and statements as (line, target, value) until the fields are numbered.
         self.lines: list[Any] = []
         self.masks = 0
@@ -124,6 +131,9 @@ class _LoweringBase:
             spec = self.dtypes[spec]
         if isinstance(spec, FieldType):
             spec = spec.dtype
+        if isinstance(spec, type) and issubclass(spec, enum.IntEnum):
+            # GT4Py 1.2's `@gtscript.enum` parameters: integers, typed as integer literals.
+            spec = self.literal_types.get(int, np.dtype(np.int64))
         try:
             dt = np.dtype(spec)
         except TypeError:
@@ -139,6 +149,8 @@ class _LoweringBase:
         or float is int64 or float64."""
         if isinstance(v, (bool, np.bool_)):
             return ("c", bool(v))
+        if isinstance(v, enum.IntEnum):
+            v = int(v)  # an enum member (`MyEnum.A`) is its integer, as GT4Py 1.2 inlines it
         t = self.literal_types.get(type(v))
         if t is not None and t != np.dtype(np.float64) and t != np.dtype(np.int64):
             return ("c", t.type(v))

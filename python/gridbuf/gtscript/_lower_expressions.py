@@ -6,6 +6,7 @@ elements."""
 from __future__ import annotations
 
 import ast
+import itertools
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from . import _vectors
 from ._irtext import Expr
 from ._lower_base import _BINOPS, _CMPOPS, _is_axis_value, _LoweringBase
-from ._values import _Ctx, _describe, _Ref, _Table
+from ._values import _Ctx, _describe, _Ref, _RunTimeComponent, _Table
 
 
 class ExpressionsMixin(_LoweringBase):
@@ -32,15 +33,63 @@ class ExpressionsMixin(_LoweringBase):
                     raise self.error(ctx, node, f"field {f[0]!r} has data dims: read one component, e.g. {f[0]}[0, 0, 0][0]")
                 read: Expr = ("f", v.index, v.comp or 0, v.offset)
             else:
+                if v.comp is None and v.index in self.temp_vectors:
+                    raise self.error(ctx, node, f"temporary {self.temps[v.index].rsplit('__', 1)[0]!r} has data dims: read one component, e.g. tmp[0, 0, 0][0]")
                 read = ("t", v.index, v.offset)
             if v.klevel is not None:
                 return (v.klevel[0], read, v.klevel[1])  # ("kvar" | "kabs", read, index)
             return read
+        if isinstance(v, _RunTimeComponent):
+            # The component the index names, chosen among all of them (each read is inside
+            # the array; the call checks that the index names one).
+            *rest, (_, last) = v.choices
+            out: Expr = ("f", v.field, last, v.offset)
+            for cond, comp in reversed(rest):
+                out = ("sel", cond, ("f", v.field, comp, v.offset), out)
+            return out
         if isinstance(v, tuple):
             return v
         if isinstance(v, (bool, int, float, np.number)):
             return self.lit(v)
         raise self.error(ctx, node, f"{_describe(node) if not isinstance(node, ast.Name) else repr(node.id)} is not a value a stencil can compute with ({v!r})")
+
+    def run_time_component(self, ctx: _Ctx, node: ast.Subscript, base: _Ref) -> _RunTimeComponent | None:
+        """``a[0, 0, 0][index]`` with an index that is an integer scalar parameter (GT4Py's data-dim
+        index computed at run time), or None when every index is a constant. Each parameter is
+        checked at every call to name a component (gridbuf.gtscript.GTStencil): a read or write
+        never leaves the field's data dims."""
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if all(self.is_const(ctx, e) for e in elts):
+            return None
+        name, ftype = self.fields[base.index]
+        shape = ftype.data_shape
+        if len(elts) != len(shape):
+            raise self.error(ctx, node, f"{ast.unparse(node)}: field {name!r} has data dims {shape}, indexed with {len(elts)} indices")
+        per_dim: list[list[tuple[Expr | None, int]]] = []
+        for e, n in zip(elts, shape):
+            if self.is_const(ctx, e):
+                i = self.const(ctx, e)
+                if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or not 0 <= i < n:
+                    raise self.error(ctx, node, f"data-dim index {ast.unparse(e)} of field {name!r} with data dims {shape}")
+                per_dim.append([(None, int(i))])
+                continue
+            v = self.value(ctx, e)
+            if not (isinstance(v, tuple) and v and v[0] == "s" and self.scalar_types[v[1]].kind in "iu"):
+                raise self.error(ctx, node, f"{ast.unparse(node)}: a data-dim index computed at run time must be an integer scalar parameter (checked against the data dims at every call); {ast.unparse(e)!r} is not one")
+            sname = self.scalars[v[1]]
+            self.index_params[sname] = min(self.index_params.get(sname, n), n)
+            per_dim.append([(("eq", v, self.lit(i)), i) for i in range(n)])
+        choices = []
+        for combo in itertools.product(*per_dim):
+            cond: Expr | None = None
+            comp = 0
+            for (c, i), n in zip(combo, shape):
+                comp = comp * n + i
+                if c is not None:
+                    cond = c if cond is None else ("and", cond, c)
+            assert cond is not None  # some index is not a constant
+            choices.append((cond, comp))
+        return _RunTimeComponent(base.index, base.offset, tuple(choices))
 
     def value(self, ctx: _Ctx, node: ast.expr) -> Any:
         self.depth += 1
@@ -179,6 +228,10 @@ class ExpressionsMixin(_LoweringBase):
         var = self.var_k_read(ctx, node, base)
         if var is not None:
             return var
+        if base.kind == "f" and base.indexed and base.comp is None and base.klevel is None and self.fields[base.index][1].data_shape:
+            dyn = self.run_time_component(ctx, node, base)
+            if dyn is not None:
+                return dyn
         idx = self.offsets(ctx, node.slice)
         if base.kind == "f":
             name, ftype = self.fields[base.index]
@@ -200,6 +253,15 @@ class ExpressionsMixin(_LoweringBase):
             else:
                 raise self.error(ctx, node, f"field {name!r} with axes {axes} takes {len(axes)} or 3 offsets, got {len(idx)}")
         else:
+            shape = self.temp_vectors.get(base.index) if base.comp is None else None
+            if base.indexed and shape is not None:
+                # A component of a temporary with data dims: its own temporary.
+                if len(idx) != len(shape) or any(not 0 <= i < n for i, n in zip(idx, shape)):
+                    raise self.error(ctx, node, f"data-dim index {tuple(idx)} of a temporary with data dims {shape}")
+                comp = 0
+                for i, n in zip(idx, shape):
+                    comp = comp * n + i
+                return _Ref("t", base.index + comp, base.offset, comp, True)
             if base.indexed:
                 raise self.error(ctx, node, f"too many subscripts on temporary {self.temps[base.index]!r}")
             if len(idx) != 3:

@@ -7,6 +7,7 @@ IR line."""
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from . import _regions, _vectors
 from ._gt4py_objects import native
 from ._irtext import IR_MAX_DEPTH, Expr, _shape
 from ._lower_base import _BINOPS, _dtype, _is_axis_value, _load, _LoweringBase
-from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref
+from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref, _RunTimeComponent
 
 
 class StatementsMixin(_LoweringBase):
@@ -33,6 +34,8 @@ class StatementsMixin(_LoweringBase):
             pass
         elif isinstance(stmt, ast.With):
             self.with_block(ctx, stmt, None)
+        elif isinstance(stmt, ast.AnnAssign):
+            self.top_declare(ctx, stmt)
         elif isinstance(stmt, ast.If) and self.inlined_test(ctx, stmt.test):
             for s in stmt.body if self.const_cond(ctx, stmt.test) else stmt.orelse:
                 self.top_stmt(ctx, s)
@@ -224,8 +227,8 @@ class StatementsMixin(_LoweringBase):
         for b in body:
             self.stmt(ctx, b, mask)
 
-    def declare(self, ctx: _Ctx, s: ast.AnnAssign) -> None:
-        """A typed temporary: `tmp: np.float32 = ...` or a 2-D one, `tmp: Field[IJ, np.float64] = ...`."""
+    def declared_type(self, ctx: _Ctx, s: ast.AnnAssign) -> tuple[str, Any]:
+        """The name a typed temporary's declaration names, and its annotation's value."""
         if not isinstance(s.target, ast.Name):
             raise self.error(ctx, s, "an annotation on something other than a temporary's name")
         name = s.target.id
@@ -233,13 +236,58 @@ class StatementsMixin(_LoweringBase):
             ann = eval(compile(ast.Expression(s.annotation), "<annotation>", "eval"), dict(_annotation_namespace(), **ctx.globals), dict(self.dtypes))  # noqa: S307 - the user's own annotation
         except Exception as exc:  # noqa: BLE001
             raise self.error(ctx, s, f"annotation {ast.unparse(s.annotation)!r} of {name!r} cannot be evaluated ({exc})") from None
-        ann = self.annotation(ctx, s, ann)
+        return name, self.annotation(ctx, s, ann)
+
+    def top_declare(self, ctx: _Ctx, s: ast.AnnAssign) -> None:
+        """A temporary declared before the computations, as GT4Py allows: ``tmp: Field[float] = 0``
+        or, with data dims, ``tmp: Field[(np.float32, (2, 2))] = 0``; IJK only. Each component is
+        a temporary of its own (component ``c``, row-major, is the first one's index + ``c``). An
+        initial value, a number, is assigned to every component at every level by a PARALLEL
+        computation placed here, as GT4Py's frontend puts one before the others."""
+        name, ann = self.declared_type(ctx, s)
+        if not isinstance(ann, FieldType):
+            raise self.error(ctx, s, f"temporary {name!r} annotated {ast.unparse(s.annotation)} before the computations: a temporary declared there is a Field[...] (IJK, data dims allowed); declare a scalar-typed one inside a computation")
+        if ann.axes != "IJK":
+            raise self.error(ctx, s, f"temporary {name!r}: Found {ann.axes}, but only IJK is currently supported for temporaries declared before the computations")
+        if name in ctx.local or name in self.params:
+            raise self.error(ctx, s, f"annotation on {name!r}, which is not a new temporary")
+        dt = self.dtype_of(ctx, s, ann.symbol or ann.dtype, f"temporary {name!r}")
+        shape = tuple(ann.data_shape)
+        base = len(self.temps)
+        components = list(itertools.product(*(range(n) for n in shape)))
+        for c, idx in enumerate(components):
+            self.temp_types[base + c] = (dt, "IJK")
+            self.temps.append(f"{name}__{'_'.join(map(str, idx))}" if shape else name)
+        if shape:
+            self.temp_vectors[base] = shape
+        ctx.local[name] = _Ref("t", base)
+        if s.value is None:
+            return
+        if not (isinstance(s.value, ast.Constant) and isinstance(s.value.value, (bool, int, float))):
+            raise self.error(ctx, s, f"initial value {ast.unparse(s.value)} of temporary {name!r}: a number (GT4Py's rule)")
+        zero = ast.Tuple([ast.Constant(0)] * 3, ast.Load())
+        targets: list[ast.expr] = [ast.Subscript(ast.Subscript(ast.Name(name, ast.Load()), zero, ast.Load()), ast.Tuple([ast.Constant(i) for i in idx], ast.Load()), ast.Store()) for idx in components] if shape else [ast.Name(name, ast.Store())]
+        init = ast.With(
+            items=[
+                ast.withitem(ast.Call(ast.Name("computation", ast.Load()), [ast.Name("PARALLEL", ast.Load())], [])),
+                ast.withitem(ast.Call(ast.Name("interval", ast.Load()), [ast.Constant(...)], [])),
+            ],
+            body=[ast.Assign([t], s.value) for t in targets],
+        )
+        for node in ast.walk(init):
+            ast.copy_location(node, s)
+        self.with_block(ctx, init, None)
+
+    def declare(self, ctx: _Ctx, s: ast.AnnAssign) -> None:
+        """A typed temporary: `tmp: np.float32 = ...` or a 2-D one, `tmp: Field[IJ, np.float64] = ...`."""
+        name, ann = self.declared_type(ctx, s)
         axes = "IJK"
         if isinstance(ann, FieldType):
             if ann.axes == "IJK" and not ann.data_shape:
                 raise self.error(ctx, s, f"temporary {name!r} declared Field[...] with dims IJK: GT4Py types Field temporaries as IJ only; declare a 3-D one as `{name}: np.float64 = ...`")
             if ann.axes not in ("IJK", "IJ") or ann.data_shape:
-                raise self.error(ctx, s, f"temporary {name!r} declared {ann.axes} with data dims {ann.data_shape}: temporaries are IJK or IJ, without data dims")
+                # The words GT4Py's frontend uses (its tests match them).
+                raise self.error(ctx, s, f"temporary {name!r} declared with axes {ann.axes} and data dims {ann.data_shape}: Typed temporaries must be IJ, without data dims, inside a computation (an IJK one with data dims is declared before the first `with computation`)")
             axes = ann.axes
             ann = ann.symbol or ann.dtype
         dt = self.dtype_of(ctx, s, ann, f"temporary {name!r}")
@@ -318,6 +366,9 @@ class StatementsMixin(_LoweringBase):
         koff = 0
         if isinstance(target, ast.Subscript):
             ref = self.value(ctx, target)
+            if isinstance(ref, _RunTimeComponent):
+                self.store_run_time_component(ctx, node, ref, value, mask)
+                return
             if not isinstance(ref, _Ref):
                 raise self.error(ctx, node, "assignment to a subscript of something that is not a field")
             name = self.fields[ref.index][0] if ref.kind == "f" else self.temps[ref.index]
@@ -327,16 +378,16 @@ class StatementsMixin(_LoweringBase):
                 raise self.error(ctx, node, f"writing {name!r} at the offset {ref.offset}: assignments at non-zero I or J offsets are not supported (GT4Py's rule)")
             koff = ref.offset[2]
             kind, index, comp = ref.kind, ref.index, ref.comp
-            if kind == "f" and self.fields[index][1].data_shape and comp is None:
-                raise self.error(ctx, node, f"field {self.fields[index][0]!r} has data dims: write one component, e.g. {self.fields[index][0]}[0, 0, 0][0]")
+            if (kind == "f" and self.fields[index][1].data_shape and comp is None) or (kind == "t" and comp is None and index in self.temp_vectors):
+                raise self.error(ctx, node, f"{name!r} has data dims: write one component, e.g. {name}[0, 0, 0][0]")
             comp = comp or 0
         elif isinstance(target, ast.Name):
             name = target.id
             cur = ctx.local.get(name)
             if isinstance(cur, _Ref):
                 kind, index = cur.kind, cur.index
-                if kind == "f" and self.fields[index][1].data_shape:
-                    raise self.error(ctx, node, f"field {name!r} has data dims: write one component, e.g. {name}[0, 0, 0][0]")
+                if (kind == "f" and self.fields[index][1].data_shape) or (kind == "t" and index in self.temp_vectors):
+                    raise self.error(ctx, node, f"{'field' if kind == 'f' else 'temporary'} {name!r} has data dims: write one component, e.g. {name}[0, 0, 0][0]")
             elif isinstance(cur, tuple) and cur and cur[0] == "s":
                 raise self.error(ctx, node, f"assignment to the scalar parameter {name!r}")
             elif name in self.params:
@@ -356,6 +407,21 @@ class StatementsMixin(_LoweringBase):
             old = ("f", index, comp, (0, 0, koff)) if kind == "f" else ("t", index, (0, 0, koff))
             value = ("sel", mask, value, old)
         self.emit(ctx, node, ("k", koff, tgt) if koff else tgt, value, noted=True)
+
+    def store_run_time_component(self, ctx: _Ctx, node: ast.stmt, ref: _RunTimeComponent, value: Expr, mask: Expr | None) -> None:
+        """``out[0, 0, 0][index] = value``: one statement per component the index may name, each
+        writing ``value`` where the index names it and keeping the old value elsewhere (only one
+        changes, so none reads another's new value)."""
+        name, ft = self.fields[ref.field]
+        if ref.offset != (0, 0, 0):
+            raise self.error(ctx, node, f"writing {name!r} at the offset {ref.offset} with a data-dim index computed at run time")
+        if ft.axes in ("IK", "JK", "I", "J"):
+            raise self.error(ctx, node, f"assignment to field {name!r} with axes {ft.axes}: GT4Py writes only fields with the I and J axes (and K in PARALLEL computations)")
+        for cond, comp in ref.choices:
+            tgt = ("f", ref.field, comp)
+            self.note_access(value, tgt)
+            where = cond if mask is None else ("and", mask, cond)
+            self.emit(ctx, node, tgt, ("sel", where, value, ("f", ref.field, comp, (0, 0, 0))), noted=True)
 
     def whole_vector_target(self, ctx: _Ctx, target: ast.expr) -> int | None:
         """The index of the data-dim field that ``target`` writes whole (``out``, ``out[0, 0, 0]``), if any."""

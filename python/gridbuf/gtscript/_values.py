@@ -98,6 +98,17 @@ class _Table:
 
 
 @dataclass(frozen=True)
+class _RunTimeComponent:
+    """A component of a data-dim field chosen at run time by integer scalar parameters
+    (``a[0, 0, 0][index]``): each component the index may name, with the condition (an IR
+    expression) under which it does; the binder checks the parameters' range at every call."""
+
+    field: int
+    offset: tuple[int, int, int]
+    choices: tuple[tuple[tuple, int], ...]
+
+
+@dataclass(frozen=True)
 class _Ref:
     """A field or temporary named in the source, before an offset or data index is applied."""
 

@@ -71,6 +71,11 @@ def lift(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
         return v
     from ._values import _Ref
 
+    if isinstance(v, _Ref) and v.kind == "t" and v.comp is None and v.index in low.temp_vectors:
+        tshape = low.temp_vectors[v.index]
+        if len(tshape) > 2:
+            raise low.error(ctx, node, f"`{_src(node)}`: a temporary with {len(tshape)} data dims; whole operations take vectors and matrices (read one component)")
+        return Vec(tshape, tuple(("t", v.index + c, v.offset) for c in range(math.prod(tshape))))
     if not (isinstance(v, _Ref) and v.kind == "f" and v.comp is None):
         return None
     name, ftype = low.fields[v.index]
@@ -87,7 +92,7 @@ def is_vector(low: _LoweringBase, v: Any) -> bool:
         return True
     from ._values import _Ref
 
-    return isinstance(v, _Ref) and v.kind == "f" and v.comp is None and bool(low.fields[v.index][1].data_shape)
+    return isinstance(v, _Ref) and v.comp is None and (bool(low.fields[v.index][1].data_shape) if v.kind == "f" else v.index in low.temp_vectors)
 
 
 def binop(low: _LoweringBase, ctx: _Ctx, node: ast.BinOp, left: Any, right: Any) -> Vec:

@@ -33,7 +33,53 @@ pub struct BoundCall {
     /// Per field, in signature order.
     pub fields: Vec<BoundField>,
     /// Layout or alignment mismatches that do not make the call wrong, only slower.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<BindWarning>,
+}
+
+/// A mismatch found when a call is bound that leaves the call correct, only slower.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BindWarning {
+    /// The field's strides do not follow the layout map the stencil prefers.
+    Layout {
+        /// The field's name.
+        field: String,
+        /// The preferred layout map over the field's dims.
+        layout: Vec<usize>,
+    },
+    /// The field's first domain point is not aligned to the preferred number of bytes.
+    Alignment {
+        /// The field's name.
+        field: String,
+        /// The preferred alignment in bytes.
+        bytes: usize,
+    },
+}
+
+impl BindWarning {
+    /// The warning in gridbuf's words.
+    pub fn message(&self) -> String {
+        match self {
+            BindWarning::Layout { field, layout } => format!(
+                "field {field:?} does not have the layout {layout:?} the stencil prefers; it runs correctly but may be slower"
+            ),
+            BindWarning::Alignment { field, bytes } => format!(
+                "field {field:?} is not aligned to {bytes} bytes at the start of its view; it runs correctly but may be slower"
+            ),
+        }
+    }
+
+    /// The warning as GT4Py's stencil objects word it, for stencils that stand in for GT4Py's
+    /// (its callers filter the warning by this text); `None` where GT4Py does not warn (it
+    /// checks layouts only).
+    pub fn gt4py_message(&self) -> Option<String> {
+        match self {
+            // GT4Py's text, missing spaces included: `StencilObject._validate_args`.
+            BindWarning::Layout { field, .. } => Some(format!(
+                "The layout of the field '{field}' is not recommended for this backend.This may lead to performance degradation. Please consider using theprovided allocators in `gt4py.storage`."
+            )),
+            BindWarning::Alignment { .. } => None,
+        }
+    }
 }
 
 /// A call error: one sentence naming the field (and axis where there is one).
@@ -298,7 +344,7 @@ fn field_view(
     o: Vec<usize>,
     domain: &[usize],
     validate: bool,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<BindWarning>,
 ) -> Result<BoundField> {
     let mut shape = Vec::with_capacity(f.dims.len());
     let mut strides = Vec::with_capacity(f.dims.len());
@@ -351,10 +397,10 @@ fn field_view(
     if validate {
         if let Some(l) = &f.layout {
             if !follows_layout(&shape, &strides, l) {
-                warnings.push(format!(
-                    "field {:?} does not have the layout {l:?} the stencil prefers; it runs correctly but may be slower",
-                    f.name
-                ));
+                warnings.push(BindWarning::Layout {
+                    field: f.name.clone(),
+                    layout: l.clone(),
+                });
             }
         }
         if let Some(al) = f.alignment {
@@ -363,10 +409,10 @@ fn field_view(
                 .rem_euclid(al as isize)
                 != 0
             {
-                warnings.push(format!(
-                    "field {:?} is not aligned to {al} bytes at the start of its view; it runs correctly but may be slower",
-                    f.name
-                ));
+                warnings.push(BindWarning::Alignment {
+                    field: f.name.clone(),
+                    bytes: al,
+                });
             }
         }
     }

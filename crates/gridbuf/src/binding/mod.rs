@@ -23,7 +23,7 @@ pub mod callbacks;
 pub mod signature;
 pub mod view;
 
-pub use bind::{bind, BoundCall, BoundField};
+pub use bind::{bind, BindWarning, BoundCall, BoundField};
 pub use cache::CallCache;
 pub use call::{ArgMeta, CallKey, CallOrigin, FieldKey};
 pub use signature::{native_signature, parse_intent, FieldParam, Signature, Signatures};
