@@ -566,6 +566,40 @@ mod tests {
     }
 
     #[test]
+    fn a_layout_mismatch_warns_only_when_validated_in_either_wording() {
+        let mut sig = sig2(1);
+        sig.fields[0].layout = Some(vec![0, 1, 2]); // C order (K fastest) preferred
+        let (a, b) = (arr(&[10, 10, 5]), arr(&[10, 10, 5]));
+        let mut f = a.clone();
+        f.strides = vec![8, 80, 800]; // I fastest
+        let m = ArgMeta::default();
+        let origin = CallOrigin::All(vec![1, 1, 0]);
+        let good = bind(&sig, &[(&a, &m), (&b, &m)], &origin, None, true).unwrap();
+        assert!(good.warnings.is_empty());
+        let bad = bind(&sig, &[(&f, &m), (&b, &m)], &origin, None, true).unwrap();
+        assert_eq!(
+            bad.warnings,
+            vec![BindWarning::Layout {
+                field: "inp".into(),
+                layout: vec![0, 1, 2]
+            }]
+        );
+        assert!(bad.warnings[0]
+            .message()
+            .contains("field \"inp\" does not have the layout"));
+        let gt4py = bad.warnings[0].gt4py_message().unwrap();
+        assert!(gt4py.starts_with("The layout of the field 'inp' is not recommended"));
+        let unchecked = bind(&sig, &[(&f, &m), (&b, &m)], &origin, None, false).unwrap();
+        assert!(unchecked.warnings.is_empty());
+        let aligned = BindWarning::Alignment {
+            field: "inp".into(),
+            bytes: 64,
+        };
+        assert!(aligned.message().contains("aligned to 64 bytes"));
+        assert_eq!(aligned.gt4py_message(), None); // GT4Py does not warn of alignment
+    }
+
+    #[test]
     fn permuted_dims_and_declared_origin() {
         let a = arr(&[5, 10, 10]); // K, J, I
         let b = arr(&[10, 10, 5]);
