@@ -12,7 +12,9 @@ no rebinding) and compared bit for bit with GT4Py's numpy backend on four layout
 - temporaries declared before the computations (``tmp: Field[(np.float32, (2, 2))] = 0``),
   with data dims, read by component and whole;
 - data-dim indices computed at run time by integer scalar parameters (``v[0, 0, 0][index]``),
-  read and written, checked at every call.
+  read and written, checked at every call;
+- ``K`` as a value (``if K == 2``, ``float(K + off)``): the level counted from the domain's
+  first, in every iteration order and interval.
 
 And the refusals: reading in a PARALLEL interval at a K offset what that interval writes (a
 race, refused by GT4Py too), a function local read at a K offset, axes out of order.
@@ -179,6 +181,20 @@ def d(v: Field[(np.float64, (3,))], m: Field[(np.float64, (2, 3))], a: F64, out:
         {},
         {"index": 2, "row": 1},
     ),
+    "the K index as a value": (
+        """
+def d(a: F64, off: Field[K, np.int32], out: F64, o2: F64):
+    with computation(PARALLEL), interval(...):
+        if K == 2:
+            out = 20.25
+        else:
+            out = float(K + off) * a
+    with computation(PARALLEL), interval(1, -1):
+        o2 = K * 2 + a[0, 0, 1]
+""",
+        {"off": "K"},
+        {},
+    ),
 }
 EXTERNALS = {"regions with GT4Py's axis positions as externals": "i_start=I[0] + 1, j_end=J[-1]"}
 
@@ -203,7 +219,7 @@ def test_matches_gt4py_numpy(name, layout):
     inputs = {}
     for pname, info in gt.field_info.items():
         s = tuple(n for n, ax in zip(shape, "IJK") if ax in info.axes) + tuple(info.data_dims)
-        inputs[pname] = rng.integers(0, 2, s) if info.dtype.kind == "i" else rng.uniform(-1.0, 1.0, s)
+        inputs[pname] = rng.integers(0, 2, s).astype(info.dtype) if info.dtype.kind == "i" else rng.uniform(-1.0, 1.0, s)
     origin, domain = (2, 2, 0), (5, 4, 5)
     ref = gt4py_reference(gt, inputs, origin=origin, domain=domain, scalars=scalars)
     got = run_in_layout(gb, inputs, layout, axes, origin=origin, domain=domain, scalars=scalars)
@@ -414,3 +430,27 @@ def test_int_enum_parameters_and_members_are_integers():
     np.testing.assert_array_equal(out[:, :, 1:], 40)
     gb32 = gtscript.stencil(definition=mod.d, literal_int_precision=32)
     assert gb32.scalar_types["order"] == np.dtype(np.int32)
+
+
+def test_k_index_in_sequential_computations_is_the_level():
+    """``K`` in FORWARD and BACKWARD computations (GT4Py's numpy backend fails to broadcast
+    there, so the reference is the definition's meaning: the level counted from the domain's
+    first), with an origin in K."""
+    src = (
+        "def d(a: F64, o: F64):\n"
+        "    with computation(FORWARD), interval(1, -1):\n"
+        "        o = o[0, 0, -1] + K * 2 + a[0, 0, 1]\n"
+        "    with computation(BACKWARD), interval(-1, None):\n"
+        "        o = K\n"
+    )
+    mod = load_source(_DIR, "lang_k_sequential", HEADER + src)
+    gb = gtscript.stencil(definition=mod.d)
+    a = np.random.default_rng(5).uniform(size=(3, 2, 8))
+    o = np.zeros_like(a)
+    want = o.copy()
+    k0, nk = 1, 6  # origin and domain in K
+    for k in range(1, nk - 1):
+        want[:, :, k0 + k] = want[:, :, k0 + k - 1] + k * 2 + a[:, :, k0 + k + 1]
+    want[:, :, k0 + nk - 1] = nk - 1
+    gb(a, o, origin=(0, 0, k0), domain=(3, 2, nk))
+    np.testing.assert_array_equal(o, want)

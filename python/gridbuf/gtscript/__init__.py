@@ -68,7 +68,7 @@ import numpy as np
 from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
 from ._frontend import Lowering
-from ._values import FieldType, TableType
+from ._values import K_LEVELS_FIELD, FieldType, TableType
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Literal
@@ -457,7 +457,7 @@ class GTStencil:
             n: p.default for n, p in inspect.signature(definition).parameters.items() if p.default is not inspect.Parameter.empty
         }
         #: Every field parameter's type (dtype resolved), in parameter order, used or not.
-        self.field_types: dict[str, FieldType] = {n: t for n, t in lowering.fields}
+        self.field_types: dict[str, FieldType] = {n: t for n, t in lowering.fields if n != K_LEVELS_FIELD}
         #: GT4Py's access kind of each field the stencil uses: "read", "write" or "readwrite".
         self.field_access: dict[str, str] = {lowering.fields[i][0]: k for i, k in lowering.field_access.items()}
         #: Every scalar parameter's dtype, in parameter order, used or not.
@@ -473,6 +473,9 @@ class GTStencil:
                 f["layout"] = tuple(layout_map(tuple(f["dims"])))
             fields.append(f)
         self.field_names: tuple[str, ...] = tuple(f["name"] for f in fields)
+        # `K` read as a value: the hidden field of level numbers the program reads it from.
+        self._k_levels = K_LEVELS_FIELD in self.field_names
+        self._k_level_arrays: dict[int, np.ndarray] = {}
         self.scalar_names: tuple[str, ...] = tuple(self._program.scalars)
         self.fields = fields
         self._stencil = _gridbuf.python_stencil(self.name, self._program, fields, list(self.scalar_names), warnings=warnings)
@@ -494,7 +497,9 @@ class GTStencil:
             stencil uses to its origin.
         """
         fields, _, origin = self._arguments(args, kwargs, origin)
-        return self._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
+        dom, origins = self._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
+        origins.pop(K_LEVELS_FIELD, None)
+        return dom, origins
 
     def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any) -> tuple[list[Any], dict[str, Any], Any]:
         """The fields (in the program's order), the scalars and the origin of a call, checked."""
@@ -533,7 +538,8 @@ class GTStencil:
             v = scalars[s]
             if not 0 <= v < n:
                 raise GridbufValueError(f"invalid value for scalar parameter {s!r} of stencil {self.name!r} ({v!r}): it indexes data dims of {n} components, so it must be from 0 to {n - 1}")
-        fields = [values[f] for f in self.field_names]
+        # The hidden field of K levels (last, when `K` is a value) is added below.
+        fields = [values[f] for f in self.field_names[: len(self.field_names) - self._k_levels]]
         for f, v in zip(self.field_names, fields):
             if v is None:
                 # A ValueError, as GT4Py's argument check raises for it.
@@ -543,7 +549,26 @@ class GTStencil:
         if isinstance(origin, dict) and self.unused_fields:
             # A field the program left out takes no origin (the binder refuses other unknown names).
             origin = {k: v for k, v in origin.items() if k not in self.unused_fields}
+        if self._k_levels:
+            levels, origin = self._k_level_field(fields, origin)
+            fields.append(levels)
         return fields, scalars, origin
+
+    def _k_level_field(self, fields: list[Any], origin: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        """The hidden field of K level numbers (``K`` read as a value) and the call's origin with
+        it at origin 0: level ``k`` of the domain reads ``k``. It is as long as the longest axis
+        of any argument, so it never bounds the domain."""
+        n = _b.max((_b.max(np.shape(f), default=1) for f in fields if f is not None), default=1)
+        levels = self._k_level_arrays.get(n)
+        if levels is None:
+            levels = np.arange(n, dtype=np.int64)
+            levels.flags.writeable = False
+            self._k_level_arrays = {n: levels}
+        if origin is None:
+            return levels, {K_LEVELS_FIELD: (0,)}
+        if isinstance(origin, dict):
+            return levels, {**origin, K_LEVELS_FIELD: (0,)}
+        return levels, {"_all_": origin, K_LEVELS_FIELD: (0,)}
 
     def __repr__(self) -> str:
         return f"GTStencil({self.name!r}, fields={self.field_names}, scalars={self.scalar_names})"

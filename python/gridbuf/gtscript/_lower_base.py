@@ -49,6 +49,8 @@ class _LoweringBase:
         # Integer scalar parameters used as data-dim indices (`a[0, 0, 0][index]`) -> the number
         # of components they may name (the smallest such data dim): checked at every call.
         self.index_params: dict[str, int] = {}
+        # The index in `fields` of the hidden field of K level numbers, once `K` is read as a value.
+        self.k_levels_field: int | None = None
         # IR lines: strings, and statements as (line, target, value) until the fields are numbered.
         self.lines: list[Any] = []
         self.masks = 0

@@ -14,7 +14,7 @@ import numpy as np
 from . import _vectors
 from ._irtext import Expr
 from ._lower_base import _BINOPS, _CMPOPS, _is_axis_value, _LoweringBase
-from ._values import _Ctx, _describe, _Ref, _RunTimeComponent, _Table
+from ._values import K_LEVELS_FIELD, FieldType, _Ctx, _describe, _Ref, _RunTimeComponent, _Table
 
 
 class ExpressionsMixin(_LoweringBase):
@@ -52,6 +52,16 @@ class ExpressionsMixin(_LoweringBase):
         if isinstance(v, (bool, int, float, np.number)):
             return self.lit(v)
         raise self.error(ctx, node, f"{_describe(node) if not isinstance(node, ast.Name) else repr(node.id)} is not a value a stencil can compute with ({v!r})")
+
+    def k_level(self) -> Expr:
+        """GT4Py's ``K`` as a value (``if K == 2``, ``float(K + offsets)``): the point's level
+        counted from the domain's first, an int64 as NumPy's ``arange`` gives it to GT4Py's numpy
+        backend. It is read from a hidden K field of level numbers, added here as the program's
+        last field, which every call passes in with origin 0 (``GTStencil``)."""
+        if self.k_levels_field is None:
+            self.k_levels_field = len(self.fields)
+            self.fields.append((K_LEVELS_FIELD, FieldType(np.dtype(np.int64), "K", ())))
+        return ("f", self.k_levels_field, 0, (0, 0, 0))
 
     def run_time_component(self, ctx: _Ctx, node: ast.Subscript, base: _Ref) -> _RunTimeComponent | None:
         """``a[0, 0, 0][index]`` with an index that is an integer scalar parameter (GT4Py's data-dim
@@ -113,6 +123,8 @@ class ExpressionsMixin(_LoweringBase):
                 raise self.error(ctx, node, f"GlobalTable {node.id!r} used as a value: read one element, e.g. {node.id}.A[0]")
             if _is_axis_value(v):
                 raise self.error(ctx, node, f"the axis position {node.id!r} ({v}) used as a value: axis positions such as I[0] + 1 are bounds of horizontal regions, region[...]")
+            if getattr(v, "__gt_axis_name__", None) == "K" and not isinstance(v, _Ref):
+                return self.k_level()
             return v
         if isinstance(node, ast.Attribute):
             if node.attr == "A" and isinstance(self.value(ctx, node.value), _Ref):

@@ -97,6 +97,11 @@ class _Table:
     type: TableType
 
 
+#: The hidden K field of level numbers that GT4Py's ``K`` reads as a value (``if K == 2``): the
+#: lowering adds it as the program's last field, and every call passes it in (``GTStencil``).
+K_LEVELS_FIELD = "__gridbuf_k_levels"
+
+
 @dataclass(frozen=True)
 class _RunTimeComponent:
     """A component of a data-dim field chosen at run time by integer scalar parameters
