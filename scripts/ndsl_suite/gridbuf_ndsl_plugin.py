@@ -1,0 +1,168 @@
+"""pytest plugin: NDSL's own tests, run once as NDSL wrote them and once with gridbuf's GT4Py
+backend in place of NDSL's default CPU backends.
+
+Loaded by ``scripts/ndsl_tests.sh`` as ``-p gridbuf_ndsl_plugin`` (this folder on
+``PYTHONPATH``); it edits nothing in the NDSL checkout.
+
+NDSL names its backends ``strategy:framework:device:loop-order`` and keeps the names it accepts
+in a closed table, ``ndsl.config.backend._NDSL_TO_GT4PY_BACKEND_NAMING`` (NDSL name -> GT4Py
+name), whose framework part must be a member of the enum ``BackendFramework``. Its tests pick
+their backends in their bodies: ``Backend.python()`` (``st:python:cpu:IJK``, GT4Py's ``debug``:
+the default of ``StencilConfig``/``CompilationConfig`` and of ``boilerplate``'s factories), the
+conftest's CPU ``ndsl_backend`` (``st:numpy:cpu:IJK``) and a few DaCe names.
+
+``--ndsl-backend=default`` (the reference run) changes nothing: NDSL's tests run as written.
+
+``--ndsl-backend=gridbuf:cpu_kfirst`` (or another name of :data:`gridbuf.gt4py.BACKENDS`):
+
+* imports :mod:`gridbuf.gt4py` (registers the name with GT4Py) and adds ONE entry to NDSL's
+  table: ``st:gridbuf:cpu:<loop order>`` -> the gridbuf name, with ``gridbuf`` added to
+  ``BackendFramework``. The loop order is the one NDSL gives GT4Py's backend of the same storage
+  layout (``IJK`` as ``st:gt:cpu:IJK`` = ``gt:cpu_kfirst``, ``KJI`` as ``gt:cpu_ifirst``, ``KIJ``
+  as ``dace:cpu``), so NDSL's ``as_layout_map``/``is_fortran_aligned`` answer as for that layout;
+* makes the NDSL names of ``--ndsl-replace`` (default: ``st:python:cpu:IJK,st:numpy:cpu:IJK``,
+  NDSL's default CPU backend and its test set-up's CPU backend) build that entry: ``Backend(name)``
+  for a replaced name builds ``Backend("st:gridbuf:...")``, and the module-level singleton
+  ``ndsl.config.backend.backend_python`` (``Backend.python()``, the default argument of NDSL's
+  configs and factories) is re-initialised as it. Everything NDSL does with the backend then
+  (StencilFactory, FrozenStencil, QuantityFactory, gt4py.storage allocations) uses the gridbuf
+  name; comparisons in the tests (``factory.backend == Backend.python()``) compare the same
+  object. Orchestrated (``orch:dace``) and DaCe/GridTools names the tests write out are left as
+  they are unless named in ``--ndsl-replace``.
+
+``--ndsl-report=FILE`` writes one line per test as it finishes (``outcome<TAB>label<TAB>nodeid``,
+the label being ``default`` or the gridbuf name), which ``summarize.py`` turns into the table of
+counts and the tests the default run passes and the gridbuf run does not.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+_outcomes: dict[str, str] = {}
+_label = "default"
+_config: pytest.Config | None = None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("gridbuf", "gridbuf's GT4Py backend in NDSL's tests")
+    group.addoption(
+        "--ndsl-backend",
+        default="default",
+        help="'default' (NDSL's tests as written) or a gridbuf GT4Py backend name (gridbuf:cpu_kfirst, ...)",
+    )
+    group.addoption(
+        "--ndsl-replace",
+        default="st:python:cpu:IJK,st:numpy:cpu:IJK",
+        help="comma-separated NDSL backend names that build the gridbuf entry instead (default: %(default)s)",
+    )
+    group.addoption("--ndsl-report", default=None, help="write outcome<TAB>label<TAB>nodeid lines here")
+
+
+def _add_gridbuf_entry(gt4py_name: str, replaced: list[str]) -> str:
+    """Adds the one NDSL backend entry for ``gt4py_name`` and makes ``replaced`` build it.
+    Returns the NDSL name of the entry."""
+    import ndsl.config.backend as nb  # first: NDSL refuses to be imported after GT4Py's config
+
+    import gridbuf.gt4py
+
+    if gt4py_name not in gridbuf.gt4py.BACKENDS:
+        raise pytest.UsageError(f"--ndsl-backend: '{gt4py_name}' is not one of gridbuf's backends {list(gridbuf.gt4py.BACKENDS)}")
+    table: dict[str, str] = nb._NDSL_TO_GT4PY_BACKEND_NAMING
+    unknown = [name for name in replaced if name not in table]
+    if unknown:
+        raise pytest.UsageError(f"--ndsl-replace: not NDSL backend names: {unknown}; known: {list(table)}")
+
+    # The loop order NDSL gives GT4Py's stencil backend of the same layout.
+    same_layout = gridbuf.gt4py.BACKENDS[gt4py_name]
+    orders = [k.split(":")[3] for k, v in table.items() if v == same_layout and k.startswith("st:")]
+    if not orders:
+        raise pytest.UsageError(f"NDSL has no stencil backend of the layout of {gt4py_name} ({same_layout})")
+    entry = f"st:gridbuf:cpu:{orders[0]}"
+
+    # BackendFramework is a closed Enum: add the member "gridbuf" (what NDSL parses the
+    # framework part of a name with; NDSL compares it only with DACE).
+    fw = nb.BackendFramework
+    if "gridbuf" not in fw._value2member_map_:
+        member = object.__new__(fw)
+        member._name_, member._value_ = "GRIDBUF", "gridbuf"
+        member.__objclass__ = fw
+        fw._member_map_["GRIDBUF"] = member
+        fw._value2member_map_["gridbuf"] = member
+        fw._member_names_.append("GRIDBUF")
+        type.__setattr__(fw, "GRIDBUF", member)
+    table[entry] = gt4py_name
+
+    original_init = nb.Backend.__init__
+
+    def __init__(self: Any, ndsl_backend: str) -> None:
+        original_init(self, entry if ndsl_backend in replaced else ndsl_backend)
+
+    nb.Backend.__init__ = __init__  # type: ignore[method-assign]
+    # Singletons built when ndsl was imported (Backend.python() and the default arguments that
+    # hold it): re-initialised in place, so every holder sees the entry.
+    for singleton in (nb.backend_python, nb.backend_cpu, nb.backend_gpu):
+        if singleton.as_humanly_readable() in replaced:
+            original_init(singleton, entry)
+    return entry
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _config, _label
+    _config = config
+    backend = config.getoption("--ndsl-backend")
+    if backend != "default":
+        replaced = [b.strip() for b in config.getoption("--ndsl-replace").split(",") if b.strip()]
+        entry = _add_gridbuf_entry(backend, replaced)
+        _label = backend
+        config.stash[_ENTRY] = f"{entry} -> {backend}, replacing {', '.join(replaced)}"
+
+
+_ENTRY = pytest.StashKey[str]()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return "gridbuf_ndsl_plugin: " + (config.stash.get(_ENTRY, None) or "NDSL's tests as written (no gridbuf entry)")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    path = session.config.getoption("--ndsl-report")
+    if path:
+        open(path, "w", encoding="utf-8").close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report: pytest.TestReport = yield
+    # One outcome per test: a failure in setup, call or teardown wins; else the call's outcome.
+    if report.when == "setup" and report.outcome != "passed":
+        state = "skipped" if report.skipped else "error"
+        _outcomes[item.nodeid] = "xfailed" if hasattr(report, "wasxfail") else state
+    elif report.when == "call":
+        if hasattr(report, "wasxfail"):
+            _outcomes[item.nodeid] = "xfailed" if report.skipped else "xpassed"
+        else:
+            _outcomes[item.nodeid] = report.outcome
+    elif report.when == "teardown" and report.failed:
+        _outcomes[item.nodeid] = "error"
+    return report
+
+
+def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
+    """Appends the test's outcome to the report as soon as it is known."""
+    path = _config.getoption("--ndsl-report") if _config is not None else None
+    if path and nodeid in _outcomes:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{_outcomes[nodeid]}\t{_label}\t{nodeid}\n")
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    c = Counter(_outcomes.values())
+    cols = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+    tr = terminalreporter
+    tr.section("outcomes (gridbuf_ndsl_plugin)")
+    tr.write_line(f"{'run':<22}" + "".join(f"{k:>9}" for k in cols))
+    tr.write_line(f"{_label:<22}" + "".join(f"{c[k]:>9}" for k in cols))
