@@ -21,11 +21,16 @@
 # nothing. Each gridbuf run adds ONE entry to that table, st:gridbuf:cpu:<loop order> -> the
 # gridbuf name (gridbuf:cpu_kfirst by default; the loop order is the one NDSL gives GT4Py's
 # backend of the same layout), and makes the NDSL names of --replace build that entry. The
-# default --replace is st:python:cpu:IJK (Backend.python(), GT4Py's "debug": NDSL's default
-# backend of StencilConfig, CompilationConfig and the boilerplate factories, which most of its
-# stencil tests use) and st:numpy:cpu:IJK (the CPU backend of the test set-up's ndsl_backend
-# fixture). Orchestrated (orch:dace) and the DaCe/GridTools names some tests write out run as
-# written in both runs (add e.g. st:dace:cpu:KIJ to --replace to put gridbuf there too).
+# default, --replace auto, names every stencil (st:) CPU name whose GT4Py backend has the gridbuf
+# backend's storage layout. For gridbuf:cpu_kfirst these are st:python:cpu:IJK (Backend.python(),
+# GT4Py's "debug": NDSL's default backend of StencilConfig, CompilationConfig and the boilerplate
+# factories, which most of its stencil tests use), st:numpy:cpu:IJK (the CPU backend of the test
+# set-up's ndsl_backend fixture), st:gt:cpu:IJK and st:dace:cpu:IJK; for gridbuf:cpu_ifirst
+# st:gt:cpu:KJI and st:dace:cpu:KJI (few tests); for gridbuf:cpu_jfirst st:dace:cpu:KIJ (the
+# column stencils, one StencilFactory parameter). A name of another layout is refused: NDSL
+# sizes fields by the layout (SubtileGridSizer pads non-interface dims unless the backend is
+# Fortran-aligned) and its tests hard-code the sizes of the backend they name. Orchestrated
+# (orch:dace) names run as written in every run.
 #
 # Tests run (--paths, relative to the checkout's tests/): the stencil and quantity tests
 # (StencilFactory, FrozenStencil, StencilConfig, CompilationConfig, quantities and QuantityFactory,
@@ -66,7 +71,7 @@ case "$1" in -h|--help) sed -n '2,57p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//
 checkout="$1"; shift
 python="${NDSL_PYTHON:-}"
 gridbuf_backends="gridbuf:cpu_kfirst"
-replace="st:python:cpu:IJK,st:numpy:cpu:IJK"
+replace="auto"
 out=""
 paths="dsl/test_stencil.py dsl/test_stencil_factory.py dsl/test_stencil_wrapper.py dsl/test_stencil_config.py dsl/test_stencil_tables.py dsl/test_compilation_config.py dsl/test_skip_passes.py stencils quantity test_basic_operations.py test_4d_fields.py test_boilerplate.py test_ndsl_runtime.py test_dimension_sizer.py config grid"
 run_default=1

@@ -20,8 +20,14 @@ conftest's CPU ``ndsl_backend`` (``st:numpy:cpu:IJK``) and a few DaCe names.
   ``BackendFramework``. The loop order is the one NDSL gives GT4Py's backend of the same storage
   layout (``IJK`` as ``st:gt:cpu:IJK`` = ``gt:cpu_kfirst``, ``KJI`` as ``gt:cpu_ifirst``, ``KIJ``
   as ``dace:cpu``), so NDSL's ``as_layout_map``/``is_fortran_aligned`` answer as for that layout;
-* makes the NDSL names of ``--ndsl-replace`` (default: ``st:python:cpu:IJK,st:numpy:cpu:IJK``,
-  NDSL's default CPU backend and its test set-up's CPU backend) build that entry: ``Backend(name)``
+* makes the NDSL names of ``--ndsl-replace`` build that entry. ``auto`` (the default) names every
+  stencil (``st:``) CPU name whose GT4Py backend has the gridbuf backend's storage layout: for
+  ``gridbuf:cpu_kfirst`` ``st:python:cpu:IJK`` (``debug``: NDSL's default CPU backend),
+  ``st:numpy:cpu:IJK`` (the test set-up's CPU backend), ``st:gt:cpu:IJK`` and
+  ``st:dace:cpu:IJK``; for ``gridbuf:cpu_ifirst`` ``st:gt:cpu:KJI`` and ``st:dace:cpu:KJI``; for
+  ``gridbuf:cpu_jfirst`` ``st:dace:cpu:KIJ``. A name of another layout is refused: NDSL sizes
+  fields by the layout (``SubtileGridSizer`` pads the non-interface dims unless the backend is
+  Fortran-aligned) and its tests hard-code the sizes of the backend they name. Replacing: ``Backend(name)``
   for a replaced name builds ``Backend("st:gridbuf:...")``, and the module-level singleton
   ``ndsl.config.backend.backend_python`` (``Backend.python()``, the default argument of NDSL's
   configs and factories) is re-initialised as it. Everything NDSL does with the backend then
@@ -76,8 +82,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--ndsl-replace",
-        default="st:python:cpu:IJK,st:numpy:cpu:IJK",
-        help="comma-separated NDSL backend names that build the gridbuf entry instead (default: %(default)s)",
+        default="auto",
+        help="comma-separated NDSL backend names that build the gridbuf entry instead; 'auto' (default):"
+        " every stencil CPU name whose GT4Py backend has the gridbuf backend's layout",
     )
     group.addoption("--ndsl-report", default=None, help="write outcome<TAB>label<TAB>nodeid lines here")
 
@@ -91,10 +98,29 @@ def _add_gridbuf_entry(gt4py_name: str, replaced: list[str]) -> str:
 
     if gt4py_name not in gridbuf.gt4py.BACKENDS:
         raise pytest.UsageError(f"--ndsl-backend: '{gt4py_name}' is not one of gridbuf's backends {list(gridbuf.gt4py.BACKENDS)}")
+    from gt4py.cartesian import backend as gt_backend
+
     table: dict[str, str] = nb._NDSL_TO_GT4PY_BACKEND_NAMING
+
+    def layout(gt_name: str) -> tuple[int, ...]:
+        return tuple(gt_backend.from_name(gt_name).storage_info["layout_map"](("I", "J", "K")))
+
+    ours = layout(gt4py_name)
+    if replaced == ["auto"]:
+        # Every stencil (not orchestrated) CPU name whose GT4Py backend has gridbuf's layout.
+        replaced[:] = [k for k, v in table.items() if k.startswith("st:") and ":cpu:" in k and layout(v) == ours]
     unknown = [name for name in replaced if name not in table]
     if unknown:
         raise pytest.UsageError(f"--ndsl-replace: not NDSL backend names: {unknown}; known: {list(table)}")
+    # NDSL sizes fields by the layout (SubtileGridSizer pads the non-interface dims unless the
+    # backend is Fortran-aligned) and its tests hard-code the sizes of the backend they name: a
+    # name is replaced only by a gridbuf backend of the same storage layout.
+    other = [f"{name} (GT4Py {table[name]}, layout {layout(table[name])})" for name in replaced if layout(table[name]) != ours]
+    if other:
+        raise pytest.UsageError(
+            f"--ndsl-replace: {', '.join(other)} do not have the layout of {gt4py_name} {ours}; NDSL sizes and"
+            " checks fields by the layout, so replace names of the same layout (or --ndsl-replace=auto)"
+        )
 
     # The loop order NDSL gives GT4Py's stencil backend of the same layout.
     same_layout = gridbuf.gt4py.BACKENDS[gt4py_name]
@@ -172,15 +198,17 @@ def pytest_configure(config: pytest.Config) -> None:
         entry = _add_gridbuf_entry(backend, replaced)
         _label = backend
         config.stash[_ENTRY] = f"{entry} -> {backend}, replacing {', '.join(replaced)}"
+        config.stash[_REPLACED] = list(replaced)
 
 
 _ENTRY = pytest.StashKey[str]()
+_REPLACED = pytest.StashKey[list]()
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--ndsl-backend") == "default":
         return
-    replaced = config.getoption("--ndsl-replace")
+    replaced = config.stash[_REPLACED]
     for item in items:
         for ending, reason in EXCLUDED:
             if item.nodeid.endswith(ending) and "st:python:cpu:IJK" in replaced:
@@ -229,6 +257,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.section("outcomes (gridbuf_ndsl_plugin)")
     tr.write_line(f"{'run':<22}" + "".join(f"{k:>9}" for k in cols))
     tr.write_line(f"{_label:<22}" + "".join(f"{c[k]:>9}" for k in cols))
+    tr.write_line("gridbuf_ndsl_plugin: " + (config.stash.get(_ENTRY, None) or "NDSL's tests as written (no gridbuf entry)"))
     if _label != "default":
         built, ran = (_used[k] - {""} for k in ("built", "ran"))
         passed = {n for n, o in _outcomes.items() if o == "passed"}

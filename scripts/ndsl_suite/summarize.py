@@ -21,6 +21,20 @@ from pathlib import Path
 COLUMNS = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
 
 
+def show(nodeids: list[str], outcomes: dict[str, str], limit: int = 8) -> None:
+    """The tests, by test function: each id where a function has at most ``limit``, else the
+    first ``limit`` and a count of the rest."""
+    by_function: dict[str, list[str]] = {}
+    for n in nodeids:
+        by_function.setdefault(n.split("[", 1)[0], []).append(n)
+    for ids in by_function.values():
+        for n in ids[:limit]:
+            print(f"  {outcomes.get(n, 'not run'):<8} {n.split('tests/', 1)[-1]}")
+        if len(ids) > limit:
+            rest = Counter(outcomes.get(n, "not run") for n in ids[limit:])
+            print(f"  ... and {len(ids) - limit} more of {ids[0].split('[', 1)[0].split('tests/', 1)[-1]} ({dict(rest)})")
+
+
 def main(argv: list[str]) -> int:
     runs: dict[str, dict[str, str]] = {}
     for path in argv:
@@ -47,13 +61,11 @@ def main(argv: list[str]) -> int:
         mine = runs[label]
         gaps = sorted(n for n, o in ref.items() if o == "passed" and mine.get(n, "not run") != "passed")
         print(f"\ndefault passes, {label} does not: {len(gaps)}")
-        for n in gaps:
-            print(f"  {mine.get(n, 'not run'):<8} {n.split('tests/', 1)[-1]}")
+        show(gaps, mine)
         better = sorted(n for n, o in mine.items() if o == "passed" and ref.get(n) not in (None, "passed"))
         if better:
             print(f"{label} passes, default does not: {len(better)}")
-            for n in better:
-                print(f"  {ref[n]:<8} {n.split('tests/', 1)[-1]}")
+            show(better, ref)
         # Skipped: the plugin's EXCLUDED (tests of NDSL's table of names), listed, not counted.
         status = status or (1 if any(mine.get(n) != "skipped" for n in gaps) else 0)
     return status
