@@ -94,6 +94,13 @@ while [ $# -gt 0 ]; do
     esac
 done
 python="${python:-python3}"
+# An absolute path (pytest runs in a scratch directory), not resolved through links (a venv's
+# python is a link, and the venv is where it looks for its packages).
+case "$python" in
+    /*) ;;
+    */*) python="$(cd "$(dirname "$python")" && pwd)/$(basename "$python")" ;;
+    *) python="$(command -v "$python" || echo "$python")" ;;
+esac
 
 if [ ! -d "$checkout" ]; then
     echo "ndsl_tests.sh: '$checkout' is not a directory: give the path of an NDSL source checkout" >&2
