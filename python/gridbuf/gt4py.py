@@ -240,7 +240,10 @@ def _layout_info(preset_name: str) -> dict[str, Any]:
     that repeat or are not dims. So the strides are those of GT4Py's backend of the same layout
     for every dimension tuple, permuted ones included."""
     p = _preset(preset_name)
-    layout_map: Callable[[tuple[str, ...]], tuple[int, ...]] = layout_maker_factory(tuple(p.base_layout))
+    base = p.base_layout
+    if isinstance(base, str):  # "C"/"F": index order, no layout over I, J, K (no backend has one)
+        raise GridbufValueError(f"preset {preset_name!r} has no base layout over I, J, K: {base!r}")
+    layout_map: Callable[[tuple[str, ...]], tuple[int, ...]] = layout_maker_factory(tuple(base))
     return {"alignment": p.alignment, "device": p.device, "layout_map": layout_map, "is_optimal_layout": layout_checker_factory(layout_map)}
 
 
