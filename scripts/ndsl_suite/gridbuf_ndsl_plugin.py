@@ -33,8 +33,9 @@ conftest's CPU ``ndsl_backend`` (``st:numpy:cpu:IJK``) and a few DaCe names.
   configs and factories) is re-initialised as it. Everything NDSL does with the backend then
   (StencilFactory, FrozenStencil, QuantityFactory, gt4py.storage allocations) uses the gridbuf
   name; comparisons in the tests (``factory.backend == Backend.python()``) compare the same
-  object. Orchestrated (``orch:dace``) and DaCe/GridTools names the tests write out are left as
-  they are unless named in ``--ndsl-replace``.
+  object. Orchestrated (``orch:dace``) names and names of other layouts are left as they are.
+  The terminal summary says how many tests built and ran a gridbuf stencil (the others exercise
+  gridbuf's storage only: allocations and layout checks).
 
 ``EXCLUDED`` skips, in gridbuf runs only and with the reason as the message, the two tests that
 check NDSL's table of names itself (the GT4Py name of ``st:python:cpu:IJK``; that the python and
