@@ -13,7 +13,7 @@
 # NDSL's other dependencies installed (default: $NDSL_PYTHON, else python3). NDSL pins GT4Py and
 # DaCe as git submodules; install the GT4Py release nearest the checkout's pin (the script prints
 # both). Measured with NDSL 3bd3824 (2026-04-27, GT4Py pin v1.1.9-16-g99b79b58b) on GT4Py 1.1.12,
-# DaCe 2.0.0b1, Python 3.11.
+# DaCe 2.0.0b1, Python 3.11, and on GT4Py 1.2.3, DaCe 2.0.0a10, Python 3.12.
 #
 # How: pytest runs NDSL's tests with our plugin (scripts/ndsl_suite/gridbuf_ndsl_plugin.py, loaded
 # with -p). NDSL's backend names form a closed table (ndsl.config.backend: NDSL name -> GT4Py
