@@ -12,7 +12,9 @@
 # checkout (on PYTHONPATH; it need not be installed). PY is a Python with gridbuf, GT4Py, DaCe and
 # NDSL's other dependencies installed (default: $NDSL_PYTHON, else python3). NDSL pins GT4Py and
 # DaCe as git submodules; install the GT4Py release nearest the checkout's pin (the script prints
-# both). Measured with NDSL 3bd3824 (2026-04-27, GT4Py pin v1.1.9-16-g99b79b58b) on GT4Py 1.1.12,
+# both). scripts/ndsl_suite/requirements-ndsl.txt pins what was measured (Python 3.11):
+#   python3.11 -m venv venv && venv/bin/pip install -r scripts/ndsl_suite/requirements-ndsl.txt dist/gridbuf-*.whl
+# Measured with NDSL 3bd3824 (2026-04-27, GT4Py pin v1.1.9-16-g99b79b58b) on GT4Py 1.1.12,
 # DaCe 2.0.0b1, Python 3.11, and on GT4Py 1.2.3, DaCe 2.0.0a10, Python 3.12.
 #
 # How: pytest runs NDSL's tests with our plugin (scripts/ndsl_suite/gridbuf_ndsl_plugin.py, loaded
