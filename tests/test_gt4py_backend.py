@@ -172,6 +172,30 @@ def test_storage_has_the_strides_of_the_gt4py_layout(backend, gt_name, dims):
     assert ours.strides == theirs.strides
 
 
+@pytest.mark.parametrize("backend, gt_name", [("gridbuf:cpu_ifirst", "gt:cpu_ifirst"), ("gridbuf:cpu_kfirst", "gt:cpu_kfirst"), ("gridbuf:cpu_jfirst", "dace:cpu")])
+@pytest.mark.parametrize("dims", [("I", "J", "K"), ("K", "J", "I"), ("I", "K"), ("I", "J", "K", "0"), ("x", "y", "z"), ("8", "6", "6"), ("I", "J", "K", "n", "n")])
+def test_storage_info_takes_any_dimension_names_as_gt4py(backend, gt_name, dims):
+    """The backend's storage_info maps any dimension names as GT4Py's backend of the same layout
+    does: names other than I, J, K are data dimensions, repeated or not. NDSL's ``Quantity`` asks
+    ``is_optimal_layout(data, ("8", "6", "6"))`` for a field whose dims are not spatial; gridbuf's
+    preset ``layout_map`` refused that ("dimension '6' appears more than once")."""
+    from gt4py.cartesian import backend as gt_backend
+
+    ours, theirs = gt_backend.from_name(backend).storage_info, gt_backend.from_name(gt_name).storage_info
+    assert ours["layout_map"](dims) == theirs["layout_map"](dims)
+    data = np.zeros((4, 3, 2, 2, 2)[: len(dims)])
+    for array in (data, np.asfortranarray(data)):
+        assert ours["is_optimal_layout"](array, dims) == theirs["is_optimal_layout"](array, dims)
+    shape = (5, 4, 3, 2, 2)[: len(dims)]
+    try:  # GT4Py's allocation takes I, J, K and digits only: then both refuse alike
+        b = gt_storage.zeros(shape, np.float64, backend=gt_name, dimensions=dims)
+    except ValueError as exc:
+        with pytest.raises(type(exc)):
+            gt_storage.zeros(shape, np.float64, backend=backend, dimensions=dims)
+    else:
+        assert gt_storage.zeros(shape, np.float64, backend=backend, dimensions=dims).strides == b.strides
+
+
 def test_exec_info_timings():
     st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=laplacian)
     a = np.random.default_rng(0).uniform(size=(6, 6, 3))

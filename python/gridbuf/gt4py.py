@@ -43,7 +43,7 @@ from gt4py.cartesian.definitions import AccessKind
 from gt4py.cartesian.frontend.exceptions import GTScriptDefinitionError
 from gt4py.cartesian.gtc.definitions import Boundary
 from gt4py.cartesian.stencil_object import DomainInfo, FieldInfo, ParameterInfo, StencilObject
-from gt4py.storage.cartesian.layout import layout_checker_factory
+from gt4py.storage.cartesian.layout import layout_checker_factory, layout_maker_factory
 
 from . import preset as _preset
 from . import presets as _presets
@@ -250,8 +250,18 @@ class _GridbufBackend(_gt_backend.Backend):
 
 
 def _layout_info(preset_name: str) -> dict[str, Any]:
+    """GT4Py's storage info for the preset's layout. The layout map is GT4Py's own layout maker
+    over the preset's base layout, not the preset's ``layout_map``: GT4Py and the frameworks call
+    it with any dimension names and take every name other than ``I``, ``J``, ``K`` for a data
+    dimension (NDSL's ``Quantity`` asks ``is_optimal_layout(data, ("8", "6", "6"))`` for a field
+    whose dims are not spatial, names repeated), where gridbuf's ``layout_map`` refuses names
+    that repeat or are not dims. So the strides are those of GT4Py's backend of the same layout
+    for every dimension tuple, permuted ones included."""
     p = _preset(preset_name)
-    layout_map: Callable[[tuple[str, ...]], tuple[int, ...]] = p.layout_map
+    base = p.base_layout
+    if isinstance(base, str):  # "C"/"F": index order, no layout over I, J, K (no backend has one)
+        raise GridbufValueError(f"preset {preset_name!r} has no base layout over I, J, K: {base!r}")
+    layout_map: Callable[[tuple[str, ...]], tuple[int, ...]] = layout_maker_factory(tuple(base))
     return {"alignment": p.alignment, "device": p.device, "layout_map": layout_map, "is_optimal_layout": layout_checker_factory(layout_map)}
 
 
