@@ -216,7 +216,7 @@ class _GridbufBackend(_gt_backend.Backend):
         definition = builder._definition  # not builder.definition: that runs GT4Py's frontend
         dtypes = literal_dtypes(builder.dtypes, opts.literal_int_precision, opts.literal_float_precision)
         try:
-            layout_map = _preset(self.preset_name).layout_map
+            layout_map = self.storage_info["layout_map"]  # as is_optimal_layout judges
             impl = GTStencil(definition, dict(builder.externals), opts.name or definition.__name__, dtypes, layout_map=layout_map, warnings="gt4py")
         except (GridbufValueError, GridbufTypeError) as exc:
             raise GridbufDefinitionError(str(exc), name=opts.name or definition.__name__, value=definition) from None

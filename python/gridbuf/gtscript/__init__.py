@@ -68,7 +68,8 @@ import numpy as np
 from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
 from ._frontend import Lowering
-from ._values import K_LEVELS_FIELD, FieldType, TableType
+from ._values import K_LEVELS_FIELD as _K_LEVELS_FIELD
+from ._values import FieldType, TableType
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Literal
@@ -457,7 +458,7 @@ class GTStencil:
             n: p.default for n, p in inspect.signature(definition).parameters.items() if p.default is not inspect.Parameter.empty
         }
         #: Every field parameter's type (dtype resolved), in parameter order, used or not.
-        self.field_types: dict[str, FieldType] = {n: t for n, t in lowering.fields if n != K_LEVELS_FIELD}
+        self.field_types: dict[str, FieldType] = {n: t for n, t in lowering.fields if n != _K_LEVELS_FIELD}
         #: GT4Py's access kind of each field the stencil uses: "read", "write" or "readwrite".
         self.field_access: dict[str, str] = {lowering.fields[i][0]: k for i, k in lowering.field_access.items()}
         #: Every scalar parameter's dtype, in parameter order, used or not.
@@ -474,7 +475,7 @@ class GTStencil:
             fields.append(f)
         self.field_names: tuple[str, ...] = tuple(f["name"] for f in fields)
         # `K` read as a value: the hidden field of level numbers the program reads it from.
-        self._k_levels = K_LEVELS_FIELD in self.field_names
+        self._k_levels = _K_LEVELS_FIELD in self.field_names
         self._k_level_arrays: dict[int, np.ndarray] = {}
         self.scalar_names: tuple[str, ...] = tuple(self._program.scalars)
         self.fields = fields
@@ -498,7 +499,7 @@ class GTStencil:
         """
         fields, _, origin = self._arguments(args, kwargs, origin)
         dom, origins = self._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
-        origins.pop(K_LEVELS_FIELD, None)
+        origins.pop(_K_LEVELS_FIELD, None)
         return dom, origins
 
     def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any) -> tuple[list[Any], dict[str, Any], Any]:
@@ -565,10 +566,10 @@ class GTStencil:
             levels.flags.writeable = False
             self._k_level_arrays = {n: levels}
         if origin is None:
-            return levels, {K_LEVELS_FIELD: (0,)}
+            return levels, {_K_LEVELS_FIELD: (0,)}
         if isinstance(origin, dict):
-            return levels, {**origin, K_LEVELS_FIELD: (0,)}
-        return levels, {"_all_": origin, K_LEVELS_FIELD: (0,)}
+            return levels, {**origin, _K_LEVELS_FIELD: (0,)}
+        return levels, {"_all_": origin, _K_LEVELS_FIELD: (0,)}
 
     def __repr__(self) -> str:
         return f"GTStencil({self.name!r}, fields={self.field_names}, scalars={self.scalar_names})"
