@@ -438,8 +438,12 @@ class GTStencil:
         *,
         layout_map: Callable[[tuple[str, ...]], tuple[int, ...]] | None = None,
         warnings: Literal["gridbuf", "gt4py"] = "gridbuf",
+        aliases: dict[str, str] | None = None,
     ) -> None:
-        lowering = Lowering(definition, externals, name, dtypes)
+        lowering = Lowering(definition, externals, name, dtypes, aliases)
+        self._build_args = (definition, externals, name, dtypes, layout_map, warnings)
+        # The variants for calls that pass one array as several fields, by alias map.
+        self._aliased: dict[frozenset[tuple[str, str]], GTStencil] = {}
         self.ir: str = lowering.lower()
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
         # program, so that they may be passed as None, as GT4Py allows.
@@ -449,6 +453,7 @@ class GTStencil:
         # Integer scalar parameters that index data dims at run time, and how many components
         # each may name: checked at every call, so no read or write leaves the data dims.
         self._index_params = dict(lowering.index_params)
+        self._lowered_aliases: dict[str, str] = dict(lowering.aliases)
         self._table_reads = dict(lowering.table_reads)
         self.definition_func = definition
         self.__name__ = self.name = lowering.name
@@ -484,8 +489,8 @@ class GTStencil:
         self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
-        fields, scalars, origin = self._arguments(args, kwargs, origin)
-        self._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
+        impl, fields, scalars, origin = self._arguments(args, kwargs, origin)
+        impl._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
 
     def resolve(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, **kwargs: Any) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
         """The compute domain and each field's origin (per dim of the field, data dims 0) that a
@@ -497,13 +502,38 @@ class GTStencil:
             ``(domain, origins)``: the domain per domain dim, and a dict from each field the
             stencil uses to its origin.
         """
-        fields, _, origin = self._arguments(args, kwargs, origin)
-        dom, origins = self._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
+        impl, fields, _, origin = self._arguments(args, kwargs, origin)
+        dom, origins = impl._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
         origins.pop(_K_LEVELS_FIELD, None)
+        for alias, target in impl._lowered_aliases.items():
+            origins[alias] = origins[target]
         return dom, origins
 
-    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any) -> tuple[list[Any], dict[str, Any], Any]:
-        """The fields (in the program's order), the scalars and the origin of a call, checked."""
+    def _aliases(self, values: dict[str, Any], origin: Any) -> dict[str, str] | None:
+        """The fields of a call that are the same array as an earlier one (``stencil(q, q)``, as
+        NDSL calls a stencil), each with that field, when they may share one program field: the
+        same type and the same origin. GT4Py's backends run such a call on the one array, every
+        statement seeing the others' writes; the program with the two fields as one computes
+        exactly that, under every rule of an ordinary program (a read at an offset of what a
+        PARALLEL statement writes is refused as usual). None when no array repeats."""
+        seen: dict[int, str] = {}
+        out: dict[str, str] = {}
+        for f in self.field_names:
+            v = values.get(f)
+            if v is None:
+                continue
+            first = seen.setdefault(id(v), f)
+            if first == f:
+                continue
+            same_origin = not isinstance(origin, dict) or origin.get(f, origin.get("_all_")) == origin.get(first, origin.get("_all_"))
+            if self.field_types.get(f) == self.field_types.get(first) and same_origin:
+                out[f] = first
+        return out or None
+
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any) -> tuple[GTStencil, list[Any], dict[str, Any], Any]:
+        """The stencil that runs a call (this one, or its variant for a call that passes one
+        array as several fields), its fields (in its program's order), scalars and origin,
+        checked."""
         if len(args) > len(self._params):
             raise GridbufTypeError(f"stencil {self.name!r} takes {len(self._params)} arguments ({', '.join(self._params)}), got {len(args)}")
         values = dict(zip(self._params, args))
@@ -539,6 +569,10 @@ class GTStencil:
             v = scalars[s]
             if not 0 <= v < n:
                 raise GridbufValueError(f"invalid value for scalar parameter {s!r} of stencil {self.name!r} ({v!r}): it indexes data dims of {n} components, so it must be from 0 to {n - 1}")
+        if len(self.field_names) > 1 and len({id(values.get(f)) for f in self.field_names}) < len(self.field_names):
+            aliases = self._aliases(values, origin)
+            if aliases is not None:
+                return self._variant(aliases)._arguments(args, kwargs, origin)
         # The hidden field of K levels (last, when `K` is a value) is added below.
         fields = [values[f] for f in self.field_names[: len(self.field_names) - self._k_levels]]
         for f, v in zip(self.field_names, fields):
@@ -553,7 +587,23 @@ class GTStencil:
         if self._k_levels:
             levels, origin = self._k_level_field(fields, origin)
             fields.append(levels)
-        return fields, scalars, origin
+        return self, fields, scalars, origin
+
+    def _variant(self, aliases: dict[str, str]) -> GTStencil:
+        """This stencil built with the fields of `aliases` as one (built once per alias map)."""
+        key = frozenset(aliases.items())
+        variant = self._aliased.get(key)
+        if variant is None:
+            definition, externals, name, dtypes, layout_map, warnings = self._build_args
+            try:
+                variant = GTStencil(definition, externals, name, dtypes, layout_map=layout_map, warnings=warnings, aliases=aliases)
+            except GridbufValueError as exc:
+                pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
+                raise GridbufValueError(
+                    f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
+                ) from None
+            self._aliased[key] = variant
+        return variant
 
     def _k_level_field(self, fields: list[Any], origin: Any) -> tuple[np.ndarray, dict[str, Any]]:
         """The hidden field of K level numbers (``K`` read as a value) and the call's origin with

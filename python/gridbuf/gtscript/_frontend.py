@@ -81,6 +81,8 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
             self.params.append(a.arg)
         if not self.fields:
             raise self.error(ctx, fdef, "a stencil needs at least one Field parameter")
+        for alias, target in self.aliases.items():
+            ctx.local[alias] = ctx.local[target]  # the alias's own field stays unused
         body: list[Any] = []
         self.lines = body
         for stmt in fdef.body:

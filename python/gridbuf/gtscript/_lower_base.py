@@ -35,8 +35,18 @@ class _LoweringBase:
     """The lowering's state (fields, scalars, temporaries, the IR lines written so far) and its
     shared helpers; the statements, expressions and calls are lowered by the mixins."""
 
-    def __init__(self, definition: Callable[..., Any], externals: dict[str, Any] | None, name: str | None, dtypes: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        definition: Callable[..., Any],
+        externals: dict[str, Any] | None,
+        name: str | None,
+        dtypes: dict[str, Any] | None = None,
+        aliases: dict[str, str] | None = None,
+    ) -> None:
         self.definition = definition
+        # Field parameters that name the same array as another (`stencil(q, q)`): each reads and
+        # writes the other's field, so the program has one field where the call has one array.
+        self.aliases: dict[str, str] = dict(aliases or {})
         self.externals = dict(externals or {})
         self.name = name or definition.__name__
         self.fields: list[tuple[str, FieldType]] = []
