@@ -59,7 +59,10 @@ Parts:
    five backends, round-robin medians (``_timing.compare``). GT4Py's compiled backends build
    these only (10-20 s each), in the GT4Py cache ``--gt-cache`` (kept between runs: a rerun
    loads them); their build time is printed with the first build's time, recorded in that cache.
-   Their outputs are compared with GT4Py numpy's too.
+   Their outputs are compared with GT4Py numpy's too, and each gridbuf backend's output with
+   ``gt:cpu_ifirst``'s, bit for bit: where gridbuf and NumPy differ, GT4Py's compiled backend
+   (which calls the C library's math functions, as gridbuf does, where NumPy has its own
+   vectorised ones) is the third witness.
 
     .venv/bin/python benchmarks/bench_pace.py --pace PATH [--top 20] [--repeats 5]
         [--repeat-seconds 0.1] [--gt-cache DIR] [--only NAME,...] [--no-compiled] [--plot DIR]
@@ -524,6 +527,7 @@ def main() -> None:
     backends = [*GB, *([] if args.no_compiled else GT), "numpy"]
     build_rows = []
     per_call: dict[str, dict[str, float]] = {}
+    witness: dict[tuple[str, str], list[str]] = {}
     for o in top:
         case = o.case
         if not args.no_compiled:
@@ -537,6 +541,7 @@ def main() -> None:
                     print(f"- {o.label} on {b}: build failed: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
             build_rows.append(row)
         cands, argsets = [], {}
+        compiled_out = None
         for b in backends:
             if b not in o.stencils:
                 continue
@@ -546,7 +551,16 @@ def main() -> None:
                 diff = differences(case, argsets[b], o.numpy_out)
                 if diff:
                     o.mismatches[b] = diff
+                if b == GT[0]:
+                    compiled_out = argsets[b]
                 argsets[b] = storages(case, b)
+        if compiled_out is not None:
+            # The third witness where gridbuf and GT4Py numpy differ: GT4Py's compiled backend,
+            # which calls the C library's math functions as gridbuf does, against gridbuf.
+            for b in GB:
+                out = storages(case, b)
+                call(o.stencils[b], case, out)
+                witness[(o.label, b)] = differences(case, out, compiled_out)
             st, a = o.stencils[b], argsets[b]
             cands.append(Candidate(b, (lambda st=st, a=a: call(st, case, a))))
         res = compare(cands, repeats=args.repeats, repeat_seconds=args.repeat_seconds)
@@ -572,6 +586,20 @@ def main() -> None:
         for o, b in gt_bad:
             for x in o.mismatches[b]:
                 print(f"- {o.label} on {b}: {x}")
+    if witness:
+        print(f"\ngridbuf against GT4Py's compiled {GT[0]}, bit for bit, on the same inputs:\n")
+        rows = []
+        for o in top:
+            cells = []
+            for b in GB:
+                if (o.label, b) not in witness:
+                    cells.append("-")
+                    continue
+                diff = witness[(o.label, b)]
+                cells.append("identical" if not diff else "; ".join(diff))
+            differs = "yes" if any(b in o.mismatches for b in GB) else "no"
+            rows.append([o.label, differs, *cells])
+        print(markdown_table(["definition", "gridbuf differs from numpy", *(f"{b} vs {GT[0]}" for b in GB)], rows))
     print()
 
     if plot_dir:
