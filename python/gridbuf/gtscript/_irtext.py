@@ -57,10 +57,37 @@ def _fmt_stmt(item: tuple, remap: _Remap) -> str:
     else:
         kw = f"stmt {line}"
     tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
-    return f"{kw} {tgt} {_fmt(value, remap)}"
+    counts: dict[int, int] = {}
+    _count(value, counts)
+    shared = {k for k, n in counts.items() if n > 1}
+    return f"{kw} {tgt} {_fmt(value, remap, shared, {}) if shared else _fmt(value, remap)}"
 
 
-def _fmt(e: Expr, remap: _Remap | None = None) -> str:
+def _operands(e: Expr) -> tuple:
+    """The operands of an operation that are expressions."""
+    if e[0] in ("cast", "kvar", "kabs"):
+        return (e[2],)
+    return e[1:]
+
+
+def _count(e: Expr, counts: dict[int, int]) -> None:
+    """How many times each operation (by identity) occurs in the expression written out, up to
+    two: the parts the lowering's expressions share (a function's local read in several places,
+    the old value of a local in both sides of a select)."""
+    if e[0] in ("f", "t", "s", "c"):
+        return
+    n = counts.get(id(e), 0)
+    if n < 2:
+        counts[id(e)] = n + 1
+    if n == 0:
+        for x in _operands(e):
+            _count(x, counts)
+
+
+def _fmt(e: Expr, remap: _Remap | None = None, shared: set[int] | None = None, names: dict[int, int] | None = None) -> str:
+    """The text of an expression. The operations in `shared` (by identity) are written once, as
+    ``let N ...`` where they first occur (`names` numbers them) and ``ref N`` after (see
+    ``parse.rs``), so a statement's text grows with its distinct parts, not with their copies."""
     tag = e[0]
     if tag == "f":
         return f"f {e[1] if remap is None else remap[0][e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
@@ -79,10 +106,17 @@ def _fmt(e: Expr, remap: _Remap | None = None) -> str:
         if isinstance(v, np.floating):  # a float32 literal: its value exactly, as a float64
             return f"lit {v.dtype.name} {float(v)!r}"
         return f"lit float64 {float(v)!r}"
+    let = ""
+    if shared is not None and names is not None and id(e) in shared:
+        n = names.get(id(e))
+        if n is not None:
+            return f"ref {n}"
+        n = names[id(e)] = len(names)
+        let = f"let {n} "
     if tag == "cast":
-        return f"cast {e[1]} {_fmt(e[2], remap)}"
+        return f"{let}cast {e[1]} {_fmt(e[2], remap, shared, names)}"
     if tag in ("kvar", "kabs"):  # (tag, read at offset zero, index): a read at a run-time K level
         r = e[1]
         acc = f"f {r[1] if remap is None else remap[0][r[1]]} {r[2]}" if r[0] == "f" else f"t {r[1]}"
-        return f"{tag} {acc} {_fmt(e[2], remap)}"
-    return " ".join([tag, *(_fmt(a, remap) for a in e[1:])])
+        return f"{let}{tag} {acc} {_fmt(e[2], remap, shared, names)}"
+    return let + " ".join([tag, *(_fmt(a, remap, shared, names) for a in e[1:])])
