@@ -202,6 +202,29 @@ def test_shared_parts_are_written_and_computed_once(tmp_path, n):
     np.testing.assert_array_equal(out, want)
 
 
+def test_a_value_statements_share_is_computed_once_where_it_is_the_same(tmp_path):
+    # Equal values in several statements go to one temporary, computed before the first,
+    # unless something they read is written in between (pace's saturation adjustment computed
+    # exp and log about 250 times per point each). `x ** 2.0` is a call of pow, exact here.
+    src = HEAD + (
+        "def defn(a: Field[float], b: Field[float], c: Field[float], d: Field[float]):\n"
+        "    with computation(PARALLEL), interval(...):\n"
+        "        b = a ** 2.0 + 1.0\n"
+        "        c = a ** 2.0 * 3.0\n"
+        "        a = a + 1.0\n"
+        "        d = a ** 2.0 - 1.0\n"
+    )
+    st = define(tmp_path, src)
+    assert st.ir.count(" pow ") == 2 and st.ir.count("temp __shared") == 1, st.ir
+    a = np.random.default_rng(3).uniform(-2, 2, (4, 3, 2))
+    b, c, d = (np.zeros_like(a) for _ in range(3))
+    a0 = a.copy()
+    st(a, b, c, d)
+    np.testing.assert_array_equal(b, a0 * a0 + 1.0)
+    np.testing.assert_array_equal(c, a0 * a0 * 3.0)
+    np.testing.assert_array_equal(d, (a0 + 1.0) * (a0 + 1.0) - 1.0)
+
+
 def test_recursion_is_refused_naming_the_function(tmp_path):
     src = HEAD + (
         "@gtscript.function\ndef f(x):\n    return f(x) + 1.0\n\n"

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
-from ._irtext import _fmt_stmt, _uses_once
+from ._irtext import _fmt_stmt, _uses_once, share_across
 from ._lower_calls import CallsMixin
 from ._lower_expressions import ExpressionsMixin
 from ._lower_statements import StatementsMixin
@@ -84,6 +84,7 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         self.lines = body
         for stmt in fdef.body:
             self.top_stmt(ctx, stmt)
+        body = self.lines = share_across(body, self.temps)
         # Fields the body never reads or writes (GT4Py's AccessKind.NONE, e.g. every use pruned by
         # externals) are left out of the program: they may be passed as None and do not bound
         # the domain, as in GT4Py.
