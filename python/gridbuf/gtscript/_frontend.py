@@ -9,6 +9,7 @@ expressions and field reads (``_lower_expressions``), calls and inlined function
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 from typing import Any
@@ -38,6 +39,11 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         to `_RECURSION_LIMIT` meanwhile; a definition that still exceeds it is refused."""
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+        # The lowering allocates many short-lived tuples and makes no cycles that need
+        # collecting meanwhile: the cyclic collector, which they would trigger over the
+        # caller's whole heap (a model's every stencil and array), waits until it ends.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             return self._lower()
         except RecursionError:
@@ -47,6 +53,8 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
             ) from None
         finally:
             sys.setrecursionlimit(limit)
+            if collecting:
+                gc.enable()
 
     # -- parameters ------------------------------------------------------------------------
     def _lower(self) -> str:
