@@ -10,6 +10,7 @@ expressions and field reads (``_lower_expressions``), calls and inlined function
 from __future__ import annotations
 
 import enum
+import gc
 import inspect
 import sys
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
-from ._irtext import _fmt_stmt, _uses_once
+from ._irtext import _fmt_stmt, _uses_once, share_across
 from ._lower_calls import CallsMixin
 from ._lower_expressions import ExpressionsMixin
 from ._lower_statements import StatementsMixin
@@ -39,6 +40,11 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         to `_RECURSION_LIMIT` meanwhile; a definition that still exceeds it is refused."""
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, _RECURSION_LIMIT))
+        # The lowering allocates many short-lived tuples and makes no cycles that need
+        # collecting meanwhile: the cyclic collector, which they would trigger over the
+        # caller's whole heap (a model's every stencil and array), waits until it ends.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             return self._lower()
         except RecursionError:
@@ -48,6 +54,8 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
             ) from None
         finally:
             sys.setrecursionlimit(limit)
+            if collecting:
+                gc.enable()
 
     # -- parameters ------------------------------------------------------------------------
     def _lower(self) -> str:
@@ -87,6 +95,7 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         self.lines = body
         for stmt in fdef.body:
             self.top_stmt(ctx, stmt)
+        body = self.lines = share_across(body, self.temps)
         # Fields the body never reads or writes (GT4Py's AccessKind.NONE, e.g. every use pruned by
         # externals) are left out of the program: they may be passed as None and do not bound
         # the domain, as in GT4Py.

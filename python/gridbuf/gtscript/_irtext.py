@@ -57,10 +57,37 @@ def _fmt_stmt(item: tuple, remap: _Remap) -> str:
     else:
         kw = f"stmt {line}"
     tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
-    return f"{kw} {tgt} {_fmt(value, remap)}"
+    counts: dict[int, int] = {}
+    _count(value, counts)
+    shared = {k for k, n in counts.items() if n > 1}
+    return f"{kw} {tgt} {_fmt(value, remap, shared, {}) if shared else _fmt(value, remap)}"
 
 
-def _fmt(e: Expr, remap: _Remap | None = None) -> str:
+def _operands(e: Expr) -> tuple:
+    """The operands of an operation that are expressions."""
+    if e[0] in ("cast", "kvar", "kabs"):
+        return (e[2],)
+    return e[1:]
+
+
+def _count(e: Expr, counts: dict[int, int]) -> None:
+    """How many times each operation (by identity) occurs in the expression written out, up to
+    two: the parts the lowering's expressions share (a function's local read in several places,
+    the old value of a local in both sides of a select)."""
+    if e[0] in ("f", "t", "s", "c"):
+        return
+    n = counts.get(id(e), 0)
+    if n < 2:
+        counts[id(e)] = n + 1
+    if n == 0:
+        for x in _operands(e):
+            _count(x, counts)
+
+
+def _fmt(e: Expr, remap: _Remap | None = None, shared: set[int] | None = None, names: dict[int, int] | None = None) -> str:
+    """The text of an expression. The operations in `shared` (by identity) are written once, as
+    ``let N ...`` where they first occur (`names` numbers them) and ``ref N`` after (see
+    ``parse.rs``), so a statement's text grows with its distinct parts, not with their copies."""
     tag = e[0]
     if tag == "f":
         return f"f {e[1] if remap is None else remap[0][e[1]]} {e[2]} {e[3][0]} {e[3][1]} {e[3][2]}"
@@ -79,10 +106,187 @@ def _fmt(e: Expr, remap: _Remap | None = None) -> str:
         if isinstance(v, np.floating):  # a float32 literal: its value exactly, as a float64
             return f"lit {v.dtype.name} {float(v)!r}"
         return f"lit float64 {float(v)!r}"
+    let = ""
+    if shared is not None and names is not None and id(e) in shared:
+        n = names.get(id(e))
+        if n is not None:
+            return f"ref {n}"
+        n = names[id(e)] = len(names)
+        let = f"let {n} "
     if tag == "cast":
-        return f"cast {e[1]} {_fmt(e[2], remap)}"
+        return f"{let}cast {e[1]} {_fmt(e[2], remap, shared, names)}"
     if tag in ("kvar", "kabs"):  # (tag, read at offset zero, index): a read at a run-time K level
         r = e[1]
         acc = f"f {r[1] if remap is None else remap[0][r[1]]} {r[2]}" if r[0] == "f" else f"t {r[1]}"
-        return f"{tag} {acc} {_fmt(e[2], remap)}"
-    return " ".join([tag, *(_fmt(a, remap) for a in e[1:])])
+        return f"{let}{tag} {acc} {_fmt(e[2], remap, shared, names)}"
+    return let + " ".join([tag, *(_fmt(a, remap, shared, names) for a in e[1:])])
+
+
+#: Operations the core computes by calling a math function (``ops/math.rs``), each costing tens
+#: of arithmetic instructions: a value holding one is worth a temporary when statements share it.
+_CALLS = frozenset((
+    "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "gamma", "cbrt", "erf", "erfc", "pow", "mod",
+))  # fmt: skip
+
+
+def share_across(body: list, temps: list[str]) -> list:
+    """The statements `body` with a value that several statements of one straight run share (a
+    gtscript function's local read by the statements its `if`s and tuple results make, a
+    function called again with the same arguments; equal parts are made one first) computed once, into a new temporary (appended to `temps`) just before the first of
+    them, where it holds a call of a math function. Only where nothing that value reads is
+    written between its first and its last reader, so each reads what it computed before; a
+    run is the statements between two other lines (interval, region, while, ...), leaving out a
+    region's statement (the temporary would need its region) and a `while` loop's mask (which
+    the core computes again before every pass), and a value with reads at run-time K levels
+    (guarded where they are read). pace's saturation adjustment computed exp and log 250 times
+    per point each, over a few dozen in its source."""
+    table: dict[tuple, tuple] = {}
+    memo: dict[int, tuple] = {}
+    body = [item if isinstance(item, str) else (item[0], item[1], _intern(item[2], table, memo)) for item in body]
+    out: list = []
+    run: list[tuple] = []
+    for i, item in enumerate(body):
+        if isinstance(item, str):
+            out += _share_run(run, temps)
+            run = []
+            out.append(item)
+            continue
+        alone = (i > 0 and isinstance(body[i - 1], str) and body[i - 1].startswith("region")) or (
+            i + 1 < len(body) and body[i + 1] == "while"
+        ) or item[1][0] == "k"
+        if alone:
+            out += _share_run(run, temps)
+            run = []
+            out.append(item)
+        else:
+            run.append(item)
+    return out + _share_run(run, temps)
+
+
+def _share_run(run: list[tuple], temps: list[str]) -> list[tuple]:
+    if len(run) < 2:
+        return run
+    # Where each operation occurs: the positions of the statements holding it.
+    where: dict[int, list[int]] = {}
+    for pos, (_, _, value) in enumerate(run):
+        _occurs(value, pos, where, set())
+    if not any(len(p) > 1 for p in where.values()):
+        return run
+    costly: dict[int, bool] = {}
+    kreads: dict[int, bool] = {}
+    reads: dict[int, frozenset] = {}
+    avail: dict[int, tuple] = {}  # id of a shared value -> (the value, its temporary's read)
+    out: list[tuple] = []
+    for pos, (line, target, value) in enumerate(run):
+        memo: dict[int, Any] = {}
+
+        def rewrite(e: Any, cover: frozenset = frozenset()) -> Any:
+            # `cover`: the statements that read the value being hoisted around `e`, which
+            # need no temporary of `e`'s own.
+            if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+                return e
+            key = id(e)
+            if key in memo:
+                return memo[key]
+            got = avail.get(key)
+            if got is not None:
+                memo[key] = got[1]
+                return got[1]
+            readers = where.get(key, ())
+            if any(p > pos and p not in cover for p in readers) and _costly(e, costly) and not _kreads_any(e, kreads):
+                inside = frozenset(readers)
+                inner = _rebuild(e, lambda x: rewrite(x, inside))
+                index = len(temps)
+                temps.append(f"__shared{index}")
+                out.append((line, ("t", index), inner))
+                ref = ("t", index, (0, 0, 0))
+                avail[key] = (e, ref)
+                reads[key] = _quantities(e)
+                memo[key] = ref
+                return ref
+            new = _rebuild(e, lambda x: rewrite(x, cover))
+            memo[key] = new
+            return new
+
+        out.append((line, target, rewrite(value)))
+        written = (target[0], target[1])
+        for key in [k for k, q in reads.items() if written in q]:
+            del avail[key], reads[key]
+    return out
+
+
+def _rebuild(e: tuple, f: Any) -> tuple:
+    """`e` with `f` applied to its operands; `e` itself where none changes."""
+    if e[0] in ("cast", "kvar", "kabs"):
+        x = f(e[2])
+        return e if x is e[2] else (e[0], e[1], x)
+    parts = [f(x) for x in e[1:]]
+    return e if all(a is b for a, b in zip(parts, e[1:])) else (e[0], *parts)
+
+
+def _occurs(e: Any, pos: int, where: dict[int, list[int]], seen: set[int]) -> None:
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c") or id(e) in seen:
+        return
+    seen.add(id(e))
+    where.setdefault(id(e), []).append(pos)
+    for x in _operands(e):
+        _occurs(x, pos, where, seen)
+
+
+def _costly(e: Any, memo: dict[int, bool]) -> bool:
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+        return False
+    found = memo.get(id(e))
+    if found is None:
+        found = memo[id(e)] = e[0] in _CALLS or any(_costly(x, memo) for x in _operands(e))
+    return found
+
+
+def _kreads_any(e: Any, memo: dict[int, bool]) -> bool:
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+        return False
+    found = memo.get(id(e))
+    if found is None:
+        found = memo[id(e)] = e[0] in ("kvar", "kabs") or any(_kreads_any(x, memo) for x in _operands(e))
+    return found
+
+
+def _quantities(e: Any) -> frozenset:
+    """The fields and temporaries (kind, index) an expression reads."""
+    found: set[tuple[str, int]] = set()
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if not (isinstance(x, tuple) and x) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x[0] in ("f", "t"):
+            found.add((x[0], x[1]))
+        elif x[0] not in ("s", "c"):
+            stack.extend(_operands(x))
+    return frozenset(found)
+
+
+def _intern(e: Any, table: dict[tuple, tuple], memo: dict[int, tuple]) -> Any:
+    """`e` with every part replaced by the first equal one seen (`table`, by structure; `memo`,
+    by identity), so that equal parts are one object. Literals are equal only with the same
+    type and text (``1``, ``1.0``, ``True`` and ``-0.0``, ``0.0`` are not)."""
+    if not (isinstance(e, tuple) and e):
+        return e
+    got = memo.get(id(e))
+    if got is not None:
+        return got
+    tag = e[0]
+    if tag == "c":
+        key: tuple = ("c", type(e[1]), repr(e[1]))
+        new = e
+    elif tag in ("f", "t", "s"):
+        key = new = e
+    else:
+        new = _rebuild(e, lambda x: _intern(x, table, memo))
+        key = (tag, *(id(x) if isinstance(x, tuple) else x for x in new[1:]))
+    out = table.setdefault(key, new)
+    memo[id(e)] = out
+    return out

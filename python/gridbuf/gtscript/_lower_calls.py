@@ -359,13 +359,18 @@ _SPILL_DEPTH = 48
 _SPILL_NODES = 1024
 
 
-def _reads_temp(e: Any, index: int) -> bool:
+def _reads_temp(e: Any, index: int, seen: set[int] | None = None) -> bool:
+    """Whether an expression reads the temporary `index`; each shared part looked at once
+    (`seen`, by identity)."""
     if not (isinstance(e, tuple) and e):
         return False
     if e[0] == "t":
         return e[1] == index
     if e[0] in ("f", "s", "c"):
         return False
-    return any(_reads_temp(x, index) for x in e[1:])
-
-
+    if seen is None:
+        seen = set()
+    elif id(e) in seen:
+        return False
+    seen.add(id(e))
+    return any(_reads_temp(x, index, seen) for x in e[1:])

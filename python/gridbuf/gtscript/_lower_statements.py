@@ -495,30 +495,45 @@ class StatementsMixin(_LoweringBase):
         self.lines.append("endwhile")
 
 
-def _guard_levels(e: Any, cond: Expr | None) -> Any:
+def _guard_levels(e: Any, cond: Expr | None, memo: dict[int, bool] | None = None) -> Any:
     """Reads at run-time K levels in a value that is thrown away (the branch of a select not
     taken, the right operand of an `and` whose left is false: masked assignments, `if`, `while`)
     read their own level instead: their level may be out of range there without being an error.
     GT4Py's compiled backends never compute such values; its numpy backend computes them from a
-    level clipped into the array, and throws them away too."""
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+    level clipped into the array, and throws them away too. A part with no such read is returned
+    as it is, not copied, so the parts the lowering's expressions share stay shared (`memo`:
+    whether a part has one, by identity)."""
+    if memo is None:
+        memo = {}
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c") or not _kreads(e, memo):
         return e
     if e[0] in ("kvar", "kabs"):
-        index = _guard_levels(e[2], cond)
+        index = _guard_levels(e[2], cond, memo)
         if cond is not None:
             index = ("sel", cond, index, ("c", 0))
         return (e[0], e[1], index)
     both = (lambda a, b: b if a is None else ("and", a, b))
     if e[0] == "sel":
-        c = _guard_levels(e[1], cond)
-        return ("sel", c, _guard_levels(e[2], both(cond, e[1])), _guard_levels(e[3], both(cond, ("not", e[1]))))
+        c = _guard_levels(e[1], cond, memo)
+        return ("sel", c, _guard_levels(e[2], both(cond, e[1]), memo), _guard_levels(e[3], both(cond, ("not", e[1])), memo))
     if e[0] in ("and", "or"):
-        left = _guard_levels(e[1], cond)
+        left = _guard_levels(e[1], cond, memo)
         taken = e[1] if e[0] == "and" else ("not", e[1])
-        return (e[0], left, _guard_levels(e[2], both(cond, taken)))
+        return (e[0], left, _guard_levels(e[2], both(cond, taken), memo))
     if e[0] == "cast":
-        return ("cast", e[1], _guard_levels(e[2], cond))
-    return (e[0], *(_guard_levels(x, cond) for x in e[1:]))
+        return ("cast", e[1], _guard_levels(e[2], cond, memo))
+    return (e[0], *(_guard_levels(x, cond, memo) for x in e[1:]))
+
+
+def _kreads(e: Any, memo: dict[int, bool]) -> bool:
+    """Whether an expression reads at a run-time K level; each shared part looked at once."""
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+        return False
+    key = id(e)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = e[0] in ("kvar", "kabs") or any(_kreads(x, memo) for x in e[1:])
+    return found
 
 
 def _reads(value: Any) -> set[tuple[str, int]]:

@@ -147,7 +147,7 @@ impl Level {
 }
 
 /// Unary operators.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
 pub enum UnOp {
     Neg,
@@ -187,7 +187,7 @@ pub enum UnOp {
 }
 
 /// Binary operators; comparisons and boolean operators give 1 or 0.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
 pub enum BinOp {
     Add,

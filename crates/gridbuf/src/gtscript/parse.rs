@@ -34,6 +34,13 @@
 //! `sin` ... `atanh`, `gamma`, `cbrt`, `erf`, `erfc`, `floor`, `ceil`, `trunc`, `round`,
 //! `round_away_from_zero`, `isfinite`, `isnan`, `isinf`); `mod` is NumPy's `remainder`. Each
 //! operator's name, types and code are its entry in [`super::ops`].
+//!
+//! A part of a statement's expression that occurs in it more than once may be written once:
+//! `let N EXPR` stands for EXPR and names it N (0, 1, ... in the order they appear in the
+//! statement), and a later `ref N` in the same statement stands for the same expression again.
+//! The two read as the expression written out in full (the frontend's inlined functions copy a
+//! local into every place that reads it, which written out grows with the product of the
+//! copies); the planner computes equal parts of a statement once (`plan::tape`).
 
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{
@@ -51,6 +58,27 @@ fn parse_dims(dims: &str, ln: usize) -> Result<[bool; 3]> {
 fn ir_error(line: usize, message: impl Into<String>) -> Error {
     Error::invalid("stencil IR", format!("line {}", line + 1), message.into())
 }
+
+/// The parts of the statement being read that it named with `let`: each expression and its
+/// height (levels of nesting), once read; the deepest level the statement has reached so far;
+/// whether the token just read was a `let` (whose expression may not be another `let`, so
+/// that every level of the parser's recursion reads a token of its own).
+/// And the nodes the statement has so far, written out (`ref`s counted in full).
+#[derive(Default)]
+struct Shared {
+    defs: Vec<Option<(Expr, usize, usize)>>,
+    deepest: usize,
+    after_let: bool,
+    nodes: usize,
+}
+
+/// The deepest nesting an expression may have (the IR's limit, which the frontend knows as
+/// `IR_MAX_DEPTH`).
+const MAX_DEPTH: usize = 200;
+
+/// The most nodes a statement's expression may have written out: `ref`s make an expression
+/// that grows exponentially with the length of its text possible.
+const MAX_NODES: usize = 1 << 22;
 
 struct Tokens<'a> {
     it: std::str::SplitWhitespace<'a>,
@@ -141,19 +169,65 @@ impl Program {
         }
     }
 
-    fn expr(&self, t: &mut Tokens<'_>, depth: usize, default: Ty) -> Result<Expr> {
-        if depth > 200 {
+    fn expr(&self, t: &mut Tokens<'_>, depth: usize, default: Ty, sh: &mut Shared) -> Result<Expr> {
+        if depth > MAX_DEPTH {
             return Err(ir_error(t.line, "expression nested too deeply"));
         }
+        sh.deepest = sh.deepest.max(depth);
+        let after_let = std::mem::take(&mut sh.after_let);
         let op = t.next()?;
+        if op != "let" && op != "ref" {
+            sh.nodes += 1;
+        }
+        match op {
+            "let" => {
+                if after_let {
+                    return Err(ir_error(t.line, "let directly inside let"));
+                }
+                let n = t.index(sh.defs.len() + 1, "shared expression")?;
+                if n != sh.defs.len() {
+                    let want = sh.defs.len();
+                    return Err(ir_error(t.line, format!("let {n}: expected let {want}")));
+                }
+                sh.defs.push(None);
+                let outer = std::mem::replace(&mut sh.deepest, depth);
+                let before = sh.nodes;
+                sh.after_let = true;
+                let e = self.expr(t, depth, default, sh)?;
+                let height = sh.deepest - depth + 1;
+                sh.deepest = sh.deepest.max(outer);
+                sh.defs[n] = Some((e.clone(), height, sh.nodes - before));
+                return Ok(e);
+            }
+            "ref" => {
+                let n = t.index(sh.defs.len(), "shared expression")?;
+                let Some((e, height, nodes)) = &sh.defs[n] else {
+                    return Err(ir_error(t.line, format!("ref {n} inside its own let")));
+                };
+                let deepest = depth + height - 1;
+                if deepest > MAX_DEPTH {
+                    return Err(ir_error(t.line, "expression nested too deeply"));
+                }
+                sh.nodes += nodes;
+                if sh.nodes > MAX_NODES {
+                    return Err(ir_error(
+                        t.line,
+                        format!("expression of more than {MAX_NODES} nodes written out"),
+                    ));
+                }
+                sh.deepest = sh.deepest.max(deepest);
+                return Ok(e.clone());
+            }
+            _ => {}
+        }
         let unary = crate::gtscript::ops::un_named(op);
         if let Some(u) = unary {
-            return Ok(Expr::Un(u, Box::new(self.expr(t, depth + 1, default)?)));
+            return Ok(Expr::Un(u, Box::new(self.expr(t, depth + 1, default, sh)?)));
         }
         let binary = crate::gtscript::ops::bin_named(op);
         if let Some(b) = binary {
-            let a = self.expr(t, depth + 1, default)?;
-            let c = self.expr(t, depth + 1, default)?;
+            let a = self.expr(t, depth + 1, default, sh)?;
+            let c = self.expr(t, depth + 1, default, sh)?;
             return Ok(Expr::Bin(b, Box::new(a), Box::new(c)));
         }
         match op {
@@ -176,7 +250,7 @@ impl Program {
                 Ok(Expr::ReadK(
                     a,
                     k,
-                    Box::new(self.expr(t, depth + 1, default)?),
+                    Box::new(self.expr(t, depth + 1, default, sh)?),
                 ))
             }
             "s" => Ok(Expr::Scalar(t.index(self.scalars.len(), "scalar")?)),
@@ -192,12 +266,15 @@ impl Program {
             }
             "cast" => {
                 let ty = t.ty()?;
-                Ok(Expr::Cast(ty, Box::new(self.expr(t, depth + 1, default)?)))
+                Ok(Expr::Cast(
+                    ty,
+                    Box::new(self.expr(t, depth + 1, default, sh)?),
+                ))
             }
             "sel" => {
-                let c = self.expr(t, depth + 1, default)?;
-                let a = self.expr(t, depth + 1, default)?;
-                let b = self.expr(t, depth + 1, default)?;
+                let c = self.expr(t, depth + 1, default, sh)?;
+                let a = self.expr(t, depth + 1, default, sh)?;
+                let b = self.expr(t, depth + 1, default, sh)?;
                 Ok(Expr::Select(Box::new(c), Box::new(a), Box::new(b)))
             }
             _ => Err(ir_error(t.line, format!("unknown operator {op:?}"))),
@@ -323,7 +400,7 @@ impl Program {
                         return Err(ir_error(ln, "statement target must be f or t"));
                     }
                     let target = p.access(&mut t, kind)?;
-                    let expr = p.expr(&mut t, 0, default)?;
+                    let expr = p.expr(&mut t, 0, default, &mut Shared::default())?;
                     if t.it.next().is_some() {
                         return Err(ir_error(ln, "trailing tokens"));
                     }
@@ -457,5 +534,43 @@ mod tests {
         s[1].expr.reads(&mut |a, o| fixed.push((a, o)));
         assert_eq!(fixed, [(Access::Field { field: 1, comp: 0 }, [0, 0, 0])]);
         assert!(Program::parse("stencil x float64\nfield a IJK\ncomp FORWARD\ninterval S 0 E 0\nstmt 1 f 0 0 kvar s 0 lit int64 0\n").is_err());
+    }
+
+    #[test]
+    fn shared_parts_read_as_written_out() {
+        let head = "stencil s float64\nfield a IJK\nfield b IJK\ncomp PARALLEL\ninterval S 0 E 0\n";
+        let shared = Program::parse(&format!(
+            "{head}stmt 1 f 1 0 mul let 0 add exp let 1 log f 0 0 0 0 0 ref 1 sub ref 0 ref 1\n"
+        ))
+        .unwrap();
+        let log = "log f 0 0 0 0 0";
+        let full = Program::parse(&format!(
+            "{head}stmt 1 f 1 0 mul add exp {log} {log} sub add exp {log} {log} {log}\n"
+        ))
+        .unwrap();
+        assert_eq!(shared.sections, full.sections);
+        let bad = |e: &str| {
+            Program::parse(&format!("{head}stmt 1 f 1 0 {e}\n"))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(bad("add let 1 f 0 0 0 0 0 f 0 0 0 0 0").contains("out of range"));
+        assert!(bad("add let 0 neg f 0 0 0 0 0 let 0 neg f 0 0 0 0 0").contains("expected let 1"));
+        assert!(bad("add ref 0 f 0 0 0 0 0").contains("out of range"));
+        assert!(bad("let 0 add ref 0 f 0 0 0 0 0").contains("inside its own let"));
+        assert!(bad("let 0 let 1 f 0 0 0 0 0").contains("let directly inside let"));
+        // Names are the statement's own.
+        let two = format!("{head}stmt 1 f 1 0 let 0 neg f 0 0 0 0 0\nstmt 2 f 1 0 ref 0\n");
+        assert!(Program::parse(&two).is_err());
+        // Written out, neither deeper than the IR allows nor exponentially large.
+        let chain = (1..=4).fold("let 0 neg f 0 0 0 0 0".to_string(), |e, n| {
+            format!("add {e} let {n} {}ref {}", "neg ".repeat(59), n - 1)
+        });
+        assert!(bad(&chain).contains("nested too deeply"));
+        let mut doubling = "let 0 add f 0 0 0 0 0 f 0 0 0 0 0".to_string();
+        for n in 1..=30 {
+            doubling = format!("add {doubling} let {n} add ref {} ref {}", n - 1, n - 1);
+        }
+        assert!(bad(&doubling).contains("nodes written out"));
     }
 }

@@ -811,11 +811,12 @@ fn many_operands_and_long_tapes_agree() {
     for &(i, j) in &offs[1..] {
         many = format!("add {many} f 0 0 {i} {j} 0");
     }
-    // A balanced sum of 300 products: a tape of about 600 instructions.
+    // A balanced sum of 300 distinct products (equal ones would be computed once): a tape of
+    // about 600 instructions.
     fn sum(offs: &[(i32, i32)], lo: usize, hi: usize) -> String {
         if hi - lo == 1 {
             let (i, j) = offs[lo % offs.len()];
-            format!("mul f 0 0 {i} {j} 0 c {}.5", lo % 7)
+            format!("mul f 0 0 {i} {j} 0 c {}.5", lo % 7 + 7 * (lo / offs.len()))
         } else {
             let mid = (lo + hi) / 2;
             format!("add {} {}", sum(offs, lo, mid), sum(offs, mid, hi))

@@ -29,7 +29,9 @@ const UNROLL: u32 = 8;
 /// of the step, every loaded operand live until then, and register allocation was quadratic
 /// in the operands, 3.1 s for 6000 of them; 0.27 s without). Tapes longer than [`LONG_TAPE`]
 /// instructions run one step per iteration: their own instructions give the processor enough
-/// independent work.
+/// independent work. So do tapes that call a math function: every vector register is spilled
+/// around each call, so independent steps overlap nothing, and eight copies of such a tape
+/// made most of the code-generation time of pace's physics.
 pub(crate) const CARRIED_OPERANDS: usize = 32;
 
 /// See [`CARRIED_OPERANDS`].
@@ -82,7 +84,11 @@ pub(crate) fn build(
             3,
         ))
     });
-    let unroll = if tape.len() > LONG_TAPE { 1 } else { UNROLL };
+    let unroll = if tape.len() > LONG_TAPE || !calls.is_empty() {
+        1
+    } else {
+        UNROLL
+    };
     let carried_ops = if many { 0 } else { operands.len() };
     let firsts: Vec<Value> = (0..carried_ops)
         .map(|k| b.ins().load(ptr, flags, ops, (k * word) as i32))

@@ -3,7 +3,8 @@
 //! machine-code generator both run), and the quantity numbering the tapes address.
 
 use crate::gtscript::ir::{Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
-use crate::gtscript::passes::types::type_of;
+use crate::gtscript::passes::types::{bin_types, type_of, un_types};
+use std::collections::HashMap;
 
 /// An operand of a tape instruction.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -22,7 +23,7 @@ pub enum Src {
 pub(crate) const ZERO_SRC: Src = Src::Const(Value::I(0));
 
 /// A tape operation.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Op {
     /// Copy of `a`.
     Mov,
@@ -59,11 +60,30 @@ fn arith(op: Op) -> Option<BinOp> {
 }
 
 /// Fuses an arithmetic instruction into the next one when that one takes its result as an
-/// operand (each intermediate value is read exactly once, by a later instruction).
+/// operand and is its only reader (a value computed once for several readers stays).
 pub(crate) fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
+    // Readers of each instruction's value.
+    let mut readers = vec![0u32; tape.len()];
+    let mut def: Vec<usize> = Vec::new();
+    for (i, ins) in tape.iter().enumerate() {
+        for a in &ins.args {
+            if let Src::Reg(r) = a {
+                readers[def[*r as usize]] += 1;
+            }
+        }
+        let r = ins.dst as usize;
+        if def.len() <= r {
+            def.resize(r + 1, usize::MAX);
+        }
+        def[r] = i;
+    }
     let mut out: Vec<Instr> = Vec::with_capacity(tape.len());
-    for ins in tape {
-        if let (Some(prev), Some(op2)) = (out.last().copied(), arith(ins.op)) {
+    // Whether `out`'s last instruction is the previous one of `tape`, unfused.
+    let mut last_plain = false;
+    for (i, ins) in tape.into_iter().enumerate() {
+        let single = last_plain && readers[i - 1] == 1;
+        last_plain = true;
+        if let (Some(prev), Some(op2), true) = (out.last().copied(), arith(ins.op), single) {
             if let Some(op1) = arith(prev.op).filter(|_| prev.ty == ins.ty && ins.ty.is_float()) {
                 let r = Src::Reg(prev.dst);
                 let other = if ins.args[0] == r && ins.args[1] != r {
@@ -81,6 +101,7 @@ pub(crate) fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
                 let clash = prev.args.contains(&Src::Reg(ins.dst));
                 if let Some(c) = other.filter(|_| !clash) {
                     out.pop();
+                    last_plain = false;
                     out.push(Instr {
                         op: Op::Bin2(op1, op2),
                         dst: ins.dst,
@@ -125,8 +146,8 @@ pub(crate) fn quantity(p: &Program, a: Access) -> usize {
     }
 }
 
-/// Registers in use while compiling a tape: each value is read once, so an operand's register
-/// is free once the instruction that reads it has its own.
+/// Registers in use while compiling a tape: a value's register is free once the last
+/// instruction that reads it has its own.
 pub(crate) struct Regs {
     pub(crate) free: Vec<u32>,
     pub(crate) count: u32,
@@ -140,55 +161,197 @@ impl Regs {
         })
     }
 
-    pub(crate) fn release(&mut self, args: &[Src]) {
-        for a in args {
-            if let Src::Reg(r) = a {
-                self.free.push(*r);
-            }
-        }
-        // Lowest first, so tapes reuse few registers.
-        self.free.sort_unstable_by(|a, b| b.cmp(a));
+    fn release(&mut self, r: u32) {
+        // Lowest last, so tapes reuse few registers.
+        let at = self.free.partition_point(|&x| x > r);
+        self.free.insert(at, r);
     }
 }
 
-/// Appends to `tape` the instructions that compute `expr`; returns where its value is.
+/// An operand while a tape is built: the value of an earlier node, or a source that needs no
+/// instruction.
+#[derive(Copy, Clone)]
+enum Arg {
+    Val(u32),
+    Src(Src),
+}
+
+/// What makes two computations the same: the operation, its type and its operands (earlier
+/// values by their node, literals by their bits, so `0.0` and `-0.0` stay apart).
+#[derive(PartialEq, Eq, Hash)]
+struct Key(Op, Ty, [ArgKey; 3]);
+
+#[derive(PartialEq, Eq, Hash)]
+enum ArgKey {
+    Val(u32),
+    Reg(u32),
+    Q(u32, [i32; 3]),
+    Scalar(u32),
+    F(u64),
+    I(i64),
+}
+
+fn arg_key(a: Arg) -> ArgKey {
+    match a {
+        Arg::Val(v) => ArgKey::Val(v),
+        Arg::Src(Src::Reg(r)) => ArgKey::Reg(r), // not made while a tape is built
+        Arg::Src(Src::Q(q, off)) => ArgKey::Q(q, off),
+        Arg::Src(Src::Scalar(s)) => ArgKey::Scalar(s),
+        Arg::Src(Src::Const(Value::F(x))) => ArgKey::F(x.to_bits()),
+        Arg::Src(Src::Const(Value::I(i))) => ArgKey::I(i),
+    }
+}
+
+/// A statement's expression as a graph of distinct computations: a subexpression that occurs
+/// more than once (the frontend copies a function's local into every place that reads it, and
+/// an `if` into both sides of its selects) is one node, computed once.
+struct Dag<'p> {
+    p: &'p Program,
+    nodes: Vec<(Op, [Arg; 3], Ty)>,
+    index: HashMap<Key, u32>,
+}
+
+impl Dag<'_> {
+    /// The node (or source) of `e` and the type of its value (`type_of`'s, bottom-up).
+    fn node(&mut self, e: &Expr) -> (Arg, Ty) {
+        let p = self.p;
+        let zero = Arg::Src(ZERO_SRC);
+        let (op, args, ty, value_ty) = match e {
+            Expr::Read(a, off) => {
+                return (
+                    Arg::Src(Src::Q(quantity(p, *a) as u32, *off)),
+                    type_of(p, e),
+                )
+            }
+            Expr::ReadK(a, k, i) => {
+                let (i, ti) = self.node(i);
+                let op = Op::LoadK(quantity(p, *a) as u32, *k);
+                (op, [i, zero, zero], ti, type_of(p, e))
+            }
+            Expr::Scalar(s) => return (Arg::Src(Src::Scalar(*s as u32)), p.scalars[*s].ty),
+            Expr::Const(v, t) => return (Arg::Src(Src::Const(*v)), *t),
+            Expr::Cast(t, a) => {
+                let (a, ta) = self.node(a);
+                (Op::Cast(*t), [a, zero, zero], ta, *t)
+            }
+            Expr::Un(op, a) => {
+                let (a, ta) = self.node(a);
+                (Op::Un(*op), [a, zero, zero], ta, un_types(*op, ta).1)
+            }
+            Expr::Bin(op, a, b) => {
+                let (a, ta) = self.node(a);
+                let (b, tb) = self.node(b);
+                (Op::Bin(*op), [a, b, zero], ta, bin_types(*op, ta, tb).1)
+            }
+            Expr::Select(c, a, b) => {
+                let (c, _) = self.node(c);
+                let (a, ta) = self.node(a);
+                let (b, _) = self.node(b);
+                (Op::Sel, [c, a, b], ta, ta)
+            }
+        };
+        let nodes = &mut self.nodes;
+        let n = *self
+            .index
+            .entry(Key(op, ty, args.map(arg_key)))
+            .or_insert_with(|| {
+                nodes.push((op, args, ty));
+                (nodes.len() - 1) as u32
+            });
+        (Arg::Val(n), value_ty)
+    }
+}
+
+/// Appends to `tape` the instructions that compute `expr`; returns where its value is. Equal
+/// subexpressions are computed once, where the first one was (the operations are pure, so the
+/// values are the same bit for bit); the last instruction computes the value.
 pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
-    let zero = ZERO_SRC;
-    let (op, args, ty) = match expr {
-        Expr::Read(a, off) => return Src::Q(quantity(p, *a) as u32, *off),
-        Expr::ReadK(a, k, i) => (
-            Op::LoadK(quantity(p, *a) as u32, *k),
-            [compile(i, p, tape, regs), zero, zero],
-            type_of(p, i),
-        ),
-        Expr::Scalar(s) => return Src::Scalar(*s as u32),
-        Expr::Const(v, _) => return Src::Const(*v),
-        Expr::Cast(t, a) => (
-            Op::Cast(*t),
-            [compile(a, p, tape, regs), zero, zero],
-            type_of(p, a),
-        ),
-        Expr::Un(op, a) => (
-            Op::Un(*op),
-            [compile(a, p, tape, regs), zero, zero],
-            type_of(p, a),
-        ),
-        Expr::Bin(op, a, b) => {
-            let ty = type_of(p, a);
-            let a = compile(a, p, tape, regs);
-            let b = compile(b, p, tape, regs);
-            (Op::Bin(*op), [a, b, zero], ty)
-        }
-        Expr::Select(c, a, b) => {
-            let ty = type_of(p, a);
-            let c = compile(c, p, tape, regs);
-            let a = compile(a, p, tape, regs);
-            let b = compile(b, p, tape, regs);
-            (Op::Sel, [c, a, b], ty)
-        }
+    let mut dag = Dag {
+        p,
+        nodes: Vec::new(),
+        index: HashMap::new(),
     };
-    let dst = regs.take();
-    regs.release(&args);
-    tape.push(Instr { op, dst, args, ty });
-    Src::Reg(dst)
+    let root = match dag.node(expr).0 {
+        Arg::Src(s) => return s,
+        Arg::Val(v) => v as usize,
+    };
+    // Readers left per node; the statement reads the root.
+    let mut left = vec![0u32; dag.nodes.len()];
+    for (_, args, _) in &dag.nodes {
+        for a in args {
+            if let Arg::Val(v) = a {
+                left[*v as usize] += 1;
+            }
+        }
+    }
+    left[root] += 1;
+    let mut reg = vec![0u32; dag.nodes.len()];
+    for (n, &(op, args, ty)) in dag.nodes.iter().enumerate() {
+        // The destination first: an instruction never writes one of its operands.
+        let dst = regs.take();
+        let args = args.map(|a| match a {
+            Arg::Val(v) => {
+                let v = v as usize;
+                left[v] -= 1;
+                if left[v] == 0 {
+                    regs.release(reg[v]);
+                }
+                Src::Reg(reg[v])
+            }
+            Arg::Src(s) => s,
+        });
+        reg[n] = dst;
+        tape.push(Instr { op, dst, args, ty });
+    }
+    Src::Reg(reg[root])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gtscript::compile;
+
+    /// The tape of the first statement of `text`.
+    fn tape(text: &str) -> Vec<Instr> {
+        compile(text).unwrap().sections[0].stmts[0].tape.clone()
+    }
+
+    #[test]
+    fn equal_parts_are_computed_once() {
+        let head = "stencil s float64\nfield a IJK\nfield b IJK\nscalar c\ncomp PARALLEL\ninterval S 0 E 0\n";
+        let e = "exp mul s 0 log f 0 0 0 0 0";
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 add mul {e} {e} div {e} f 0 0 1 0 0\n"
+        ));
+        let count = |op: Op| t.iter().filter(|i| i.op == op).count();
+        assert_eq!(count(Op::Un(UnOp::Exp)), 1);
+        assert_eq!(count(Op::Un(UnOp::Log)), 1);
+        // Written once or three times, the same tape.
+        let shared = format!("{head}stmt 1 f 1 0 add mul let 0 {e} ref 0 div ref 0 f 0 0 1 0 0\n");
+        assert_eq!(tape(&shared), t);
+        // Operands that differ (an offset, a literal's sign) are other values.
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 add add exp f 0 0 0 0 0 exp f 0 0 0 1 0 add mul lit float64 0.0 f 0 0 0 0 0 mul lit float64 -0.0 f 0 0 0 0 0\n"
+        ));
+        assert_eq!(t.iter().filter(|i| i.op == Op::Un(UnOp::Exp)).count(), 2);
+        let muls = t
+            .iter()
+            .filter(|i| matches!(i.op, Op::Bin(BinOp::Mul) | Op::Bin2(BinOp::Mul, _)));
+        assert_eq!(muls.count(), 2);
+        // A shared value keeps its register until its last reader, and is not fused away.
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 mul add f 0 0 0 0 0 s 0 sub add f 0 0 0 0 0 s 0 f 0 0 0 0 0\n"
+        ));
+        assert_eq!(t[0].op, Op::Bin(BinOp::Add));
+        let adds = t
+            .iter()
+            .filter(|i| matches!(i.op, Op::Bin(BinOp::Add) | Op::Bin2(BinOp::Add, _)));
+        assert_eq!(adds.count(), 1);
+        let r = Src::Reg(t[0].dst);
+        let reads: usize = t
+            .iter()
+            .map(|i| i.args.iter().filter(|a| **a == r).count())
+            .sum();
+        assert_eq!(reads, 2);
+    }
 }
