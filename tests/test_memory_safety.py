@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import gridbuf as gb
 from gridbuf import gtscript
-from gridbuf.gtscript import PARALLEL, Field, computation, interval
+from gridbuf.gtscript import PARALLEL, Field, K, computation, interval
 
 SENTINEL = 0xA5
 GAP = 24  # bytes of sentinel before and after every argument
@@ -244,6 +244,55 @@ def test_run_time_k_reads_stay_inside_the_array(k_stride):
             var_k_read(src, idx, out, origin=origin, domain=domain)
         arena.check_gaps()
         assert not np.isin(out, [np.frombuffer(bytes([SENTINEL] * 8), np.float64)[0]]).any() or (out == before_out).all()
+
+
+@gtscript.stencil(backend="numpy")
+def run_time_component(v: Field[(np.float64, (3,))], w: Field[(np.float64, (3,))], *, index: int):
+    with computation(PARALLEL), interval(...):
+        w[0, 0, 0][index] = v[0, 0, 0][index] * 2.0
+
+
+@pytest.mark.parametrize("index", [-1, 0, 1, 2, 3])
+def test_run_time_data_dim_indices_stay_inside(index):
+    """A data-dim index that is a scalar parameter reads and writes only components of the
+    fields; one that names no component is refused before anything is written."""
+    arena = Arena([((4, 3, 2, 3), np.float64, None, 0), ((4, 3, 2, 3), np.float64, None, 0)])
+    arena.fill(np.random.default_rng(index + 1))
+    v, w = arena.arrays
+    want = w.copy()
+    ok = call_checked(arena, lambda: run_time_component(v, w, index=index))
+    assert ok == (0 <= index < 3)
+    if ok:
+        want[..., index] = v[..., index] * 2.0
+        np.testing.assert_array_equal(w, want)
+
+
+@gtscript.stencil(backend="numpy")
+def k_as_value(a: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        out = a * K
+
+
+@gtscript.stencil(backend="numpy")
+def aliased(q_in: Field[np.float64], q_out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        q_out = q_in + 1.0
+
+
+def test_k_as_a_value_and_one_array_as_two_fields_stay_inside():
+    """`K` read as a value (a hidden field of level numbers the call adds) and one array passed
+    as input and output (the variant with the two fields as one) touch only their arrays."""
+    arena = Arena([((5, 4, 6), np.float64, None, 0), ((5, 4, 6), np.float64, (8, 40, 160), 0), ((5, 4, 6), np.float64, None, 0)])
+    arena.fill(np.random.default_rng(11))
+    a, out, q = arena.arrays
+    want = a * np.arange(-1, 5)  # origin 1 in K: the domain's first level is K == 0
+    assert call_checked(arena, lambda: k_as_value(a, out, origin=(0, 0, 1), domain=(5, 4, 5)))
+    np.testing.assert_array_equal(out[:, :, 1:], want[:, :, 1:])
+    q0 = q.copy()
+    arena.before = arena.buf.copy()
+    assert call_checked(arena, lambda: aliased(q, q, origin=(1, 1, 0), domain=(3, 2, 6)))
+    q0[1:4, 1:3, :] += 1.0
+    np.testing.assert_array_equal(q, q0)
 
 
 # --- hypothesis: dtypes, strides, offsets, the flag -------------------------------------------
