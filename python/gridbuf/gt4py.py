@@ -124,7 +124,7 @@ class GridbufStencilObject(StencilObject):
         impl = type(self)._gt_impl_
         exec_info["domain"], exec_info["origin"] = _resolved(impl, args, kwargs, origin, domain, validate_args)
         exec_info["run_start_time"] = time.perf_counter()
-        type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
+        impl(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
         exec_info["run_end_time"] = exec_info["call_run_end_time"] = time.perf_counter()
         exec_info["call_end_time"] = time.perf_counter()
         if exec_info.setdefault("__aggregate_data", False):

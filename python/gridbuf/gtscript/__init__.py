@@ -481,7 +481,7 @@ class GTStencil:
         self.field_names: tuple[str, ...] = tuple(f["name"] for f in fields)
         # `K` read as a value: the hidden field of level numbers the program reads it from.
         self._k_levels = _K_LEVELS_FIELD in self.field_names
-        self._k_level_arrays: dict[int, np.ndarray] = {}
+        self._k_level_numbers: np.ndarray | None = None
         self.scalar_names: tuple[str, ...] = tuple(self._program.scalars)
         self.fields = fields
         self._stencil = _gridbuf.python_stencil(self.name, self._program, fields, list(self.scalar_names), warnings=warnings)
@@ -607,14 +607,15 @@ class GTStencil:
 
     def _k_level_field(self, fields: list[Any], origin: Any) -> tuple[np.ndarray, dict[str, Any]]:
         """The hidden field of K level numbers (``K`` read as a value) and the call's origin with
-        it at origin 0: level ``k`` of the domain reads ``k``. It is as long as the longest axis
-        of any argument, so it never bounds the domain."""
+        it at origin 0: level ``k`` of the domain reads ``k``. It is at least as long as the
+        longest axis of any argument, so it never bounds the domain (one array, grown when a
+        call needs more)."""
         n = _b.max((_b.max(np.shape(f), default=1) for f in fields if f is not None), default=1)
-        levels = self._k_level_arrays.get(n)
-        if levels is None:
+        levels = self._k_level_numbers
+        if levels is None or len(levels) < n:
             levels = np.arange(n, dtype=np.int64)
             levels.flags.writeable = False
-            self._k_level_arrays = {n: levels}
+            self._k_level_numbers = levels
         if origin is None:
             return levels, {_K_LEVELS_FIELD: (0,)}
         if isinstance(origin, dict):

@@ -123,7 +123,7 @@ class ExpressionsMixin(_LoweringBase):
                 raise self.error(ctx, node, f"GlobalTable {node.id!r} used as a value: read one element, e.g. {node.id}.A[0]")
             if _is_axis_value(v):
                 raise self.error(ctx, node, f"the axis position {node.id!r} ({v}) used as a value: axis positions such as I[0] + 1 are bounds of horizontal regions, region[...]")
-            if getattr(v, "__gt_axis_name__", None) == "K" and not isinstance(v, _Ref):
+            if getattr(v, "__gt_axis_name__", None) == "K":
                 return self.k_level()
             return v
         if isinstance(node, ast.Attribute):
