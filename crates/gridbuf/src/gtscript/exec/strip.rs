@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::gtscript::ir::{KIndex, Ty};
 use crate::gtscript::jit::abi::VkSlot;
+use crate::gtscript::plan::tape::guard_end;
 use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
 use crate::gtscript::rt::interp::Arg;
 use crate::gtscript::rt::interp::STRIP;
@@ -252,7 +253,26 @@ pub(crate) fn run_stmt<T: Elem>(
                     p,
                     n,
                 };
-                for ins in body {
+                let mut at = 0;
+                while at < body.len() {
+                    let ins = &body[at];
+                    at += 1;
+                    match ins.op {
+                        // A guarded run no point of the strip needs is skipped.
+                        Op::Guard(then) => {
+                            let c = strip.operand(ins.args[0], regs)?;
+                            let needed = match c {
+                                Arg::S(c) => c[..n].iter().any(|&x| (x != T::ZERO) == then),
+                                Arg::V(x) => (x != T::ZERO) == then,
+                            };
+                            if !needed {
+                                at = guard_end(body, at);
+                            }
+                            continue;
+                        }
+                        Op::End => continue,
+                        _ => {}
+                    }
                     let mut d = std::mem::take(&mut regs[ins.dst as usize]);
                     if let Op::LoadK(q, _) = ins.op {
                         let idx = strip.operand(ins.args[0], regs)?;

@@ -20,8 +20,9 @@ enum Raw {
     Cast(u8, Box<Raw>),
 }
 
-const UN: [&str; 8] = [
-    "neg", "abs", "sqrt", "floor", "ceil", "trunc", "isnan", "isinf",
+// `exp` and `log` call math functions: selects over them make guarded runs (`tape::guard`).
+const UN: [&str; 10] = [
+    "neg", "abs", "sqrt", "floor", "ceil", "trunc", "isnan", "isinf", "exp", "log",
 ];
 const BIN: [&str; 14] = [
     "add", "sub", "mul", "div", "mod", "floordiv", "min", "max", "lt", "le", "gt", "ge", "eq", "ne",

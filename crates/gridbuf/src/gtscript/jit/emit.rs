@@ -5,8 +5,9 @@
 
 use crate::gtscript::ir::{BinOp, Ty};
 use crate::gtscript::ops::{Against, BinCode, UnCode};
+use crate::gtscript::plan::tape::run_operands;
 use crate::gtscript::plan::{Instr, Op, Src};
-use cranelift_codegen::ir::condcodes::FloatCC;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Endianness, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 
@@ -179,7 +180,68 @@ impl Emit<'_> {
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
         let index = OperandIndex::new(self.operands);
         let mut last = None;
-        for ins in self.tape {
+        let mut runs: Vec<OpenRun> = Vec::new();
+        for (at, ins) in self.tape.iter().enumerate() {
+            match ins.op {
+                Op::Guard(then) => {
+                    // The run's operands are loaded before it, so that every load (and any
+                    // address the caller computes for one on first use) is there after it.
+                    for (q, off) in run_operands(self.tape, at + 1) {
+                        let k = index.get(q, off);
+                        if loaded[k].is_none() {
+                            loaded[k] = Some(operand(b, k));
+                        }
+                    }
+                    // The run's boolean as a comparison result, tested for some lane taking
+                    // this arm.
+                    let c = match ins.args[0] {
+                        Src::Reg(r) => masks.get(r as usize).copied().flatten(),
+                        _ => None,
+                    };
+                    let c = match c {
+                        Some(c) => c,
+                        None => {
+                            let a = match ins.args[0] {
+                                Src::Reg(r) => regs[r as usize].expect("the run's boolean"),
+                                Src::Q(q, off) => {
+                                    let k = index.get(q, off);
+                                    match loaded[k] {
+                                        Some(v) => v,
+                                        None => *loaded[k].insert(operand(b, k)),
+                                    }
+                                }
+                                Src::Scalar(i) => self.widen(b, vt, self.scalars[i as usize]),
+                                Src::Const(v) => self.constant(b, vt, v.as_f64()),
+                            };
+                            let z = self.constant(b, vt, 0.0);
+                            b.ins().fcmp(FloatCC::NotEqual, a, z)
+                        }
+                    };
+                    let any = match (vt.is_vector(), then) {
+                        (true, true) => b.ins().vany_true(c),
+                        (true, false) => {
+                            let not = b.ins().bnot(c);
+                            b.ins().vany_true(not)
+                        }
+                        (false, true) => c,
+                        (false, false) => b.ins().icmp_imm_s(IntCC::Equal, c, 0),
+                    };
+                    runs.push(OpenRun::open(b, any));
+                    continue;
+                }
+                Op::End => {
+                    let run = runs.pop().expect("a run's end follows its start");
+                    let d = ins.dst as usize;
+                    let v = regs[d].expect("the run computes its arm");
+                    let v = run.close(b, v);
+                    regs[d] = Some(v);
+                    if let Some(m) = masks.get_mut(d) {
+                        *m = None;
+                    }
+                    continue;
+                }
+                _ => {}
+            }
             let mut args = [None; 3];
             for (n, a) in ins.args.iter().enumerate() {
                 if n > 0 && !uses_arg(ins.op, n) {
@@ -270,6 +332,7 @@ impl Emit<'_> {
                     Self::arith(b, o2, t, y.expect("fused op operand"))
                 }
                 Op::LoadK(..) => unreachable!("filtered by `supported`"),
+                Op::Guard(_) | Op::End => unreachable!("handled above"),
                 Op::Sel => {
                     let known = match ins.args[0] {
                         Src::Reg(r) => masks.get(r as usize).copied().flatten(),
@@ -306,10 +369,56 @@ impl Emit<'_> {
     }
 }
 
+/// A guarded run being emitted (see [`Op::Guard`]): where the code goes when no lane needs it.
+pub(crate) struct OpenRun {
+    skip: cranelift_codegen::ir::Block,
+}
+
+impl OpenRun {
+    /// Branches into the run where `any` (an `i8`) is nonzero, else to the run's end.
+    pub(crate) fn open(b: &mut FunctionBuilder<'_>, any: Value) -> Self {
+        let (body, skip) = (b.create_block(), b.create_block());
+        b.ins().brif(any, body, &[], skip, &[]);
+        b.switch_to_block(body);
+        OpenRun { skip }
+    }
+
+    /// Joins the run (whose arm is `v`) with the way around it, where the arm is zero (no
+    /// lane takes it there); returns the arm after the join.
+    pub(crate) fn close(&self, b: &mut FunctionBuilder<'_>, v: Value) -> Value {
+        let t = b.func.dfg.value_type(v);
+        let join = b.create_block();
+        let param = b.append_block_param(join, t);
+        b.ins().jump(join, &[v.into()]);
+        b.switch_to_block(self.skip);
+        let zero = zero_of(b, t);
+        b.ins().jump(join, &[zero.into()]);
+        b.switch_to_block(join);
+        param
+    }
+}
+
+/// Zero bits of the Cranelift type `t` (a scalar or vector).
+fn zero_of(b: &mut FunctionBuilder<'_>, t: Type) -> Value {
+    let lane = t.lane_type();
+    let s = if lane == types::F64 {
+        b.ins().f64const(0.0)
+    } else if lane == types::F32 {
+        b.ins().f32const(0.0)
+    } else {
+        b.ins().iconst(lane, 0)
+    };
+    if t.is_vector() {
+        b.ins().splat(t, s)
+    } else {
+        s
+    }
+}
+
 /// Whether operand `n` (1 or 2) of `op` is read.
 pub(crate) fn uses_arg(op: Op, n: usize) -> bool {
     match op {
-        Op::Mov | Op::Cast(_) | Op::Un(_) | Op::LoadK(..) => false,
+        Op::Mov | Op::Cast(_) | Op::Un(_) | Op::LoadK(..) | Op::Guard(_) | Op::End => false,
         Op::Bin(_) => n == 1,
         Op::Bin2(..) | Op::Sel => true,
     }

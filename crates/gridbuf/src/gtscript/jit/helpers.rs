@@ -11,10 +11,11 @@ use cranelift_frontend::FunctionBuilder;
 use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module};
 
-pub(crate) fn jit_error(what: impl std::fmt::Display) -> Error {
+pub(crate) fn jit_error(what: impl std::fmt::Debug) -> Error {
+    // The debug form: Cranelift's verifier errors name the instruction and value there only.
     Error::invalid(
         "gtscript code generation",
-        what.to_string(),
+        format!("{what:?}"),
         "a tape Cranelift accepts (internal error)",
     )
 }

@@ -4,8 +4,9 @@
 
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::jit::emit::OperandIndex;
-use crate::gtscript::jit::emit::{uses_arg, Emit};
+use crate::gtscript::jit::emit::{uses_arg, Emit, OpenRun};
 use crate::gtscript::ops::{BinCode, UnCode};
+use crate::gtscript::plan::tape::run_operands;
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -307,14 +308,31 @@ impl WideEmit<'_> {
         let mut loaded: Vec<Option<Value>> = vec![None; self.operands.len()];
         let index = OperandIndex::new(self.operands);
         let mut last = None;
-        for ins in self.tape {
+        let mut runs: Vec<OpenRun> = Vec::new();
+        for (at, ins) in self.tape.iter().enumerate() {
+            if ins.op == Op::End {
+                let run = runs.pop().expect("a run's end follows its start");
+                let d = ins.dst as usize;
+                let v = regs[d].expect("the run computes its arm");
+                regs[d] = Some(run.close(b, v));
+                continue;
+            }
+            if matches!(ins.op, Op::Guard(_)) {
+                // The run's operands are loaded before it (see `Emit::step_with`).
+                for (q, off) in run_operands(self.tape, at + 1) {
+                    let k = index.get(q, off);
+                    if loaded[k].is_none() {
+                        loaded[k] = Some(operand(b, k));
+                    }
+                }
+            }
             let mut args = [None; 3];
             for (n, a) in ins.args.iter().enumerate() {
                 if n > 0 && !uses_arg(ins.op, n) {
                     continue;
                 }
                 // The type operand `n` is read as.
-                let ty = if ins.op == Op::Sel && n == 0 {
+                let ty = if matches!(ins.op, Op::Sel | Op::Guard(_)) && n == 0 {
                     Ty::Bool
                 } else {
                     ins.ty
@@ -337,7 +355,15 @@ impl WideEmit<'_> {
             let [a, x, y] = args;
             let a = a.expect("every op has a first operand");
             let ty = ins.ty;
+            if let Op::Guard(then) = ins.op {
+                // Into the run where this point takes its arm.
+                let cc = if then { IntCC::NotEqual } else { IntCC::Equal };
+                let c = b.ins().icmp_imm_s(cc, a, 0);
+                runs.push(OpenRun::open(b, c));
+                continue;
+            }
             let v = match ins.op {
+                Op::Guard(_) | Op::End => unreachable!("handled above"),
                 Op::LoadK(q, kind) => self.load_k(b, q, kind, a, point),
                 Op::Mov => a,
                 Op::Cast(to) => Self::cast(b, a, ty, to),

@@ -43,6 +43,23 @@ pub enum Op {
     /// [`KIndex`]), read from the quantity's memory, checked against its K range (an error
     /// names the quantity and the level). The result has the quantity's type.
     LoadK(u32, KIndex),
+    /// The start of a guarded run (see [`guard`]): the instructions up to the matching
+    /// [`Op::End`] compute one arm of a select, needed only at the points where `a` (the
+    /// select's boolean) is true (`Guard(true)`, the second operand) or false (`Guard(false)`,
+    /// the third). Code may skip the run where none of the points it computes at once needs
+    /// it; the run's registers are then undefined there, and only that select reads them.
+    /// Writes no register.
+    Guard(bool),
+    /// The end of a guarded run; `dst` is the register of the arm's value (written by the
+    /// run's last instruction).
+    End,
+}
+
+impl Op {
+    /// Whether this is a guarded run's start or end, not an operation.
+    pub fn is_marker(self) -> bool {
+        matches!(self, Op::Guard(_) | Op::End)
+    }
 }
 
 fn arith(op: Op) -> Option<BinOp> {
@@ -70,6 +87,9 @@ pub(crate) fn fuse(tape: Vec<Instr>) -> Vec<Instr> {
             if let Src::Reg(r) = a {
                 readers[def[*r as usize]] += 1;
             }
+        }
+        if ins.op.is_marker() {
+            continue;
         }
         let r = ins.dst as usize;
         if def.len() <= r {
@@ -130,6 +150,34 @@ pub struct Instr {
     /// and third; its first is a boolean). Comparisons, `not`, `isnan`, `isinf` give booleans,
     /// a cast gives its target type.
     pub ty: Ty,
+}
+
+/// The index after the [`Op::End`] that closes the guarded run whose instructions start at
+/// `at` in `tape`.
+pub(crate) fn guard_end(tape: &[Instr], mut at: usize) -> usize {
+    let mut depth = 1;
+    while depth > 0 {
+        match tape[at].op {
+            Op::Guard(_) => depth += 1,
+            Op::End => depth -= 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    at
+}
+
+/// The operands (quantity, offset) that the guarded run starting at `at` in `tape` reads.
+pub(crate) fn run_operands(
+    tape: &[Instr],
+    at: usize,
+) -> impl Iterator<Item = (u32, [i32; 3])> + '_ {
+    tape[at..guard_end(tape, at)].iter().flat_map(|ins| {
+        ins.args.into_iter().filter_map(|a| match a {
+            Src::Q(q, off) => Some((q, off)),
+            _ => None,
+        })
+    })
 }
 
 /// The quantity `a` names: field components first, in declaration order, then temporaries.
@@ -264,7 +312,8 @@ impl Dag<'_> {
 
 /// Appends to `tape` the instructions that compute `expr`; returns where its value is. Equal
 /// subexpressions are computed once, where the first one was (the operations are pure, so the
-/// values are the same bit for bit); the last instruction computes the value.
+/// values are the same bit for bit); the last instruction computes the value. The arms of
+/// selects that are worth skipping are guarded runs (see [`guard`]).
 pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mut Regs) -> Src {
     let mut dag = Dag {
         p,
@@ -275,6 +324,7 @@ pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mu
         Arg::Src(s) => return s,
         Arg::Val(v) => v as usize,
     };
+    let order = guard::order(&dag.nodes, root);
     // Readers left per node; the statement reads the root.
     let mut left = vec![0u32; dag.nodes.len()];
     for (_, args, _) in &dag.nodes {
@@ -286,24 +336,224 @@ pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mu
     }
     left[root] += 1;
     let mut reg = vec![0u32; dag.nodes.len()];
-    for (n, &(op, args, ty)) in dag.nodes.iter().enumerate() {
+    let src = |a: Arg, reg: &[u32]| match a {
+        Arg::Val(v) => Src::Reg(reg[v as usize]),
+        Arg::Src(s) => s,
+    };
+    for item in order {
+        let n = match item {
+            guard::Item::Node(n) => n,
+            // A run's markers read the select's boolean (which the select reads after them,
+            // so its register lives through the run) and name the arm's register.
+            guard::Item::Guard(sel, then) => {
+                tape.push(Instr {
+                    op: Op::Guard(then),
+                    dst: 0,
+                    args: [src(dag.nodes[sel].1[0], &reg), ZERO_SRC, ZERO_SRC],
+                    ty: Ty::Bool,
+                });
+                continue;
+            }
+            guard::Item::End(arm) => {
+                tape.push(Instr {
+                    op: Op::End,
+                    dst: reg[arm],
+                    args: [ZERO_SRC; 3],
+                    ty: Ty::Bool,
+                });
+                continue;
+            }
+        };
+        let (op, args, ty) = dag.nodes[n];
         // The destination first: an instruction never writes one of its operands.
         let dst = regs.take();
-        let args = args.map(|a| match a {
-            Arg::Val(v) => {
+        let args = args.map(|a| {
+            if let Arg::Val(v) = a {
                 let v = v as usize;
                 left[v] -= 1;
                 if left[v] == 0 {
                     regs.release(reg[v]);
                 }
-                Src::Reg(reg[v])
             }
-            Arg::Src(s) => s,
+            src(a, &reg)
         });
         reg[n] = dst;
         tape.push(Instr { op, dst, args, ty });
     }
     Src::Reg(reg[root])
+}
+
+/// Guarded runs: the arms of a select computed only where the select takes them.
+///
+/// A select computes both its arms at every point; where an arm is expensive (a math
+/// function, or many operations) and used by nothing else, the code computes it only where
+/// some point needs it: a point at a time, only where the point's boolean picks it; a vector
+/// or strip at a time, only where one of its points does. GT4Py's compiled backends branch
+/// the same way (their `if` is C++'s), where its numpy backend computes both sides. Only
+/// time changes: the operations are pure, and every point still gets the arm it selects,
+/// computed by the same instructions in the same order. A read at a run-time K level is
+/// never guarded, so every point's level is still checked.
+mod guard {
+    use super::{Arg, Op};
+    use crate::gtscript::ir::Ty;
+    use crate::gtscript::ops;
+
+    /// What a guarded run's operations must weigh at least (each operation 1, a math
+    /// function's call [`CALL`]) to be worth a test and a branch.
+    const WORTH: u32 = 24;
+    /// The weight of a math function's call (tens of cycles, where an operation is one).
+    const CALL: u32 = 24;
+
+    /// One entry of a tape's order: a node of the statement's graph, a guarded run's start
+    /// (the select's node and which arm) or its end (the arm's node).
+    #[derive(Copy, Clone, Debug, PartialEq)]
+    pub(crate) enum Item {
+        Node(usize),
+        Guard(usize, bool),
+        End(usize),
+    }
+
+    /// A run: the one it sits in (0 is the unguarded statement), its depth, its select and arm,
+    /// and what its operations weigh (its nested runs' included).
+    struct Run {
+        parent: usize,
+        depth: u32,
+        sel: usize,
+        then: bool,
+        weight: u32,
+    }
+
+    fn weight(op: Op, ty: Ty) -> u32 {
+        let call = match op {
+            Op::Un(u) => ops::un(u).math().is_some(),
+            Op::Bin(o) => ty.is_float() && ops::bin(o).math().is_some(),
+            _ => false,
+        };
+        if call {
+            CALL
+        } else {
+            1
+        }
+    }
+
+    /// The order in which to compute `nodes` (a graph in topological order whose value is
+    /// `root`): each node after its operands, the nodes used only by one arm of a select
+    /// (directly or through each other) in a guarded run just before the select, where that
+    /// arm weighs enough.
+    pub(crate) fn order(nodes: &[(Op, [Arg; 3], Ty)], root: usize) -> Vec<Item> {
+        let n = nodes.len();
+        let mut runs = vec![Run {
+            parent: 0,
+            depth: 0,
+            sel: usize::MAX,
+            then: false,
+            weight: 0,
+        }];
+        // The innermost run holding every use of each node (readers come later in `nodes`,
+        // so all of a node's uses are known when it is reached going backwards).
+        const NONE: usize = usize::MAX;
+        let mut run_of = vec![NONE; n];
+        run_of[root] = 0;
+        let common = |runs: &[Run], mut a: usize, mut b: usize| {
+            while a != b {
+                if runs[a].depth >= runs[b].depth {
+                    a = runs[a].parent;
+                } else {
+                    b = runs[b].parent;
+                }
+            }
+            a
+        };
+        for v in (0..n).rev() {
+            let (op, args, _) = nodes[v];
+            // Not used by the statement: never computed by a run (cannot happen for a
+            // graph built from one expression, but an unreached node stays unguarded).
+            let mut r = if run_of[v] == NONE { 0 } else { run_of[v] };
+            if matches!(op, Op::LoadK(..)) {
+                r = 0;
+            }
+            run_of[v] = r;
+            let guarded = op == Op::Sel && !matches!(args[0], Arg::Src(super::Src::Const(_)));
+            for (k, a) in args.iter().enumerate() {
+                let Arg::Val(w) = *a else { continue };
+                let w = w as usize;
+                let edge = if guarded && k > 0 {
+                    runs.push(Run {
+                        parent: r,
+                        depth: runs[r].depth + 1,
+                        sel: v,
+                        then: k == 1,
+                        weight: 0,
+                    });
+                    runs.len() - 1
+                } else {
+                    r
+                };
+                run_of[w] = if run_of[w] == NONE {
+                    edge
+                } else {
+                    common(&runs, run_of[w], edge)
+                };
+            }
+        }
+        // Weights, nested runs' included (a run is made after the one it sits in).
+        for v in 0..n {
+            runs[run_of[v]].weight += weight(nodes[v].0, nodes[v].2);
+        }
+        for r in (1..runs.len()).rev() {
+            let w = runs[r].weight;
+            let parent = runs[r].parent;
+            runs[parent].weight += w;
+        }
+        // A run not worth its test is part of the one it sits in.
+        let mut kept = vec![0usize; runs.len()];
+        for r in 1..runs.len() {
+            kept[r] = if runs[r].weight >= WORTH {
+                r
+            } else {
+                kept[runs[r].parent]
+            };
+        }
+        let mut members: Vec<Vec<usize>> = vec![Vec::new(); runs.len()];
+        for (v, &r) in run_of.iter().enumerate() {
+            members[kept[r]].push(v);
+        }
+        // The runs before each select, its second operand's first.
+        let mut before: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for r in 1..runs.len() {
+            if kept[r] == r && !members[r].is_empty() {
+                before[runs[r].sel].push(r);
+            }
+        }
+        for b in &mut before {
+            b.sort_by_key(|&r| !runs[r].then);
+        }
+        let mut out = Vec::with_capacity(n);
+        emit(0, &members, &before, &runs, nodes, &mut out);
+        out
+    }
+
+    fn emit(
+        r: usize,
+        members: &[Vec<usize>],
+        before: &[Vec<usize>],
+        runs: &[Run],
+        nodes: &[(Op, [Arg; 3], Ty)],
+        out: &mut Vec<Item>,
+    ) {
+        for &v in &members[r] {
+            for &g in &before[v] {
+                let arm = match nodes[v].1[if runs[g].then { 1 } else { 2 }] {
+                    Arg::Val(w) => w as usize,
+                    Arg::Src(_) => unreachable!("a run computes an arm that is a node"),
+                };
+                out.push(Item::Guard(v, runs[g].then));
+                emit(g, members, before, runs, nodes, out);
+                out.push(Item::End(arm));
+            }
+            out.push(Item::Node(v));
+        }
+    }
 }
 
 #[cfg(test)]
@@ -353,5 +603,64 @@ mod tests {
             .map(|i| i.args.iter().filter(|a| **a == r).count())
             .sum();
         assert_eq!(reads, 2);
+    }
+
+    /// The ops of a tape, markers as `G+`/`G-`/`E` and everything else by kind.
+    fn shape(t: &[Instr]) -> Vec<String> {
+        t.iter()
+            .map(|i| match i.op {
+                Op::Guard(true) => "G+".into(),
+                Op::Guard(false) => "G-".into(),
+                Op::End => "E".into(),
+                Op::Sel => "sel".into(),
+                Op::Un(UnOp::Exp) => "exp".into(),
+                Op::Un(UnOp::Log) => "log".into(),
+                _ => "op".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn expensive_arms_are_guarded_runs() {
+        let head = "stencil s float64\nfield a IJK\nfield b IJK\ncomp PARALLEL\ninterval S 0 E 0\n";
+        // Each arm computes a math function only it uses: two runs, the select after them.
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 sel gt f 0 0 0 0 0 lit float64 0.0 exp f 0 0 1 0 0 log f 0 0 0 1 0\n"
+        ));
+        assert_eq!(shape(&t), ["op", "G+", "exp", "E", "G-", "log", "E", "sel"]);
+        // The markers read the select's boolean and name each arm's register.
+        let sel = t.last().unwrap();
+        assert_eq!(t[1].args[0], sel.args[0]);
+        assert_eq!(Src::Reg(t[3].dst), sel.args[1]);
+        assert_eq!(Src::Reg(t[6].dst), sel.args[2]);
+        // A value both arms use, or the statement uses elsewhere, is computed before them; an
+        // arm of a few operations is not worth a branch.
+        let e = "exp f 0 0 1 0 0";
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 sel gt f 0 0 0 0 0 lit float64 0.0 mul {e} lit float64 2.0 add {e} lit float64 1.0\n"
+        ));
+        assert!(!t.iter().any(|i| i.op.is_marker()), "{:?}", shape(&t));
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 add sel gt f 0 0 0 0 0 lit float64 0.0 log f 0 0 1 0 0 f 0 0 0 0 0 {e}\n"
+        ));
+        assert_eq!(shape(&t), ["op", "G+", "log", "E", "sel", "exp", "op"]);
+        // Runs nest: an inner select's arm inside an outer one's.
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 sel gt f 0 0 0 0 0 lit float64 0.0 sel gt f 0 0 1 0 0 lit float64 0.0 exp f 0 0 1 0 0 f 0 0 0 0 0 f 0 0 0 1 0\n"
+        ));
+        assert_eq!(
+            shape(&t),
+            ["op", "G+", "op", "G+", "exp", "E", "sel", "E", "sel"]
+        );
+        // A read at a run-time K level stays outside every run (each point's level is checked).
+        let t = tape(&format!(
+            "{head}stmt 1 f 1 0 sel gt f 0 0 0 0 0 lit float64 0.0 exp kvar f 0 0 lit int64 1 lit float64 0.0\n"
+        ));
+        let k = t
+            .iter()
+            .position(|i| matches!(i.op, Op::LoadK(..)))
+            .unwrap();
+        let g = t.iter().position(|i| i.op.is_marker()).unwrap_or(t.len());
+        assert!(k < g, "{:?}", shape(&t));
     }
 }

@@ -1,0 +1,198 @@
+"""Selects whose arms the engine computes only where some point takes them (guarded runs,
+``plan/tape.rs``'s ``guard``): an ``if``/``else`` whose branches call math functions, nested and
+not, on float64, float32 and mixed-type stencils, with conditions that differ from point to point
+(vector lanes of both kinds), per row, per level, everywhere the same, and a scalar condition;
+compiled and interpreted, on every layout. The reference is a plain Python loop over the points
+with ``math``'s functions (the C library's, which gridbuf calls too), so every value must agree
+bit for bit; NaN inputs check that a skipped arm's garbage never reaches an output."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import gridbuf as gb
+from gridbuf import gtscript
+from gridbuf.gtscript import FORWARD, PARALLEL, Field, computation, exp, interval, log, sqrt
+
+LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
+SHAPE = (37, 6, 5)  # rows longer than a vector step and than a few, odd: remainders too
+
+
+def arms_f64(c: Field[np.float64], a: Field[np.float64], out: Field[np.float64], o2: Field[np.float64], *, flag: bool):
+    with computation(PARALLEL), interval(...):
+        if c > 0.0:
+            out = exp(a) * 2.0 + log(a * a + 1.0)
+        else:
+            out = log(a * a + 2.0) - exp(-a)
+        o2 = a
+        if flag:
+            o2 = exp(a) + 1.0
+        if c > 0.5:
+            if a > 0.0:
+                o2 = o2 + log(a + 1.0) * exp(c)
+            else:
+                o2 = o2 - sqrt(exp(c) + a * a)
+
+
+def arms_f32(c: Field[np.float32], a: Field[np.float32], out: Field[np.float32], o2: Field[np.float32], *, flag: bool):
+    with computation(PARALLEL), interval(...):
+        if c > 0.0:
+            out = exp(a) * 2.0 + log(a * a + 1.0)
+        else:
+            out = log(a * a + 2.0) - exp(-a)
+        o2 = a
+        if flag:
+            o2 = exp(a) + 1.0
+        if c > 0.5:
+            if a > 0.0:
+                o2 = o2 + log(a + 1.0) * exp(c)
+            else:
+                o2 = o2 - sqrt(exp(c) + a * a)
+
+
+def arms_mixed(c: Field[np.float64], a: Field[np.float64], n: Field[np.int32], out: Field[np.float64], o2: Field[np.float64], *, flag: bool):
+    with computation(FORWARD), interval(...):
+        if c > 0.0 and n > 1:
+            out = exp(a) * n + log(a * a + 1.0)
+        else:
+            out = log(a * a + 2.0) - exp(-a) * (n - 2)
+        o2 = a
+        if flag:
+            o2 = exp(a) + n
+        if c > 0.5:
+            if n > 2:
+                o2 = o2 + log(a + 1.5) * exp(c)
+            else:
+                o2 = o2 - sqrt(exp(c) + a * a)
+
+
+def reference(kind: str, c, a, n, flag: bool):
+    """The float64 definitions point by point in Python floats and `math`'s functions (the C
+    library's, as gridbuf's). (`arms_f32` has none: GT4Py computes its float64 literals'
+    operations in float64; it is checked against the interpreter below.)"""
+    f = float
+    exp_, sqrt_ = math.exp, math.sqrt
+
+    def log_(x: float) -> float:  # C's log: NaN below 0, -inf at 0
+        return math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan)
+    out = np.empty_like(a)
+    o2 = np.empty_like(a)
+    for idx in np.ndindex(a.shape):
+        ci, ai = f(c[idx]), f(a[idx])
+        ni = int(n[idx]) if n is not None else 0
+        take = ci > 0.0 and (ni > 1 if kind == "mixed" else True)
+        if kind == "mixed":
+            if take:
+                v = exp_(ai) * ni + log_(ai * ai + 1.0)
+            else:
+                v = log_(ai * ai + 2.0) - exp_(-ai) * (ni - 2)
+        elif take:
+            v = exp_(ai) * f(2.0) + log_(ai * ai + f(1.0))
+        else:
+            v = log_(ai * ai + f(2.0)) - exp_(-ai)
+        w = ai
+        if flag:
+            w = exp_(ai) + (ni if kind == "mixed" else f(1.0))
+        if ci > 0.5:
+            inner = ni > 2 if kind == "mixed" else ai > 0.0
+            if inner:
+                w = w + log_(ai + (1.5 if kind == "mixed" else f(1.0))) * exp_(ci)
+            else:
+                w = w - sqrt_(exp_(ci) + ai * ai)
+        out[idx], o2[idx] = v, w
+    return out, o2
+
+
+def conditions(pattern: str, rng: np.random.Generator) -> np.ndarray:
+    """The condition field `c`: > 0.5 takes both `if`s, in (0, 0.5] the first only."""
+    i, j, k = np.meshgrid(*(np.arange(s) for s in SHAPE), indexing="ij")
+    if pattern == "points":
+        return rng.uniform(-1.0, 1.0, SHAPE)
+    if pattern == "alternate":  # neighbouring points (one vector's lanes) differ
+        return np.where((i + j + k) % 2 == 0, 0.75, -0.25)
+    if pattern == "rows":
+        return np.where(j % 2 == 0, 0.75, 0.25)
+    if pattern == "levels":
+        return np.where(k % 2 == 0, -0.5, 0.9)
+    if pattern == "all":
+        return np.full(SHAPE, 0.9)
+    if pattern == "none":
+        return np.full(SHAPE, -0.9)
+    raise ValueError(pattern)
+
+
+DEFS = {"f64": arms_f64, "f32": arms_f32, "mixed": arms_mixed}
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("kind", ["f64", "mixed"])
+@pytest.mark.parametrize("pattern", ["points", "alternate", "rows", "levels", "all", "none"])
+def test_guarded_arms_match_a_point_by_point_reference(kind, pattern, layout):
+    rng = np.random.default_rng(abs(hash((kind, pattern))) % 2**32)
+    dtype = np.float64
+    c = conditions(pattern, rng).astype(dtype)
+    a = rng.uniform(-3.0, 3.0, SHAPE).astype(dtype)
+    # A NaN input where a point takes the other arm: its arm's value must not leak.
+    a[0, 0, 0] = np.nan
+    n = rng.integers(0, 5, SHAPE).astype(np.int32) if kind == "mixed" else None
+    st = gtscript.stencil(backend="gt:cpu_ifirst", definition=DEFS[kind])
+    for flag in (True, False):
+        arrays = {"c": c, "a": a, "out": np.zeros(SHAPE, dtype), "o2": np.zeros(SHAPE, dtype)}
+        if n is not None:
+            arrays["n"] = n
+        args = {k: _in_layout(v, layout) for k, v in arrays.items()}
+        st(**args, flag=flag)
+        want_out, want_o2 = reference(kind, c, a, n, flag)
+        for name, want in (("out", want_out), ("o2", want_o2)):
+            got = np.asarray(args[name])
+            same = (got == want) | (np.isnan(got) & np.isnan(want))
+            assert same.all(), f"{kind}/{pattern}/{layout}, flag={flag}: {name} differs at {np.argwhere(~same)[:3].tolist()}"
+
+
+def _in_layout(x: np.ndarray, layout: str):
+    if layout == "C":
+        return np.ascontiguousarray(x)
+    if layout == "F":
+        return np.asfortranarray(x)
+    return gb.from_array(x, backend=layout)
+
+
+def test_guarded_arms_interpreted_agree_with_compiled():
+    """The tape interpreter (`GRIDBUF_GTSCRIPT_JIT=0`, read when a stencil is defined) skips a
+    guarded run per strip of points; it must give what the compiled code gives."""
+    code = textwrap.dedent(
+        """
+        import numpy as np, sys
+        sys.path.insert(0, %r)
+        import test_gtscript_guarded_arms as t
+        from gridbuf import gtscript
+        rng = np.random.default_rng(5)
+        outs = []
+        for kind, d in t.DEFS.items():
+            dtype = np.float32 if kind == "f32" else np.float64
+            for pattern in ["points", "alternate", "levels", "none"]:
+                c = t.conditions(pattern, rng).astype(dtype)
+                a = rng.uniform(-3.0, 3.0, t.SHAPE).astype(dtype)
+                arrays = dict(c=c, a=a, out=np.zeros(t.SHAPE, dtype), o2=np.zeros(t.SHAPE, dtype))
+                if kind == "mixed":
+                    arrays["n"] = rng.integers(0, 5, t.SHAPE).astype(np.int32)
+                gtscript.stencil(backend="gt:cpu_ifirst", definition=d)(**arrays, flag=True)
+                outs += [arrays["out"], arrays["o2"]]
+        np.save(sys.argv[1], np.concatenate([o.astype(np.float64).ravel() for o in outs]))
+        """
+        % str(__import__("pathlib").Path(__file__).parent)
+    )
+    results = []
+    for jit in ("1", "0"):
+        path = f"{__import__('tempfile').mkdtemp()}/out.npy"
+        env = {**__import__("os").environ, "GRIDBUF_GTSCRIPT_JIT": jit}
+        subprocess.run([sys.executable, "-c", code, path], check=True, env=env)
+        results.append(np.load(path))
+    x, y = results
+    assert ((x == y) | (np.isnan(x) & np.isnan(y))).all()
