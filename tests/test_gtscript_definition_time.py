@@ -225,6 +225,37 @@ def test_a_value_statements_share_is_computed_once_where_it_is_the_same(tmp_path
     np.testing.assert_array_equal(d, (a0 + 1.0) * (a0 + 1.0) - 1.0)
 
 
+def test_a_shared_value_needed_under_a_condition_is_computed_only_there(tmp_path):
+    # A value two statements share only inside `if c > 0` goes to a temporary that takes it
+    # where the condition holds (a select, whose arm the core computes only where a point takes
+    # it); where a statement between writes what the condition reads, or a reader needs it
+    # everywhere, the temporary takes it everywhere. The values are the same either way.
+    src = HEAD.replace("computation, interval", "computation, interval, exp, log") + (
+        "def defn(a: Field[float], c: Field[float], b: Field[float], d: Field[float], e: Field[float]):\n"
+        "    with computation(PARALLEL), interval(...):\n"
+        "        if c > 0.0:\n"
+        "            b = exp(a) * 2.0 + log(a * a + 1.0)\n"
+        "            d = exp(a) * 3.0 - log(a * a + 1.0)\n"
+        "        e = log(a * a + 1.0) + 1.0\n"
+    )
+    st = define(tmp_path, src)
+    shared = [ln for ln in st.ir.splitlines() if ln.startswith("stmt") and ln.split()[2] == "t"]
+    temps = [ln.split()[1] for ln in st.ir.splitlines() if ln.startswith("temp ")]
+    hoisted = {int(ln.split()[3]): ln.split()[4] for ln in shared if temps[int(ln.split()[3])].startswith("__shared")}
+    # exp(a): only under the condition; log(a * a + 1.0): also read by `e`, everywhere.
+    assert sorted(hoisted.values()) == ["log", "sel"], st.ir
+    rng = np.random.default_rng(4)
+    a = rng.uniform(-2, 2, (9, 4, 3))
+    c = np.where(rng.uniform(-1, 1, a.shape) > 0, 1.0, -1.0)
+    b, d, e = (np.full_like(a, 7.0) for _ in range(3))
+    st(a, c, b, d, e)
+    ex = np.vectorize(math.exp)(a)
+    lg = np.vectorize(math.log)(a * a + 1.0)
+    np.testing.assert_array_equal(b, np.where(c > 0, ex * 2.0 + lg, 7.0))
+    np.testing.assert_array_equal(d, np.where(c > 0, ex * 3.0 - lg, 7.0))
+    np.testing.assert_array_equal(e, lg + 1.0)
+
+
 def test_recursion_is_refused_naming_the_function(tmp_path):
     src = HEAD + (
         "@gtscript.function\ndef f(x):\n    return f(x) + 1.0\n\n"

@@ -178,6 +178,8 @@ def _share_run(run: list[tuple], temps: list[str]) -> list[tuple]:
     reads: dict[int, frozenset] = {}
     avail: dict[int, tuple] = {}  # id of a shared value -> (the value, its temporary's read)
     out: list[tuple] = []
+    guards = [_guards(value) for _, _, value in run]
+    writes = [_written(target) for _, target, _ in run]
     for pos, (line, target, value) in enumerate(run):
         memo: dict[int, Any] = {}
 
@@ -199,8 +201,9 @@ def _share_run(run: list[tuple], temps: list[str]) -> list[tuple]:
                 inner = _rebuild(e, lambda x: rewrite(x, inside))
                 index = len(temps)
                 temps.append(f"__shared{index}")
-                out.append((line, ("t", index), inner))
                 ref = ("t", index, (0, 0, 0))
+                when = _needed_where(key, [p for p in readers if p >= pos], pos, guards, writes)
+                out.append((line, ("t", index), inner if when is None else ("sel", when, inner, ref)))
                 avail[key] = (e, ref)
                 reads[key] = _quantities(e)
                 memo[key] = ref
@@ -214,6 +217,92 @@ def _share_run(run: list[tuple], temps: list[str]) -> list[tuple]:
         for key in [k for k, q in reads.items() if written in q]:
             del avail[key], reads[key]
     return out
+
+
+class _Arm:
+    """A select's arm that an operation is computed for: the select's condition, which arm
+    (True: the second operand), the arm it sits in (None: none) and how deep."""
+
+    __slots__ = ("cond", "then", "outer", "depth")
+
+    def __init__(self, cond: Any, then: bool, outer: _Arm | None) -> None:
+        self.cond, self.then, self.outer = cond, then, outer
+        self.depth = 1 + (outer.depth if outer is not None else 0)
+
+
+def _guards(value: Any) -> dict[int, _Arm | None]:
+    """Per operation of a statement's value (by identity): the innermost select arm holding
+    every place the value reads it (None where some place is in no arm), as the core's guarded
+    runs find them (``plan/tape.rs``)."""
+    order: list[tuple] = []
+    seen: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        e, done = stack.pop()
+        if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+            continue
+        if done:
+            order.append(e)
+        elif id(e) not in seen:
+            seen.add(id(e))
+            stack.append((e, True))
+            stack.extend((x, False) for x in _operands(e))
+    arm: dict[int, _Arm | None] = {id(value): None}
+
+    def common(a: _Arm | None, b: _Arm | None) -> _Arm | None:
+        while a is not b:
+            if a is None or b is None:
+                return None
+            if a.depth >= b.depth:
+                a = a.outer
+            else:
+                b = b.outer
+        return a
+
+    for e in reversed(order):  # every operation before its operands
+        here = arm[id(e)]
+        if e[0] == "sel":
+            edges = [(e[1], here), (e[2], _Arm(e[1], True, here)), (e[3], _Arm(e[1], False, here))]
+        else:
+            edges = [(x, here) for x in _operands(e)]
+        for x, a in edges:
+            if isinstance(x, tuple) and x and x[0] not in ("f", "t", "s", "c"):
+                arm[id(x)] = a if id(x) not in arm else common(arm[id(x)], a)
+    return arm
+
+
+def _written(target: tuple) -> tuple[str, int]:
+    """The quantity (kind, index) a statement's target writes."""
+    if target[0] == "k":
+        target = target[2]
+    return (target[0], target[1])
+
+
+def _needed_where(key: int, readers: list[int], pos: int, guards: list[dict], writes: list[tuple]) -> Any:
+    """Where the shared value `key`, computed before statement `pos` of a run, is needed: the
+    condition of the innermost select arm holding it in each reader whose condition reads
+    nothing a statement between `pos` and that reader writes (else it would not be the
+    reader's condition there), or-ed (an expression); None where some reader needs it outside
+    every such arm. Its
+    temporary then takes it only where the condition holds, so the core's guarded run computes
+    it only there (pace's saturation adjustment shared 294 values of exp and log, computed at
+    every point where the statements reading them are each inside an `if`)."""
+    conds: list[Any] = []
+    for p in readers:
+        a = guards[p].get(key)
+        # The innermost arm whose condition nothing between reads (an outer one holds more
+        # points: still every point that needs the value).
+        while a is not None and any(writes[u] in _quantities(a.cond) for u in range(pos, p)):
+            a = a.outer
+        if a is None:
+            return None
+        c = a.cond if a.then else ("not", a.cond)
+        if all(c is not x for x in conds):
+            conds.append(c)
+    when = conds[0]
+    for c in conds[1:]:
+        when = ("or", when, c)
+    return when
 
 
 def _rebuild(e: tuple, f: Any) -> tuple:

@@ -179,15 +179,40 @@ fn float_at(b: &Buf, i: usize) -> Option<f64> {
 }
 
 fn check(tys: Vec<Ty>, out_tys: Vec<Ty>, exprs: Vec<Raw>, seed: u64) -> Result<(), TestCaseError> {
+    check_in(tys, out_tys, exprs, seed, None)
+}
+
+/// As [`check`]; with `runs` (`PARALLEL` or `FORWARD`), in a section of that order whose first
+/// statement writes a temporary that the last output then reads too (so the call runs in tiles
+/// of blocks, where consecutive statements run as one point function, `schedule::point_runs`).
+fn check_in(
+    tys: Vec<Ty>,
+    out_tys: Vec<Ty>,
+    exprs: Vec<Raw>,
+    seed: u64,
+    runs: Option<&str>,
+) -> Result<(), TestCaseError> {
     let n_in = tys.len();
     let mut text = String::from("stencil typed\n");
     for (i, t) in tys.iter().chain(&out_tys).enumerate() {
         text.push_str(&format!("field f{i} {} IJK\n", t.name()));
     }
-    text.push_str("comp PARALLEL\ninterval S 0 E 0\n");
+    if runs.is_some() {
+        text.push_str("temp tt auto IJK\n");
+    }
+    text.push_str(&format!(
+        "comp {}\ninterval S 0 E 0\n",
+        runs.unwrap_or("PARALLEL")
+    ));
     for (o, e) in exprs.iter().enumerate() {
         let mut s = String::new();
         render(e, &tys, &mut s);
+        if runs.is_some() && o == 0 {
+            text.push_str(&format!("stmt 9 t 0 {s}\n"));
+        }
+        if runs.is_some() && o + 1 == exprs.len() {
+            s = "t 0 0 0 0".to_string();
+        }
         text.push_str(&format!("stmt {o} f {} 0 {s}\n", n_in + o));
     }
     let all: Vec<Ty> = tys.iter().chain(&out_tys).copied().collect();
@@ -275,6 +300,20 @@ proptest! {
     ) {
         let exprs = exprs[..outs.len()].to_vec();
         check(tys, outs, exprs, seed)?;
+    }
+
+    /// The same with a temporary, in PARALLEL and FORWARD sections: straight runs of
+    /// statements as one point function in blocks.
+    #[test]
+    fn mixed_types_point_runs_match_interpreter(
+        tys in proptest::collection::vec(proptest::sample::select(TYPES.to_vec()), 1..4),
+        outs in proptest::collection::vec(proptest::sample::select(TYPES.to_vec()), 1..3),
+        exprs in proptest::collection::vec(raw(), 2),
+        forward in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let exprs = exprs[..outs.len()].to_vec();
+        check_in(tys, outs, exprs, seed, Some(if forward { "FORWARD" } else { "PARALLEL" }))?;
     }
 }
 

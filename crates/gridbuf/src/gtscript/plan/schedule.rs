@@ -178,15 +178,11 @@ impl Schedule {
                         .iter()
                         .map(|st| blocks && supported(&st.tape, wide) && !st.tape.is_empty())
                         .collect(),
-                    point_loop: (0..sec.stmts.len())
-                        .map(|t| {
-                            if blocks {
-                                range(plan, s, t, wide)
-                            } else {
-                                None
-                            }
-                        })
-                        .collect(),
+                    point_loop: if blocks {
+                        point_runs(plan, s, wide)
+                    } else {
+                        vec![None; sec.stmts.len()]
+                    },
                 }
             })
             .collect();
@@ -445,6 +441,85 @@ pub(crate) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
         if apart {
             break;
         }
+        e += 1;
+    }
+    e
+}
+
+/// Per statement of section `s`: where it starts a run of statements that one point function
+/// runs in blocks, one past the run's last statement: a `while` loop that can ([`range`]) or,
+/// in mixed-type code (`wide`, whose statements run one point per step anyway), at least
+/// [`MIN_STRAIGHT`] consecutive statements outside loops that can ([`straight`]): their values
+/// then stay in registers from statement to statement instead of going through the block's
+/// buffers (pace's microphysics: hundreds of small masked statements per section).
+pub(crate) fn point_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>> {
+    let n = plan.sections[s].stmts.len();
+    let mut out = vec![None; n];
+    let mut t = 0;
+    while t < n {
+        let end = range(plan, s, t, wide).or_else(|| {
+            let e = if wide { straight(plan, s, t) } else { t };
+            (e >= t + MIN_STRAIGHT).then_some(e)
+        });
+        out[t] = end;
+        t = end.unwrap_or(t + 1);
+    }
+    out
+}
+
+/// The fewest statements a straight point run has (see [`point_runs`]).
+const MIN_STRAIGHT: usize = 2;
+
+/// The most statements a straight point run has: longer runs are cut into runs of this many
+/// (one function of a thousand statements, pace's saturation adjustment, took longer to
+/// compile and to run than its rows).
+const MAX_STRAIGHT: usize = 48;
+
+/// The end of the longest run of statements from `t` of section `s`, outside every loop and
+/// with no loop condition among them, that runs point by point: as [`range`] asks of a loop's
+/// statements (compiled, at their own point over one box, not written through, what the run
+/// writes read only at the point itself). `t` where statement `t` cannot start one.
+fn straight(plan: &Plan, s: usize, t: usize) -> usize {
+    let sec = &plan.sections[s];
+    if (0..t).any(|u| sec.flow[u].exit.is_some_and(|e| e > t)) {
+        return t;
+    }
+    // What the run writes, and what it reads away from the point (at an offset or a run-time
+    // level): the two must stay apart, whichever statement comes first.
+    let mut written: Vec<u32> = Vec::new();
+    let mut apart: Vec<u32> = Vec::new();
+    let mut e = t;
+    while let Some(st) = sec.stmts.get(e).filter(|_| e < t + MAX_STRAIGHT) {
+        let flow = sec.flow[e];
+        let mut reads_apart: Vec<u32> = Vec::new();
+        for ins in &st.tape {
+            if let Op::LoadK(q, _) = ins.op {
+                reads_apart.push(q);
+            }
+            for a in ins.args {
+                if let Src::Q(q, off) = a {
+                    if off != [0; 3] {
+                        reads_apart.push(q);
+                    }
+                }
+            }
+        }
+        let fits = flow.exit.is_none()
+            && flow.next == e + 1
+            && !st.tape.is_empty()
+            && supported(&st.tape, true)
+            && st.k_offset == 0
+            && st.region.is_none()
+            && st.reach == sec.stmts[t].reach
+            && !sec.write_through.contains(&st.target)
+            && !apart.contains(&st.target)
+            && !reads_apart.contains(&st.target)
+            && !reads_apart.iter().any(|q| written.contains(q));
+        if !fits {
+            break;
+        }
+        apart.extend(reads_apart);
+        written.push(st.target);
         e += 1;
     }
     e

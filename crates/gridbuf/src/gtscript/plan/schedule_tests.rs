@@ -368,3 +368,40 @@ fn written_field_read_along_k_keeps_k_slabs_off() {
     check_interpreted(&plan);
     check_compiled(&plan, &Schedule::new(&plan, true));
 }
+
+/// Prints the schedule of the IR text in the file `GRIDBUF_SCHEDULE_IR` names (a tool for
+/// looking at a production stencil's plan: `cargo test -- --ignored print_schedule`).
+#[test]
+#[ignore]
+fn print_schedule() {
+    let Ok(path) = std::env::var("GRIDBUF_SCHEDULE_IR") else {
+        return;
+    };
+    let plan = compile(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schedule = Schedule::new(&plan, true);
+    for (s, (sec, sch)) in plan.sections.iter().zip(&schedule.sections).enumerate() {
+        let in_runs: usize = sch
+            .point_loop
+            .iter()
+            .enumerate()
+            .filter_map(|(t, e)| e.map(|e| e - t))
+            .sum();
+        println!(
+            "section {s} {:?}: {} statements, whole {}, column {}, runs {:?}, {in_runs} statements in runs",
+            sec.order,
+            sec.stmts.len(),
+            sch.whole,
+            sch.column,
+            sch.point_loop
+                .iter()
+                .enumerate()
+                .filter_map(|(t, e)| e.map(|e| (t, e)))
+                .collect::<Vec<_>>(),
+        );
+        let reaches: std::collections::BTreeSet<_> = sec.stmts.iter().map(|st| st.reach).collect();
+        println!(
+            "  reaches {reaches:?}, regions {}",
+            sec.stmts.iter().filter(|st| st.region.is_some()).count()
+        );
+    }
+}
