@@ -135,7 +135,7 @@ pub unsafe fn run_interruptible<T: Elem>(
             }
             let lo = ks as i64 + dmin as i64;
             let hi = ke as i64 - 1 + dmax as i64;
-            let below = f.origin[2] as i64;
+            let below = f.origin[2];
             let above = f.shape[2] as i64 - below;
             if lo < -below || hi >= above {
                 let Kind::Field { field, .. } = plan.kinds[q as usize] else {
@@ -181,7 +181,7 @@ pub unsafe fn run_interruptible<T: Elem>(
             addr: f.addr,
             shape: f.shape,
             strides: f.strides,
-            origin: [f.origin[0] as i64, f.origin[1] as i64, f.origin[2] as i64],
+            origin: f.origin,
             axes: f.axes,
             writable: f.writable,
             stream: f.writable

@@ -11,7 +11,7 @@ fn field(data: &mut [f64], shape: [usize; 3], lo: [usize; 3], writable: bool) ->
         addr: data.as_mut_ptr().expose_provenance(),
         shape,
         strides: [(shape[1] * shape[2]) as isize, shape[2] as isize, 1],
-        origin: lo,
+        origin: lo.map(|v| v as i64),
         axes: [true; 3],
         writable,
         ty: crate::gtscript::ir::Ty::F64,
@@ -110,7 +110,8 @@ fn forward_recurrence_and_k_bounds() {
         "stencil s float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 1\n",
     )
     .unwrap();
-    assert_eq!(plan.field_extent[0][2], (0, 1));
+    // GT4Py's K boundary: levels 1 to the domain's top plus one (the view may start at 1).
+    assert_eq!(plan.field_extent[0][2], (-1, 1));
     let before = out.clone();
     let fields = [
         field(&mut a, n, [0; 3], false),

@@ -13,7 +13,7 @@ pub(crate) mod sweep;
 pub(crate) mod tape;
 
 use crate::gtscript::ir::{def_error, Access, IterOrder, KIndex, Program, Ty};
-use crate::gtscript::plan::extents::{extents, shifted, union, ZERO};
+use crate::gtscript::plan::extents::{extents, shifted, union, Extents, ZERO};
 // The tape types are part of a plan's public shape.
 use crate::error::{Error, Result};
 use crate::gtscript::passes::types::type_of;
@@ -115,8 +115,12 @@ pub fn plan(program: Program) -> Result<Plan> {
     check_loop_conditions(p)?;
     check_written_reads(p, &written_in_comp)?;
     // Horizontal extents, without and with regions (see `extents`).
-    let (reach, _) = extents(p, n_comp, false)?;
-    let (extent, min_domain) = extents(p, n_comp, true)?;
+    let reach = extents(p, n_comp, false)?.reach;
+    let Extents {
+        reach: mut extent,
+        min_domain,
+        accessed,
+    } = extents(p, n_comp, true)?;
     let stmt_reach = |tq: usize| if tq >= n_comp { reach[tq] } else { ZERO };
     check_reads_beyond_domain(p, &stmt_reach, &written_in_comp)?;
     let kinds: Vec<Kind> = (0..nq)
@@ -143,30 +147,52 @@ pub fn plan(program: Program) -> Result<Plan> {
             }
         })
         .collect();
-    // Field extents for the binder, and the sections' plans.
-    let mut field_extent = vec![[(0usize, 0usize); 3]; p.fields.len()];
+    // Field extents for the binder, as GT4Py plans them: the union of the field's accesses,
+    // signed (a field read only at `a[1, 0, 0]` needs no point at the origin, and its origin
+    // may be -1); a written field covers the domain.
+    let mut horizontal: Vec<Option<Reach>> = vec![None; p.fields.len()];
     for q in 0..n_comp {
         if let Kind::Field { field, .. } = kinds[q] {
-            let r = extent[q];
-            let e = &mut field_extent[field];
-            e[0] = (e[0].0.max(r[0] as usize), e[0].1.max(r[1] as usize));
-            e[1] = (e[1].0.max(r[2] as usize), e[1].1.max(r[3] as usize));
+            let mut r = accessed[q];
+            if field_written[field] {
+                r = Some(r.map_or(ZERO, |r| union(r, ZERO)));
+            }
+            if let Some(r) = r {
+                let h = &mut horizontal[field];
+                *h = Some(h.map_or(r, |h| union(h, r)));
+            }
+        }
+    }
+    let mut field_extent = vec![[(0i64, 0i64); 3]; p.fields.len()];
+    for (e, h) in field_extent.iter_mut().zip(&horizontal) {
+        let r = h.unwrap_or(ZERO).map(i64::from);
+        e[0] = (r[0], r[1]);
+        e[1] = (r[2], r[3]);
+    }
+    // Loads and stores of a field are cut to its extent: never outside the binder's view.
+    for q in 0..n_comp {
+        if let Kind::Field { field, .. } = kinds[q] {
+            extent[q] = horizontal[field].unwrap_or(ZERO);
         }
     }
     let mut sections = Vec::with_capacity(p.sections.len());
     let mut max_regs = 1;
     // Where each quantity is in the section's lists being built.
     let mut slot = [(); 7].map(|_| Slots::new(nq));
+    let mut k_extent = vec![KExtent::default(); p.fields.len()];
     for s in &p.sections {
         sections.push(plan_section(
             p,
             s,
             &kinds,
             &stmt_reach,
-            &mut field_extent,
+            &mut k_extent,
             &mut slot,
             &mut max_regs,
         ));
+    }
+    for (e, k) in field_extent.iter_mut().zip(&k_extent) {
+        e[2] = k.extent();
     }
     let first_output = field_written.iter().position(|&w| w);
     let lanes = lanes(&program, &sections);
@@ -188,17 +214,75 @@ pub fn plan(program: Program) -> Result<Plan> {
     Ok(plan)
 }
 
+/// A field's K extent as its static accesses decide it (see [`KExtent::extent`]).
+#[derive(Copy, Clone, Debug)]
+struct KExtent {
+    /// The most levels below the domain's first that an access in an interval counted from
+    /// the start reaches (negative: that far above it); `i64::MIN` when none does.
+    lo: i64,
+    /// Likewise above the domain's last, for intervals counted from the end.
+    hi: i64,
+    /// Whether an access in an interval counted from the end (from the start) leaves the
+    /// lower (upper) side undecided.
+    lo_free: bool,
+    hi_free: bool,
+}
+
+impl Default for KExtent {
+    fn default() -> KExtent {
+        KExtent {
+            lo: i64::MIN,
+            hi: i64::MIN,
+            lo_free: false,
+            hi_free: false,
+        }
+    }
+}
+
+impl KExtent {
+    /// An access at the K offset `k` in section `s`: GT4Py's K boundary (`Plan::k_boundary`).
+    fn access(&mut self, s: &crate::gtscript::ir::Section, k: i64) {
+        if s.start.from_end {
+            self.lo_free = true;
+        } else {
+            self.lo = self.lo.max(-(s.start.offset + k));
+        }
+        if s.end.from_end {
+            self.hi = self.hi.max(s.end.offset + k);
+        } else {
+            self.hi_free = true;
+        }
+    }
+
+    /// The (lower, upper) extent: GT4Py's K boundary where every access decides a side
+    /// (negative where they all stay inside the domain, so that the view starts or ends
+    /// there), else at least zero (an access in an interval counted from the other end of
+    /// the domain may reach its edge; the run-time K check refuses what leaves the view).
+    fn extent(&self) -> (i64, i64) {
+        let side = |v: i64, free: bool| {
+            if v == i64::MIN {
+                0
+            } else if free {
+                v.max(0)
+            } else {
+                v
+            }
+        };
+        (side(self.lo, self.lo_free), side(self.hi, self.hi_free))
+    }
+}
+
 /// A step of [`plan`]: the plan of section `s` (its statements' tapes, what its blocks load
 /// and store, its halo, its K reads and writes), with `kinds` the quantities' kinds and
 /// `stmt_reach(q)` how far beyond a tile's core a statement writing `q` runs; adds the
-/// section's K reach of each field to `field_extent`, its registers to `max_regs`; `slot`:
+/// section's K accesses of each field to `k_extent`, its registers to `max_regs`; `slot`:
 /// scratch lists (see [`Slots`]).
 fn plan_section(
     p: &Program,
     s: &crate::gtscript::ir::Section,
     kinds: &[Kind],
     stmt_reach: &impl Fn(usize) -> Reach,
-    field_extent: &mut [[(usize, usize); 3]],
+    k_extent: &mut [KExtent],
     slot: &mut [Slots; 7],
     max_regs: &mut usize,
 ) -> SectionPlan {
@@ -267,13 +351,7 @@ fn plan_section(
                 }
                 // Static K extent of the field, as GT4Py computes it.
                 if let Kind::Field { field, .. } = kinds[q] {
-                    let e = &mut field_extent[field][2];
-                    if !s.start.from_end {
-                        e.0 = e.0.max((-(s.start.offset + off[2] as i64)).max(0) as usize);
-                    }
-                    if s.end.from_end {
-                        e.1 = e.1.max((s.end.offset + off[2] as i64).max(0) as usize);
-                    }
+                    k_extent[field].access(s, i64::from(off[2]));
                 }
             }
         });
@@ -312,16 +390,8 @@ fn plan_section(
                     k_writes.push((tq as u32, ko, ko));
                 }
             }
-            if ko != 0 {
-                // Static K extent of the written field, as GT4Py computes it.
-                let e = &mut field_extent[field][2];
-                if !s.start.from_end {
-                    e.0 = e.0.max((-(s.start.offset + ko as i64)).max(0) as usize);
-                }
-                if s.end.from_end {
-                    e.1 = e.1.max((s.end.offset + ko as i64).max(0) as usize);
-                }
-            }
+            // Static K extent of the written field, as GT4Py computes it.
+            k_extent[field].access(s, i64::from(ko));
         }
         stmts.push(StmtPlan {
             target: tq as u32,

@@ -123,8 +123,10 @@ pub struct Plan {
     pub program: Program,
     /// Per quantity: what it is.
     pub kinds: Vec<Kind>,
-    /// Per field: (lower, upper) extent per axis I, J, K that it is read beyond the domain.
-    pub field_extent: Vec<[(usize, usize); 3]>,
+    /// Per field: (lower, upper) extent per axis I, J, K: how far beyond the domain it is
+    /// accessed, negative where every access stays that far inside (see `plan::plan`). The
+    /// binder's view of the field covers the domain widened by it.
+    pub field_extent: Vec<[(i64, i64); 3]>,
     /// Per quantity: how far beyond the domain it is needed, as GT4Py plans it (regions
     /// restrict it; see `plan::extents`). Each statement runs at most over its target's extent.
     pub extent: Vec<Reach>,

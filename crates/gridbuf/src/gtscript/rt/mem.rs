@@ -15,8 +15,9 @@ pub struct FieldMem {
     /// Element strides per axis (0 along a missing axis).
     pub strides: [isize; 3],
     /// View index of the domain's first point per axis (the lower extent; 0 along a missing
-    /// axis, which every point maps to).
-    pub origin: [usize; 3],
+    /// axis, which every point maps to). Negative where the view starts after it (a field
+    /// accessed only beyond the domain's first point).
+    pub origin: [i64; 3],
     /// Whether the field has the axis.
     pub axes: [bool; 3],
     /// Whether the evaluator may write it.
