@@ -167,11 +167,12 @@ pub unsafe fn run_interruptible<T: Elem>(
         ));
     }
     let clips = Clips::new(plan, domain);
+    // Streaming stores only for what nothing reads back (nor writes at run-time levels).
     let read: Vec<bool> = (0..fields.len())
         .map(|q| {
-            plan.sections
-                .iter()
-                .any(|s| s.loads.iter().any(|t| t.q as usize == q))
+            plan.sections.iter().any(|s| {
+                s.loads.iter().any(|t| t.q as usize == q) || s.var_reads.contains(&(q as u32))
+            })
         })
         .collect();
     let mems: Vec<Mem> = fields

@@ -194,7 +194,7 @@ pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<Exten
                     },
                     _ => None,
                 };
-                st.expr.reads(&mut |a, off| {
+                st.reads(&mut |a, off| {
                     let q = quantity(p, a);
                     let r = match &cut {
                         Some(c) => {
@@ -208,7 +208,7 @@ pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<Exten
                     reach[q] = union(reach[q], union(ZERO, r));
                 });
                 // A read at a run-time K level reads at the point itself horizontally.
-                st.expr.var_reads(&mut |a, _| {
+                st.var_reads(&mut |a, _| {
                     let q = quantity(p, a);
                     let r = match &cut {
                         Some(c) => c.read([0; 3]),

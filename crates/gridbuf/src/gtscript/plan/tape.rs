@@ -43,6 +43,11 @@ pub enum Op {
     /// [`KIndex`]), read from the quantity's memory, checked against its K range (an error
     /// names the quantity and the level). The result has the quantity's type.
     LoadK(u32, KIndex),
+    /// Stores `b` (of the instruction's type, the target's) into quantity `q`'s memory at the
+    /// point's I and J and the level of the point plus the integer `a` (of the given type),
+    /// checked against its K range (an error names the quantity and the level). The last
+    /// instruction of a statement that writes at a run-time level; its register is unused.
+    StoreK(u32, Ty),
 }
 
 fn arith(op: Op) -> Option<BinOp> {
