@@ -123,10 +123,10 @@ fn load_k<T: Elem>(
 
 /// Runs a [`Op::StoreK`] instruction over the strip at `p` (`n` points along `inner`): each
 /// point's value from `val`, stored into `vm`'s memory at the level `idx` gives (the point's
-/// plus the index), checked against its K range first: a level outside is an error naming the
-/// quantity and the level, and nothing is written there (the points before it in the strip are
-/// written). A level in `st.guard` (relative to the point) where the value would change is an
-/// error too (see `plan::check_loop_conditions`).
+/// plus the index). Every level of the strip is checked against the K range first: a level
+/// outside is an error naming the quantity and the level, and nothing of the strip is written.
+/// A level in `st.guard` (relative to the point) where the value would change is an error too
+/// (see `plan::check_loop_conditions`).
 #[allow(clippy::too_many_arguments)]
 fn store_k<T: Elem>(
     st: &StmtPlan,
@@ -162,16 +162,21 @@ fn store_k<T: Elem>(
         }
     }
     let mem = &vm.mem;
+    let (lo, hi) = (-mem.origin[2], mem.shape[2] as i64 - mem.origin[2]);
+    for t in 0..n {
+        let k = p[2] + if inner == 2 { t as i64 } else { 0 };
+        let level = k.saturating_add(idx[t]);
+        if !(lo..hi).contains(&level) {
+            return Err(var_k_write_error(vm.name, level, lo, hi));
+        }
+    }
     for t in 0..n {
         let mut pt = p;
         pt[inner] += t as i64;
         let k = pt[2];
         let level = k.saturating_add(idx[t]);
         pt[2] = level;
-        let outside = || {
-            let lo = -mem.origin[2];
-            var_k_write_error(vm.name, level, lo, mem.shape[2] as i64 + lo)
-        };
+        let outside = || var_k_write_error(vm.name, level, lo, hi);
         if !st.guard.is_empty() && st.guard.iter().any(|&g| k + g as i64 == level) {
             let old: T = mem.get(pt).ok_or_else(outside)?;
             let same = |x: T| match x.to_value(mem.ty) {
