@@ -152,6 +152,15 @@ SOURCE = textwrap.dedent(
             out2 = out[0, 0, 0] * 2.0 + out2
 
 
+    def loop_counter_after(a: Field[np.float64], out: Field[np.float64]):
+        with computation(FORWARD), interval(...):
+            n = 0
+            out = a
+            while out < 3.0:
+                out = out + 1.0
+                n = n + 1
+
+
     def var_write_loop(a: Field[np.float64], b: Field[np.float64], lev0: Field[np.int64]):
         with computation(FORWARD), interval(0, -2):
             lev = lev0
@@ -173,6 +182,7 @@ CASES: dict[str, Case] = {
     "var_write_forward": Case("var_write_forward", halo=(1, 1, 0)),
     "var_write_backward": Case("var_write_backward"),
     "var_write_loop": Case("var_write_loop", halo=(0, 1, 0)),
+    "loop_counter_after": Case("loop_counter_after"),
 }
 
 _DIR = tempfile.mkdtemp(prefix="gridbuf_vindex22_defs_")
