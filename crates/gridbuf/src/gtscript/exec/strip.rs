@@ -163,9 +163,9 @@ fn store_k<T: Elem>(
     }
     let mem = &vm.mem;
     let (lo, hi) = (-mem.origin[2], mem.shape[2] as i64 - mem.origin[2]);
-    for t in 0..n {
+    for (t, &i) in idx[..n].iter().enumerate() {
         let k = p[2] + if inner == 2 { t as i64 } else { 0 };
-        let level = k.saturating_add(idx[t]);
+        let level = k.saturating_add(i);
         if !(lo..hi).contains(&level) {
             return Err(var_k_write_error(vm.name, level, lo, hi));
         }

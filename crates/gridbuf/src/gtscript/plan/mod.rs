@@ -278,6 +278,7 @@ impl KExtent {
 /// `stmt_reach(q)` how far beyond a tile's core a statement writing `q` runs; adds the
 /// section's K accesses of each field to `k_extent`, its registers to `max_regs`; `slot`:
 /// scratch lists (see [`Slots`]).
+#[allow(clippy::too_many_arguments)]
 fn plan_section(
     p: &Program,
     s: &crate::gtscript::ir::Section,
@@ -642,8 +643,8 @@ fn check_loop_conditions(p: &Program) -> Result<Vec<Vec<Vec<i32>>>> {
                     || !((o.head <= l.head && l.end <= o.end)
                         || (l.head <= o.head && o.end <= l.end))
             });
-            for u in l.head..l.end.saturating_sub(1) {
-                let st = &s.stmts[u];
+            let body = s.stmts.iter().enumerate();
+            for (u, st) in body.take(l.end.saturating_sub(1)).skip(l.head) {
                 let mut reads = false;
                 let mut levels: Vec<i32> = Vec::new();
                 let mut elsewhere = false;

@@ -40,7 +40,7 @@ impl StmtPlan {
         matches!(
             self.tape.last(),
             Some(Instr {
-                op: crate::gtscript::plan::Op::StoreK(..),
+                op: crate::gtscript::plan::tape::Op::StoreK(..),
                 ..
             })
         )

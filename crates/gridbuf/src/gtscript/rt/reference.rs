@@ -228,7 +228,7 @@ pub(crate) fn reference<T: Num>(
     let mut temps: Vec<Arr<T>> = (0..p.temps.len())
         .map(|_| Arr {
             shape: tshape,
-            lo: [m as i64, m as i64, 0],
+            lo: [m, m, 0],
             axes: [true; 3],
             fortran: false,
             data: vec![T::from_f64(f64::NAN); tshape.iter().product()],
