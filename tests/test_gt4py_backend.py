@@ -92,7 +92,13 @@ def edges(q: F64, s2d: Field[IJ, np.float64], out: F64, unused: F64, *, w: float
             out = w * (q[1, 0, 0] - q[-1, 0, -1])  # noqa: F841
 
 
+def shifted(inp: F64, out: F64):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        out = inp[1, 0, 1] + inp[2, 1, 1]  # noqa: F841
+
+
 CASES = {
+    "shifted": (shifted, {}, (0, 0, 0), (5, 4, 3)),
     "laplacian": (laplacian, {}, (1, 1, 0), (6, 5, 4)),
     "hdiff": (hdiff, {}, (2, 2, 0), (6, 5, 4)),
     "tridiagonal": (tridiagonal, {}, (0, 0, 0), (4, 3, 6)),
@@ -148,6 +154,26 @@ def test_matches_gt4py_numpy_bit_for_bit(backend, case, entry):
     ref = _reference(case, 7)
     for name, want in ref.items():
         np.testing.assert_array_equal(np.asarray(arrays[name]), want, err_msg=f"{case}: field {name!r} through {entry} on {backend}")
+
+
+@pytest.mark.parametrize("backend", NAMES)
+def test_negative_origins_match_gt4py_numpy(backend):
+    """A field read only after its origin (GT4Py's boundary ((-1, 2), (0, 1), (-1, 1))) takes
+    the origin GT4Py allows, as low as (-1, 0, -1), and computes what GT4Py's numpy backend
+    computes; one lower is refused, as GT4Py refuses it, and writes nothing."""
+    results = {}
+    for b in ("numpy", backend):
+        st = gtscript.stencil(backend=b, definition=shifted, rebuild=True)
+        assert st.field_info["inp"].boundary == ((-1, 2), (0, 1), (-1, 1))
+        rng = np.random.default_rng(5)
+        inp = gt_storage.from_array(rng.uniform(size=(4, 4, 3)), np.float64, backend=b, aligned_index=(0, 0, 0))
+        out = gt_storage.zeros((3, 3, 2), np.float64, backend=b, aligned_index=(0, 0, 0))
+        st(inp, out, origin={"inp": (-1, 0, -1), "out": (0, 0, 0)})
+        results[b] = np.asarray(out).copy()
+        with pytest.raises(ValueError):
+            st(inp, out, origin={"inp": (-2, 0, -1), "out": (0, 0, 0)})
+        np.testing.assert_array_equal(np.asarray(out), results[b])
+    np.testing.assert_array_equal(results[backend], results["numpy"])
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -435,7 +435,7 @@ def test_domain_too_small_for_a_region_is_refused_nothing_written():
 @pytest.mark.parametrize(
     "body, message",
     [
-        ("while out < 3.0:\n    out = out + 1.0\n    a2 = a\n", "changes \"out\", which its condition reads"),
+        ("while out < 3.0:\n    out = out + 1.0\n    a = a + 1.0\n", "changes \"out\", which its condition reads"),
         ("with horizontal(region[I[0], :]):\n    with horizontal(region[I[-1], :]):\n        out = a\n", "inside a horizontal region"),
         ("with horizontal(region[I[0]:I[0]+4:2, :]):\n    out = a\n", "with a step"),
         ("with horizontal(region[I[2], :]):\n    out = a\n", r"write I\[0\] or I\[-1\]"),

@@ -5,7 +5,9 @@ halos included, compared bit for bit afterwards, in the layouts C, F, gt:cpu_ifi
 gt:cpu_kfirst, and on the tape interpreter, GRIDBUF_GTSCRIPT_JIT=0): writes at K offsets in
 FORWARD and BACKWARD computations (fields and temporaries, at the intervals' ends, into the K halo),
 variable K offsets ``a[0, 0, idx]`` read from int32 and int64 index fields and integer expressions
-(reaching the column's first and last level), and absolute K indices ``a.at(K=k)``. The oracle is
+(reaching the column's first and last level), writes at variable K offsets ``a[0, 0, idx] = ...``
+(FORWARD and BACKWARD, masked, read back at the point's level, at other levels and at run-time
+levels after them, inside a ``while`` loop), and absolute K indices ``a.at(K=k)``. The oracle is
 GT4Py's ``numpy`` backend, except for ``.at(K=...)``, which that backend does not implement
 (NotImplementedError in 1.1.12): its cases are compared with GT4Py's ``debug`` backend. Then bad
 input: refused constructs raise a GridbufValueError naming the construct and the line; an index
@@ -132,6 +134,40 @@ SOURCE = textwrap.dedent(
         with computation(FORWARD), interval(...):
             out = a.at(K=kf)
             out = out + out.at(K=kf) * 0.5
+
+
+    def var_write_forward(a: Field[np.float64], idx: Field[np.int32], jdx: Field[np.int64], out: Field[np.float64], out2: Field[np.float64]):
+        with computation(FORWARD), interval(...):
+            out[0, 0, idx] = a * 2.0 + out
+            out2 = out + out[0, 0, jdx]
+        with computation(BACKWARD), interval(...):
+            if a > 0.0:
+                out2[0, 0, jdx] = a - out2
+
+
+    def var_write_backward(a: Field[np.float64], idx: Field[np.int32], out: Field[np.float32], out2: Field[np.float64]):
+        with computation(BACKWARD), interval(...):
+            lev = idx
+            out[0, 0, lev] = out + a
+            out2 = out[0, 0, 0] * 2.0 + out2
+
+
+    def loop_counter_after(a: Field[np.float64], out: Field[np.float64]):
+        with computation(FORWARD), interval(...):
+            n = 0
+            out = a
+            while out < 3.0:
+                out = out + 1.0
+                n = n + 1
+
+
+    def var_write_loop(a: Field[np.float64], b: Field[np.float64], lev0: Field[np.int64]):
+        with computation(FORWARD), interval(0, -2):
+            lev = lev0
+            while a > 0.0 and lev < 3:
+                a[0, 0, lev] = a[0, 0, lev] - 1.0
+                b = b + 1.0
+                lev = lev + 1
     '''
 )
 
@@ -143,6 +179,10 @@ CASES: dict[str, Case] = {
     "var_read_ddim": Case("var_read_ddim", oracle="debug"),
     "abs_k": Case("abs_k", scalars={"s": np.int64(DOMAIN[2] - 1)}, oracle="debug"),
     "abs_k_forward": Case("abs_k_forward", oracle="debug"),
+    "var_write_forward": Case("var_write_forward", halo=(1, 1, 0)),
+    "var_write_backward": Case("var_write_backward"),
+    "var_write_loop": Case("var_write_loop", halo=(0, 1, 0)),
+    "loop_counter_after": Case("loop_counter_after"),
 }
 
 _DIR = tempfile.mkdtemp(prefix="gridbuf_vindex22_defs_")
@@ -181,6 +221,8 @@ def make_inputs(name: str) -> dict[str, np.ndarray]:
         elif n in ("kf", "kk"):
             v = rng.integers(0, nk, size=shape)
             v.flat[0], v.flat[-1] = 0, nk - 1
+        elif n == "lev0":  # a loop's first level above the point, 1 or 2 (see var_write_loop)
+            v = rng.integers(1, 3, size=shape)
         else:
             v = rng.uniform(-3.0, 3.0, size=shape)
         arrays[n] = v.astype(dt)
@@ -425,6 +467,84 @@ def test_k_offset_write_leaving_the_field_is_refused_before_anything_is_written(
     assert (out == 7.0).all() and (out2 == 7.0).all()
 
 
+def test_run_time_k_write_leaving_the_field_raises_naming_field_and_level():
+    """A write at a variable K offset past the array (GT4Py's numpy backend clips such a level to
+    the array and writes there): an error naming the field and the level, nothing written at any
+    level of the strip that holds the point (here the only column's first level, so the whole
+    array stays as it was); the fields the stencil only reads are unchanged."""
+    st = gb_define(
+        """
+        def f(src: Field[np.float64], idx: Field[np.int64], out: Field[np.float64]):
+            with computation(FORWARD), interval(...):
+                out[0, 0, idx] = src
+        """,
+        "f",
+    )
+    src = column([1.0, 2.0, 3.0, 4.0], shape=(1, 1))
+    for bad, level in ((4, 4), (-1, -1), (2**40, 2**40)):
+        idx = column([0, 0, 0, 0], np.int64, shape=(1, 1))
+        idx[0, 0, 0] = bad
+        before = (src.copy(), idx.copy())
+        out = np.full_like(src, 7.0)
+        with pytest.raises(GridbufValueError, match=f"level {level}.*\"out\""):
+            st(src, idx, out)
+        assert (src == before[0]).all() and (idx == before[1]).all()
+        assert (out == 7.0).all()
+    # Later in the column: the levels before it were written, none beyond the array.
+    idx = column([1, 1, 0, 1], np.int64)
+    out = np.full_like(column([0.0] * 4), 7.0)
+    with pytest.raises(GridbufValueError, match="level 4"):
+        st(column([1.0, 2.0, 3.0, 4.0]), idx, out)
+    assert np.isin(out, [7.0, 1.0, 2.0, 3.0]).all()
+
+
+def test_run_time_k_write_in_a_loop_that_changes_its_condition_is_refused_at_run_time():
+    """`a[0, 0, lev] = ...` inside `while a > 0.0 ...:` before other statements: where `lev` is 0
+    the write changes what the condition reads, and GT4Py's backends then disagree (numpy tests
+    the condition again and skips `b = b + 1.0`, the compiled ones run it): refused with the
+    field and the level; elsewhere it matches GT4Py's numpy backend (conformance case
+    ``var_write_loop``)."""
+    src = """
+        def f(a: Field[np.float64], b: Field[np.float64], lev0: Field[np.int64]):
+            with computation(FORWARD), interval(0, -2):
+                lev = lev0
+                while a > 0.0 and lev < 3:
+                    a[0, 0, lev] = a[0, 0, lev] - 1.0
+                    b = b + 1.0
+                    lev = lev + 1
+        """
+    st = gb_define(src, "f")
+    a = column([1.0, 2.0, 3.0, 4.0, 5.0])
+    b = np.zeros_like(a)
+    lev0 = column([1, 1, 1, 1, 1], np.int64)
+    # (The intervals end two levels before the domain's: GT4Py's default domain would be 7
+    # levels, whose loops search past the array.)
+    st(a, b, lev0, domain=(2, 3, 5))
+    assert (b[..., :3] > 0).all()
+    lev0[1, 2, 0] = 0
+    a = column([1.0, 2.0, 3.0, 4.0, 5.0])
+    with pytest.raises(GridbufValueError, match="while loop.*\"a\".*level 0"):
+        st(a, np.zeros_like(a), lev0, domain=(2, 3, 5))
+
+
+@pytest.mark.parametrize("order", ["FORWARD", "BACKWARD"])
+def test_run_time_k_write_at_an_ij_index(order):
+    """GT4Py's test_upcasting_both_sides_of_assignment: `out[0, 0, index - 1] = in` with an int32
+    IJ field of ones copies the column (the index computed in int64)."""
+    st = gb_define(
+        f"""
+        def f(inp: Field[np.float64], index: Field[IJ, np.int32], out: Field[np.float64]):
+            with computation({order}), interval(...):
+                out[0, 0, index - 1] = inp
+        """,
+        "f",
+    )
+    inp = np.random.default_rng(3).uniform(size=(5, 5, 5))
+    out = np.zeros_like(inp)
+    st(inp, np.ones((5, 5), np.int32), out)
+    assert (out == inp).all()
+
+
 REFUSED = [
     ("""
 def f(a: Field[np.float64], out: Field[np.float64]):
@@ -482,6 +602,16 @@ def f(a: Field[IJ, np.float64], idx: Field[np.int32], out: Field[np.float64]):
     with computation(PARALLEL), interval(...):
         out = a.at(K=idx)
 """, "a.at(K=idx)", "no K axis"),
+    ("""
+def f(a: Field[np.float64], idx: Field[np.int32], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        out[0, 0, idx] = a
+""", "out[0, 0, idx] = a", "K offset computed at run time.*PARALLEL"),
+    ("""
+def f(a: Field[np.float64], idx: Field[np.float32], out: Field[np.float64]):
+    with computation(FORWARD), interval(...):
+        out[0, 0, idx] = a
+""", "out[0, 0, idx] = a", "variable K offset of type float32"),
 ]
 
 

@@ -247,6 +247,69 @@ def test_run_time_k_reads_stay_inside_the_array(k_stride):
 
 
 @gtscript.stencil(backend="numpy")
+def var_k_write(src: Field[np.float64], idx: Field[np.int32], out: Field[np.float64]):
+    with computation(FORWARD), interval(...):
+        out[0, 0, idx] = src
+        out = out + src
+
+
+@pytest.mark.parametrize("k_stride", ["C", "K outermost", "K reversed", "F"])
+def test_run_time_k_writes_stay_inside_the_array(k_stride):
+    """A write at a run-time K level may reach any level of the field's array, never one beyond
+    it: the sentinel bytes where the level before the first and after the last would lie keep
+    their value, and a level beyond is refused naming the field and the level."""
+    shape = (3, 2, 6)
+    item = 8
+    strides = {
+        "C": None,
+        "K outermost": (shape[1] * item, item, shape[0] * shape[1] * item),
+        "K reversed": (shape[1] * shape[2] * item, shape[2] * item, -item),
+        "F": (item, shape[0] * item, shape[0] * shape[1] * item),
+    }[k_stride]
+    arena = Arena([(shape, np.float64, None, 0), (shape, np.int32, None, 0), (shape, np.float64, strides, 0)])
+    arena.fill(np.random.default_rng(8))
+    src, idx, out = arena.arrays
+    origin, domain = (0, 0, 1), (3, 2, 4)
+    for level in range(shape[2]):
+        idx[...] = 0
+        idx[:, :, 1:5] = level - np.arange(1, 5)  # every point writes array level `level`
+        out[...] = 0.0
+        arena.before = arena.buf.copy()
+        assert call_checked(arena, lambda: var_k_write(src, idx, out, origin=origin, domain=domain))
+    for level in (-1, shape[2]):  # one level beyond either end of the array: refused
+        idx[:, :, 1:5] = level - np.arange(1, 5)
+        arena.before = arena.buf.copy()
+        with pytest.raises(gb.GridbufValueError, match=f'level {level - origin[2]}.*"out"'):  # from the domain's first
+            var_k_write(src, idx, out, origin=origin, domain=domain)
+        arena.check_gaps()
+
+
+@gtscript.stencil(backend="numpy")
+def reads_after_origin(a: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        out = a[1, 0, 1] + a[2, 1, 2]
+
+
+def test_negative_origins_read_only_inside_the_array():
+    """A field read only after its origin (`a[1, 0, 1]`, `a[2, 1, 2]`) may take an origin as low
+    as minus the smallest offset (GT4Py's boundary); its view starts inside the array, and an
+    origin one lower is refused before anything is written."""
+    arena = Arena([((4, 4, 5), np.float64, None, 0), ((2, 3, 3), np.float64, None, 0)])
+    arena.fill(np.random.default_rng(9))
+    a, out = arena.arrays
+    for validate in (True, False):
+        arena.before = arena.buf.copy()
+        assert call_checked(arena, lambda: reads_after_origin(a, out, origin={"a": (-1, 0, -1), "out": (0, 0, 0)}, validate_args=validate))
+        np.testing.assert_array_equal(out, a[0:2, 0:3, 0:3] + a[1:3, 1:4, 1:4])
+        for bad in ((-2, 0, -1), (-1, -1, -1), (-1, 0, -2)):
+            arena.before = arena.buf.copy()
+            assert not call_checked(arena, lambda: reads_after_origin(a, out, origin={"a": bad, "out": (0, 0, 0)}, validate_args=validate))
+        # The largest domain from the origin: a's upper side bounds it.
+        arena.before = arena.buf.copy()
+        assert not call_checked(arena, lambda: reads_after_origin(a, out, origin={"a": (-1, 0, -1), "out": (0, 0, 0)}, domain=(2, 3, 4)))
+
+
+@gtscript.stencil(backend="numpy")
 def run_time_component(v: Field[(np.float64, (3,))], w: Field[(np.float64, (3,))], *, index: int):
     with computation(PARALLEL), interval(...):
         w[0, 0, 0][index] = v[0, 0, 0][index] * 2.0
@@ -457,8 +520,9 @@ def test_unknown_origin_key_is_refused_naming_it():
 
 def test_negative_origin_names_the_field():
     a, b = np.ones((4, 4, 3)), np.zeros((4, 4, 3))
-    with pytest.raises(gb.GridbufError, match=r'origin\["out"\]'):
+    with pytest.raises(gb.GridbufError, match=r'"out" has origin -3 along I'):
         copy_f64(a, b, origin={"out": (-3, 0, 0)})
+    assert (b == 0).all()
 
 
 def test_zero_size_array_names_the_field():

@@ -111,6 +111,28 @@ pub fn usize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<usize>
     Ok(out)
 }
 
+/// A sequence of ints that may be negative, such as an origin (a stencil reading a field only
+/// after its origin takes a negative one).
+pub fn isize_seq(obj: &Bound<'_, PyAny>, param: &str) -> PyResult<AxisVec<isize>> {
+    const EXPECTED: &str = "expected a sequence of ints";
+    let mut out = AxisVec::new();
+    for_each_item(obj, param, EXPECTED, |item| {
+        match int_arg(&item)? {
+            None => return Err(type_error(param, obj, EXPECTED)),
+            Some(IntArg::Fits(v)) => out.push(v),
+            Some(IntArg::Huge { .. }) => {
+                return Err(value_error(
+                    param,
+                    obj,
+                    "the value is far beyond any valid origin",
+                ))
+            }
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
 /// A halo: per axis an int or a (lower, upper) pair of non-negative ints.
 pub fn halo(obj: &Bound<'_, PyAny>) -> PyResult<AxisVec<(usize, usize)>> {
     const EXPECTED: &str = "expected one non-negative int or (lower, upper) pair per axis";

@@ -65,7 +65,7 @@ impl GtProgram {
         for (i, f) in p.fields.iter().enumerate() {
             let d = PyDict::new(py);
             let mut dims = f.dims();
-            let mut extent: Vec<(usize, usize)> = (0..3)
+            let mut extent: Vec<(i64, i64)> = (0..3)
                 .filter(|&a| f.axes[a])
                 .map(|a| self.plan.field_extent[i][a])
                 .collect();
@@ -253,7 +253,7 @@ impl GtProgram {
             }
             let mut fshape = [1usize; 3];
             let mut fstrides = [0isize; 3];
-            let mut origin = [0usize; 3];
+            let mut origin = [0i64; 3];
             let mut ax = 0;
             for a in 0..3 {
                 if f.axes[a] {
@@ -267,9 +267,10 @@ impl GtProgram {
                         origin[a] = *c.fields[i]
                             .origin
                             .get(ax)
-                            .ok_or_else(|| to_py(py, Error::gtscript_view(&f.name)))?;
+                            .ok_or_else(|| to_py(py, Error::gtscript_view(&f.name)))?
+                            as i64;
                     }
-                    let n = shape[ax].saturating_sub(lo + hi);
+                    let n = (shape[ax] as i64 - lo - hi).max(0) as usize;
                     if !have[a] {
                         domain[a] = n;
                         have[a] = true;

@@ -46,8 +46,8 @@ pub struct Stencil {
     gt4py_warnings: bool,
 }
 
-fn usize_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<usize>> {
-    crate::convert::usize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
+fn origin_list(obj: &Bound<'_, PyAny>) -> PyResult<Vec<isize>> {
+    crate::convert::isize_seq(obj, "origin").map(gridbuf::AxisVec::into_vec)
 }
 
 fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
@@ -67,7 +67,7 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
             })?;
             // The message names the entry: `origin["out"]`.
             let v =
-                crate::convert::usize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?.into_vec();
+                crate::convert::isize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?.into_vec();
             if k.to_str()? == "_all_" {
                 default = Some(v);
             } else {
@@ -77,7 +77,7 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
         fields.sort();
         return Ok(CallOrigin::PerField { default, fields });
     }
-    Ok(CallOrigin::All(usize_list(origin)?))
+    Ok(CallOrigin::All(origin_list(origin)?))
 }
 
 /// The data-interface callbacks of the fields (acquire, touch, release), when any field has a
@@ -725,7 +725,7 @@ pub fn python_stencil(
         let dims =
             gridbuf::geometry::dims::parse_dims_str(get("dims")?.cast::<PyString>()?.to_str()?)
                 .py(py)?;
-        let extent: Vec<(usize, usize)> = get("extent")?.extract()?;
+        let extent: Vec<(isize, isize)> = get("extent")?.extract()?;
         let intent = parse_intent(get("intent")?.cast::<PyString>()?.to_str()?).py(py)?;
         let opt = |k: &str| f.get_item(k).ok().flatten().filter(|v| !v.is_none());
         let data_shape = opt("data_shape").map(|v| v.extract()).transpose()?;

@@ -52,15 +52,18 @@ _Remap = tuple[dict[int, int], dict[int, int]]
 def _fmt_stmt(item: tuple, remap: _Remap) -> str:
     line, target, value = item
     kw = "stmt"
+    index = ""
     if target[0] == "k":  # ("k", dk, target): an assignment at the K offset dk
         kw, target = f"stmtk {line} {target[1]}", target[2]
+    elif target[0] == "kv":  # ("kv", index, target): at the point's level plus a run-time index
+        kw, index, target = f"stmtkv {line}", " " + _fmt(target[1], remap), target[2]
     else:
         kw = f"stmt {line}"
     tgt = f"f {remap[0][target[1]]} {target[2]}" if target[0] == "f" else f"t {target[1]}"
     counts: dict[int, int] = {}
     _count(value, counts)
     shared = {k for k, n in counts.items() if n > 1}
-    return f"{kw} {tgt} {_fmt(value, remap, shared, {}) if shared else _fmt(value, remap)}"
+    return f"{kw} {tgt}{index} {_fmt(value, remap, shared, {}) if shared else _fmt(value, remap)}"
 
 
 def _operands(e: Expr) -> tuple:
@@ -154,7 +157,7 @@ def share_across(body: list, temps: list[str]) -> list:
             continue
         alone = (i > 0 and isinstance(body[i - 1], str) and body[i - 1].startswith("region")) or (
             i + 1 < len(body) and body[i + 1] == "while"
-        ) or item[1][0] == "k"
+        ) or item[1][0] in ("k", "kv")
         if alone:
             out += _share_run(run, temps)
             run = []

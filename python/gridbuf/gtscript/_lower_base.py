@@ -180,7 +180,7 @@ class _LoweringBase:
         for i in _uses_once(value, "f", self.noted_ids):
             self.field_access.setdefault(i, "read")
         if target is not None:
-            t = target[2] if target[0] == "k" else target
+            t = target[2] if target[0] in ("k", "kv") else target
             if t[0] == "f":
                 if self.field_access.get(t[1]) == "read":
                     self.field_access[t[1]] = "readwrite"

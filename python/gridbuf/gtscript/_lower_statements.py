@@ -364,6 +364,7 @@ class StatementsMixin(_LoweringBase):
         if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Attribute) and target.value.attr == "A":
             raise self.error(ctx, node, f"assignment to {ast.unparse(target)}: writing through `.A` (absolute data-dim index) is forbidden, as in GT4Py")
         koff = 0
+        kindex: Expr | None = None
         if isinstance(target, ast.Subscript):
             ref = self.value(ctx, target)
             if isinstance(ref, _RunTimeComponent):
@@ -372,8 +373,9 @@ class StatementsMixin(_LoweringBase):
             if not isinstance(ref, _Ref):
                 raise self.error(ctx, node, "assignment to a subscript of something that is not a field")
             name = self.fields[ref.index][0] if ref.kind == "f" else self.temps[ref.index]
-            if ref.klevel is not None:
-                raise self.error(ctx, node, f"assignment to {name!r} at a K level computed at run time (GT4Py reads such levels only)")
+            if ref.klevel is not None and ref.klevel[0] != "kvar":
+                raise self.error(ctx, node, f"assignment to {name!r} through .at(K=...): GT4Py reads absolute K indices only")
+            kindex = ref.klevel[1] if ref.klevel is not None else None
             if ref.offset[:2] != (0, 0):
                 raise self.error(ctx, node, f"writing {name!r} at the offset {ref.offset}: assignments at non-zero I or J offsets are not supported (GT4Py's rule)")
             koff = ref.offset[2]
@@ -402,6 +404,19 @@ class StatementsMixin(_LoweringBase):
             name, ft = self.fields[index]
             raise self.error(ctx, node, f"assignment to field {name!r} with axes {ft.axes}: GT4Py writes only fields with the I and J axes (and K in PARALLEL computations)")
         tgt: tuple = (kind, index, comp) if kind == "f" else ("t", index)
+        if kindex is not None:
+            # `a[0, 0, idx] = value`: written at the point's level plus `idx`, computed at run
+            # time (FORWARD and BACKWARD). Under a mask, a point where it is not set writes its
+            # own level with the value it has there (no change, no other level touched, as
+            # GT4Py's compiled backends skip it).
+            self.note_access(kindex, None)
+            self.note_access(value, tgt)
+            if mask is not None:
+                kindex = ("sel", mask, kindex, ("c", 0))
+                old = ("f", index, comp, (0, 0, 0)) if kind == "f" else ("t", index, (0, 0, 0))
+                value = ("sel", mask, value, old)
+            self.emit(ctx, node, ("kv", _guard_levels(kindex, None), tgt), value, noted=True)
+            return
         self.note_access(value, tgt)
         if mask is not None:
             old = ("f", index, comp, (0, 0, koff)) if kind == "f" else ("t", index, (0, 0, koff))
@@ -444,7 +459,7 @@ class StatementsMixin(_LoweringBase):
         if self.region is not None:
             self.lines.append(f"region {self.region}")
         else:
-            t = target[2] if target[0] == "k" else target  # ("k", dk, target): at a K offset
+            t = target[2] if target[0] in ("k", "kv") else target  # ("k", dk, target): at a K offset; ("kv", index, target): at a run-time one
             self.written_outside.add((t[0], t[1]))
         self.lines.append((line, target, value))
 

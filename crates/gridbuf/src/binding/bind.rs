@@ -7,7 +7,7 @@ use crate::arrays::array_info::ArrayInfo;
 use crate::error::{Error, Result};
 
 /// Converts an origin in array index order to the kernel's order.
-type FromArray<'a> = &'a dyn Fn(&[usize], &str) -> Result<Vec<usize>>;
+type FromArray<'a> = &'a dyn Fn(&[isize], &str) -> Result<Vec<isize>>;
 
 /// A field's view as the kernel sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,8 +21,9 @@ pub struct BoundField {
     pub strides: Vec<isize>,
     /// Lowest and highest byte (exclusive) the view touches, relative to the array's pointer.
     pub span: (isize, isize),
-    /// The origin used, in the kernel's dims order.
-    pub origin: Vec<usize>,
+    /// The origin used, in the kernel's dims order (negative where the stencil's lower extent
+    /// lets it be: the view then starts after it).
+    pub origin: Vec<isize>,
 }
 
 /// A checked binding of a call: the domain and every field's view.
@@ -291,7 +292,7 @@ fn largest_domain(
     sig: &Signature,
     args: &[(&ArrayInfo, &ArgMeta)],
     perms: &[Vec<usize>],
-    origins: &[Vec<usize>],
+    origins: &[Vec<isize>],
 ) -> Result<Vec<usize>> {
     let nd = sig.domain_dims.len();
     let mut dom = vec![usize::MAX; nd];
@@ -300,7 +301,8 @@ fn largest_domain(
             if let Some(di) = sig.domain_index(*d) {
                 let n = info.shape[perm[a]];
                 let hi = f.extent[a].1;
-                let room = n.saturating_sub(o[a]).saturating_sub(hi);
+                // Shapes fit isize (the array's byte size does); origins and extents are small.
+                let room = (n as i128 - o[a] as i128 - hi as i128).max(0) as usize;
                 if room == 0 {
                     return Err(call_error(format!(
                         "no positive domain fits along {d}: field {:?} has extent {n} there, which leaves no point after its origin {} and the upper extent {hi} the stencil reads",
@@ -341,7 +343,7 @@ fn field_view(
     f: &FieldParam,
     info: &ArrayInfo,
     perm: &[usize],
-    o: Vec<usize>,
+    o: Vec<isize>,
     domain: &[usize],
     validate: bool,
     warnings: &mut Vec<BindWarning>,
@@ -355,14 +357,26 @@ fn field_view(
         let (lo, hi) = f.extent[a];
         let (start, len) = match sig.domain_index(*d) {
             Some(di) => {
-                if o[a] < lo {
+                // In i128: origins, extents and domains are checked here, so no sum of them
+                // may wrap first.
+                let (o_a, lo_w, hi_w) = (o[a] as i128, lo as i128, hi as i128);
+                let first = o_a - lo_w;
+                if first < 0 {
+                    let what = if lo < 0 {
+                        format!(
+                            "the stencil reads it from {} points after the origin on (lower extent {lo}), so the origin must be at least {lo}",
+                            -lo
+                        )
+                    } else {
+                        format!("less than the lower extent {lo} the stencil reads")
+                    };
                     return Err(call_error(format!(
-                        "field {:?} has origin {} along {d}, less than the lower extent {lo} the stencil reads",
+                        "field {:?} has origin {} along {d}, {what}",
                         f.name, o[a]
                     )));
                 }
-                let end = o[a].checked_add(domain[di]).and_then(|v| v.checked_add(hi));
-                if end.is_none_or(|e| e > n) {
+                let end = o_a + domain[di] as i128 + hi_w;
+                if end > n as i128 {
                     return Err(call_error(format!(
                         "field {:?} is too small along {d}: origin {} + domain {} + upper extent {hi} exceeds its extent {n}",
                         f.name, o[a], domain[di]
@@ -371,7 +385,10 @@ fn field_view(
                 if f.whole[a] {
                     (0, n)
                 } else {
-                    (o[a] - lo, domain[di] + lo + hi)
+                    // `first <= n` here (`end <= n`, and a view that would end before it
+                    // starts, where the extents leave no point, is empty).
+                    let first = first.min(n as i128) as usize;
+                    (first, (end.max(0) as usize).saturating_sub(first))
                 }
             }
             None => (0, n),
@@ -440,10 +457,10 @@ fn resolve_origin(
     meta: &ArgMeta,
     perm: &[usize],
     origin: &CallOrigin,
-) -> Result<Vec<usize>> {
+) -> Result<Vec<isize>> {
     let n = f.dims.len();
     // Per domain dim -> per field dim (data dims start at 0).
-    let from_domain = |o: &[usize], what: &str| -> Result<Vec<usize>> {
+    let from_domain = |o: &[isize], what: &str| -> Result<Vec<isize>> {
         if o.len() != sig.domain_dims.len() {
             return Err(call_error(format!(
                 "{what} {o:?} must have one entry per domain dim {}",
@@ -455,7 +472,7 @@ fn resolve_origin(
             .map(|d| sig.domain_index(*d).map_or(0, |di| o[di]))
             .collect())
     };
-    let from_array = |o: &[usize], what: &str| -> Result<Vec<usize>> {
+    let from_array = |o: &[isize], what: &str| -> Result<Vec<isize>> {
         if o.len() != info.ndim() {
             return Err(call_error(format!(
                 "{what} {o:?} of field {:?} must have one entry per axis, {} in all",
@@ -484,11 +501,13 @@ fn resolve_origin(
     }
 }
 
-fn declared_origin(meta: &ArgMeta, from_array: FromArray<'_>, n: usize) -> Result<Vec<usize>> {
+fn declared_origin(meta: &ArgMeta, from_array: FromArray<'_>, n: usize) -> Result<Vec<isize>> {
+    // Declared origins and halos are sizes of the array (they fit isize).
+    let signed = |v: &[usize]| v.iter().map(|&x| x as isize).collect::<Vec<_>>();
     if let Some(o) = &meta.origin {
-        from_array(o, "__gt_origin__")
+        from_array(&signed(o), "__gt_origin__")
     } else if let Some(h) = &meta.halo_lower {
-        from_array(h, "data interface halo")
+        from_array(&signed(h), "data interface halo")
     } else {
         Ok(vec![0; n])
     }
@@ -537,7 +556,7 @@ mod tests {
     use crate::geometry::dims::Dim;
     use crate::kernels::Intent;
 
-    fn sig2(extent: usize) -> Signature {
+    fn sig2(extent: isize) -> Signature {
         let ijk = vec![Dim::I, Dim::J, Dim::K];
         let mut inp = FieldParam::new("inp", DType::FLOAT64, ijk.clone());
         inp.extent = vec![(extent, extent), (extent, extent), (0, 0)];

@@ -21,15 +21,16 @@ pub enum CallOrigin {
     /// None given: each field's `__gt_origin__`, else its data-interface lower halo, else zero.
     #[default]
     Default,
-    /// One origin for every field, one entry per domain dim (I, J, K order).
-    All(Vec<usize>),
+    /// One origin for every field, one entry per domain dim (I, J, K order). An origin may be
+    /// negative where the stencil's lower extent is (see `FieldParam::extent`).
+    All(Vec<isize>),
     /// Per field name; `default` (the `"_all_"` entry) for the others. Each tuple has one entry
     /// per dim of the field in the kernel's order, or one per domain dim.
     PerField {
         /// `"_all_"`: per domain dim.
-        default: Option<Vec<usize>>,
+        default: Option<Vec<isize>>,
         /// (field name, origin).
-        fields: Vec<(String, Vec<usize>)>,
+        fields: Vec<(String, Vec<isize>)>,
     },
 }
 

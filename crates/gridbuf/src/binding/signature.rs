@@ -18,8 +18,11 @@ pub struct FieldParam {
     pub dims: Vec<Dim>,
     /// Required extents of the data dims, in the order they appear in `dims` (`None`: any).
     pub data_shape: Option<Vec<usize>>,
-    /// Halo read around the domain per entry of `dims`, as (lower, upper); zero on data dims.
-    pub extent: Vec<(usize, usize)>,
+    /// Reach around the domain per entry of `dims`, as (lower, upper): the points before the
+    /// origin and after the domain the kernel accesses (zero on data dims). Negative where the
+    /// kernel stays that far inside (a field read only at `a[1, 0, 0]` has the lower extent -1:
+    /// its view starts one point after the origin, so the origin may be -1, as in GT4Py).
+    pub extent: Vec<(isize, isize)>,
     /// Whether the kernel reads, writes or updates the field.
     pub intent: Intent,
     /// Preferred layout map over `dims` (a mismatch only warns).
@@ -146,7 +149,7 @@ pub fn native_signature(kernel: &dyn Kernel, dtype: DType) -> Result<Signature> 
         .iter()
         .map(|f| FieldParam {
             extent: (0..3)
-                .map(|a| (f.extent.lower[a], f.extent.upper[a]))
+                .map(|a| (f.extent.lower[a] as isize, f.extent.upper[a] as isize))
                 .collect(),
             intent: f.intent,
             ..FieldParam::new(f.name, dtype, ijk.clone())

@@ -321,8 +321,9 @@ impl Expr {
     }
 }
 
-/// An assignment `target = expr` at offset zero, or at the K offset `k_offset` (GT4Py's
-/// `a[0, 0, 1] = ...` in FORWARD and BACKWARD computations).
+/// An assignment `target = expr` at offset zero, at the K offset `k_offset` (GT4Py's
+/// `a[0, 0, 1] = ...` in FORWARD and BACKWARD computations), or at a K level computed at run
+/// time, `k_var` (GT4Py's `a[0, 0, idx] = ...`, FORWARD and BACKWARD only).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     /// Line of the definition it comes from (for messages).
@@ -333,8 +334,32 @@ pub struct Stmt {
     pub expr: Expr,
     /// The K offset it writes at (0 for most statements).
     pub k_offset: i32,
+    /// The K level it writes at, computed at run time: the point's level plus this integer
+    /// expression (`k_offset` is then 0). Such a write goes straight to the target's memory,
+    /// at a level checked against it (see `plan::StmtPlan::scatter`).
+    pub k_var: Option<Expr>,
     /// The horizontal region it is restricted to (`with horizontal(region[...])`), if any.
     pub region: Option<Region>,
+}
+
+impl Stmt {
+    /// Calls `f` on every read at a static offset of the statement: its value's and its
+    /// run-time write level's (see [`Expr::reads`]).
+    pub fn reads(&self, f: &mut impl FnMut(Access, [i32; 3])) {
+        self.expr.reads(f);
+        if let Some(k) = &self.k_var {
+            k.reads(f);
+        }
+    }
+
+    /// Calls `f` on every read at a run-time K level of the statement (see
+    /// [`Expr::var_reads`]).
+    pub fn var_reads(&self, f: &mut impl FnMut(Access, KIndex)) {
+        self.expr.var_reads(f);
+        if let Some(k) = &self.k_var {
+            k.var_reads(f);
+        }
+    }
 }
 
 /// A horizontal region: per axis I and J, the first and one-past-the-last index, each from

@@ -18,6 +18,8 @@
 //! endwhile                            # end of the innermost open loop's body
 //! stmtk LINE DK f FIELD COMPONENT EXPR # assignment at the K offset DK (FORWARD/BACKWARD)
 //! stmtk LINE DK t TEMP EXPR
+//! stmtkv LINE f FIELD COMPONENT IDX EXPR # assignment at the point's level plus the integer
+//! stmtkv LINE t TEMP IDX EXPR            # IDX, computed at run time (FORWARD/BACKWARD)
 //! ```
 //!
 //! A region bound is `S OFFSET` or `E OFFSET` (from the start or the end of the compute
@@ -392,7 +394,7 @@ impl Program {
                         return Err(ir_error(ln, "interval inside a while loop"));
                     }
                 }
-                "stmt" | "stmtk" => {
+                "stmt" | "stmtk" | "stmtkv" => {
                     let line_no: u32 = t.num()?;
                     let k_offset: i32 = if kw == "stmtk" { t.num()? } else { 0 };
                     let kind = t.next()?;
@@ -400,6 +402,11 @@ impl Program {
                         return Err(ir_error(ln, "statement target must be f or t"));
                     }
                     let target = p.access(&mut t, kind)?;
+                    let k_var = if kw == "stmtkv" {
+                        Some(p.expr(&mut t, 0, default, &mut Shared::default())?)
+                    } else {
+                        None
+                    };
                     let expr = p.expr(&mut t, 0, default, &mut Shared::default())?;
                     if t.it.next().is_some() {
                         return Err(ir_error(ln, "trailing tokens"));
@@ -414,6 +421,7 @@ impl Program {
                             expr,
                             region: region.take(),
                             k_offset,
+                            k_var,
                         });
                 }
                 "region" => {

@@ -135,7 +135,7 @@ pub unsafe fn run_interruptible<T: Elem>(
             }
             let lo = ks as i64 + dmin as i64;
             let hi = ke as i64 - 1 + dmax as i64;
-            let below = f.origin[2] as i64;
+            let below = f.origin[2];
             let above = f.shape[2] as i64 - below;
             if lo < -below || hi >= above {
                 let Kind::Field { field, .. } = plan.kinds[q as usize] else {
@@ -167,11 +167,12 @@ pub unsafe fn run_interruptible<T: Elem>(
         ));
     }
     let clips = Clips::new(plan, domain);
+    // Streaming stores only for what nothing reads back (nor writes at run-time levels).
     let read: Vec<bool> = (0..fields.len())
         .map(|q| {
-            plan.sections
-                .iter()
-                .any(|s| s.loads.iter().any(|t| t.q as usize == q))
+            plan.sections.iter().any(|s| {
+                s.loads.iter().any(|t| t.q as usize == q) || s.var_reads.contains(&(q as u32))
+            })
         })
         .collect();
     let mems: Vec<Mem> = fields
@@ -181,7 +182,7 @@ pub unsafe fn run_interruptible<T: Elem>(
             addr: f.addr,
             shape: f.shape,
             strides: f.strides,
-            origin: [f.origin[0] as i64, f.origin[1] as i64, f.origin[2] as i64],
+            origin: f.origin,
             axes: f.axes,
             writable: f.writable,
             stream: f.writable

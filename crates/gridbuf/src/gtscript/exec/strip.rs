@@ -5,7 +5,9 @@ use crate::error::{Error, Result};
 use crate::gtscript::ir::{KIndex, Ty};
 use crate::gtscript::jit::abi::VkSlot;
 use crate::gtscript::plan::tape::guard_end;
-use crate::gtscript::plan::{var_k_error, Instr, Op, Src, StmtPlan};
+use crate::gtscript::plan::{
+    loop_guard_error, var_k_error, var_k_write_error, Instr, Op, Src, StmtPlan,
+};
 use crate::gtscript::rt::interp::Arg;
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
@@ -116,6 +118,79 @@ fn load_k<T: Elem>(
             let hi = vm.mem.shape[2] as i64 + lo;
             var_k_error(vm.name, level, lo, hi)
         })?;
+    }
+    Ok(())
+}
+
+/// Runs a [`Op::StoreK`] instruction over the strip at `p` (`n` points along `inner`): each
+/// point's value from `val`, stored into `vm`'s memory at the level `idx` gives (the point's
+/// plus the index). Every level of the strip is checked against the K range first: a level
+/// outside is an error naming the quantity and the level, and nothing of the strip is written.
+/// A level in `st.guard` (relative to the point) where the value would change is an error too
+/// (see `plan::check_loop_conditions`).
+#[allow(clippy::too_many_arguments)]
+fn store_k<T: Elem>(
+    st: &StmtPlan,
+    ins: &Instr,
+    ity: Ty,
+    strip: &Strip<'_, T>,
+    regs: &[Vec<T>],
+    vm: Option<&VarMem<'_>>,
+    p: [i64; 3],
+    inner: usize,
+) -> Result<()> {
+    let vm = vm.ok_or_else(|| row_error("variable K write"))?;
+    let n = strip.n;
+    // The operands are copied out first: they may be rows of the very memory written below,
+    // and no reference into it may live while it is written.
+    let mut idx = [0i64; STRIP];
+    let mut val = [T::ZERO; STRIP];
+    {
+        let (a, b) = (
+            strip.operand(ins.args[0], regs)?,
+            strip.operand(ins.args[1], regs)?,
+        );
+        let at = |x: &Arg<'_, T>, t: usize| match x {
+            Arg::S(s) => s[t],
+            Arg::V(v) => *v,
+        };
+        for t in 0..n {
+            idx[t] = match at(&a, t).to_value(ity) {
+                crate::gtscript::ir::Value::I(v) => v,
+                crate::gtscript::ir::Value::F(v) => v as i64,
+            };
+            val[t] = at(&b, t);
+        }
+    }
+    let mem = &vm.mem;
+    let (lo, hi) = (-mem.origin[2], mem.shape[2] as i64 - mem.origin[2]);
+    for (t, &i) in idx[..n].iter().enumerate() {
+        let k = p[2] + if inner == 2 { t as i64 } else { 0 };
+        let level = k.saturating_add(i);
+        if !(lo..hi).contains(&level) {
+            return Err(var_k_write_error(vm.name, level, lo, hi));
+        }
+    }
+    for t in 0..n {
+        let mut pt = p;
+        pt[inner] += t as i64;
+        let k = pt[2];
+        let level = k.saturating_add(idx[t]);
+        pt[2] = level;
+        let outside = || var_k_write_error(vm.name, level, lo, hi);
+        if !st.guard.is_empty() && st.guard.iter().any(|&g| k + g as i64 == level) {
+            let old: T = mem.get(pt).ok_or_else(outside)?;
+            let same = |x: T| match x.to_value(mem.ty) {
+                crate::gtscript::ir::Value::F(f) => (0, f.to_bits() as i64),
+                crate::gtscript::ir::Value::I(i) => (1, i),
+            };
+            // The value as memory holds it: stored, then read back, in the memory's type.
+            let new = T::from_value(val[t].to_value(mem.ty));
+            if same(old) != same(new) {
+                return Err(loop_guard_error(vm.name, level));
+            }
+        }
+        mem.set(pt, val[t]).ok_or_else(outside)?;
     }
     Ok(())
 }
@@ -271,6 +346,11 @@ pub(crate) fn run_stmt<T: Elem>(
                             continue;
                         }
                         Op::End => continue,
+                        Op::StoreK(q, ity) => {
+                            let vm = vmem.get(q as usize).and_then(Option::as_ref);
+                            store_k(st, ins, ity, &strip, regs, vm, p, i)?;
+                            continue;
+                        }
                         _ => {}
                     }
                     let mut d = std::mem::take(&mut regs[ins.dst as usize]);
@@ -288,6 +368,11 @@ pub(crate) fn run_stmt<T: Elem>(
                     ];
                     T::apply(ins, &mut d[..n], a[0], a[1], a[2]);
                     regs[ins.dst as usize] = d;
+                }
+                if st.scatter() {
+                    // Stored by its last instruction, straight into memory.
+                    c += n;
+                    continue;
                 }
                 let w = written(st, p);
                 let f0 = geo.flat(w);

@@ -11,7 +11,7 @@ fn field(data: &mut [f64], shape: [usize; 3], lo: [usize; 3], writable: bool) ->
         addr: data.as_mut_ptr().expose_provenance(),
         shape,
         strides: [(shape[1] * shape[2]) as isize, shape[2] as isize, 1],
-        origin: lo,
+        origin: lo.map(|v| v as i64),
         axes: [true; 3],
         writable,
         ty: crate::gtscript::ir::Ty::F64,
@@ -110,7 +110,8 @@ fn forward_recurrence_and_k_bounds() {
         "stencil s float64\nfield a IJK\nfield out IJK\ncomp PARALLEL\ninterval S 0 E 0\nstmt 1 f 1 0 f 0 0 0 0 1\n",
     )
     .unwrap();
-    assert_eq!(plan.field_extent[0][2], (0, 1));
+    // GT4Py's K boundary: levels 1 to the domain's top plus one (the view may start at 1).
+    assert_eq!(plan.field_extent[0][2], (-1, 1));
     let before = out.clone();
     let fields = [
         field(&mut a, n, [0; 3], false),
@@ -248,6 +249,145 @@ fn k_offset_writes_and_run_time_levels_match_direct_loops() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("level 6") && err.contains("\"a\""), "{err}");
+}
+
+/// Writes at a run-time K level (FORWARD, `out[0, 0, idx] = a`, then `out = out + 1` at the
+/// point's own level, which must see the write), against direct loops, on the interpreter and
+/// with compiled statements, C and Fortran order (block buffers loaded again after the write,
+/// or memory read in place), one and three threads; then a level past the array is an error
+/// naming the field and the level, and nothing around the array is written.
+#[test]
+fn run_time_k_writes_match_direct_loops() {
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil v float64\nfield a IJK\nfield idx int64 IJK\nfield out IJK\n\
+                comp FORWARD\ninterval S 1 E 0\n\
+                stmtkv 1 f 2 0 f 1 0 0 0 0 f 0 0 0 0 0\n\
+                stmt 2 f 2 0 add f 2 0 0 0 0 lit float64 1.0\n";
+    let plan = compile(text).unwrap();
+    assert!(plan.sections[0].stmts[0].scatter());
+    assert_eq!(plan.sections[0].scattered, vec![2]);
+    assert!(plan.sections[0].var_reads.contains(&2));
+    let n = [5, 4, 6];
+    let len: usize = n.iter().product();
+    let c_at = |i: usize, j: usize, k: usize| (i * n[1] + j) * n[2] + k;
+    let f_at = |i: usize, j: usize, k: usize| (k * n[1] + j) * n[0] + i;
+    let idx_of = |i: usize, j: usize, k: usize| -> i64 {
+        // Every level of the column, below and above the point.
+        ((i * 3 + j * 7 + k * 5) % n[2]) as i64 - k as i64
+    };
+    let want = {
+        let mut out = vec![0.0; len];
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                for k in 1..n[2] {
+                    let l = (k as i64 + idx_of(i, j, k)) as usize;
+                    out[c_at(i, j, l)] = value(i, j, k);
+                    out[c_at(i, j, k)] += 1.0;
+                }
+            }
+        }
+        out
+    };
+    for fortran in [false, true] {
+        let at = |i, j, k| {
+            if fortran {
+                f_at(i, j, k)
+            } else {
+                c_at(i, j, k)
+            }
+        };
+        let strides: [isize; 3] = if fortran {
+            [1, n[0] as isize, (n[0] * n[1]) as isize]
+        } else {
+            [(n[1] * n[2]) as isize, n[2] as isize, 1]
+        };
+        let mut a = vec![0.0; len];
+        let mut idx = vec![0i64; len];
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                for k in 0..n[2] {
+                    a[at(i, j, k)] = value(i, j, k);
+                    idx[at(i, j, k)] = idx_of(i, j, k);
+                }
+            }
+        }
+        for jit in [None, Jit::compile(&plan).unwrap()] {
+            for threads in [1, 3] {
+                let mut out = vec![0.0; len];
+                let mut fields = [
+                    field(&mut a, n, [0; 3], false),
+                    int_field(&mut idx, n),
+                    field(&mut out, n, [0; 3], true),
+                ];
+                for f in &mut fields {
+                    f.strides = strides;
+                }
+                // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+                // their lengths.
+                unsafe {
+                    run::<Lane>(
+                        &plan,
+                        jit.as_ref(),
+                        &fields,
+                        &[],
+                        n,
+                        Threads::new(threads).unwrap(),
+                    )
+                    .unwrap()
+                };
+                for i in 0..n[0] {
+                    for j in 0..n[1] {
+                        for k in 0..n[2] {
+                            assert_eq!(out[at(i, j, k)], want[c_at(i, j, k)], "{i} {j} {k}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // A level past the array: the error names the field and the level; the canaries around
+    // the array keep their values.
+    let mut a: Vec<f64> = (0..len).map(|x| x as f64).collect();
+    let mut idx = vec![0i64; len];
+    idx[c_at(2, 1, 3)] = n[2] as i64 - 3;
+    let pad = 64;
+    let mut out = vec![7.0; len + 2 * pad];
+    let fields = [
+        field(&mut a, n, [0; 3], false),
+        int_field(&mut idx, n),
+        field(&mut out[pad..pad + len], n, [0; 3], true),
+    ];
+    // SAFETY: as above; the output's view is the middle of its buffer.
+    let err = unsafe { run::<Lane>(&plan, None, &fields, &[], n, Threads::ONE) }
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("\"out\"") && err.contains(&format!("level {}", n[2])),
+        "{err}"
+    );
+    assert!(out[..pad]
+        .iter()
+        .chain(&out[pad + len..])
+        .all(|&v| v == 7.0));
+}
+
+/// GT4Py's refusals of writes at run-time levels: in PARALLEL, at a float index.
+#[test]
+fn run_time_k_writes_are_refused_as_gt4py() {
+    let head = "stencil v float64\nfield a IJK\nfield i int32 IJK\nfield out IJK\n";
+    for (body, why) in [
+        (
+            "comp PARALLEL\ninterval S 0 E 0\nstmtkv 3 f 2 0 f 1 0 0 0 0 f 0 0 0 0 0\n",
+            "PARALLEL",
+        ),
+        (
+            "comp FORWARD\ninterval S 0 E 0\nstmtkv 4 f 2 0 f 0 0 0 0 0 f 0 0 0 0 0\n",
+            "float64",
+        ),
+    ] {
+        let err = compile(&format!("{head}{body}")).unwrap_err().to_string();
+        assert!(err.contains(why) && err.contains("line"), "{err}");
+    }
 }
 
 /// GT4Py's refusals: a write at a K offset in a PARALLEL computation, a float index, a run-time

@@ -539,7 +539,18 @@ fn run_block<'m, T: Elem>(
                 rhi,
             )?;
             let q = st.target as usize;
-            if direct[q].is_none() && sec.write_through.contains(&st.target) {
+            if st.scatter() {
+                // Written straight into memory at run-time levels: the block's copy of the
+                // target is loaded again wherever the section reads it (every other write of
+                // it went to memory at once: `write_through`).
+                if direct[q].is_none() {
+                    for t in sec.loads.iter().filter(|t| t.q == st.target) {
+                        let (blo, bhi) = reach_box(core_lo, core_hi, t.reach, t.k);
+                        let (blo, bhi) = clip(blo, bhi, clips.quantity[q]);
+                        transfer(mem_of(q), &geo, &mut bufs[q], blo, bhi, true)?;
+                    }
+                }
+            } else if direct[q].is_none() && sec.write_through.contains(&st.target) {
                 // Read at run-time levels later: to memory now (see `SectionPlan::write_through`).
                 let k = (-st.k_offset, st.k_offset);
                 let (blo, bhi) = reach_box(core_lo, core_hi, st.reach, k);
@@ -559,7 +570,9 @@ fn run_block<'m, T: Elem>(
         };
     }
     for t in &sec.stores {
-        if direct[t.q as usize].is_some() {
+        // A quantity written at run-time levels went to memory at every write; its block copy
+        // may be older than what a write at a run-time level put there.
+        if direct[t.q as usize].is_some() || sec.scattered.contains(&t.q) {
             continue;
         }
         if matches!(ctx.plan.kinds[t.q as usize], Kind::Field { .. }) && t.reach != [0; 4] {

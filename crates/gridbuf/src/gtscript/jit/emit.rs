@@ -331,7 +331,7 @@ impl Emit<'_> {
                     let t = Self::arith(b, o1, a, x.expect("fused op operand"));
                     Self::arith(b, o2, t, y.expect("fused op operand"))
                 }
-                Op::LoadK(..) => unreachable!("filtered by `supported`"),
+                Op::LoadK(..) | Op::StoreK(..) => unreachable!("filtered by `supported`"),
                 Op::Guard(_) | Op::End => unreachable!("handled above"),
                 Op::Sel => {
                     let known = match ins.args[0] {
@@ -421,5 +421,6 @@ pub(crate) fn uses_arg(op: Op, n: usize) -> bool {
         Op::Mov | Op::Cast(_) | Op::Un(_) | Op::LoadK(..) | Op::Guard(_) | Op::End => false,
         Op::Bin(_) => n == 1,
         Op::Bin2(..) | Op::Sel => true,
+        Op::StoreK(..) => n == 1,
     }
 }

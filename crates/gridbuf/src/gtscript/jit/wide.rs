@@ -365,6 +365,7 @@ impl WideEmit<'_> {
             let v = match ins.op {
                 Op::Guard(_) | Op::End => unreachable!("handled above"),
                 Op::LoadK(q, kind) => self.load_k(b, q, kind, a, point),
+                Op::StoreK(..) => unreachable!("filtered by `supported`: the strip runs it"),
                 Op::Mov => a,
                 Op::Cast(to) => Self::cast(b, a, ty, to),
                 Op::Sel => {

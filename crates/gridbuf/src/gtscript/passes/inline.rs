@@ -226,7 +226,15 @@ fn inline_pass(p: &mut Program) {
                 writer[t] = g;
             }
             writers[t] += 1;
-            blocked[t] |= st.k_offset != 0;
+            blocked[t] |= st.k_offset != 0 || st.k_var.is_some();
+        }
+        // A temporary read by a run-time write level stays (nothing is inlined into it).
+        if let Some(k) = &st.k_var {
+            k.reads(&mut |a, _| {
+                if let Access::Temp(t) = a {
+                    blocked[t] = true;
+                }
+            });
         }
         st.expr.reads(&mut |a, off| {
             if let Access::Temp(t) = a {
@@ -237,7 +245,7 @@ fn inline_pass(p: &mut Program) {
                 }
             }
         });
-        st.expr.var_reads(&mut |a, _| {
+        st.var_reads(&mut |a, _| {
             if let Access::Temp(t) = a {
                 blocked[t] = true;
             }
@@ -414,6 +422,8 @@ fn merged_branches(x: &Stmt, y: &Stmt) -> Option<Expr> {
             if x.target == y.target
                 && x.region == y.region
                 && x.k_offset == y.k_offset
+                && x.k_var.is_none()
+                && y.k_var.is_none()
                 && own(old1)
                 && own(old2)
                 && matches!(&**nm, Expr::Un(UnOp::Not, m2) if m2 == m)
@@ -439,8 +449,8 @@ fn drop_unmentioned(p: &mut Program) {
             }
         };
         mark(st.target);
-        st.expr.reads(&mut |a, _| mark(a));
-        st.expr.var_reads(&mut |a, _| mark(a));
+        st.reads(&mut |a, _| mark(a));
+        st.var_reads(&mut |a, _| mark(a));
     }
     if used.iter().all(|&u| u) {
         return;
@@ -460,11 +470,15 @@ fn drop_unmentioned(p: &mut Program) {
         if let Access::Temp(u) = &mut st.target {
             *u = index[*u];
         }
-        st.expr.reads_mut(&mut |n| {
+        let mut renumber = |n: &mut Expr| {
             if let Expr::Read(Access::Temp(u), _) | Expr::ReadK(Access::Temp(u), ..) = n {
                 *u = index[*u];
             }
-        });
+        };
+        st.expr.reads_mut(&mut renumber);
+        if let Some(k) = &mut st.k_var {
+            k.reads_mut(&mut renumber);
+        }
     }
 }
 

@@ -402,14 +402,32 @@ pub fn check(p: &mut Program) -> Result<()> {
                     format!("a true division of integers or a float function of an integer assigned to a {} target: GT4Py refuses it (type mismatch); assign it to a float field or a typed float temporary", target.name()),
                 ));
             }
-            stmts.push(cast(t.e, t.ty, target));
+            // A write at a run-time K level: an integer index, as GT4Py's variable K offsets.
+            let k_var = match &st.k_var {
+                Some(k) => {
+                    let (k, kt, _) = ck.operand(k, st.line)?;
+                    if !kt.is_int() {
+                        return Err(refuse(
+                            st.line,
+                            format!(
+                                "a variable K offset of type {} on an assignment: GT4Py takes integer expressions only",
+                                kt.name()
+                            ),
+                        ));
+                    }
+                    Some(k)
+                }
+                None => None,
+            };
+            stmts.push((cast(t.e, t.ty, target), k_var));
         }
         out.push(stmts);
     }
     let temps = ck.temps;
     for (s, stmts) in p.sections.iter_mut().zip(out) {
-        for (st, e) in s.stmts.iter_mut().zip(stmts) {
+        for (st, (e, k)) in s.stmts.iter_mut().zip(stmts) {
             st.expr = e;
+            st.k_var = k;
         }
     }
     for (decl, t) in p.temps.iter_mut().zip(temps) {

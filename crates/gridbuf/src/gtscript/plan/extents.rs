@@ -155,16 +155,34 @@ pub(crate) fn shifted(r: Reach, off: [i32; 3]) -> Reach {
     [r[0] - off[0], r[1] + off[0], r[2] - off[1], r[3] + off[1]]
 }
 
+/// What [`extents`] plans.
+pub(crate) struct Extents {
+    /// Per quantity: how far beyond the domain it is needed (at least zero on every side).
+    pub(crate) reach: Vec<Reach>,
+    /// The fewest points per axis I, J for which the extents of regions hold.
+    pub(crate) min_domain: [i64; 2],
+    /// Per quantity: the union of its accesses' extents alone, not widened to the domain's
+    /// edge (GT4Py's field extents: a field read only at `a[1, 0, 0]` has the lower extent -1);
+    /// `None` where it is not read. Region reads count at least zero, as in GT4Py.
+    pub(crate) accessed: Vec<Option<Reach>>,
+}
+
 /// How far beyond the domain every quantity is needed: backwards over the statements until
 /// nothing changes. With `regions`, a statement restricted to a region reads only what GT4Py
-/// plans for it (see `extents`); the second value is then the fewest points per axis I, J for
+/// plans for it (see `extents`); `min_domain` is then the fewest points per axis I, J for
 /// which that holds.
-pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<Reach>, [i64; 2])> {
+pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<Extents> {
     let nq = n_comp + p.temps.len();
     let mut reach = vec![ZERO; nq];
     let mut min_domain = [0i64; 2];
+    let mut accessed: Vec<Option<Reach>> = vec![None; nq];
+    let access = |accessed: &mut Vec<Option<Reach>>, q: usize, r: Reach| {
+        accessed[q] = Some(accessed[q].map_or(r, |a| union(a, r)));
+    };
     for round in 0..33 {
         let before = reach.clone();
+        // Recomputed in every round: the last one's is the fixed point's.
+        accessed.iter_mut().for_each(|a| *a = None);
         for s in p.sections.iter().rev() {
             for st in s.stmts.iter().rev() {
                 let tq = quantity(p, st.target);
@@ -176,7 +194,7 @@ pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<
                     },
                     _ => None,
                 };
-                st.expr.reads(&mut |a, off| {
+                st.reads(&mut |a, off| {
                     let q = quantity(p, a);
                     let r = match &cut {
                         Some(c) => {
@@ -184,23 +202,29 @@ pub(crate) fn extents(p: &Program, n_comp: usize, regions: bool) -> Result<(Vec<
                             min_domain = [min_domain[0].max(m[0]), min_domain[1].max(m[1])];
                             c.read(off)
                         }
-                        None => union(ZERO, shifted(se, off)),
+                        None => shifted(se, off),
                     };
-                    reach[q] = union(reach[q], r);
+                    access(&mut accessed, q, r);
+                    reach[q] = union(reach[q], union(ZERO, r));
                 });
                 // A read at a run-time K level reads at the point itself horizontally.
-                st.expr.var_reads(&mut |a, _| {
+                st.var_reads(&mut |a, _| {
                     let q = quantity(p, a);
                     let r = match &cut {
                         Some(c) => c.read([0; 3]),
-                        None => union(ZERO, se),
+                        None => se,
                     };
-                    reach[q] = union(reach[q], r);
+                    access(&mut accessed, q, r);
+                    reach[q] = union(reach[q], union(ZERO, r));
                 });
             }
         }
         if before == reach {
-            return Ok((reach, min_domain));
+            return Ok(Extents {
+                reach,
+                min_domain,
+                accessed,
+            });
         }
         if round == 32 {
             break;

@@ -13,7 +13,7 @@ pub(crate) mod sweep;
 pub(crate) mod tape;
 
 use crate::gtscript::ir::{def_error, Access, IterOrder, KIndex, Program, Ty};
-use crate::gtscript::plan::extents::{extents, shifted, union, ZERO};
+use crate::gtscript::plan::extents::{extents, shifted, union, Extents, ZERO};
 // The tape types are part of a plan's public shape.
 use crate::error::{Error, Result};
 use crate::gtscript::passes::types::type_of;
@@ -112,11 +112,15 @@ pub fn plan(program: Program) -> Result<Plan> {
         k_margin,
         var_read,
     } = accesses(p, nq)?;
-    check_loop_conditions(p)?;
+    let guards = check_loop_conditions(p)?;
     check_written_reads(p, &written_in_comp)?;
     // Horizontal extents, without and with regions (see `extents`).
-    let (reach, _) = extents(p, n_comp, false)?;
-    let (extent, min_domain) = extents(p, n_comp, true)?;
+    let reach = extents(p, n_comp, false)?.reach;
+    let Extents {
+        reach: mut extent,
+        min_domain,
+        accessed,
+    } = extents(p, n_comp, true)?;
     let stmt_reach = |tq: usize| if tq >= n_comp { reach[tq] } else { ZERO };
     check_reads_beyond_domain(p, &stmt_reach, &written_in_comp)?;
     let kinds: Vec<Kind> = (0..nq)
@@ -143,30 +147,53 @@ pub fn plan(program: Program) -> Result<Plan> {
             }
         })
         .collect();
-    // Field extents for the binder, and the sections' plans.
-    let mut field_extent = vec![[(0usize, 0usize); 3]; p.fields.len()];
+    // Field extents for the binder, as GT4Py plans them: the union of the field's accesses,
+    // signed (a field read only at `a[1, 0, 0]` needs no point at the origin, and its origin
+    // may be -1); a written field covers the domain.
+    let mut horizontal: Vec<Option<Reach>> = vec![None; p.fields.len()];
     for q in 0..n_comp {
         if let Kind::Field { field, .. } = kinds[q] {
-            let r = extent[q];
-            let e = &mut field_extent[field];
-            e[0] = (e[0].0.max(r[0] as usize), e[0].1.max(r[1] as usize));
-            e[1] = (e[1].0.max(r[2] as usize), e[1].1.max(r[3] as usize));
+            let mut r = accessed[q];
+            if field_written[field] {
+                r = Some(r.map_or(ZERO, |r| union(r, ZERO)));
+            }
+            if let Some(r) = r {
+                let h = &mut horizontal[field];
+                *h = Some(h.map_or(r, |h| union(h, r)));
+            }
+        }
+    }
+    let mut field_extent = vec![[(0i64, 0i64); 3]; p.fields.len()];
+    for (e, h) in field_extent.iter_mut().zip(&horizontal) {
+        let r = h.unwrap_or(ZERO).map(i64::from);
+        e[0] = (r[0], r[1]);
+        e[1] = (r[2], r[3]);
+    }
+    // Loads and stores of a field are cut to its extent: never outside the binder's view.
+    for q in 0..n_comp {
+        if let Kind::Field { field, .. } = kinds[q] {
+            extent[q] = horizontal[field].unwrap_or(ZERO);
         }
     }
     let mut sections = Vec::with_capacity(p.sections.len());
     let mut max_regs = 1;
     // Where each quantity is in the section's lists being built.
     let mut slot = [(); 7].map(|_| Slots::new(nq));
-    for s in &p.sections {
+    let mut k_extent = vec![KExtent::default(); p.fields.len()];
+    for (s, guards) in p.sections.iter().zip(&guards) {
         sections.push(plan_section(
             p,
             s,
             &kinds,
             &stmt_reach,
-            &mut field_extent,
+            &mut k_extent,
+            guards,
             &mut slot,
             &mut max_regs,
         ));
+    }
+    for (e, k) in field_extent.iter_mut().zip(&k_extent) {
+        e[2] = k.extent();
     }
     let first_output = field_written.iter().position(|&w| w);
     let lanes = lanes(&program, &sections);
@@ -188,17 +215,77 @@ pub fn plan(program: Program) -> Result<Plan> {
     Ok(plan)
 }
 
+/// A field's K extent as its static accesses decide it (see [`KExtent::extent`]).
+#[derive(Copy, Clone, Debug)]
+struct KExtent {
+    /// The most levels below the domain's first that an access in an interval counted from
+    /// the start reaches (negative: that far above it); `i64::MIN` when none does.
+    lo: i64,
+    /// Likewise above the domain's last, for intervals counted from the end.
+    hi: i64,
+    /// Whether an access in an interval counted from the end (from the start) leaves the
+    /// lower (upper) side undecided.
+    lo_free: bool,
+    hi_free: bool,
+}
+
+impl Default for KExtent {
+    fn default() -> KExtent {
+        KExtent {
+            lo: i64::MIN,
+            hi: i64::MIN,
+            lo_free: false,
+            hi_free: false,
+        }
+    }
+}
+
+impl KExtent {
+    /// An access at the K offset `k` in section `s`: GT4Py's K boundary (`Plan::k_boundary`).
+    fn access(&mut self, s: &crate::gtscript::ir::Section, k: i64) {
+        if s.start.from_end {
+            self.lo_free = true;
+        } else {
+            self.lo = self.lo.max(-(s.start.offset + k));
+        }
+        if s.end.from_end {
+            self.hi = self.hi.max(s.end.offset + k);
+        } else {
+            self.hi_free = true;
+        }
+    }
+
+    /// The (lower, upper) extent: GT4Py's K boundary where every access decides a side
+    /// (negative where they all stay inside the domain, so that the view starts or ends
+    /// there), else at least zero (an access in an interval counted from the other end of
+    /// the domain may reach its edge; the run-time K check refuses what leaves the view).
+    fn extent(&self) -> (i64, i64) {
+        let side = |v: i64, free: bool| {
+            if v == i64::MIN {
+                0
+            } else if free {
+                v.max(0)
+            } else {
+                v
+            }
+        };
+        (side(self.lo, self.lo_free), side(self.hi, self.hi_free))
+    }
+}
+
 /// A step of [`plan`]: the plan of section `s` (its statements' tapes, what its blocks load
 /// and store, its halo, its K reads and writes), with `kinds` the quantities' kinds and
 /// `stmt_reach(q)` how far beyond a tile's core a statement writing `q` runs; adds the
-/// section's K reach of each field to `field_extent`, its registers to `max_regs`; `slot`:
+/// section's K accesses of each field to `k_extent`, its registers to `max_regs`; `slot`:
 /// scratch lists (see [`Slots`]).
+#[allow(clippy::too_many_arguments)]
 fn plan_section(
     p: &Program,
     s: &crate::gtscript::ir::Section,
     kinds: &[Kind],
     stmt_reach: &impl Fn(usize) -> Reach,
-    field_extent: &mut [[(usize, usize); 3]],
+    k_extent: &mut [KExtent],
+    guards: &[Vec<i32>],
     slot: &mut [Slots; 7],
     max_regs: &mut usize,
 ) -> SectionPlan {
@@ -226,8 +313,23 @@ fn plan_section(
             free: Vec::new(),
             count: 0,
         };
+        // A write at a run-time level: the index, then the value, then the store (the
+        // index's register stays held while the value is computed: `compile` never frees the
+        // register of the value it returns).
+        let index = st.k_var.as_ref().map(|k| {
+            let at = compile(k, p, &mut tape, &mut regs);
+            (at, type_of(p, k))
+        });
         let last = compile(&st.expr, p, &mut tape, &mut regs);
-        if !matches!(last, Src::Reg(_)) || tape.is_empty() {
+        if let Some((at, ity)) = index {
+            let dst = regs.take();
+            tape.push(Instr {
+                op: Op::StoreK(tq as u32, ity),
+                dst,
+                args: [at, last, ZERO_SRC],
+                ty: type_of(p, &st.expr),
+            });
+        } else if !matches!(last, Src::Reg(_)) || tape.is_empty() {
             let dst = regs.take();
             tape.push(Instr {
                 op: Op::Mov,
@@ -242,11 +344,17 @@ fn plan_section(
             !i.args
                 .iter()
                 .any(|a| matches!(a, Src::Q(q, _) if *q as usize == tq))
-                && !matches!(i.op, Op::LoadK(..))
+                && !matches!(i.op, Op::LoadK(..) | Op::StoreK(..))
         });
+        let scatter = st.k_var.is_some();
+        if scatter && var_slot.get(tq as u32).is_none() {
+            // Written at run-time levels: straight to memory, like a run-time read.
+            var_slot.set(tq as u32, var_reads.len());
+            var_reads.push(tq as u32);
+        }
         halo[0] = (halo[0].0.max(se[0]), halo[0].1.max(se[1]));
         halo[1] = (halo[1].0.max(se[2]), halo[1].1.max(se[3]));
-        st.expr.reads(&mut |a, off| {
+        st.reads(&mut |a, off| {
             let q = quantity(p, a);
             add_q(q, &mut quantities, q_slot);
             if !matches!(kinds[q], Kind::Local) {
@@ -267,17 +375,11 @@ fn plan_section(
                 }
                 // Static K extent of the field, as GT4Py computes it.
                 if let Kind::Field { field, .. } = kinds[q] {
-                    let e = &mut field_extent[field][2];
-                    if !s.start.from_end {
-                        e.0 = e.0.max((-(s.start.offset + off[2] as i64)).max(0) as usize);
-                    }
-                    if s.end.from_end {
-                        e.1 = e.1.max((s.end.offset + off[2] as i64).max(0) as usize);
-                    }
+                    k_extent[field].access(s, i64::from(off[2]));
                 }
             }
         });
-        st.expr.var_reads(&mut |a, _| {
+        st.var_reads(&mut |a, _| {
             let q = quantity(p, a) as u32;
             if var_slot.get(q).is_none() {
                 var_slot.set(q, var_reads.len());
@@ -292,7 +394,7 @@ fn plan_section(
         if st.region.is_some() && !matches!(kinds[tq], Kind::Local) {
             add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
         }
-        if !matches!(kinds[tq], Kind::Local) {
+        if !matches!(kinds[tq], Kind::Local) && !scatter {
             // Stores cover the levels written: the core's, shifted by the K offset.
             add_transfer(&mut stores, store_slot, tq as u32, se, (-ko, ko));
             if ko != 0 {
@@ -301,7 +403,7 @@ fn plan_section(
                 add_transfer(&mut loads, load_slot, tq as u32, se, (-ko, ko));
             }
         }
-        if let Kind::Field { field, .. } = kinds[tq] {
+        if let (Kind::Field { field, .. }, false) = (kinds[tq], scatter) {
             match k_write_slot.get(tq as u32) {
                 Some(i) => {
                     let t = &mut k_writes[i];
@@ -312,16 +414,8 @@ fn plan_section(
                     k_writes.push((tq as u32, ko, ko));
                 }
             }
-            if ko != 0 {
-                // Static K extent of the written field, as GT4Py computes it.
-                let e = &mut field_extent[field][2];
-                if !s.start.from_end {
-                    e.0 = e.0.max((-(s.start.offset + ko as i64)).max(0) as usize);
-                }
-                if s.end.from_end {
-                    e.1 = e.1.max((s.end.offset + ko as i64).max(0) as usize);
-                }
-            }
+            // Static K extent of the written field, as GT4Py computes it.
+            k_extent[field].access(s, i64::from(ko));
         }
         stmts.push(StmtPlan {
             target: tq as u32,
@@ -330,6 +424,7 @@ fn plan_section(
             direct,
             region: st.region,
             k_offset: ko,
+            guard: guards.get(stmts.len()).cloned().unwrap_or_default(),
         });
     }
     for t in &stores {
@@ -340,6 +435,13 @@ fn plan_section(
         .copied()
         .filter(|&q| written.get(q).is_some())
         .collect();
+    let mut scattered: Vec<u32> = stmts
+        .iter()
+        .filter(|st| st.scatter())
+        .map(|st| st.target)
+        .collect();
+    scattered.sort_unstable();
+    scattered.dedup();
     for t in &loads {
         halo[0] = (halo[0].0.max(t.reach[0]), halo[0].1.max(t.reach[1]));
         halo[1] = (halo[1].0.max(t.reach[2]), halo[1].1.max(t.reach[3]));
@@ -360,6 +462,7 @@ fn plan_section(
         k_writes,
         var_reads,
         write_through,
+        scattered,
     }
 }
 
@@ -428,8 +531,13 @@ fn accesses(p: &Program, nq: usize) -> Result<Accesses> {
                 check_k_write(p, s.order, st)?;
                 k_margin[tq] = k_margin[tq].max(st.k_offset.unsigned_abs() as usize);
             }
+            if st.k_var.is_some() {
+                check_k_write(p, s.order, st)?;
+                // Written at run-time levels: stored, and reached only through its memory.
+                var_read[tq] = true;
+            }
             let mut err = None;
-            st.expr.var_reads(&mut |a, k| {
+            st.var_reads(&mut |a, k| {
                 let q = quantity(p, a);
                 if sections_of[q].last() != Some(&si) {
                     sections_of[q].push(si);
@@ -458,7 +566,7 @@ fn accesses(p: &Program, nq: usize) -> Result<Accesses> {
                     ));
                 }
             });
-            st.expr.reads(&mut |a, off| {
+            st.reads(&mut |a, off| {
                 let q = quantity(p, a);
                 if sections_of[q].last() != Some(&si) {
                     sections_of[q].push(si);
@@ -505,31 +613,106 @@ fn accesses(p: &Program, nq: usize) -> Result<Accesses> {
 }
 
 /// A step of [`plan`]: the bodies of `while` loops change what their conditions read only in
-/// their last statement.
-fn check_loop_conditions(p: &Program) -> Result<()> {
+/// their last statement, or where GT4Py's backends agree all the same (see below). Returns,
+/// per section and statement, the levels (relative to the point) at which a write at a
+/// run-time K level must leave its target unchanged ([`StmtPlan::guard`]).
+fn check_loop_conditions(p: &Program) -> Result<Vec<Vec<Vec<i32>>>> {
     // GT4Py's numpy backend tests a `while` condition again before every statement of the
-    // body, its compiled backends once per pass: they agree, and so gridbuf is defined, only
-    // where no statement but the body's last changes what the condition reads.
-    for s in &p.sections {
+    // body, its compiled backends once per pass: they agree, and so gridbuf is defined, where
+    // no statement but the body's last changes what the condition reads. Two more cases agree,
+    // in a loop that neither holds another loop nor is held by one:
+    // - every statement after the one that changes the condition writes only temporaries
+    //   read nowhere but in the loop's body, at the point itself (a counter such as `lev`):
+    //   where the condition turns false, numpy skips them and the compiled backends run them
+    //   once more, which nothing reads afterwards (the loop ends there either way, since they
+    //   change nothing the condition reads);
+    // - the statement writes at a run-time K level (`A[0, 0, lev] = ...`) and the condition
+    //   reads its target at the point's column only: it changes the condition only where it
+    //   changes the target at a level the condition reads, which the statement refuses at run
+    //   time (`StmtPlan::guard`).
+    let mut guards: Vec<Vec<Vec<i32>>> = p
+        .sections
+        .iter()
+        .map(|s| vec![Vec::new(); s.stmts.len()])
+        .collect();
+    for (si, s) in p.sections.iter().enumerate() {
         for l in &s.loops {
             let cond = &s.stmts[l.head - 1];
-            for st in &s.stmts[l.head..l.end.saturating_sub(1)] {
+            let alone = s.loops.iter().all(|o| {
+                o == l
+                    || !((o.head <= l.head && l.end <= o.end)
+                        || (l.head <= o.head && o.end <= l.end))
+            });
+            let body = s.stmts.iter().enumerate();
+            for (u, st) in body.take(l.end.saturating_sub(1)).skip(l.head) {
                 let mut reads = false;
-                cond.expr.reads(&mut |a, _| reads |= a == st.target);
-                cond.expr.var_reads(&mut |a, _| reads |= a == st.target);
-                if reads {
-                    return Err(def_error(
-                        st.line,
-                        format!(
-                            "the while loop's body changes {:?}, which its condition reads, before its last statement: GT4Py's numpy backend tests the condition again before every statement of the body and its compiled backends once per pass, so they disagree here; change it in the body's last statement",
-                            name_of(p, st.target)
-                        ),
-                    ));
+                let mut levels: Vec<i32> = Vec::new();
+                let mut elsewhere = false;
+                cond.reads(&mut |a, off| {
+                    if a == st.target {
+                        reads = true;
+                        if off[..2] == [0, 0] {
+                            levels.push(off[2]);
+                        } else {
+                            elsewhere = true;
+                        }
+                    }
+                });
+                cond.var_reads(&mut |a, _| {
+                    if a == st.target {
+                        reads = true;
+                        elsewhere = true;
+                    }
+                });
+                if !reads {
+                    continue;
                 }
+                if alone && (u + 1..l.end).all(|v| loop_local(p, si, l, &s.stmts[v])) {
+                    continue;
+                }
+                if alone && st.k_var.is_some() && !elsewhere {
+                    levels.sort_unstable();
+                    levels.dedup();
+                    guards[si][u] = levels;
+                    continue;
+                }
+                return Err(def_error(
+                    st.line,
+                    format!(
+                        "the while loop's body changes {:?}, which its condition reads, before its last statement: GT4Py's numpy backend tests the condition again before every statement of the body and its compiled backends once per pass, so they disagree here; change it in the body's last statement",
+                        name_of(p, st.target)
+                    ),
+                ));
             }
         }
     }
-    Ok(())
+    Ok(guards)
+}
+
+/// Whether statement `st` of loop `l` of section `si` writes only a temporary that nothing
+/// reads outside the loop's body: a 3-D temporary, written at the point itself, read only by
+/// the body's statements (not the condition), at the point itself.
+fn loop_local(
+    p: &Program,
+    si: usize,
+    l: &crate::gtscript::ir::Loop,
+    st: &crate::gtscript::ir::Stmt,
+) -> bool {
+    let Access::Temp(t) = st.target else {
+        return false;
+    };
+    if p.temps[t].axes != [true; 3] || st.k_offset != 0 || st.k_var.is_some() {
+        return false;
+    }
+    p.sections.iter().enumerate().all(|(sj, sec)| {
+        sec.stmts.iter().enumerate().all(|(v, other)| {
+            let inside = sj == si && (l.head..l.end).contains(&v);
+            let mut ok = true;
+            other.reads(&mut |a, off| ok &= a != st.target || (inside && off == [0; 3]));
+            other.var_reads(&mut |a, _| ok &= a != st.target);
+            ok
+        })
+    })
 }
 
 /// A step of [`plan`]: written fields are not read at horizontal offsets, and, as GT4Py's
@@ -551,7 +734,7 @@ fn check_written_reads(p: &Program, written_in_comp: &[Vec<usize>]) -> Result<()
         };
         for st in &s.stmts {
             let mut err = None;
-            st.expr.reads(&mut |a, off| {
+            st.reads(&mut |a, off| {
                 let q = quantity(p, a);
                 if matches!(a, Access::Field { .. })
                     && !written_in_comp[q].is_empty()
@@ -577,7 +760,7 @@ fn check_written_reads(p: &Program, written_in_comp: &[Vec<usize>]) -> Result<()
                     ));
                 }
             });
-            st.expr.var_reads(&mut |a, _| {
+            st.var_reads(&mut |a, _| {
                 let q = quantity(p, a);
                 if racy(q) {
                     err.get_or_insert(def_error(
@@ -613,8 +796,8 @@ fn check_reads_beyond_domain(
             }
             let mut err = None;
             let mut accesses = Vec::new();
-            st.expr.reads(&mut |a, _| accesses.push(a));
-            st.expr.var_reads(&mut |a, _| accesses.push(a));
+            st.reads(&mut |a, _| accesses.push(a));
+            st.var_reads(&mut |a, _| accesses.push(a));
             accesses.into_iter().for_each(|a| {
                 if matches!(a, Access::Field { .. })
                     && !written_in_comp[quantity(p, a)].is_empty()
@@ -703,15 +886,20 @@ pub(crate) fn var_k_error(name: &str, level: i64, lo: i64, hi: i64) -> Error {
     }
 }
 
-/// Refuses an assignment at a K offset where GT4Py refuses it.
+/// Refuses an assignment at a K offset (static or computed at run time) where GT4Py refuses
+/// it.
 fn check_k_write(p: &Program, order: IterOrder, st: &crate::gtscript::ir::Stmt) -> Result<()> {
     let name = name_of(p, st.target);
+    let offset = if st.k_var.is_some() {
+        "a K offset computed at run time".to_owned()
+    } else {
+        format!("the K offset {}", st.k_offset)
+    };
     if order == IterOrder::Parallel {
         return Err(def_error(
             st.line,
             format!(
-                "assignment to {name:?} at the K offset {}: not available in PARALLEL computations (GT4Py's rule); use FORWARD or BACKWARD",
-                st.k_offset
+                "assignment to {name:?} at {offset}: not available in PARALLEL computations (GT4Py's rule); use FORWARD or BACKWARD"
             ),
         ));
     }
@@ -722,11 +910,32 @@ fn check_k_write(p: &Program, order: IterOrder, st: &crate::gtscript::ir::Stmt) 
     if !axes[2] {
         return Err(def_error(
             st.line,
-            format!(
-                "assignment to {name:?} at the K offset {}: it has no K axis",
-                st.k_offset
-            ),
+            format!("assignment to {name:?} at {offset}: it has no K axis"),
         ));
     }
     Ok(())
+}
+
+/// The error for a write at a K level computed at run time outside the levels it may write.
+pub(crate) fn var_k_write_error(name: &str, level: i64, lo: i64, hi: i64) -> Error {
+    Error::InvalidValue {
+        param: "stencil call".into(),
+        value: format!("level {level}"),
+        expected: format!(
+            "a K level of {name:?} from {lo} to {} for its assignment at a variable K offset (levels counted from the domain's first; a field's levels are those of its array, a temporary's the domain's); nothing was written at that level",
+            hi - 1
+        ),
+    }
+}
+
+/// The error for a write at a run-time K level that changes what a `while` loop's condition
+/// reads before the body's last statement (see [`check_loop_conditions`]).
+pub(crate) fn loop_guard_error(name: &str, level: i64) -> Error {
+    Error::InvalidValue {
+        param: "stencil call".into(),
+        value: format!("level {level}"),
+        expected: format!(
+            "a while loop's body writes {name:?} at a variable K offset, at level {level}, which the loop's condition reads, before the body's last statement: GT4Py's numpy backend tests the condition again before every statement of the body and its compiled backends once per pass, so they disagree here; change it in the body's last statement"
+        ),
+    }
 }

@@ -24,6 +24,27 @@ pub struct StmtPlan {
     pub k_offset: i32,
     /// The horizontal region it is restricted to, if any.
     pub region: Option<Region>,
+    /// Per level the condition of a `while` loop around it reads the target at (relative to
+    /// the point): a write at a run-time level (see [`StmtPlan::scatter`]) that changes the
+    /// value there is refused at run time (see `plan::check_loop_conditions`).
+    pub guard: Vec<i32>,
+}
+
+impl StmtPlan {
+    /// Whether the statement writes at a K level computed at run time (GT4Py's
+    /// `a[0, 0, idx] = ...`): its tape ends in [`crate::gtscript::plan::Op::StoreK`], which
+    /// stores each point's value straight into the target's memory at its checked level, and
+    /// it writes no block buffer. Only the interpreter runs it (`schedule::supported`), in
+    /// blocks.
+    pub fn scatter(&self) -> bool {
+        matches!(
+            self.tape.last(),
+            Some(Instr {
+                op: crate::gtscript::plan::tape::Op::StoreK(..),
+                ..
+            })
+        )
+    }
 }
 
 /// Where a section goes after a statement.
@@ -74,13 +95,18 @@ pub struct SectionPlan {
     /// Per field component written: (quantity, lowest and highest K offset written), for the
     /// run-time check of K bounds before anything is written.
     pub k_writes: Vec<(u32, i32, i32)>,
-    /// Quantities read at K levels computed at run time ([`crate::gtscript::plan::Op::LoadK`]): read from their
-    /// memory, never from block buffers or column copies.
+    /// Quantities read or written at K levels computed at run time
+    /// ([`crate::gtscript::plan::Op::LoadK`], [`crate::gtscript::plan::Op::StoreK`]): read from
+    /// their memory, never from block buffers or column copies.
     pub var_reads: Vec<u32>,
     /// Quantities both written and read at run-time levels in this section: each statement
     /// writing one stores what it wrote to memory at once (where it is not written there
     /// directly), so the run-time reads see every write before them, as in GT4Py.
     pub write_through: Vec<u32>,
+    /// Quantities written at run-time levels in this section (a subset of `var_reads` and of
+    /// `write_through`): their block buffers are loaded again from memory after each such
+    /// write, and never stored back at the block's end (every write went to memory at once).
+    pub scattered: Vec<u32>,
 }
 
 impl SectionPlan {
@@ -123,8 +149,10 @@ pub struct Plan {
     pub program: Program,
     /// Per quantity: what it is.
     pub kinds: Vec<Kind>,
-    /// Per field: (lower, upper) extent per axis I, J, K that it is read beyond the domain.
-    pub field_extent: Vec<[(usize, usize); 3]>,
+    /// Per field: (lower, upper) extent per axis I, J, K: how far beyond the domain it is
+    /// accessed, negative where every access stays that far inside (see `plan::plan`). The
+    /// binder's view of the field covers the domain widened by it.
+    pub field_extent: Vec<[(i64, i64); 3]>,
     /// Per quantity: how far beyond the domain it is needed, as GT4Py plans it (regions
     /// restrict it; see `plan::extents`). Each statement runs at most over its target's extent.
     pub extent: Vec<Reach>,
@@ -201,8 +229,11 @@ impl Plan {
                 }
             };
             for stmt in &sec.stmts {
-                stmt.expr.reads(&mut |a, off| reach(a, i64::from(off[2])));
-                reach(stmt.target, i64::from(stmt.k_offset));
+                stmt.reads(&mut |a, off| reach(a, i64::from(off[2])));
+                // A write at a run-time level decides nothing (GT4Py skips such accesses).
+                if stmt.k_var.is_none() {
+                    reach(stmt.target, i64::from(stmt.k_offset));
+                }
             }
         }
         let decided = |v: i64| if v == i64::MIN { 0 } else { v };

@@ -272,10 +272,13 @@ impl Schedule {
 
 /// Whether the code generator handles every operation of `tape` (an integer power needs a
 /// literal exponent, which the types pass guarantees; reads at run-time K levels only in
-/// mixed-type code, `wide`).
+/// mixed-type code, `wide`; writes at run-time K levels never: the interpreter runs them, in
+/// blocks, so no compiled walk, column or point loop keeps a value of their target in a
+/// register or a copy across them).
 pub(crate) fn supported(tape: &[Instr], wide: bool) -> bool {
     tape.iter().all(|ins| match ins.op {
         Op::LoadK(..) => wide,
+        Op::StoreK(..) => false,
         Op::Bin(BinOp::Pow) if !ins.ty.is_float() => {
             matches!(ins.args[1], Src::Const(crate::gtscript::ir::Value::I(e)) if e >= 0)
         }

@@ -43,6 +43,11 @@ pub enum Op {
     /// [`KIndex`]), read from the quantity's memory, checked against its K range (an error
     /// names the quantity and the level). The result has the quantity's type.
     LoadK(u32, KIndex),
+    /// Stores `b` (of the instruction's type, the target's) into quantity `q`'s memory at the
+    /// point's I and J and the level of the point plus the integer `a` (of the given type),
+    /// checked against its K range (an error names the quantity and the level). The last
+    /// instruction of a statement that writes at a run-time level; its register is unused.
+    StoreK(u32, Ty),
     /// The start of a guarded run (see [`guard`]): the instructions up to the matching
     /// [`Op::End`] compute one arm of a select, needed only at the points where `a` (the
     /// select's boolean) is true (`Guard(true)`, the second operand) or false (`Guard(false)`,
@@ -469,7 +474,7 @@ mod guard {
             // Not used by the statement: never computed by a run (cannot happen for a
             // graph built from one expression, but an unreached node stays unguarded).
             let mut r = if run_of[v] == NONE { 0 } else { run_of[v] };
-            if matches!(op, Op::LoadK(..)) {
+            if matches!(op, Op::LoadK(..) | Op::StoreK(..)) {
                 r = 0;
             }
             run_of[v] = r;

@@ -123,6 +123,7 @@ pub(crate) fn apply<T: Num>(op: Op, d: &mut [T], a: Arg<'_, T>, b: Arg<'_, T>, c
         // Reads memory: run by the strip (`strip::load_k`), never here.
         Op::LoadK(..) => unreachable!("LoadK is run by the strip"),
         Op::Guard(_) | Op::End => unreachable!("a guarded run's markers are read by the strip"),
+        Op::StoreK(..) => unreachable!("StoreK is run by the strip"),
         // A homogeneous float stencil converts only between its float type and booleans
         // (1 and 0): to a boolean tests for nonzero (NaN is true, as in NumPy).
         Op::Cast(crate::gtscript::ir::Ty::Bool) => un(d, a, |x| truth(x != T::ZERO)),

@@ -15,8 +15,9 @@ pub struct FieldMem {
     /// Element strides per axis (0 along a missing axis).
     pub strides: [isize; 3],
     /// View index of the domain's first point per axis (the lower extent; 0 along a missing
-    /// axis, which every point maps to).
-    pub origin: [usize; 3],
+    /// axis, which every point maps to). Negative where the view starts after it (a field
+    /// accessed only beyond the domain's first point).
+    pub origin: [i64; 3],
     /// Whether the field has the axis.
     pub axes: [bool; 3],
     /// Whether the evaluator may write it.
@@ -124,6 +125,59 @@ impl Mem {
             };
             Some(T::from_value(v))
         }
+    }
+}
+
+impl Mem {
+    /// Stores `v`, converted from `T` to the memory's type, at domain point `p`; `None` (and
+    /// nothing written) if the point is outside the view or the memory is not writable.
+    #[inline]
+    pub(crate) fn set<T: Elem>(&self, p: [i64; 3], v: T) -> Option<()> {
+        if !self.writable {
+            return None;
+        }
+        let mut off = 0isize;
+        for (a, &pa) in p.iter().enumerate() {
+            if !self.axes[a] {
+                continue;
+            }
+            let i = pa.checked_add(self.origin[a])?;
+            if i < 0 || i >= self.shape[a] as i64 {
+                return None;
+            }
+            off = off.checked_add((i as isize).checked_mul(self.strides[a])?)?;
+        }
+        let int = |v: Value| match v {
+            Value::F(x) => x as i64,
+            Value::I(x) => x,
+        };
+        // SAFETY: the point lies inside the writable view (checked above), whose memory the
+        // caller of `run` vouched for (alive, aligned for `self.ty`, overlapping no other
+        // argument), or inside this tile's own storage. The caller holds no reference into
+        // this memory while it stores (`strip::store_k` copies its operands first), and no
+        // other tile reaches this point's column (a written field is never read at a
+        // horizontal offset; stored temporaries are per tile).
+        unsafe {
+            let at = |e: usize| {
+                std::ptr::with_exposed_provenance_mut::<u8>(self.addr)
+                    .wrapping_offset(off * e as isize)
+            };
+            if self.native {
+                *at(std::mem::size_of::<T>()).cast::<T>() = v;
+                return Some(());
+            }
+            let x = v.to_value(self.ty);
+            match self.ty {
+                Ty::Bool => *at(1) = (int(x) != 0) as u8,
+                Ty::I8 => *at(1).cast::<i8>() = int(x) as i8,
+                Ty::I16 => *at(2).cast::<i16>() = int(x) as i16,
+                Ty::I32 => *at(4).cast::<i32>() = int(x) as i32,
+                Ty::I64 => *at(8).cast::<i64>() = int(x),
+                Ty::F32 => *at(4).cast::<f32>() = x.as_f64() as f32,
+                Ty::F64 => *at(8).cast::<f64>() = x.as_f64(),
+            }
+        }
+        Some(())
     }
 }
 

@@ -58,7 +58,7 @@ impl Elem for f32 {
 #[derive(Clone)]
 pub(crate) struct Arr<T> {
     pub(crate) shape: [usize; 3],
-    pub(crate) lo: [usize; 3],
+    pub(crate) lo: [i64; 3],
     pub(crate) axes: [bool; 3],
     pub(crate) fortran: bool,
     pub(crate) data: Vec<T>,
@@ -83,7 +83,7 @@ impl<T: Num> Arr<T> {
             if !self.axes[a] {
                 continue;
             }
-            let x = p[a] + self.lo[a] as i64;
+            let x = p[a] + self.lo[a];
             if x < 0 || x >= self.shape[a] as i64 {
                 return None;
             }
@@ -94,9 +94,7 @@ impl<T: Num> Arr<T> {
 
     pub(crate) fn set(&mut self, p: [i64; 3], v: T) {
         let st = self.strides();
-        let off: isize = (0..3)
-            .map(|a| (p[a] + self.lo[a] as i64) as isize * st[a])
-            .sum();
+        let off: isize = (0..3).map(|a| (p[a] + self.lo[a]) as isize * st[a]).sum();
         self.data[off as usize] = v;
     }
 
@@ -135,8 +133,9 @@ pub(crate) fn arrays<T: Num>(
             let mut lo = [0; 3];
             for a in 0..3 {
                 if f.axes[a] {
-                    lo[a] = e[a].0 + extra;
-                    shape[a] = domain[a] + e[a].0 + e[a].1 + 2 * extra;
+                    lo[a] = e[a].0 + extra as i64;
+                    shape[a] =
+                        (domain[a] as i64 + e[a].0 + e[a].1 + 2 * extra as i64).max(0) as usize;
                 }
             }
             let n = shape.iter().product();
@@ -229,7 +228,7 @@ pub(crate) fn reference<T: Num>(
     let mut temps: Vec<Arr<T>> = (0..p.temps.len())
         .map(|_| Arr {
             shape: tshape,
-            lo: [m as usize, m as usize, 0],
+            lo: [m, m, 0],
             axes: [true; 3],
             fortran: false,
             data: vec![T::from_f64(f64::NAN); tshape.iter().product()],
