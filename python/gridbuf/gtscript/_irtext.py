@@ -229,8 +229,10 @@ class _Arm:
     __slots__ = ("cond", "then", "outer", "depth")
 
     def __init__(self, cond: Any, then: bool, outer: _Arm | None) -> None:
-        self.cond, self.then, self.outer = cond, then, outer
-        self.depth = 1 + (outer.depth if outer is not None else 0)
+        self.cond: Any = cond
+        self.then: bool = then
+        self.outer: _Arm | None = outer
+        self.depth: int = 1 + (outer.depth if outer is not None else 0)
 
 
 def _guards(value: Any) -> dict[int, _Arm | None]:

@@ -399,9 +399,9 @@ pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mu
 /// computed by the same instructions in the same order. A read at a run-time K level is
 /// never guarded, so every point's level is still checked.
 mod guard {
-    use super::{Arg, Op};
     use crate::gtscript::ir::Ty;
     use crate::gtscript::ops;
+    use crate::gtscript::plan::tape::{Arg, Op, Src};
 
     /// What a guarded run's operations must weigh at least (each operation 1, a math
     /// function's call [`CALL`]) to be worth a test and a branch.
@@ -478,7 +478,7 @@ mod guard {
                 r = 0;
             }
             run_of[v] = r;
-            let guarded = op == Op::Sel && !matches!(args[0], Arg::Src(super::Src::Const(_)));
+            let guarded = op == Op::Sel && !matches!(args[0], Arg::Src(Src::Const(_)));
             for (k, a) in args.iter().enumerate() {
                 let Arg::Val(w) = *a else { continue };
                 let w = w as usize;
