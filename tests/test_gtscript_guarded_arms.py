@@ -24,23 +24,7 @@ LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
 SHAPE = (37, 6, 5)  # rows longer than a vector step and than a few, odd: remainders too
 
 
-def arms_f64(c: Field[np.float64], a: Field[np.float64], out: Field[np.float64], o2: Field[np.float64], *, flag: bool):
-    with computation(PARALLEL), interval(...):
-        if c > 0.0:
-            out = exp(a) * 2.0 + log(a * a + 1.0)
-        else:
-            out = log(a * a + 2.0) - exp(-a)
-        o2 = a
-        if flag:
-            o2 = exp(a) + 1.0
-        if c > 0.5:
-            if a > 0.0:
-                o2 = o2 + log(a + 1.0) * exp(c)
-            else:
-                o2 = o2 - sqrt(exp(c) + a * a)
-
-
-def arms_f32(c: Field[np.float32], a: Field[np.float32], out: Field[np.float32], o2: Field[np.float32], *, flag: bool):
+def arms_float(c: Field["DT"], a: Field["DT"], out: Field["DT"], o2: Field["DT"], *, flag: bool):
     with computation(PARALLEL), interval(...):
         if c > 0.0:
             out = exp(a) * 2.0 + log(a * a + 1.0)
@@ -74,8 +58,8 @@ def arms_mixed(c: Field[np.float64], a: Field[np.float64], n: Field[np.int32], o
 
 def reference(kind: str, c, a, n, flag: bool):
     """The float64 definitions point by point in Python floats and `math`'s functions (the C
-    library's, as gridbuf's). (`arms_f32` has none: GT4Py computes its float64 literals'
-    operations in float64; it is checked against the interpreter below.)"""
+    library's, as gridbuf's). (`arms_float` on float32 has none: GT4Py computes its float64
+    literals' operations in float64; it is checked against the interpreter below.)"""
     f = float
     exp_, sqrt_ = math.exp, math.sqrt
 
@@ -127,7 +111,8 @@ def conditions(pattern: str, rng: np.random.Generator) -> np.ndarray:
     raise ValueError(pattern)
 
 
-DEFS = {"f64": arms_f64, "f32": arms_f32, "mixed": arms_mixed}
+# kind: (definition, dtypes)
+DEFS = {"f64": (arms_float, {"DT": np.float64}), "f32": (arms_float, {"DT": np.float32}), "mixed": (arms_mixed, None)}
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -141,7 +126,8 @@ def test_guarded_arms_match_a_point_by_point_reference(kind, pattern, layout):
     # A NaN input where a point takes the other arm: its arm's value must not leak.
     a[0, 0, 0] = np.nan
     n = rng.integers(0, 5, SHAPE).astype(np.int32) if kind == "mixed" else None
-    st = gtscript.stencil(backend="gt:cpu_ifirst", definition=DEFS[kind])
+    definition, dtypes = DEFS[kind]
+    st = gtscript.stencil(backend="gt:cpu_ifirst", definition=definition, dtypes=dtypes)
     for flag in (True, False):
         arrays = {"c": c, "a": a, "out": np.zeros(SHAPE, dtype), "o2": np.zeros(SHAPE, dtype)}
         if n is not None:
@@ -174,7 +160,7 @@ def test_guarded_arms_interpreted_agree_with_compiled():
         from gridbuf import gtscript
         rng = np.random.default_rng(5)
         outs = []
-        for kind, d in t.DEFS.items():
+        for kind, (d, dtypes) in t.DEFS.items():
             dtype = np.float32 if kind == "f32" else np.float64
             for pattern in ["points", "alternate", "levels", "none"]:
                 c = t.conditions(pattern, rng).astype(dtype)
@@ -182,7 +168,7 @@ def test_guarded_arms_interpreted_agree_with_compiled():
                 arrays = dict(c=c, a=a, out=np.zeros(t.SHAPE, dtype), o2=np.zeros(t.SHAPE, dtype))
                 if kind == "mixed":
                     arrays["n"] = rng.integers(0, 5, t.SHAPE).astype(np.int32)
-                gtscript.stencil(backend="gt:cpu_ifirst", definition=d)(**arrays, flag=True)
+                gtscript.stencil(backend="gt:cpu_ifirst", definition=d, dtypes=dtypes)(**arrays, flag=True)
                 outs += [arrays["out"], arrays["o2"]]
         np.save(sys.argv[1], np.concatenate([o.astype(np.float64).ravel() for o in outs]))
         """

@@ -297,7 +297,8 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: list[dict], wr
         a = guards[p].get(key)
         # The innermost arm whose condition nothing between reads (an outer one holds more
         # points: still every point that needs the value).
-        while a is not None and any(writes[u] in _quantities(a.cond) for u in range(pos, p)):
+        between = set(writes[pos:p])
+        while a is not None and not between.isdisjoint(_quantities(a.cond)):
             a = a.outer
         if a is None:
             return None

@@ -88,6 +88,27 @@ impl Emit<'_> {
         }
     }
 
+    /// The boolean `a` (read from `src`) as a comparison result: the comparison its 1/0 value
+    /// was made from where `masks` knows it (the unused 1/0 value is then dropped as dead
+    /// code), else `a != 0`.
+    fn test(
+        &self,
+        b: &mut FunctionBuilder<'_>,
+        vt: Type,
+        src: Src,
+        a: Value,
+        masks: &[Option<Value>],
+    ) -> Value {
+        let known = match src {
+            Src::Reg(r) => masks.get(r as usize).copied().flatten(),
+            _ => None,
+        };
+        known.unwrap_or_else(|| {
+            let z = self.constant(b, vt, 0.0);
+            b.ins().fcmp(FloatCC::NotEqual, a, z)
+        })
+    }
+
     fn truth(&self, b: &mut FunctionBuilder<'_>, vt: Type, c: Value) -> Value {
         let one = self.constant(b, vt, 1.0);
         let zero = self.constant(b, vt, 0.0);
@@ -183,52 +204,7 @@ impl Emit<'_> {
         let mut runs: Vec<OpenRun> = Vec::new();
         for (at, ins) in self.tape.iter().enumerate() {
             match ins.op {
-                Op::Guard(then) => {
-                    // The run's operands are loaded before it, so that every load (and any
-                    // address the caller computes for one on first use) is there after it.
-                    for (q, off) in run_operands(self.tape, at + 1) {
-                        let k = index.get(q, off);
-                        if loaded[k].is_none() {
-                            loaded[k] = Some(operand(b, k));
-                        }
-                    }
-                    // The run's boolean as a comparison result, tested for some lane taking
-                    // this arm.
-                    let c = match ins.args[0] {
-                        Src::Reg(r) => masks.get(r as usize).copied().flatten(),
-                        _ => None,
-                    };
-                    let c = match c {
-                        Some(c) => c,
-                        None => {
-                            let a = match ins.args[0] {
-                                Src::Reg(r) => regs[r as usize].expect("the run's boolean"),
-                                Src::Q(q, off) => {
-                                    let k = index.get(q, off);
-                                    match loaded[k] {
-                                        Some(v) => v,
-                                        None => *loaded[k].insert(operand(b, k)),
-                                    }
-                                }
-                                Src::Scalar(i) => self.widen(b, vt, self.scalars[i as usize]),
-                                Src::Const(v) => self.constant(b, vt, v.as_f64()),
-                            };
-                            let z = self.constant(b, vt, 0.0);
-                            b.ins().fcmp(FloatCC::NotEqual, a, z)
-                        }
-                    };
-                    let any = match (vt.is_vector(), then) {
-                        (true, true) => b.ins().vany_true(c),
-                        (true, false) => {
-                            let not = b.ins().bnot(c);
-                            b.ins().vany_true(not)
-                        }
-                        (false, true) => c,
-                        (false, false) => b.ins().icmp_imm_s(IntCC::Equal, c, 0),
-                    };
-                    runs.push(OpenRun::open(b, any));
-                    continue;
-                }
+                Op::Guard(_) => load_run(b, self.tape, at, &index, &mut loaded, operand),
                 Op::End => {
                     let run = runs.pop().expect("a run's end follows its start");
                     let d = ins.dst as usize;
@@ -262,6 +238,21 @@ impl Emit<'_> {
             }
             let [a, x, y] = args;
             let a = a.expect("every op has a first operand");
+            if let Op::Guard(then) = ins.op {
+                // Into the run where some lane takes its arm.
+                let c = self.test(b, vt, ins.args[0], a, &masks);
+                let any = match (vt.is_vector(), then) {
+                    (true, true) => b.ins().vany_true(c),
+                    (true, false) => {
+                        let not = b.ins().bnot(c);
+                        b.ins().vany_true(not)
+                    }
+                    (false, true) => c,
+                    (false, false) => b.ins().icmp_imm_s(IntCC::Equal, c, 0),
+                };
+                runs.push(OpenRun::open(b, any));
+                continue;
+            }
             let mut mask = None;
             let v = match ins.op {
                 Op::Mov => a,
@@ -334,17 +325,7 @@ impl Emit<'_> {
                 Op::LoadK(..) | Op::StoreK(..) => unreachable!("filtered by `supported`"),
                 Op::Guard(_) | Op::End => unreachable!("handled above"),
                 Op::Sel => {
-                    let known = match ins.args[0] {
-                        Src::Reg(r) => masks.get(r as usize).copied().flatten(),
-                        _ => None,
-                    };
-                    let c = match known {
-                        Some(c) => c,
-                        None => {
-                            let z = self.constant(b, vt, 0.0);
-                            b.ins().fcmp(FloatCC::NotEqual, a, z)
-                        }
-                    };
+                    let c = self.test(b, vt, ins.args[0], a, &masks);
                     self.pick(
                         b,
                         vt,
@@ -366,6 +347,25 @@ impl Emit<'_> {
             last = Some(v);
         }
         last.expect("tape is not empty")
+    }
+}
+
+/// Loads the operands of the guarded run that starts at `tape[at]` that are not loaded yet,
+/// before the run's branch: every load (and any address the caller computes for one on first
+/// use) is then there after the run too.
+pub(crate) fn load_run(
+    b: &mut FunctionBuilder<'_>,
+    tape: &[Instr],
+    at: usize,
+    index: &OperandIndex<'_>,
+    loaded: &mut [Option<Value>],
+    operand: &mut dyn FnMut(&mut FunctionBuilder<'_>, usize) -> Value,
+) {
+    for (q, off) in run_operands(tape, at + 1) {
+        let k = index.get(q, off);
+        if loaded[k].is_none() {
+            loaded[k] = Some(operand(b, k));
+        }
     }
 }
 

@@ -4,9 +4,8 @@
 
 use crate::gtscript::ir::{BinOp, Ty, UnOp};
 use crate::gtscript::jit::emit::OperandIndex;
-use crate::gtscript::jit::emit::{uses_arg, Emit, OpenRun};
+use crate::gtscript::jit::emit::{load_run, uses_arg, Emit, OpenRun};
 use crate::gtscript::ops::{BinCode, UnCode};
-use crate::gtscript::plan::tape::run_operands;
 use crate::gtscript::plan::{Instr, Op, Src};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::{types, Block, FuncRef, InstBuilder, MemFlagsData, Type, Value};
@@ -318,13 +317,7 @@ impl WideEmit<'_> {
                 continue;
             }
             if matches!(ins.op, Op::Guard(_)) {
-                // The run's operands are loaded before it (see `Emit::step_with`).
-                for (q, off) in run_operands(self.tape, at + 1) {
-                    let k = index.get(q, off);
-                    if loaded[k].is_none() {
-                        loaded[k] = Some(operand(b, k));
-                    }
-                }
+                load_run(b, self.tape, at, &index, &mut loaded, operand);
             }
             let mut args = [None; 3];
             for (n, a) in ins.args.iter().enumerate() {

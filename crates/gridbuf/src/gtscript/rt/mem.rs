@@ -88,10 +88,9 @@ pub(crate) struct VarMem<'a> {
 }
 
 impl Mem {
-    /// The element at domain point `p`, converted to `T` from the memory's type; `None` if the
-    /// point is outside the view.
-    #[inline]
-    pub(crate) fn get<T: Elem>(&self, p: [i64; 3]) -> Option<T> {
+    /// The element offset of domain point `p` in the view (checked arithmetic); `None` if the
+    /// point is outside it.
+    fn offset(&self, p: [i64; 3]) -> Option<isize> {
         let mut off = 0isize;
         for (a, &pa) in p.iter().enumerate() {
             if !self.axes[a] {
@@ -103,6 +102,14 @@ impl Mem {
             }
             off = off.checked_add((i as isize).checked_mul(self.strides[a])?)?;
         }
+        Some(off)
+    }
+
+    /// The element at domain point `p`, converted to `T` from the memory's type; `None` if the
+    /// point is outside the view.
+    #[inline]
+    pub(crate) fn get<T: Elem>(&self, p: [i64; 3]) -> Option<T> {
+        let off = self.offset(p)?;
         // SAFETY: the point lies inside the view (checked above), whose memory the caller of
         // `run` vouched for (alive, aligned for its element type `self.ty`), or inside this
         // tile's own storage; elements are read by value, and no writer runs concurrently on
@@ -136,17 +143,7 @@ impl Mem {
         if !self.writable {
             return None;
         }
-        let mut off = 0isize;
-        for (a, &pa) in p.iter().enumerate() {
-            if !self.axes[a] {
-                continue;
-            }
-            let i = pa.checked_add(self.origin[a])?;
-            if i < 0 || i >= self.shape[a] as i64 {
-                return None;
-            }
-            off = off.checked_add((i as isize).checked_mul(self.strides[a])?)?;
-        }
+        let off = self.offset(p)?;
         let int = |v: Value| match v {
             Value::F(x) => x as i64,
             Value::I(x) => x,
