@@ -27,7 +27,7 @@ pub struct GtProgram {
 #[pyfunction]
 pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
     let plan = gtscript::compile(ir).py(py)?;
-    let jit = Jit::compile(&plan).py(py)?;
+    let jit = gtscript::machine_code(&plan).py(py)?;
     let whole_k = var_k_read(&plan);
     Ok(GtProgram {
         plan: Arc::new(plan),

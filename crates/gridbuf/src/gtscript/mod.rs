@@ -8,6 +8,7 @@
 //! statement into machine code (Cranelift), and [`exec::run`] runs a plan on the field views
 //! the binder checked.
 
+pub mod cgen;
 pub mod exec;
 pub mod ir;
 pub mod jit;
@@ -26,6 +27,18 @@ pub use ops::num::Num;
 pub use passes::types;
 pub use plan::{Lanes, Plan};
 pub use rt::{FieldMem, Lane};
+
+/// The machine code of `plan`: tier one (Cranelift, [`Jit::compile`]), and tier two too
+/// where `GRIDBUF_TIER2=define` asks for it at definition ([`cgen`]; else it starts at the
+/// first call, in the background).
+pub fn machine_code(plan: &Plan) -> crate::Result<Option<Jit>> {
+    let jit = Jit::compile(plan)?;
+    if let Some(j) = &jit {
+        j.want_tier_two();
+        cgen::start(plan, j, true);
+    }
+    Ok(jit)
+}
 
 /// Parses the IR text, inlines the temporaries that need no storage of their own, and plans
 /// it. `GRIDBUF_GTSCRIPT_SWEEP=0` drops the sweep schedules, so every stencil runs in blocks

@@ -477,6 +477,7 @@ fn diff<T: Elem>(a: &[Arr<T>], b: &[Arr<T>], written: &[bool]) -> Vec<(usize, us
 fn check_one<T: Elem>(
     plan: &Plan,
     jit: Option<&Jit>,
+    tier2: Option<&Jit>,
     domain: [usize; 3],
     fortran: bool,
     thread_counts: &[usize],
@@ -507,7 +508,11 @@ fn check_one<T: Elem>(
         .chain(blocks.as_ref().map(|b| (b, "blocks")));
     for (plan, schedule) in schedules {
         for &threads in thread_counts {
-            for (name, code) in [("interpreter", None), ("jit", jit)] {
+            let tiers = [("interpreter", None), ("jit", jit), ("tier two", tier2)];
+            for (name, code) in tiers
+                .into_iter()
+                .filter(|t| t.0 != "tier two" || t.1.is_some())
+            {
                 let mut got = inputs.clone();
                 let mems: Vec<FieldMem> = got
                     .iter_mut()
@@ -576,6 +581,9 @@ fn check_program(r: &RawProgram, large: bool, seed: u64) -> Result<bool, String>
             return Ok(false);
         };
         let jit = Jit::compile(&plan).map_err(|e| format!("{text}\njit: {e}"))?;
+        // The same code with tier two's C in place of every row function.
+        let tier2 =
+            crate::gtscript::cgen::tier_two_of(&plan).map_err(|e| format!("{text}\n{e}"))?;
         let domains: Vec<([usize; 3], &[usize])> = SMALL
             .iter()
             .map(|&d| (d, &[1][..]))
@@ -584,9 +592,25 @@ fn check_program(r: &RawProgram, large: bool, seed: u64) -> Result<bool, String>
         for (domain, threads) in domains {
             for fortran in [false, true] {
                 let res = if dtype == "float64" {
-                    check_one::<f64>(&plan, jit.as_ref(), domain, fortran, threads, seed)
+                    check_one::<f64>(
+                        &plan,
+                        jit.as_ref(),
+                        tier2.as_ref(),
+                        domain,
+                        fortran,
+                        threads,
+                        seed,
+                    )
                 } else {
-                    check_one::<f32>(&plan, jit.as_ref(), domain, fortran, threads, seed)
+                    check_one::<f32>(
+                        &plan,
+                        jit.as_ref(),
+                        tier2.as_ref(),
+                        domain,
+                        fortran,
+                        threads,
+                        seed,
+                    )
                 };
                 res.map_err(|e| format!("{text}\n{e}"))?;
             }
@@ -716,7 +740,7 @@ fn streamed_outputs_agree() {
             );
             let plan = compile(&text).expect("plan");
             let jit = Jit::compile(&plan).expect("jit");
-            check_one::<T>(&plan, jit.as_ref(), domain, fortran, &[3], 7).expect(&text);
+            check_one::<T>(&plan, jit.as_ref(), None, domain, fortran, &[3], 7).expect(&text);
         }
     }
     one::<f64>([128, 128, 129], false);
@@ -739,7 +763,7 @@ fn parallel_computations_read_each_other_across_k_slabs() {
     .expect("plan");
     let jit = Jit::compile(&plan).expect("jit");
     for fortran in [false, true] {
-        check_one::<f64>(&plan, jit.as_ref(), [4, 3, 9], fortran, &[1], 0).expect("agree");
+        check_one::<f64>(&plan, jit.as_ref(), None, [4, 3, 9], fortran, &[1], 0).expect("agree");
     }
 }
 
@@ -769,7 +793,7 @@ fn vertical_solver_walks_columns() {
         }
         for domain in [[1, 1, 2], [5, 3, 7], [21, 19, 11], LARGE] {
             for fortran in [false, true] {
-                check_one::<T>(&plan, jit.as_ref(), domain, fortran, &[1, 3], 5)
+                check_one::<T>(&plan, jit.as_ref(), None, domain, fortran, &[1, 3], 5)
                     .unwrap_or_else(|e| panic!("{dtype} {domain:?}: {e}"));
             }
         }
@@ -794,7 +818,7 @@ fn sections_with_halo_keep_levels() {
         assert!(j.column::<f64>(1).is_none());
     }
     for fortran in [false, true] {
-        check_one::<f64>(&plan, jit.as_ref(), [19, 11, 6], fortran, &[1], 2).expect("agree");
+        check_one::<f64>(&plan, jit.as_ref(), None, [19, 11, 6], fortran, &[1], 2).expect("agree");
     }
 }
 
@@ -834,9 +858,9 @@ fn many_operands_and_long_tapes_agree() {
         for fortran in [false, true] {
             for domain in [[9, 7, 4], [1, 1, 1], LARGE] {
                 let r = if dtype == "float64" {
-                    check_one::<f64>(&plan, jit.as_ref(), domain, fortran, &[1, 3], 3)
+                    check_one::<f64>(&plan, jit.as_ref(), None, domain, fortran, &[1, 3], 3)
                 } else {
-                    check_one::<f32>(&plan, jit.as_ref(), domain, fortran, &[1, 3], 3)
+                    check_one::<f32>(&plan, jit.as_ref(), None, domain, fortran, &[1, 3], 3)
                 };
                 r.unwrap_or_else(|e| panic!("{dtype} {domain:?}: {e}"));
             }

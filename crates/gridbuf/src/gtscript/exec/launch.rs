@@ -503,7 +503,7 @@ pub(crate) fn run_stmt_code<T: Elem>(
             // `scalars`. `vk` holds one slot per run-time K read (`vk_slots` checked that every
             // point's column lies inside the memory; the code loads only levels inside it).
             unsafe {
-                (code.f)(
+                (code.f.get())(
                     first.as_ptr().cast(),
                     steps.as_ptr(),
                     out.cast(),
@@ -540,7 +540,7 @@ pub(crate) fn run_stmt_code<T: Elem>(
                     // SAFETY: as above, for one row of `n` points written to scratch (a
                     // register of `STRIP` elements that no operand is).
                     unsafe {
-                        (code.f)(
+                        (code.f.get())(
                             first.as_ptr().cast(),
                             steps.as_ptr(),
                             tmp.cast(),

@@ -211,6 +211,10 @@ pub unsafe fn run_interruptible<T: Elem>(
     // `T` (see `Schedule`).
     let layout = Layout::from_axis(inner);
     let jit = jit.filter(|j| j.lanes() == T::LANES);
+    if let Some(j) = jit {
+        // Tier two starts in the background at the first call (it never waits for it).
+        crate::gtscript::cgen::start(plan, j, false);
+    }
     let interpreted;
     let code = match jit {
         Some(j) => Code {

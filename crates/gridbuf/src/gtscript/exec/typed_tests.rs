@@ -228,6 +228,7 @@ fn check_text(text: &str, tys: &[Ty], n_in: usize, seed: u64) -> Result<(), Test
         Err(_) => return Ok(()),
     };
     let jit = Jit::compile(&plan).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).map_err(TestCaseError::fail)?;
     if std::env::var("GB_TYPED_STATS").is_ok() {
         eprintln!("ACCEPTED lanes={:?} jit={:?}", plan.lanes, jit);
     }
@@ -237,7 +238,12 @@ fn check_text(text: &str, tys: &[Ty], n_in: usize, seed: u64) -> Result<(), Test
     let mut s = seed | 1;
     let inputs: Vec<Buf> = tys.iter().map(|&t| fill(t, n, &mut s)).collect();
     let mut results = Vec::new();
-    for (code, threads) in [(None, 1), (jit.as_ref(), 1), (jit.as_ref(), 2)] {
+    for (code, threads) in [
+        (None, 1),
+        (jit.as_ref(), 1),
+        (jit.as_ref(), 2),
+        (tier2.as_ref(), 1),
+    ] {
         let mut bufs = inputs.clone();
         let mems: Vec<FieldMem> = bufs
             .iter_mut()

@@ -3,6 +3,8 @@
 //! executor must pass each one (operands, outputs, run-time K slots).
 
 use crate::gtscript::ir::Ty;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A compiled statement: `f(operands, strides, out, out_stride, n, rows, scalars, vk)`
 /// computes `n` points on each of `rows` rows (strides in bytes, see [`crate::gtscript::jit::row::build`]); `vk` holds one
@@ -50,8 +52,8 @@ pub(crate) const fn vk_field(slot: usize, n: usize) -> i32 {
 
 /// One statement's code and what the caller must hand it.
 pub(crate) struct StmtCode {
-    /// The function.
-    pub(crate) f: RowFn,
+    /// The function: Cranelift's, until tier two replaces it (see [`SwapFn`]).
+    pub(crate) f: std::sync::Arc<SwapFn<RowFn>>,
     /// The operands, in the order of the pointer array: (quantity, offset I, J, K).
     pub(crate) operands: Vec<(u32, [i32; 3])>,
     /// Per axis: whether the tape reads its own target at a nonzero offset along it. Along the
@@ -141,4 +143,100 @@ pub(crate) struct PartCode {
     pub(crate) operands: usize,
     pub(crate) outs: usize,
     pub(crate) vk: usize,
+}
+
+/// A compiled function that a later tier may replace while calls run (tier two, see
+/// [`crate::gtscript::cgen`]): calls read it with one atomic load, the replacement is one
+/// atomic store, so a call runs either the old function or the new one, both whole.
+pub(crate) struct SwapFn<F> {
+    addr: AtomicUsize,
+    _f: PhantomData<F>,
+}
+
+impl<F: Copy> SwapFn<F> {
+    /// A slot holding `f`.
+    pub(crate) fn new(f: F) -> Self {
+        const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<usize>()) };
+        // SAFETY: `F` is a function pointer type of the size of `usize` (asserted above), so
+        // its bits are an address.
+        let addr = unsafe { std::mem::transmute_copy::<F, usize>(&f) };
+        SwapFn {
+            addr: AtomicUsize::new(addr),
+            _f: PhantomData,
+        }
+    }
+
+    /// The current function.
+    #[inline]
+    pub(crate) fn get(&self) -> F {
+        let addr = self.addr.load(Ordering::Acquire);
+        // SAFETY: `addr` was stored from an `F` (by `new` or `replace`), so these are the bits
+        // of a valid `F`.
+        unsafe { std::mem::transmute_copy::<usize, F>(&addr) }
+    }
+
+    /// Replaces the function by `f`.
+    ///
+    /// # Safety
+    /// `f` must compute exactly what the current function computes, with the same arguments,
+    /// and its code must stay alive as long as this slot's owner (the [`TierTwo`] that keeps
+    /// it).
+    pub(crate) unsafe fn replace(&self, f: F) {
+        // SAFETY: as in `new`.
+        let addr = unsafe { std::mem::transmute_copy::<F, usize>(&f) };
+        self.addr.store(addr, Ordering::Release);
+    }
+}
+
+/// Where a stencil's tier two stands (see [`crate::gtscript::cgen`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TierState {
+    /// Not asked for yet (it starts at the first call), or switched off.
+    Idle,
+    /// Queued or compiling.
+    Pending,
+    /// In place: this many functions run tier two's code.
+    Ready(usize),
+    /// Not available for this stencil, and why (it stays on tier one).
+    Failed(String),
+}
+
+/// A stencil's tier two: whether it was started, where it stands, and the loaded code that the
+/// replaced [`SwapFn`]s point into (kept as long as the stencil's code).
+#[derive(Default)]
+pub(crate) struct TierTwo {
+    /// Whether the code's maker wants tier two ([`crate::gtscript::machine_code`] does; code
+    /// made by [`crate::gtscript::Jit::compile`] alone, as in tests, stays on tier one).
+    pub(crate) wanted: std::sync::atomic::AtomicBool,
+    pub(crate) started: std::sync::atomic::AtomicBool,
+    pub(crate) state: std::sync::Mutex<Option<TierState>>,
+    pub(crate) cond: std::sync::Condvar,
+    pub(crate) code: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl TierTwo {
+    /// Where it stands.
+    pub(crate) fn state(&self) -> TierState {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or(TierState::Idle)
+    }
+
+    /// Sets where it stands, waking [`TierTwo::wait`]ers.
+    pub(crate) fn set(&self, s: TierState) {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+        self.cond.notify_all();
+    }
+
+    /// Waits up to `timeout` while it is pending; returns where it stands.
+    pub(crate) fn wait(&self, timeout: std::time::Duration) -> TierState {
+        let guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (guard, _) = self
+            .cond
+            .wait_timeout_while(guard, timeout, |s| matches!(s, Some(TierState::Pending)))
+            .unwrap_or_else(|e| e.into_inner());
+        guard.clone().unwrap_or(TierState::Idle)
+    }
 }

@@ -29,6 +29,7 @@ pub(crate) mod column;
 pub(crate) mod emit;
 pub(crate) mod helpers;
 pub(crate) mod module;
+pub use abi::TierState;
 pub use module::host_target;
 pub(crate) mod point;
 pub(crate) mod row;
@@ -38,7 +39,7 @@ use crate::error::Result;
 use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
 use crate::gtscript::plan::{Lanes, Plan};
 use crate::gtscript::rt::lane::Elem;
-use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, RowFn, StmtCode};
+use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, RowFn, StmtCode, SwapFn, TierTwo};
 use cranelift_codegen::ir::{types, AbiParam, Type};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
@@ -47,7 +48,7 @@ use helpers::{declare_calls, jit_error, operands_of, vk_of};
 use module::{new_module, CodeMemory};
 use point::PointRange;
 use row::{build, CARRIED_OPERANDS};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The machine code of a stencil's statements, for the element type of its program.
 pub struct Jit {
@@ -68,6 +69,9 @@ pub struct Jit {
     layouts: [OnceLock<LayoutSchedule>; 3],
     /// The element type the code was made for.
     lanes: Lanes,
+    /// Tier two of this code (see [`crate::gtscript::cgen`]): declared after the functions
+    /// that may point into its code, so it is dropped after them.
+    tier2: Arc<TierTwo>,
     _memory: CodeMemory,
 }
 
@@ -189,7 +193,7 @@ impl Jit {
         for (s, t, many, id, operands, reads_target_along, vk) in ids {
             let f = memory.function::<RowFn>(usize::from(many), id)?;
             stmts[s][t] = Some(StmtCode {
-                f,
+                f: Arc::new(SwapFn::new(f)),
                 operands,
                 reads_target_along,
                 vk,
@@ -229,6 +233,7 @@ impl Jit {
             schedule,
             layouts: [OnceLock::new(), OnceLock::new(), OnceLock::new()],
             lanes: plan.lanes,
+            tier2: Arc::default(),
             _memory: memory,
         }))
     }
@@ -279,6 +284,43 @@ impl Jit {
             Ok(w) => Ok(Some(&w.code)),
             Err(e) => Err(jit_error(e)),
         }
+    }
+
+    /// The compiled statements: (section, statement, code).
+    pub(crate) fn stmts(&self) -> impl Iterator<Item = (usize, usize, &StmtCode)> {
+        self.stmts.iter().enumerate().flat_map(|(s, sec)| {
+            sec.iter()
+                .enumerate()
+                .filter_map(move |(t, c)| c.as_ref().map(|c| (s, t, c)))
+        })
+    }
+
+    /// The code of statement `stmt` of section `sec`, whatever its element type.
+    pub(crate) fn stmt_code(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
+        self.stmts.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// This code's tier two (see [`crate::gtscript::cgen`]).
+    pub(crate) fn tier_two(&self) -> &Arc<TierTwo> {
+        &self.tier2
+    }
+
+    /// Asks for tier two at this code's first call (see [`crate::gtscript::cgen::start`]).
+    pub fn want_tier_two(&self) {
+        self.tier2
+            .wanted
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Where this code's tier two stands (see [`crate::gtscript::cgen`]).
+    pub fn tier_two_state(&self) -> TierState {
+        self.tier2.state()
+    }
+
+    /// Waits up to `timeout` while this code's tier two is being compiled; returns where it
+    /// stands.
+    pub fn wait_tier_two(&self, timeout: std::time::Duration) -> TierState {
+        self.tier2.wait(timeout)
     }
 
     /// The schedule this code was compiled for (its plan's, code generation on).

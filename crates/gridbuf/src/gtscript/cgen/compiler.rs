@@ -1,0 +1,267 @@
+//! The system's C compiler and tier two's disk cache: finding the compiler once per process,
+//! compiling a module to a shared object in a per-user cache directory that processes and MPI
+//! ranks share (each writes under a name of its own, then renames), and loading it.
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// What every module is compiled with: optimised for this machine, with IEEE semantics kept
+/// (no fast-math, no contraction into fused multiply-adds, so each operation rounds as tier
+/// one's does); `-fno-math-errno` only lets `sqrt` be the instruction (the math functions
+/// are called through the table, never by name).
+pub(crate) const FLAGS: &[&str] = &[
+    "-O3",
+    "-march=native",
+    "-fPIC",
+    "-shared",
+    "-fno-fast-math",
+    "-ffp-contract=off",
+    "-fno-math-errno",
+    "-w",
+];
+
+/// How long one compilation may take before it is abandoned (the stencil stays on tier one).
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A C compiler: its command (with any arguments `CC` names) and what identifies it in cache
+/// keys (its version text, the flags and this machine's processor).
+#[derive(Debug)]
+pub(crate) struct Compiler {
+    cmd: Vec<String>,
+    id: String,
+}
+
+/// The compiler of this process: `CC` (a command and arguments), else `cc`, `gcc` or `clang`,
+/// whichever answers `--version` first; the reason where none does.
+pub(crate) fn compiler() -> Result<&'static Compiler, String> {
+    static C: OnceLock<Result<Compiler, String>> = OnceLock::new();
+    C.get_or_init(find).as_ref().map_err(Clone::clone)
+}
+
+fn find() -> Result<Compiler, String> {
+    let named = std::env::var("CC").ok().filter(|c| !c.trim().is_empty());
+    let candidates: Vec<String> = match &named {
+        Some(cc) => vec![cc.clone()],
+        None => ["cc", "gcc", "clang"].map(String::from).to_vec(),
+    };
+    for c in &candidates {
+        let cmd: Vec<String> = c.split_whitespace().map(String::from).collect();
+        let Ok(out) = Command::new(&cmd[0])
+            .args(&cmd[1..])
+            .arg("--version")
+            .stdin(Stdio::null())
+            .output()
+        else {
+            continue;
+        };
+        if !out.status.success() {
+            continue;
+        }
+        let version = String::from_utf8_lossy(&out.stdout);
+        let id = format!(
+            "{}\n{}\n{}\n{}",
+            cmd.join(" "),
+            version.lines().next().unwrap_or(""),
+            FLAGS.join(" "),
+            processor()
+        );
+        return Ok(Compiler { cmd, id });
+    }
+    Err(match named {
+        Some(cc) => format!("the C compiler CC={cc:?} does not run"),
+        None => "no C compiler found (cc, gcc, clang; set CC to name one)".to_string(),
+    })
+}
+
+/// What `-march=native` depends on: this processor's model and feature flags (a cache shared
+/// between machines then never hands one machine another's code).
+fn processor() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let pick = |key: &str| {
+        info.lines()
+            .find(|l| l.starts_with(key))
+            .map(|l| l.to_string())
+            .unwrap_or_default()
+    };
+    format!("{} {}", pick("model name"), pick("flags"))
+}
+
+/// The cache directory: `GRIDBUF_TIER2_CACHE`, else `$XDG_CACHE_HOME/gridbuf/tier2`, else
+/// `~/.cache/gridbuf/tier2`.
+pub(crate) fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("GRIDBUF_TIER2_CACHE").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(d).join("gridbuf").join("tier2"));
+    }
+    std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| {
+        PathBuf::from(h)
+            .join(".cache")
+            .join("gridbuf")
+            .join("tier2")
+    })
+}
+
+/// A name unique to this process and call, for files written before they are renamed.
+fn unique(dir: &Path, key: &str, ext: &str) -> PathBuf {
+    dir.join(format!(".{key}.{}.{ext}", serial()))
+}
+
+/// This process's id and a number new at each call.
+fn serial() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}.{n}", std::process::id())
+}
+
+/// The cache key of `source` compiled by `c`: a hash of both (the entry also holds the
+/// source, compared before the entry is used, so a collision costs a compilation, never a
+/// wrong function).
+fn key(c: &Compiler, source: &str) -> String {
+    let mut h1 = rustc_hash::FxHasher::default();
+    (&c.id, source).hash(&mut h1);
+    let mut h2 = std::collections::hash_map::DefaultHasher::new();
+    (source, &c.id).hash(&mut h2);
+    format!("{:016x}{:016x}", h1.finish(), h2.finish())
+}
+
+/// The shared object of `source`: from the cache when an entry holds this very source, else
+/// compiled (into the cache, or into a private temporary directory where the cache cannot be
+/// written) and loaded.
+pub(crate) fn load(source: &str) -> Result<libloading::Library, String> {
+    let c = compiler()?;
+    let key = key(c, source);
+    if let Some(dir) = cache_dir() {
+        let (so, src) = (dir.join(format!("{key}.so")), dir.join(format!("{key}.c")));
+        if std::fs::read(&src).is_ok_and(|s| s == source.as_bytes()) {
+            // SAFETY: the entry's source equals ours (the `.so` is renamed into place before
+            // its `.c`, so a present `.c` means its `.so` was complete), compiled by this
+            // compiler for this processor (both in the key); loading runs no code of ours
+            // but the compiler's static initialisers, of which the module has none.
+            match unsafe { libloading::Library::new(&so) } {
+                Ok(lib) => return Ok(lib),
+                // A corrupt entry: compile again and replace it.
+                Err(_) => {
+                    let _ = std::fs::remove_file(&src);
+                }
+            }
+        }
+        if make_dir(&dir).is_ok() {
+            if let Ok(lib) = compile_into(c, &dir, &key, source, true) {
+                return Ok(lib);
+            }
+        }
+    }
+    // The cache directory cannot be written (or has none): a private one, removed after.
+    let dir = std::env::temp_dir().join(format!("gridbuf-tier2-{}", serial()));
+    make_dir(&dir).map_err(|e| format!("no directory to compile in: {e}"))?;
+    let r = compile_into(c, &dir, &key, source, false);
+    let _ = std::fs::remove_dir_all(&dir);
+    r
+}
+
+/// Creates `dir` (readable by its owner only, where it is new).
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    let mut b = std::fs::DirBuilder::new();
+    b.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        b.mode(0o700);
+    }
+    b.create(dir)
+}
+
+/// Compiles `source` in `dir` and loads it; `publish`: rename it into the cache's entry `key`
+/// (the `.so`, then the `.c`).
+fn compile_into(
+    c: &Compiler,
+    dir: &Path,
+    key: &str,
+    source: &str,
+    publish: bool,
+) -> Result<libloading::Library, String> {
+    let src = unique(dir, key, "c");
+    let so = unique(dir, key, "so");
+    let cleanup = |paths: &[&Path]| {
+        for p in paths {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    std::fs::File::create(&src)
+        .and_then(|mut f| f.write_all(source.as_bytes()))
+        .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+    let err = unique(dir, key, "err");
+    let result = run(c, &src, &so, &err);
+    cleanup(&[&err]);
+    if let Err(e) = result {
+        cleanup(&[&src, &so]);
+        return Err(e);
+    }
+    let path = if publish {
+        let (so_at, src_at) = (dir.join(format!("{key}.so")), dir.join(format!("{key}.c")));
+        let moved = std::fs::rename(&so, &so_at).and_then(|_| std::fs::rename(&src, &src_at));
+        if moved.is_err() {
+            cleanup(&[&src, &so]);
+            return Err("cannot rename into the cache".into());
+        }
+        so_at
+    } else {
+        so.clone()
+    };
+    // SAFETY: the file was just compiled from `source` by `c` (and, where published, renamed
+    // over an entry of the same key, whose content is the same module); the module has no
+    // static initialisers.
+    let lib = unsafe { libloading::Library::new(&path) }.map_err(|e| e.to_string());
+    if !publish {
+        cleanup(&[&src, &so]);
+    }
+    lib
+}
+
+/// Runs the compiler on `src` to `so`, its error output (written to `err`) the error.
+fn run(c: &Compiler, src: &Path, so: &Path, err: &Path) -> Result<(), String> {
+    let log =
+        std::fs::File::create(err).map_err(|e| format!("cannot write {}: {e}", err.display()))?;
+    let mut child = Command::new(&c.cmd[0])
+        .args(&c.cmd[1..])
+        .args(FLAGS)
+        .arg("-o")
+        .arg(so)
+        .arg(src)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", c.cmd[0]))?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let err = std::fs::read_to_string(err).unwrap_or_default();
+                return if status.success() {
+                    Ok(())
+                } else {
+                    let head: Vec<&str> = err.lines().take(5).collect();
+                    Err(format!(
+                        "{} failed ({status}): {}",
+                        c.cmd[0],
+                        head.join(" | ")
+                    ))
+                };
+            }
+            Ok(None) if start.elapsed() > COMPILE_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{} took over {COMPILE_TIMEOUT:?}", c.cmd[0]));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) => return Err(e.to_string()),
+        }
+    }
+}

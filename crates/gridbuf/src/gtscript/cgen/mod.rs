@@ -1,0 +1,232 @@
+//! Tier two: C from the same plan and schedule as the Cranelift code, compiled by the
+//! system's C compiler in the background and swapped in while calls run.
+//!
+//! Cranelift gives a first result in milliseconds; an optimising C compiler gives faster code
+//! (vectors as wide as the machine's, better scheduling) a second or so later. At a
+//! stencil's first call (or at its definition, see [`Mode`]) [`start`] writes C for what the
+//! tier-one code computes (`source`: today the statements' row functions, each the
+//! instruction-for-instruction semantics of its Cranelift function), and one process-wide
+//! worker thread compiles it (`compiler`: the system's `cc`, cached on disk by source,
+//! compiler and processor), loads it and replaces each function in its [`SwapFn`] slot: one
+//! atomic store, so a call runs either tier's function whole, and never waits for tier two.
+//! Anything that fails (no compiler, a compiler error, an unwritable cache) leaves the
+//! stencil on tier one and prints one warning per process.
+//!
+//! Environment: `GRIDBUF_TIER2=0` switches tier two off, `GRIDBUF_TIER2=define` compiles it
+//! when the stencil is defined (the definition waits: for benchmarks and batch jobs);
+//! `GRIDBUF_TIER2_CACHE` chooses the cache directory; `CC` the compiler.
+
+pub(crate) mod compiler;
+pub(crate) mod source;
+
+use crate::gtscript::jit::abi::{RowFn, SwapFn, TierState, TierTwo};
+use crate::gtscript::jit::Jit;
+use crate::gtscript::plan::Plan;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// When tier two is compiled (`GRIDBUF_TIER2`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Never (`GRIDBUF_TIER2=0`).
+    Off,
+    /// In the background, from a stencil's first call (the default).
+    Background,
+    /// When the stencil is defined, before the definition returns (`GRIDBUF_TIER2=define`).
+    Define,
+}
+
+/// The mode `GRIDBUF_TIER2` asks for (read at each definition, so tests may change it).
+pub fn mode() -> Mode {
+    match std::env::var("GRIDBUF_TIER2").as_deref() {
+        Ok("0") | Ok("off") => Mode::Off,
+        Ok("define") => Mode::Define,
+        _ => Mode::Background,
+    }
+}
+
+/// Starts tier two of `jit` (made from `plan`) once, where its maker asked for it
+/// ([`crate::gtscript::machine_code`] does, by [`mode`]): at once when `define` is set and
+/// the mode is [`Mode::Define`], else at the first call (`define` unset), queued for the
+/// worker. Every later call returns at once.
+pub fn start(plan: &Plan, jit: &Jit, define: bool) {
+    let tier = jit.tier_two();
+    if tier.started.load(Ordering::Relaxed) || !tier.wanted.load(Ordering::Relaxed) {
+        return;
+    }
+    let mode = mode();
+    if mode == Mode::Off || define != (mode == Mode::Define) {
+        return;
+    }
+    if let Some(job) = prepare(plan, jit) {
+        if define {
+            job.run();
+        } else {
+            queue(job);
+        }
+    }
+}
+
+/// Compiles and installs tier two of `jit` (made from `plan`) now, whatever the mode, unless
+/// it was started before; returns where it stands (for tests and benchmarks).
+pub fn install_now(plan: &Plan, jit: &Jit) -> TierState {
+    if let Some(job) = prepare(plan, jit) {
+        job.run();
+    }
+    jit.tier_two_state()
+}
+
+/// Marks tier two of `jit` started and writes its C; the job that compiles and installs it,
+/// `None` where it was started before or there is nothing to compile.
+fn prepare(plan: &Plan, jit: &Jit) -> Option<Job> {
+    let tier = jit.tier_two();
+    if tier.started.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    let stmts = jit.stmts().map(|(s, t, code)| {
+        let tape = &plan.sections[s].stmts[t].tape[..];
+        (s, t, code, tape)
+    });
+    let src = source::module(plan.lanes, stmts);
+    if src.rows.is_empty() {
+        tier.set(TierState::Failed(
+            "no row function to compile (tier two has only row functions so far)".into(),
+        ));
+        return None;
+    }
+    let slots: Vec<(String, Arc<SwapFn<RowFn>>)> = src
+        .rows
+        .iter()
+        .filter_map(|(name, s, t)| {
+            let code = jit.stmt_code(*s, *t)?;
+            Some((name.clone(), Arc::clone(&code.f)))
+        })
+        .collect();
+    tier.set(TierState::Pending);
+    Some(Job {
+        text: src.text,
+        slots,
+        tier: Arc::downgrade(tier),
+        name: plan.program.name.clone(),
+    })
+}
+
+/// One stencil's tier two, waiting for the worker.
+struct Job {
+    text: String,
+    slots: Vec<(String, Arc<SwapFn<RowFn>>)>,
+    /// The stencil's tier two (gone when the stencil is dropped first: then nothing is done).
+    tier: Weak<TierTwo>,
+    /// The stencil's name, for the warning.
+    name: String,
+}
+
+impl Job {
+    fn run(self) {
+        let Some(tier) = self.tier.upgrade() else {
+            return;
+        };
+        match install(&self.text, &self.slots, &tier) {
+            Ok(n) => tier.set(TierState::Ready(n)),
+            Err(e) => {
+                warn_once(&format!("stencil {:?}: {e}", self.name));
+                tier.set(TierState::Failed(e));
+            }
+        }
+    }
+}
+
+/// Compiles (or finds in the cache) and loads `text`, keeps the library in `tier`, and
+/// replaces each slot's function by the module's function of its name; returns how many.
+fn install(
+    text: &str,
+    slots: &[(String, Arc<SwapFn<RowFn>>)],
+    tier: &TierTwo,
+) -> Result<usize, String> {
+    let lib = compiler::load(text)?;
+    let table: Vec<*const u8> = crate::gtscript::ops::math_symbols()
+        .into_iter()
+        .map(|s| s.1)
+        .collect();
+    let mut fns: Vec<RowFn> = Vec::with_capacity(slots.len());
+    // SAFETY: `gb_init` and the row functions are defined by the module `text` (`source`)
+    // with exactly these C signatures: `void gb_init(void *const *)`, which copies as many
+    // addresses as `math_symbols` has (the table's length, written into the module), and
+    // `RowFn`'s eight pointer-sized arguments.
+    unsafe {
+        let init = lib
+            .get::<unsafe extern "C" fn(*const *const u8)>(b"gb_init\0")
+            .map_err(|e| e.to_string())?;
+        init(table.as_ptr());
+        for (name, _) in slots {
+            let f = lib
+                .get::<RowFn>(format!("{name}\0").as_bytes())
+                .map_err(|e| e.to_string())?;
+            fns.push(*f);
+        }
+    }
+    // The library lives as long as `tier`, which the stencil's code keeps beside the slots.
+    if tier.code.set(Box::new(lib)).is_err() {
+        return Err("tier two installed twice".into());
+    }
+    for ((_, slot), f) in slots.iter().zip(fns) {
+        // SAFETY: `f` computes what the slot's Cranelift function computes (`source` writes
+        // each operation with its semantics), takes the same arguments, and its library is
+        // kept by `tier` (set above), which the slot's owner keeps.
+        unsafe { slot.replace(f) };
+    }
+    Ok(slots.len())
+}
+
+/// Queues `job` for the process's one worker thread (started on first use).
+fn queue(job: Job) {
+    static WORKER: OnceLock<Mutex<Sender<Job>>> = OnceLock::new();
+    let tx = WORKER.get_or_init(|| {
+        let (tx, rx) = channel::<Job>();
+        let spawned = std::thread::Builder::new()
+            .name("gridbuf-tier2".into())
+            .spawn(move || {
+                for job in rx {
+                    job.run();
+                }
+            });
+        if let Err(e) = spawned {
+            warn_once(&format!("no worker thread: {e}"));
+        }
+        Mutex::new(tx)
+    });
+    let sent = tx.lock().unwrap_or_else(|e| e.into_inner()).send(job);
+    if let Err(e) = sent {
+        // The worker could not start: the job's stencil stays on tier one.
+        let job = e.0;
+        if let Some(tier) = job.tier.upgrade() {
+            tier.set(TierState::Failed("no worker thread".into()));
+        }
+    }
+}
+
+/// Prints `what` to standard error, the first time only in this process.
+fn warn_once(what: &str) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!(
+            "gridbuf: tier two (C compiled in the background) is not available: {what}; \
+             stencils keep their first-tier code (GRIDBUF_TIER2=0 switches tier two off)"
+        );
+    }
+}
+
+/// For tests: `plan`'s tier-one code with tier two installed, or the reason it is not.
+/// A plan whose statements have no row function gives its tier-one code (nothing to replace).
+#[cfg(test)]
+pub(crate) fn tier_two_of(plan: &Plan) -> Result<Option<Jit>, String> {
+    let Some(jit) = Jit::compile(plan).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    match install_now(plan, &jit) {
+        TierState::Ready(_) => Ok(Some(jit)),
+        TierState::Failed(e) if e.starts_with("no row function") => Ok(Some(jit)),
+        other => Err(format!("tier two: {other:?}")),
+    }
+}
