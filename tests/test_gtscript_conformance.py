@@ -660,19 +660,22 @@ def gt_results(name: str, domain) -> tuple[dict, dict]:
 
 
 def gb_stencil(name: str, mode: str = "jit"):
-    """gridbuf's stencil for case `name`; GRIDBUF_GTSCRIPT_JIT is read when it is defined."""
+    """gridbuf's stencil for case `name`; GRIDBUF_GTSCRIPT_JIT and GRIDBUF_TIER2 are read when it
+    is defined: mode "interpreter" (no machine code), "jit" (Cranelift's only) or "tier2" (tier
+    two compiled at definition)."""
     key = (name, mode)
     if key not in _GB_STENCILS:
-        saved = os.environ.get("GRIDBUF_GTSCRIPT_JIT")
-        if mode == "interpreter":
-            os.environ["GRIDBUF_GTSCRIPT_JIT"] = "0"
+        env = {"interpreter": {"GRIDBUF_GTSCRIPT_JIT": "0"}, "jit": {"GRIDBUF_TIER2": "0"}, "tier2": {"GRIDBUF_TIER2": "define"}}[mode]
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
         try:
             _GB_STENCILS[key] = gtscript.stencil(backend="numpy", definition=getattr(defs_module("gb"), name), dtypes=CASES[name].dtypes, externals=CASES[name].externals)
         finally:
-            if saved is None:
-                os.environ.pop("GRIDBUF_GTSCRIPT_JIT", None)
-            else:
-                os.environ["GRIDBUF_GTSCRIPT_JIT"] = saved
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
     return _GB_STENCILS[key]
 
 
@@ -704,6 +707,22 @@ def test_conformance_interpreter(name, monkeypatch):
     inputs, want = gt_results(name, DOMAIN)
     got = gb_run(name, inputs, "gt:cpu_ifirst", DOMAIN, mode="interpreter")
     assert_same(got, want, f"{name}, interpreter", inputs)
+
+
+@needs_gt4py
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_conformance_tier_two(name, layout):
+    """Tier two (C from the same tapes, compiled at definition) gives what tier one gives, bit
+    for bit, on every layout; and it is in place (or the stencil has no row function to
+    replace)."""
+    inputs, _ = gt_results(name, DOMAIN)
+    want = gb_run(name, inputs, layout, DOMAIN, mode="jit")
+    got = gb_run(name, inputs, layout, DOMAIN, mode="tier2")
+    state = gb_stencil(name, "tier2").tier_two
+    assert state.startswith("ready: ") or state == "failed: no function to compile", state
+    assert gb_stencil(name, "jit").tier_two == "idle"
+    assert_same(got, want, f"{name} on {layout}, tier two against tier one", inputs)
 
 
 @needs_gt4py

@@ -36,6 +36,17 @@ pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
     })
 }
 
+/// Tier two's state as the text `GtProgram.tier_two` gives.
+fn tier_text(s: gtscript::jit::TierState) -> String {
+    use gtscript::jit::TierState;
+    match s {
+        TierState::Idle => "idle".into(),
+        TierState::Pending => "pending".into(),
+        TierState::Ready(n) => format!("ready: {n}"),
+        TierState::Failed(e) => format!("failed: {e}"),
+    }
+}
+
 /// Whether a scalar is complex: a Python `complex` (NumPy's `complex128` is one) or a NumPy
 /// scalar of a complex dtype (`complex64`), which convert to a float by dropping their
 /// imaginary part.
@@ -116,6 +127,34 @@ impl GtProgram {
     #[getter]
     fn min_k(&self) -> usize {
         self.plan.min_k
+    }
+
+    /// Where tier two (C compiled in the background) stands: "idle", "pending", "ready: N" (N
+    /// functions replaced), "failed: why", or "none" without tier-one code.
+    #[getter]
+    fn tier_two(&self) -> String {
+        match &self.jit {
+            Some(j) => tier_text(j.tier_two_state()),
+            None => "none".into(),
+        }
+    }
+
+    /// Waits up to `timeout` seconds while tier two is pending (the GIL released); returns
+    /// where it stands, as `tier_two`.
+    fn wait_tier_two(&self, py: Python<'_>, timeout: f64) -> PyResult<String> {
+        let t = std::time::Duration::try_from_secs_f64(timeout).map_err(|_| {
+            to_py(
+                py,
+                Error::invalid("timeout", timeout, "a non-negative number of seconds"),
+            )
+        })?;
+        Ok(match &self.jit {
+            Some(j) => {
+                let j = Arc::clone(j);
+                tier_text(py.detach(move || j.wait_tier_two(t)))
+            }
+            None => "none".into(),
+        })
     }
 
     /// NumPy names of the scalar parameters' types.

@@ -492,6 +492,36 @@ class GTStencil:
         impl, fields, scalars, origin = self._arguments(args, kwargs, origin)
         impl._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
 
+    @property
+    def tier_two(self) -> str:
+        """Where tier two stands: C compiled in the background from the stencil's first call
+        (``GRIDBUF_TIER2=define``: when it is defined; ``GRIDBUF_TIER2=0``: never) and swapped
+        in while calls run.
+
+        Returns
+        -------
+        str
+            ``"idle"`` (not started), ``"pending"``, ``"ready: N"`` (N compiled functions
+            replaced), ``"failed: <why>"`` (the stencil keeps its first-tier code) or ``"none"``
+            (no machine code at all).
+        """
+        return str(self._program.tier_two)
+
+    def wait_tier_two(self, timeout: float = 60.0) -> str:
+        """Waits up to `timeout` seconds while tier two is pending.
+
+        Parameters
+        ----------
+        timeout : float
+            Seconds to wait at most.
+
+        Returns
+        -------
+        str
+            Where it stands, as :attr:`tier_two`.
+        """
+        return str(self._program.wait_tier_two(float(timeout)))
+
     def resolve(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, **kwargs: Any) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
         """The compute domain and each field's origin (per dim of the field, data dims 0) that a
         call with these arguments runs with, as the binder checked them; nothing runs.

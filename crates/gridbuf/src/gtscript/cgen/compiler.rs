@@ -21,6 +21,7 @@ pub(crate) const FLAGS: &[&str] = &[
     "-fno-fast-math",
     "-ffp-contract=off",
     "-fno-math-errno",
+    "-fno-strict-aliasing",
     "-w",
 ];
 

@@ -19,7 +19,7 @@
 pub(crate) mod compiler;
 pub(crate) mod source;
 
-use crate::gtscript::jit::abi::{RowFn, SwapFn, TierState, TierTwo};
+use crate::gtscript::jit::abi::{LoopFn, RowFn, SwapFn, TierState, TierTwo};
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,29 +84,34 @@ fn prepare(plan: &Plan, jit: &Jit) -> Option<Job> {
     if tier.started.swap(true, Ordering::AcqRel) {
         return None;
     }
-    let stmts = jit.stmts().map(|(s, t, code)| {
-        let tape = &plan.sections[s].stmts[t].tape[..];
-        (s, t, code, tape)
-    });
-    let src = source::module(plan.lanes, stmts);
-    if src.rows.is_empty() {
-        tier.set(TierState::Failed(
-            "no row function to compile (tier two has only row functions so far)".into(),
-        ));
+    let src = source::module(plan, jit);
+    if src.is_empty() {
+        tier.set(TierState::Failed("no function to compile".into()));
         return None;
     }
-    let slots: Vec<(String, Arc<SwapFn<RowFn>>)> = src
+    let rows = src
         .rows
         .iter()
+        .filter_map(|(name, s, t)| Some((name.clone(), Arc::clone(&jit.stmt_code(*s, *t)?.f))))
+        .collect();
+    let loops = src
+        .loops
+        .iter()
         .filter_map(|(name, s, t)| {
-            let code = jit.stmt_code(*s, *t)?;
-            Some((name.clone(), Arc::clone(&code.f)))
+            Some((name.clone(), Arc::clone(&jit.point_loop_code(*s, *t)?.f)))
         })
+        .collect();
+    let walks = src
+        .walks
+        .iter()
+        .map(|(name, s, w)| (name.clone(), (*s, *w as usize)))
         .collect();
     tier.set(TierState::Pending);
     Some(Job {
         text: src.text,
-        slots,
+        rows,
+        loops,
+        walks,
         tier: Arc::downgrade(tier),
         name: plan.program.name.clone(),
     })
@@ -115,7 +120,11 @@ fn prepare(plan: &Plan, jit: &Jit) -> Option<Job> {
 /// One stencil's tier two, waiting for the worker.
 struct Job {
     text: String,
-    slots: Vec<(String, Arc<SwapFn<RowFn>>)>,
+    /// The row functions' and loops' slots, by their functions' names in `text`.
+    rows: Vec<(String, Arc<SwapFn<RowFn>>)>,
+    loops: Vec<(String, Arc<SwapFn<LoopFn>>)>,
+    /// The walks' functions' names and keys (see [`TierTwo::adopt`]).
+    walks: Vec<(String, (usize, usize))>,
     /// The stencil's tier two (gone when the stencil is dropped first: then nothing is done).
     tier: Weak<TierTwo>,
     /// The stencil's name, for the warning.
@@ -127,7 +136,7 @@ impl Job {
         let Some(tier) = self.tier.upgrade() else {
             return;
         };
-        match install(&self.text, &self.slots, &tier) {
+        match install(&self, &tier) {
             Ok(n) => tier.set(TierState::Ready(n)),
             Err(e) => {
                 warn_once(&format!("stencil {:?}: {e}", self.name));
@@ -137,46 +146,65 @@ impl Job {
     }
 }
 
-/// Compiles (or finds in the cache) and loads `text`, keeps the library in `tier`, and
-/// replaces each slot's function by the module's function of its name; returns how many.
-fn install(
-    text: &str,
-    slots: &[(String, Arc<SwapFn<RowFn>>)],
-    tier: &TierTwo,
-) -> Result<usize, String> {
-    let lib = compiler::load(text)?;
+/// Compiles (or finds in the cache) and loads the job's module, keeps the library in `tier`,
+/// and replaces each slot's function by the module's function of its name (the walks' in
+/// `tier`'s table, which each walk adopts); returns how many functions it has.
+fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
+    let lib = compiler::load(&job.text)?;
     let table: Vec<*const u8> = crate::gtscript::ops::math_symbols()
         .into_iter()
         .map(|s| s.1)
         .collect();
-    let mut fns: Vec<RowFn> = Vec::with_capacity(slots.len());
-    // SAFETY: `gb_init` and the row functions are defined by the module `text` (`source`)
+    // SAFETY: `gb_init` and the functions are defined by the module `job.text` (`source`)
     // with exactly these C signatures: `void gb_init(void *const *)`, which copies as many
-    // addresses as `math_symbols` has (the table's length, written into the module), and
-    // `RowFn`'s eight pointer-sized arguments.
-    unsafe {
+    // addresses as `math_symbols` has (the table's length, written into the module), and the
+    // row functions' and point functions' signatures of `RowFn` and `LoopFn`.
+    let (rows, loops, walks) = unsafe {
         let init = lib
             .get::<unsafe extern "C" fn(*const *const u8)>(b"gb_init\0")
             .map_err(|e| e.to_string())?;
         init(table.as_ptr());
-        for (name, _) in slots {
-            let f = lib
-                .get::<RowFn>(format!("{name}\0").as_bytes())
-                .map_err(|e| e.to_string())?;
-            fns.push(*f);
-        }
-    }
+        let rows = symbols::<RowFn>(&lib, job.rows.iter().map(|r| &r.0))?;
+        let loops = symbols::<LoopFn>(&lib, job.loops.iter().map(|r| &r.0))?;
+        let walks = symbols::<LoopFn>(&lib, job.walks.iter().map(|r| &r.0))?;
+        (rows, loops, walks)
+    };
     // The library lives as long as `tier`, which the stencil's code keeps beside the slots.
     if tier.code.set(Box::new(lib)).is_err() {
         return Err("tier two installed twice".into());
     }
-    for ((_, slot), f) in slots.iter().zip(fns) {
+    for ((_, slot), f) in job.rows.iter().zip(rows) {
         // SAFETY: `f` computes what the slot's Cranelift function computes (`source` writes
-        // each operation with its semantics), takes the same arguments, and its library is
-        // kept by `tier` (set above), which the slot's owner keeps.
+        // each operation with its semantics, from the same tape), takes the same arguments,
+        // and its library is kept by `tier` (set above), which the slot's owner keeps.
         unsafe { slot.replace(f) };
     }
-    Ok(slots.len())
+    for ((_, slot), f) in job.loops.iter().zip(loops) {
+        // SAFETY: as above, from the same parts (`jit::point::Part`) as the loop's function.
+        unsafe { slot.replace(f) };
+    }
+    *tier.walks.lock().unwrap_or_else(|e| e.into_inner()) =
+        job.walks.iter().map(|w| w.1).zip(walks).collect();
+    tier.has_walks.store(true, Ordering::Release);
+    Ok(job.rows.len() + job.loops.len() + job.walks.len())
+}
+
+/// The functions `names` of `lib`, as `F`.
+///
+/// # Safety
+/// Each must be a function of type `F`.
+unsafe fn symbols<'n, F: Copy>(
+    lib: &libloading::Library,
+    names: impl Iterator<Item = &'n String>,
+) -> Result<Vec<F>, String> {
+    names
+        .map(|name| {
+            // SAFETY: the caller's promise.
+            unsafe { lib.get::<F>(format!("{name}\0").as_bytes()) }
+                .map(|f| *f)
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 /// Queues `job` for the process's one worker thread (started on first use).
@@ -226,7 +254,7 @@ pub(crate) fn tier_two_of(plan: &Plan) -> Result<Option<Jit>, String> {
     };
     match install_now(plan, &jit) {
         TierState::Ready(_) => Ok(Some(jit)),
-        TierState::Failed(e) if e.starts_with("no row function") => Ok(Some(jit)),
+        TierState::Failed(e) if e == "no function to compile" => Ok(Some(jit)),
         other => Err(format!("tier two: {other:?}")),
     }
 }

@@ -8,10 +8,14 @@
 //! functions the interpreter and tier one call (their addresses handed to the module's
 //! `gb_init`, in the order of [`crate::gtscript::ops::math_symbols`]).
 
-use crate::gtscript::ir::{BinOp, KIndex, Ty, UnOp, Value};
+use crate::gtscript::ir::{BinOp, IterOrder, KIndex, Ty, UnOp, Value};
 use crate::gtscript::jit::abi::StmtCode;
+use crate::gtscript::jit::helpers::operands_of;
+use crate::gtscript::jit::point::{Part, PointRange};
+use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::ops::{self, Against, BinCode, UnCode};
-use crate::gtscript::plan::{Instr, Lanes, Op, Src};
+use crate::gtscript::plan::schedule::{has_axis, PointWalk};
+use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
 use cranelift_codegen::ir::condcodes::FloatCC;
 use std::fmt::Write;
 
@@ -63,24 +67,33 @@ static inline float gb_maxf32(float a, float x) { return a != a ? a : (x < a ? a
 #endif
 "#;
 
-/// The generated C of one stencil's statements.
+/// The generated C of one stencil's compiled functions.
 pub(crate) struct Source {
     /// The module's text.
     pub(crate) text: String,
-    /// Per function, in the order of [`Source::text`]'s definitions: its symbol name and the
+    /// Per row function, in the order of [`Source::text`]'s definitions: its symbol name and the
     /// (section, statement) it replaces.
     pub(crate) rows: Vec<(String, usize, usize)>,
+    /// Per point function of a `while` loop: its name, section and condition statement.
+    pub(crate) loops: Vec<(String, usize, usize)>,
+    /// Per whole sections' walk: its name, first section and walk.
+    pub(crate) walks: Vec<(String, usize, PointWalk)>,
 }
 
-/// Why a statement has no C (it stays on tier one).
+impl Source {
+    /// Whether it defines no function.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty() && self.loops.is_empty() && self.walks.is_empty()
+    }
+}
+
+/// Why a function has no C (it stays on tier one).
 pub(crate) type Refusal = String;
 
-/// The C module of the compiled statements `stmts` (section, statement, code, tape) of a plan on
-/// `lanes`; statements whose tape holds something this generator does not write are left out.
-pub(crate) fn module<'a>(
-    lanes: Lanes,
-    stmts: impl IntoIterator<Item = (usize, usize, &'a StmtCode, &'a [Instr])>,
-) -> Source {
+/// The C module of `jit`'s functions (made from `plan`): its row functions, its `while` loops'
+/// point functions, and every whole sections' walk it may compile; a function whose tape holds
+/// something this generator does not write is left out.
+pub(crate) fn module(plan: &Plan, jit: &Jit) -> Source {
     let symbols = ops::math_symbols();
     let mut text = String::from(PRELUDE);
     let _ = writeln!(
@@ -89,15 +102,45 @@ pub(crate) fn module<'a>(
         symbols.len().max(1),
         symbols.len()
     );
-    let mut rows = Vec::new();
-    for (s, t, code, tape) in stmts {
+    let mut src = Source {
+        text: String::new(),
+        rows: Vec::new(),
+        loops: Vec::new(),
+        walks: Vec::new(),
+    };
+    for (s, t, code) in jit.stmts() {
         let name = format!("gb_s{s}_{t}");
-        if let Ok(f) = row_function(&name, lanes, code, tape, &symbols) {
+        let tape = &plan.sections[s].stmts[t].tape;
+        if let Ok(f) = row_function(&name, plan.lanes, code, tape, &symbols) {
             text.push_str(&f);
-            rows.push((name, s, t));
+            src.rows.push((name, s, t));
         }
     }
-    Source { text, rows }
+    for (s, t, code) in jit.loop_codes() {
+        let name = format!("gb_l{s}_{t}");
+        let parts = [(
+            s,
+            PointRange {
+                first: t,
+                exit: code.exit,
+                walk: None,
+            },
+        )];
+        if let Ok(f) = point_function(&name, plan, &parts, &symbols) {
+            text.push_str(&f);
+            src.loops.push((name, s, t));
+        }
+    }
+    for (s, walk, sections) in jit.walk_keys() {
+        let name = format!("gb_w{s}_{}", walk as usize);
+        let parts = walk_parts(plan, sections, walk);
+        if let Ok(f) = point_function(&name, plan, &parts, &symbols) {
+            text.push_str(&f);
+            src.walks.push((name, s, walk));
+        }
+    }
+    src.text = text;
+    src
 }
 
 /// The C type of one element in memory and of a register, for the single-float lanes.
@@ -119,12 +162,21 @@ fn row_function(
 ) -> Result<String, Refusal> {
     let wide = lanes == Lanes::Wide;
     let elem = if wide { "uint64_t" } else { float_type(lanes) };
+    let exprs: Vec<Operand> = (0..code.operands.len())
+        .map(|k| Operand {
+            expr: format!("o{k}[i]"),
+            kind: if wide { Kind::Lane } else { Kind::T },
+        })
+        .collect();
     let body = Point {
         tape,
         operands: &code.operands,
+        exprs: &exprs,
         vk: &code.vk,
+        vk_mode: VkMode::Row,
         lanes,
         symbols,
+        prefix: "v",
     }
     .body()?;
     let mut f = String::new();
@@ -168,23 +220,73 @@ fn row_function(
     }
     let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
     f.push_str(&body.code);
-    let _ = writeln!(f, "      d[i] = {};", body.result);
+    let result = if wide { body.lane() } else { body.result };
+    let _ = writeln!(f, "      d[i] = {result};");
     f.push_str("    }\n  }\n}\n");
     Ok(f)
 }
 
-/// One point's code and the expression of its result (an element of the row's memory type).
+/// One point's code, the variable holding its result and that variable's kind.
 struct Body {
     code: String,
     result: String,
+    kind: Kind,
+}
+
+impl Body {
+    /// The result as the bits of a 64-bit lane (mixed-type memory).
+    fn lane(&self) -> String {
+        match self.kind {
+            Kind::F => format!("gb_u({})", self.result),
+            _ => format!("(uint64_t){}", self.result),
+        }
+    }
+
+    /// The result as a value of `kind` (the same bits).
+    fn as_kind(&self, kind: Kind) -> String {
+        convert(&self.result, self.kind, kind)
+    }
+}
+
+/// `e` (of kind `from`) as kind `to`, the same bits (`jit::wide`'s `as_ty`).
+fn convert(e: &str, from: Kind, to: Kind) -> String {
+    match (to, from) {
+        (Kind::F, Kind::Lane) => format!("gb_d({e})"),
+        (Kind::I, Kind::Lane) => format!("((int64_t){e})"),
+        (Kind::F, Kind::I) => format!("gb_di({e})"),
+        (Kind::I, Kind::F) => format!("gb_i({e})"),
+        _ => e.to_string(),
+    }
 }
 
 /// The C kind of a value in mixed-type code: a float (`double`, a `float32` value exactly) or
 /// an integer or boolean (`int64_t`), as `jit::wide`'s `F64` and `I64` registers.
-#[derive(Copy, Clone, PartialEq, Eq)]
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
 enum Kind {
     F,
     I,
+    /// The raw bits of a lane in memory (`uint64_t`).
+    Lane,
+    /// The single float type's element (one-float-type code).
+    T,
+}
+
+/// An operand of a tape as C: an expression and its kind.
+#[derive(Clone, Debug)]
+struct Operand {
+    expr: String,
+    kind: Kind,
+}
+
+/// How a point reads at run-time K levels (`Op::LoadK`): as a row function does (the slot's
+/// fields at `vk`, the row's column `col{slot}` and level `kr{slot}`, the point `i`; a level
+/// outside is reported and replaced), or as a point function does (`jit::wide`'s `SlotRegs`:
+/// `sb`, `sr`, `sd`, `ss`, `sl` per slot; a level outside is reported and the function
+/// returns).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum VkMode {
+    Row,
+    Point,
 }
 
 fn kind_of(ty: Ty) -> Kind {
@@ -198,10 +300,15 @@ fn kind_of(ty: Ty) -> Kind {
 /// One point of a tape.
 struct Point<'a> {
     tape: &'a [Instr],
+    /// The tape's (quantity, offset) operands, in `operands_of` order, and their C.
     operands: &'a [(u32, [i32; 3])],
+    exprs: &'a [Operand],
     vk: &'a [(u32, Ty)],
+    vk_mode: VkMode,
     lanes: Lanes,
     symbols: &'a [(&'static str, *const u8)],
+    /// What the point's variables are named after (unique per statement of a function).
+    prefix: &'a str,
 }
 
 /// `0x...` bits of an `f64`, as a C `double` expression (exact, NaN payloads and `-0.0`
@@ -290,8 +397,8 @@ impl Point<'_> {
         for (at, ins) in self.tape.iter().enumerate() {
             let arg = |n: usize| -> Result<String, Refusal> {
                 Ok(match ins.args[n] {
-                    Src::Reg(r) => format!("v{}", regs[r as usize]),
-                    Src::Q(q, off) => format!("o{}[i]", self.operand(q, off)?),
+                    Src::Reg(r) => format!("{}{}", self.prefix, regs[r as usize]),
+                    Src::Q(q, off) => self.exprs[self.operand(q, off)?].expr.clone(),
                     Src::Scalar(s) => format!("sc[{s}]"),
                     Src::Const(v) => lit(v.as_f64()),
                 })
@@ -360,7 +467,8 @@ impl Point<'_> {
         let last = last.ok_or("a tape of markers only")?;
         Ok(Body {
             code: out.text(),
-            result: format!("v{last}"),
+            result: format!("{}{last}", self.prefix),
+            kind: Kind::T,
         })
     }
 
@@ -383,11 +491,12 @@ impl Point<'_> {
             regs.resize(d + 1, usize::MAX);
         }
         regs[d] = at;
+        let p = self.prefix;
         if guarded {
-            let _ = writeln!(out.decls, "      {t} v{at} = 0;");
-            let _ = writeln!(out.code, "      v{at} = {v};");
+            let _ = writeln!(out.decls, "      {t} {p}{at} = 0;");
+            let _ = writeln!(out.code, "      {p}{at} = {v};");
         } else {
-            let _ = writeln!(out.code, "      {t} v{at} = {v};");
+            let _ = writeln!(out.code, "      {t} {p}{at} = {v};");
         }
     }
 
@@ -414,21 +523,17 @@ impl Point<'_> {
                 let (e, k) = match ins.args[n] {
                     Src::Reg(r) => {
                         let v = regs[r as usize];
-                        (format!("v{v}"), kinds[v])
+                        (format!("{}{v}", self.prefix), kinds[v])
                     }
-                    Src::Q(q, off) => (format!("o{}[i]", self.operand(q, off)?), Kind::I),
-                    Src::Scalar(s) => (format!("sc[{s}]"), Kind::I),
+                    Src::Q(q, off) => {
+                        let o = &self.exprs[self.operand(q, off)?];
+                        (o.expr.clone(), o.kind)
+                    }
+                    Src::Scalar(s) => (format!("sc[{s}]"), Kind::Lane),
                     Src::Const(Value::F(x)) => (f64_lit(x), Kind::F),
                     Src::Const(Value::I(x)) => (i64_lit(x), Kind::I),
                 };
-                let lane = matches!(ins.args[n], Src::Q(..) | Src::Scalar(_));
-                Ok(match (kind_of(want), k, lane) {
-                    (Kind::F, _, true) => format!("gb_d({e})"),
-                    (Kind::I, _, true) => format!("((int64_t){e})"),
-                    (Kind::F, Kind::I, false) => format!("gb_di({e})"),
-                    (Kind::I, Kind::F, false) => format!("gb_i({e})"),
-                    _ => e,
-                })
+                Ok(convert(&e, k, kind_of(want)))
             };
             let ty = ins.ty;
             let a0 = |n: usize| {
@@ -475,30 +580,50 @@ impl Point<'_> {
                     let mem = self.vk[slot].1;
                     let index = a0(0)?;
                     let b = slot * 13;
-                    let level = match kindex {
-                        KIndex::Relative => {
-                            format!("(kr{slot} + (int64_t)i * vk[{}] + {index})", b + 6)
+                    let p = format!("{}p{at}", self.prefix);
+                    match self.vk_mode {
+                        VkMode::Row => {
+                            let level = match kindex {
+                                KIndex::Relative => {
+                                    format!("(kr{slot} + (int64_t)i * vk[{}] + {index})", b + 6)
+                                }
+                                KIndex::Absolute => index,
+                            };
+                            let _ = writeln!(
+                                out.code,
+                                "      int64_t l{at} = {level}; int ok{at} = l{at} >= vk[{lo}] && l{at} < vk[{hi}];\n      if (!ok{at}) {{ vk[{err}] = 1; vk[{errl}] = l{at}; }}\n      const unsigned char *{p} = (const unsigned char *)(intptr_t)(col{slot} + (int64_t)i * vk[{dp}] + (ok{at} ? l{at} : vk[{lo}]) * vk[{dl}]);",
+                                lo = b + 7,
+                                hi = b + 8,
+                                err = b + 9,
+                                errl = b + 10,
+                                dp = b + 2,
+                                dl = b + 3,
+                            );
                         }
-                        KIndex::Absolute => index,
-                    };
-                    let _ = writeln!(
-                        out.code,
-                        "      int64_t l{at} = {level}; int ok{at} = l{at} >= vk[{lo}] && l{at} < vk[{hi}];\n      if (!ok{at}) {{ vk[{err}] = 1; vk[{errl}] = l{at}; }}\n      const unsigned char *p{at} = (const unsigned char *)(intptr_t)(col{slot} + (int64_t)i * vk[{dp}] + (ok{at} ? l{at} : vk[{lo}]) * vk[{dl}]);",
-                        lo = b + 7,
-                        hi = b + 8,
-                        err = b + 9,
-                        errl = b + 10,
-                        dp = b + 2,
-                        dl = b + 3,
-                    );
+                        VkMode::Point => {
+                            // Counted from the slot's lowest level: inside when below the span,
+                            // one unsigned comparison; outside, reported, and the function ends.
+                            let rel = match kindex {
+                                KIndex::Relative => format!("sr{slot} + {index}"),
+                                KIndex::Absolute => format!("{index} - sl{slot}"),
+                            };
+                            let _ = writeln!(
+                                out.code,
+                                "      int64_t l{at} = {rel};\n      if (!((uint64_t)l{at} < (uint64_t)ss{slot})) {{ vk[{err}] = 1; vk[{errl}] = l{at} + vk[{lo}]; return; }}\n      const unsigned char *{p} = (const unsigned char *)(intptr_t)(sb{slot} + l{at} * sd{slot});",
+                                lo = b + 7,
+                                err = b + 9,
+                                errl = b + 10,
+                            );
+                        }
+                    }
                     let load = match mem {
-                        Ty::Bool => format!("(int64_t)*(const uint8_t *)p{at}"),
-                        Ty::I8 => format!("(int64_t)*(const int8_t *)p{at}"),
-                        Ty::I16 => format!("(int64_t)*(const int16_t *)p{at}"),
-                        Ty::I32 => format!("(int64_t)*(const int32_t *)p{at}"),
-                        Ty::I64 => format!("*(const int64_t *)p{at}"),
-                        Ty::F64 => format!("*(const double *)p{at}"),
-                        Ty::F32 => format!("(double)*(const float *)p{at}"),
+                        Ty::Bool => format!("(int64_t)*(const uint8_t *){p}"),
+                        Ty::I8 => format!("(int64_t)*(const int8_t *){p}"),
+                        Ty::I16 => format!("(int64_t)*(const int16_t *){p}"),
+                        Ty::I32 => format!("(int64_t)*(const int32_t *){p}"),
+                        Ty::I64 => format!("*(const int64_t *){p}"),
+                        Ty::F64 => format!("*(const double *){p}"),
+                        Ty::F32 => format!("(double)*(const float *){p}"),
                     };
                     (load, kind_of(mem))
                 }
@@ -610,9 +735,10 @@ impl Point<'_> {
                                 if e > 0 {
                                     let _ = writeln!(
                                         out.code,
-                                        "      int64_t pw{at}_{n} = gb_mul({base}, {base});"
+                                        "      int64_t {}pw{at}_{n} = gb_mul({base}, {base});",
+                                        self.prefix
                                     );
-                                    base = format!("pw{at}_{n}");
+                                    base = format!("{}pw{at}_{n}", self.prefix);
                                     n += 1;
                                 }
                             }
@@ -629,13 +755,10 @@ impl Point<'_> {
             last = Some(at);
         }
         let last = last.ok_or("a tape of markers only")?;
-        let result = match kinds[last] {
-            Kind::F => format!("gb_u(v{last})"),
-            Kind::I => format!("(uint64_t)v{last}"),
-        };
         Ok(Body {
             code: out.text(),
-            result,
+            result: format!("{}{last}", self.prefix),
+            kind: kinds[last],
         })
     }
 }
@@ -758,4 +881,247 @@ fn min_max(op: BinOp, a: &str, x: &str, f32: bool) -> String {
         (false, true) => "gb_maxf32",
     };
     format!("{f}({a}, {x})")
+}
+
+/// A point function ([`crate::gtscript::jit::abi::LoopFn`]) of `parts` (see `jit::point::build`, whose
+/// [`Part`]s it reads): per row, each part's points in turn, each point running its statements
+/// with real branches (`goto`), the quantities the part writes in variables from the point's
+/// first statement to its last and stored once.
+fn point_function(
+    name: &str,
+    plan: &Plan,
+    parts: &[(usize, PointRange)],
+    symbols: &[(&'static str, *const u8)],
+) -> Result<String, Refusal> {
+    let lanes = plan.lanes;
+    let wide = lanes == Lanes::Wide;
+    let walk = parts.first().ok_or("no part")?.1.walk;
+    let point_axis = walk.map(PointWalk::axis);
+    let t_elem = if wide { "uint64_t" } else { float_type(lanes) };
+    let size = if lanes == Lanes::F32 { 4 } else { 8 };
+    let ps: Vec<Part<'_>> = parts.iter().map(|(s, r)| Part::new(plan, *s, r)).collect();
+    // A quantity's variable: its C type and kind.
+    let reg = |q: u32| -> (&'static str, Kind) {
+        match (wide, plan.quantity_ty(q).is_float()) {
+            (false, _) => (float_type(lanes), Kind::T),
+            (true, true) => ("double", Kind::F),
+            (true, false) => ("int64_t", Kind::I),
+        }
+    };
+    let mut f = String::new();
+    let _ = writeln!(
+        f,
+        "void {name}(const unsigned char *const *ops, const intptr_t *strides, unsigned char *const *outs, const intptr_t *out_strides, const size_t *np, size_t rows, const unsigned char *scal, int64_t *vk_all, const unsigned char *stop) {{"
+    );
+    let _ = writeln!(
+        f,
+        "  const {t_elem} *sc = (const {t_elem} *)scal; (void)sc; (void)vk_all; (void)stop;"
+    );
+    let _ = writeln!(f, "  for (size_t r = 0; r < rows; r++) {{");
+    let (mut o_ops, mut o_outs, mut o_vk) = (0, 0, 0);
+    for (x, p) in ps.iter().enumerate() {
+        let sec = &plan.sections[p.s];
+        let _ = writeln!(f, "  {{ /* part {x}: section {} */", p.s);
+        let _ = writeln!(
+            f,
+            "    const size_t n = np[{x}]; int64_t *vk = vk_all + {}; (void)vk;",
+            o_vk * 13
+        );
+        for g in 0..p.operands.len() {
+            let _ = writeln!(
+                f,
+                "    const unsigned char *b{g} = ops[{k}] + (intptr_t)r * strides[{k}];",
+                k = o_ops + g
+            );
+        }
+        for j in 0..p.outs.len() {
+            let _ = writeln!(
+                f,
+                "    unsigned char *ob{j} = outs[{k}] + (intptr_t)r * out_strides[{k}];",
+                k = o_outs + j
+            );
+        }
+        // Each run-time K read's slot for the row, counted from its lowest level.
+        for slot in 0..p.vk.len() {
+            let b = slot * 13;
+            let d_level = match walk {
+                Some(PointWalk::Columns) => format!("{size}"),
+                _ => format!("vk[{}]", b + 3),
+            };
+            let _ = writeln!(
+                f,
+                "    int64_t rc{slot} = vk[{b}] + (int64_t)r * vk[{}], rk{slot} = vk[{}] + (int64_t)r * vk[{}];\n    int64_t sl{slot} = vk[{}], sd{slot} = {d_level};\n    int64_t rb{slot} = rc{slot} + sl{slot} * sd{slot}, rr{slot} = rk{slot} - sl{slot}, ss{slot} = vk[{}] - sl{slot}; (void)sl{slot};",
+                b + 1,
+                b + 4,
+                b + 5,
+                b + 7,
+                b + 8
+            );
+        }
+        for (j, &q) in p.written.iter().enumerate() {
+            let (t, _) = reg(q);
+            let _ = writeln!(f, "    {t} w{j} = 0;");
+        }
+        // Operands read one level back of what the part writes: from the variable of the
+        // point before (each row's first point reads the level before from memory).
+        let carried: Vec<Option<usize>> = p
+            .operands
+            .iter()
+            .map(|&(q, off)| {
+                (Some(off) == p.back)
+                    .then(|| p.written.iter().position(|&o| o == q))
+                    .flatten()
+            })
+            .collect();
+        if carried.iter().any(Option::is_some) {
+            let _ = writeln!(f, "    if (n == 0) goto after{x};");
+            for (g, c) in carried.iter().enumerate() {
+                if let Some(w) = *c {
+                    let (t, _) = reg(p.operands[g].0);
+                    let _ = writeln!(f, "    w{w} = *(const {t} *)b{g};");
+                }
+            }
+        }
+        let step = match walk {
+            Some(PointWalk::Columns) if sec.order == IterOrder::Backward => -size,
+            _ => size,
+        };
+        let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
+        let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
+        let _ = writeln!(f, "      intptr_t at = (intptr_t)i * {step}; (void)at;");
+        for (g, &(q, _)) in p.operands.iter().enumerate() {
+            let (t, _) = reg(q);
+            let v = match carried[g] {
+                Some(w) => format!("w{w}"),
+                None if moves(q) => format!("*(const {t} *)(b{g} + at)"),
+                None => format!("*(const {t} *)b{g}"),
+            };
+            let _ = writeln!(f, "      {t} val{g} = {v}; (void)val{g};");
+        }
+        for (j, &q) in p.outs.iter().enumerate() {
+            if p.load[j] {
+                let (t, _) = reg(q);
+                let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
+                let a = if moves(q) { " + at" } else { "" };
+                let _ = writeln!(f, "      w{w} = *(const {t} *)(ob{j}{a});");
+            }
+        }
+        let level_dir = if step < 0 { -1 } else { 1 };
+        for slot in 0..p.vk.len() {
+            let b = slot * 13;
+            let (base, rel) = match walk {
+                Some(PointWalk::Columns) => (
+                    format!("rb{slot}"),
+                    format!("rr{slot} + (int64_t)i * {level_dir}"),
+                ),
+                Some(PointWalk::Levels) => (
+                    format!("rb{slot} + (int64_t)i * vk[{}]", b + 2),
+                    format!("rr{slot}"),
+                ),
+                None => (
+                    format!("rb{slot} + (int64_t)i * vk[{}]", b + 2),
+                    format!("rr{slot} + (int64_t)i * vk[{}]", b + 6),
+                ),
+            };
+            let _ = writeln!(
+                f,
+                "      int64_t sb{slot} = {base}, sr{slot} = {rel}; (void)sb{slot}; (void)sr{slot};"
+            );
+        }
+        let label = |u: usize| {
+            if u == p.exit {
+                format!("D{x}")
+            } else {
+                format!("L{x}_{u}")
+            }
+        };
+        for u in p.t..p.exit {
+            let st = &sec.stmts[u];
+            let local = operands_of(&st.tape);
+            let mut exprs = Vec::with_capacity(local.len());
+            for &(q, off) in &local {
+                let o = match p
+                    .written
+                    .iter()
+                    .position(|&o| o == q)
+                    .filter(|_| off == [0; 3])
+                {
+                    Some(j) => Operand {
+                        expr: format!("w{j}"),
+                        kind: reg(q).1,
+                    },
+                    None => {
+                        let g = p
+                            .operands
+                            .iter()
+                            .position(|&o| o == (q, off))
+                            .ok_or("an operand missing from the part")?;
+                        Operand {
+                            expr: format!("val{g}"),
+                            kind: reg(q).1,
+                        }
+                    }
+                };
+                exprs.push(o);
+            }
+            let prefix = format!("v{x}_{u}_");
+            let body = Point {
+                tape: &st.tape,
+                operands: &local,
+                exprs: &exprs,
+                vk: &p.vk,
+                vk_mode: VkMode::Point,
+                lanes,
+                symbols,
+                prefix: &prefix,
+            }
+            .body()?;
+            let j = p
+                .written
+                .iter()
+                .position(|&o| o == st.target)
+                .ok_or("a target missing from the part")?;
+            let _ = writeln!(f, "      {}: {{", label(u));
+            f.push_str(&body.code);
+            let _ = writeln!(f, "      w{j} = {};", body.as_kind(reg(st.target).1));
+            let flow = sec.flow[u];
+            match flow.exit {
+                Some(e) => {
+                    let _ = writeln!(
+                        f,
+                        "      if (w{j} != 0) goto {}; else goto {};",
+                        label(flow.next),
+                        label(e)
+                    );
+                }
+                None => {
+                    // A body's last statement going back to its loop's condition: the call's
+                    // interrupt flag is read at every pass.
+                    let c = flow.next;
+                    if (p.t..=u).contains(&c) && sec.flow[c].exit.is_some() {
+                        let _ = writeln!(
+                            f,
+                            "      if (*(volatile const unsigned char *)stop) return;"
+                        );
+                    }
+                    let _ = writeln!(f, "      goto {};", label(c));
+                }
+            }
+            f.push_str("      }\n");
+        }
+        let _ = writeln!(f, "      {}: ;", label(p.exit));
+        for (j, &q) in p.outs.iter().enumerate() {
+            let (t, _) = reg(q);
+            let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
+            let a = if moves(q) { " + at" } else { "" };
+            let _ = writeln!(f, "      *({t} *)(ob{j}{a}) = w{w};");
+        }
+        f.push_str("    }\n");
+        let _ = writeln!(f, "    after{x}: ;\n  }}");
+        o_ops += p.operands.len();
+        o_outs += p.outs.len();
+        o_vk += p.vk.len();
+    }
+    f.push_str("  }\n}\n");
+    Ok(f)
 }

@@ -253,7 +253,7 @@ pub(crate) fn run_points<'m, T: Elem>(
         // read (`vk_slots` checked every point's column; the code loads only levels inside
         // it); `stop` is this call's interrupt, alive until the function returns.
         unsafe {
-            (code.f)(
+            (code.f.get())(
                 ops.as_ptr().cast(),
                 steps.as_ptr(),
                 outs.as_ptr().cast(),
@@ -678,7 +678,7 @@ pub(crate) fn run_loop_code<T: Elem>(
         // point's column lies inside the memory; the code loads only levels inside it);
         // `stop` is this call's interrupt, alive until the function returns.
         unsafe {
-            (code.f)(
+            (code.f.get())(
                 first.as_ptr().cast(),
                 steps.as_ptr(),
                 out_first.as_ptr().cast(),

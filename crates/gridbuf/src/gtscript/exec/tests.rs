@@ -213,7 +213,11 @@ fn k_offset_writes_and_run_time_levels_match_direct_loops() {
             ((x as i64 * 5) % n[2] as i64) - k
         })
         .collect();
-    for jit in [None, Jit::compile(&plan).unwrap()] {
+    for jit in [
+        None,
+        Jit::compile(&plan).unwrap(),
+        crate::gtscript::cgen::tier_two_of(&plan).unwrap(),
+    ] {
         let mut out = vec![-9.0; len];
         let mut out2 = vec![0.0; len];
         let fields = [
@@ -311,7 +315,11 @@ fn run_time_k_writes_match_direct_loops() {
                 }
             }
         }
-        for jit in [None, Jit::compile(&plan).unwrap()] {
+        for jit in [
+            None,
+            Jit::compile(&plan).unwrap(),
+            crate::gtscript::cgen::tier_two_of(&plan).unwrap(),
+        ] {
             for threads in [1, 3] {
                 let mut out = vec![0.0; len];
                 let mut fields = [
@@ -505,6 +513,7 @@ fn point_loops_match_blocks_and_direct_loops() {
         let plan = compile(&text).unwrap();
         assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
         let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+        let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
         // A FORWARD section with a loop walks as one point function (and needs no loop code
         // of its own); a PARALLEL one runs the loop point by point in blocks.
         let walks = jit
@@ -526,7 +535,7 @@ fn point_loops_match_blocks_and_direct_loops() {
         let mut a: Vec<f64> = (0..len)
             .map(|x| 3.0 * value(x / (n[1] * n[2]), (x / n[2]) % n[1], x % n[2]))
             .collect();
-        for jit in [None, Some(&jit)] {
+        for jit in [None, Some(&jit), tier2.as_ref()] {
             let mut out = vec![0.0; len];
             let mut cnt = vec![-1i64; len];
             let mut cnt_mem = int_field(&mut cnt, n);
@@ -601,6 +610,7 @@ fn section_walks_match_direct_loops() {
         );
         let plan = compile(&text).unwrap();
         let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+        let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
         for walk in [PointWalk::Columns, PointWalk::Levels] {
             assert!(
                 jit.point_section::<f64>(&plan, 1, walk).unwrap().is_some(),
@@ -624,7 +634,7 @@ fn section_walks_match_direct_loops() {
                 a[at(i, j, k)] = 2.0 * value(i, j, k);
             }
             let mut w: Vec<f64> = (0..n[0] * n[1]).map(|x| (x % 5) as f64 * 0.5).collect();
-            for jit in [None, Some(&jit)] {
+            for jit in [None, Some(&jit), tier2.as_ref()] {
                 let mut out = vec![0.0; len];
                 let mut cnt = vec![-1.0; len];
                 let mem = |d: &mut [f64], writable: bool| {
@@ -728,6 +738,7 @@ fn section_runs_walk_columns_as_one_function() {
     assert_eq!(plan.sections.len(), 4);
     assert_eq!(group(&plan, 0, false), 4);
     let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
     let run_code = jit
         .point_section::<f64>(&plan, 0, PointWalk::Columns)
         .unwrap()
@@ -767,7 +778,7 @@ fn section_runs_walk_columns_as_one_function() {
         for (i, j, k) in box_points(n) {
             a[at(i, j, k)] = 2.0 * value(i, j, k);
         }
-        for jit in [None, Some(&jit)] {
+        for jit in [None, Some(&jit), tier2.as_ref()] {
             let mut out = vec![0.0; len];
             let mut b = vec![0.0; len];
             let mem = |d: &mut [f64], writable: bool| {

@@ -119,8 +119,8 @@ pub(crate) type LoopFn = unsafe extern "C" fn(
 
 /// A compiled loop (or sections) and what the caller must hand it.
 pub(crate) struct LoopCode {
-    /// The function.
-    pub(crate) f: LoopFn,
+    /// The function: Cranelift's, until tier two replaces it (see [`SwapFn`]).
+    pub(crate) f: std::sync::Arc<SwapFn<LoopFn>>,
     /// What it reads from memory, in the order of the pointer array: (quantity, offset I, J,
     /// K); the quantities it writes only at other K levels than the point's.
     pub(crate) operands: Vec<(u32, [i32; 3])>,
@@ -212,9 +212,37 @@ pub(crate) struct TierTwo {
     pub(crate) state: std::sync::Mutex<Option<TierState>>,
     pub(crate) cond: std::sync::Condvar,
     pub(crate) code: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
+    /// Tier two's functions of whole sections' walks (section, [`crate::gtscript::plan::schedule::PointWalk`] as a number),
+    /// for the walks tier one compiles on first use: each takes its function from here (see
+    /// [`TierTwo::adopt`]).
+    pub(crate) walks: std::sync::Mutex<Vec<((usize, usize), LoopFn)>>,
+    /// Whether `walks` was filled (then every walk adopts its function at its next call).
+    pub(crate) has_walks: std::sync::atomic::AtomicBool,
 }
 
 impl TierTwo {
+    /// Puts tier two's function of walk `key` into `slot` once (`adopted` says it was), where
+    /// tier two has one.
+    pub(crate) fn adopt(
+        &self,
+        key: (usize, usize),
+        slot: &SwapFn<LoopFn>,
+        adopted: &std::sync::atomic::AtomicBool,
+    ) {
+        use std::sync::atomic::Ordering;
+        if !self.has_walks.load(Ordering::Acquire) || adopted.load(Ordering::Relaxed) {
+            return;
+        }
+        let walks = self.walks.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&(_, f)) = walks.iter().find(|w| w.0 == key) {
+            // SAFETY: `f` is tier two's function of this very walk (same parts, same
+            // arguments), from the library `self.code` keeps, and `self` lives as long as
+            // the slot's owner (the stencil's code).
+            unsafe { slot.replace(f) };
+        }
+        adopted.store(true, Ordering::Relaxed);
+    }
+
     /// Where it stands.
     pub(crate) fn state(&self) -> TierState {
         self.state

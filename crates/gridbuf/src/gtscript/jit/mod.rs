@@ -207,7 +207,7 @@ impl Jit {
         for (s, t, exit, id, operands, outs, vk, parts) in loop_ids {
             let f = memory.function::<LoopFn>(0, id)?;
             let code = LoopCode {
-                f,
+                f: Arc::new(SwapFn::new(f)),
                 operands,
                 outs,
                 vk,
@@ -281,7 +281,11 @@ impl Jit {
             compile_walk(plan, sec..sec + run, walk).map_err(|e| e.to_string())
         });
         match walked {
-            Ok(w) => Ok(Some(&w.code)),
+            Ok(w) => {
+                self.tier2
+                    .adopt((sec, walk as usize), &w.code.f, &w.adopted);
+                Ok(Some(&w.code))
+            }
             Err(e) => Err(jit_error(e)),
         }
     }
@@ -298,6 +302,40 @@ impl Jit {
     /// The code of statement `stmt` of section `sec`, whatever its element type.
     pub(crate) fn stmt_code(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
         self.stmts.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The point function of the `while` loop whose condition is statement `stmt` of section
+    /// `sec`, whatever its element type.
+    pub(crate) fn point_loop_code(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
+        self.loops.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The `while` loops that run point by point: (section, condition statement, code).
+    pub(crate) fn loop_codes(&self) -> impl Iterator<Item = (usize, usize, &LoopCode)> {
+        self.loops.iter().enumerate().flat_map(|(s, sec)| {
+            sec.iter()
+                .enumerate()
+                .filter_map(move |(t, c)| c.as_ref().map(|c| (s, t, c)))
+        })
+    }
+
+    /// The whole sections' walks this code may compile: (first section, walk, the sections
+    /// it runs).
+    pub(crate) fn walk_keys(
+        &self,
+    ) -> impl Iterator<Item = (usize, PointWalk, std::ops::Range<usize>)> + '_ {
+        self.walks.iter().enumerate().flat_map(move |(s, w)| {
+            [PointWalk::Columns, PointWalk::Levels]
+                .into_iter()
+                .filter(move |&walk| w[walk as usize].is_some())
+                .map(move |walk| {
+                    let run = match walk {
+                        PointWalk::Columns => self.schedule.column_run_len(s),
+                        PointWalk::Levels => 1,
+                    };
+                    (s, walk, s..s + run)
+                })
+        })
     }
 
     /// This code's tier two (see [`crate::gtscript::cgen`]).
@@ -356,6 +394,8 @@ type LazyWalk = OnceLock<std::result::Result<Walked, String>>;
 /// lives in.
 struct Walked {
     code: LoopCode,
+    /// Whether tier two's function was looked for (see [`TierTwo::adopt`]).
+    adopted: std::sync::atomic::AtomicBool,
     _memory: CodeMemory,
 }
 
@@ -368,12 +408,13 @@ fn lane_types(lanes: Lanes) -> (Type, bool) {
     }
 }
 
-/// Compiles the walk `walk` of the whole sections `sections` (see [`point::build`]) in a
-/// module of its own.
-fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: PointWalk) -> Result<Walked> {
-    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
-    let (elem, wide) = lane_types(plan.lanes);
-    let parts: Vec<(usize, PointRange)> = sections
+/// The parts of the walk `walk` of the whole sections `sections` (see [`point::build`]).
+pub(crate) fn walk_parts(
+    plan: &Plan,
+    sections: std::ops::Range<usize>,
+    walk: PointWalk,
+) -> Vec<(usize, PointRange)> {
+    sections
         .map(|s| {
             let exit = plan.sections[s].stmts.len();
             let walk = Some(walk);
@@ -386,7 +427,15 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: PointWalk) 
                 },
             )
         })
-        .collect();
+        .collect()
+}
+
+/// Compiles the walk `walk` of the whole sections `sections` (see [`point::build`]) in a
+/// module of its own.
+fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: PointWalk) -> Result<Walked> {
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let (elem, wide) = lane_types(plan.lanes);
+    let parts = walk_parts(plan, sections, walk);
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let (id, operands, outs, vk, parts) =
@@ -395,8 +444,9 @@ fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: PointWalk) 
     let f = memory.function::<LoopFn>(0, id)?;
     let exit = plan.sections[parts[0].section].stmts.len();
     Ok(Walked {
+        adopted: Default::default(),
         code: LoopCode {
-            f,
+            f: Arc::new(SwapFn::new(f)),
             operands,
             outs,
             vk,

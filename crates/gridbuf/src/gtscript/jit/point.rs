@@ -53,19 +53,20 @@ pub(crate) struct PointRange {
 /// One part of a point function: the statements `t..exit` of section `s`, the quantities
 /// they write (each in a register per point), store (`outs`; `load`: loaded at the point's
 /// start), read from memory (`operands`) and read at run-time K levels (`vk`).
-struct Part<'p> {
-    s: usize,
-    t: usize,
-    exit: usize,
-    stmts: &'p [StmtPlan],
-    written: Vec<u32>,
-    outs: Vec<u32>,
-    all: Vec<Instr>,
-    operands: Vec<(u32, [i32; 3])>,
-    load: Vec<bool>,
-    vk: Vec<(u32, Ty)>,
+/// Tier two's C generator (`cgen::source`) reads the same parts.
+pub(crate) struct Part<'p> {
+    pub(crate) s: usize,
+    pub(crate) t: usize,
+    pub(crate) exit: usize,
+    pub(crate) stmts: &'p [StmtPlan],
+    pub(crate) written: Vec<u32>,
+    pub(crate) outs: Vec<u32>,
+    pub(crate) all: Vec<Instr>,
+    pub(crate) operands: Vec<(u32, [i32; 3])>,
+    pub(crate) load: Vec<bool>,
+    pub(crate) vk: Vec<(u32, Ty)>,
     /// Along a column, the offset at which a point reads what the point before wrote.
-    back: Option<[i32; 3]>,
+    pub(crate) back: Option<[i32; 3]>,
 }
 
 /// On the column walk, the offset at which a point reads what the point before it wrote (one
@@ -81,7 +82,8 @@ fn back_offset(plan: &Plan, s: usize, walk: Option<PointWalk>) -> Option<[i32; 3
 }
 
 impl<'p> Part<'p> {
-    fn new(plan: &'p Plan, s: usize, r: &PointRange) -> Part<'p> {
+    /// The part of `plan` that the statements of `r` in section `s` make.
+    pub(crate) fn new(plan: &'p Plan, s: usize, r: &PointRange) -> Part<'p> {
         let sec = &plan.sections[s];
         let (t, exit, walk) = (r.first, r.exit, r.walk);
         let range = t..exit;

@@ -1,0 +1,258 @@
+"""Tier two: C from the same tapes, compiled by the system's C compiler and swapped in while
+calls run (``GRIDBUF_TIER2``, ``GRIDBUF_TIER2_CACHE``, ``CC``).
+
+What is checked here: the swap under load (four threads calling one stencil while tier two
+lands: every result right), what the user sees before and after, and every way tier two can
+fail (no compiler, a compiler that fails, a corrupt or stale cache entry, a cache that cannot be
+written): each leaves the stencil computing the right values on tier one, with one warning.
+MPI ranks sharing one cache are checked under ``mpiexec``. That tier two computes exactly what
+tier one does on every conformance definition and layout is ``test_conformance_tier_two``; on
+random programs, the Rust property tests (``jit_tests``, ``typed_tests``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gridbuf import gtscript
+from gridbuf.gtscript import PARALLEL, Field, computation, interval
+
+HERE = Path(__file__).parent
+NEEDS_CC = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc").split()[0]) is None, reason="no C compiler")
+
+
+def lap_def(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        out = 4.0 * a[0, 0, 0] - a[1, 0, 0] - a[-1, 0, 0] - a[0, 1, 0] - a[0, -1, 0] + b * 0.5  # noqa: F841
+
+
+def lap_numpy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The same operations in the same order, on the interior of (n+2, m+2, k) arrays."""
+    c = a[1:-1, 1:-1]
+    return 4.0 * c - a[2:, 1:-1] - a[:-2, 1:-1] - a[1:-1, 2:] - a[1:-1, :-2] + b[1:-1, 1:-1] * 0.5
+
+
+def inputs(shape=(34, 22, 9), seed=0):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    b = rng.standard_normal(shape)
+    return a, b
+
+
+def define(monkeypatch, mode: str | None):
+    if mode is None:
+        monkeypatch.delenv("GRIDBUF_TIER2", raising=False)
+    else:
+        monkeypatch.setenv("GRIDBUF_TIER2", mode)
+    return gtscript.stencil(backend="numpy", definition=lap_def)
+
+
+@NEEDS_CC
+def test_background_tier_two_starts_at_first_call_and_swaps_under_load(monkeypatch, tmp_path):
+    """By default tier two starts at the first call, in the background: four threads keep
+    calling while it lands, and every call's result is right, before, during and after."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    st = define(monkeypatch, None)
+    assert st.tier_two == "idle"
+    a, b = inputs()
+    want = lap_numpy(a, b)
+    errors: list[str] = []
+    calls = [0] * 4
+    done = threading.Event()
+
+    def worker(t: int) -> None:
+        out = np.zeros_like(a)
+        while not done.is_set() or calls[t] < 20:
+            out[...] = np.nan
+            st(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+            calls[t] += 1
+            if not np.array_equal(out[1:-1, 1:-1], want):
+                errors.append(f"thread {t}, call {calls[t]}: {np.count_nonzero(out[1:-1, 1:-1] != want)} points differ")
+                return
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    state = st.wait_tier_two(120.0)
+    # Calls after tier two is in place too (each thread makes at least 20 in all).
+    done.set()
+    for th in threads:
+        th.join(120)
+    assert not errors, errors
+    assert state == "ready: 1", state
+    assert st.tier_two == "ready: 1"
+    assert list((tmp_path / "cache").glob("*.so")), "the shared object is in the cache"
+
+
+@NEEDS_CC
+def test_define_mode_compiles_before_the_definition_returns(monkeypatch, tmp_path):
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    st = define(monkeypatch, "define")
+    assert st.tier_two == "ready: 1"
+    a, b = inputs(seed=1)
+    out = np.zeros_like(a)
+    st(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+
+
+def test_tier_two_off(monkeypatch):
+    st = define(monkeypatch, "0")
+    a, b = inputs(seed=2)
+    out = np.zeros_like(a)
+    st(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert st.tier_two == "idle"
+    assert st.wait_tier_two(0.0) == "idle"
+    with pytest.raises(ValueError, match="timeout"):
+        st.wait_tier_two(-1.0)
+
+
+# ---------------------------------------------------------------- failures, each in a process
+CHILD = textwrap.dedent(
+    """
+    import sys, numpy as np
+    sys.path.insert(0, {here!r})
+    from test_gtscript_tier_two import lap_def, lap_numpy, inputs
+    from gridbuf import gtscript
+    st = gtscript.stencil(backend="numpy", definition=lap_def)
+    a, b = inputs(seed=3)
+    out = np.zeros_like(a)
+    st(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    ok = np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+    print("STATE", st.tier_two)
+    print("RIGHT", ok)
+    """
+)
+
+
+def run_child(env: dict[str, str]) -> tuple[str, bool, str]:
+    """Runs CHILD (tier two at definition) with `env`; its tier-two state, whether its result
+    was right, and its standard error."""
+    full = dict(os.environ, GRIDBUF_TIER2="define", **env)
+    p = subprocess.run([sys.executable, "-c", CHILD.format(here=str(HERE))], capture_output=True, text=True, env=full, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    lines = dict(line.split(" ", 1) for line in p.stdout.splitlines() if line.startswith(("STATE", "RIGHT")))
+    return lines["STATE"], lines["RIGHT"] == "True", p.stderr
+
+
+def test_missing_compiler_stays_on_tier_one_with_one_warning(tmp_path):
+    state, right, err = run_child({"CC": str(tmp_path / "no-such-cc"), "GRIDBUF_TIER2_CACHE": str(tmp_path / "c")})
+    assert state.startswith("failed: the C compiler CC="), state
+    assert right
+    assert err.count("gridbuf: tier two") == 1, err
+
+
+def test_failing_compiler_stays_on_tier_one(tmp_path):
+    cc = tmp_path / "badcc"
+    cc.write_text("#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'badcc 1.0'; exit 0; fi\necho 'badcc: internal error' >&2\nexit 1\n")
+    cc.chmod(0o755)
+    state, right, err = run_child({"CC": str(cc), "GRIDBUF_TIER2_CACHE": str(tmp_path / "c")})
+    assert state.startswith("failed: ") and "badcc: internal error" in state, state
+    assert right
+    assert err.count("gridbuf: tier two") == 1, err
+    assert not list((tmp_path / "c").glob("*.so"))
+
+
+@NEEDS_CC
+def test_corrupt_and_stale_cache_entries_are_compiled_again(tmp_path):
+    cache = tmp_path / "c"
+    state, right, _ = run_child({"GRIDBUF_TIER2_CACHE": str(cache)})
+    assert state == "ready: 1" and right
+    (so,) = cache.glob("*.so")
+    (src,) = cache.glob("*.c")
+    # A cache hit: nothing compiled again (the entry's files unchanged).
+    before = so.stat().st_mtime_ns
+    state, right, _ = run_child({"GRIDBUF_TIER2_CACHE": str(cache)})
+    assert state == "ready: 1" and right and so.stat().st_mtime_ns == before
+    # Corrupt: the shared object is garbage.
+    so.write_bytes(b"not an ELF file")
+    state, right, _ = run_child({"GRIDBUF_TIER2_CACHE": str(cache)})
+    assert state == "ready: 1" and right
+    assert so.read_bytes()[:4] == b"\x7fELF"
+    # Stale: the entry's source is not this module's (a hash collision, or an edited file); the
+    # shared object beside it must not be used.
+    src.write_text(src.read_text() + "\n/* another module */\n")
+    so.write_bytes(b"not an ELF file either")
+    state, right, _ = run_child({"GRIDBUF_TIER2_CACHE": str(cache)})
+    assert state == "ready: 1" and right
+    assert so.read_bytes()[:4] == b"\x7fELF"
+
+
+@NEEDS_CC
+def test_unwritable_cache_compiles_privately(tmp_path):
+    # A cache directory that cannot be made: its parent is a file.
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    state, right, _ = run_child({"GRIDBUF_TIER2_CACHE": str(blocker / "cache")})
+    assert state == "ready: 1" and right
+    if os.geteuid() != 0:  # root writes through permissions
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        ro.chmod(0o500)
+        try:
+            state, right, _ = run_child({"GRIDBUF_TIER2_CACHE": str(ro)})
+            assert state == "ready: 1" and right
+            assert not list(ro.iterdir())
+        finally:
+            ro.chmod(0o700)
+
+
+# ---------------------------------------------------------------- MPI: ranks share one cache
+MPI_CHILD = textwrap.dedent(
+    """
+    import sys, numpy as np
+    sys.path.insert(0, {here!r})
+    from mpi4py import MPI
+    from test_gtscript_tier_two import lap_def, lap_numpy, inputs
+    from gridbuf import gtscript
+    comm = MPI.COMM_WORLD
+    comm.Barrier()
+    st = gtscript.stencil(backend="numpy", definition=lap_def)
+    a, b = inputs(seed=4 + comm.rank)
+    out = np.zeros_like(a)
+    st(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    ok = bool(np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b)))
+    states = comm.gather((st.tier_two, ok), root=0)
+    if comm.rank == 0:
+        print("RESULTS", states)
+    """
+)
+
+
+@NEEDS_CC
+def test_four_ranks_share_one_cache(tmp_path):
+    if importlib.util.find_spec("mpi4py") is None:
+        pytest.skip("mpi4py is not installed (pip install -r requirements-dev.txt)")
+    venv = Path(sys.executable).parent / "mpiexec"
+    mpiexec = str(venv) if venv.exists() else shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("no mpiexec found")
+    cache = tmp_path / "shared"
+    script = tmp_path / "child.py"
+    script.write_text(MPI_CHILD.format(here=str(HERE)))
+    env = dict(os.environ, GRIDBUF_TIER2="define", GRIDBUF_TIER2_CACHE=str(cache), GRIDBUF_NUM_THREADS="1")
+    for attempt in range(2):  # the second run finds every rank's entry in the cache
+        proc = subprocess.Popen([mpiexec, "-n", "4", sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            pytest.fail(f"mpiexec did not finish:\n{out[-4000:]}")
+        assert proc.returncode == 0, out[-6000:]
+        line = next(line for line in out.splitlines() if line.startswith("RESULTS"))
+        results = eval(line.split(" ", 1)[1])  # noqa: S307 - our own child's repr of a list
+        assert results == [("ready: 1", True)] * 4, (attempt, results)
+        # One entry (one .so and its .c), and no temporary file left behind.
+        names = sorted(p.name for p in cache.iterdir())
+        assert len(names) == 2 and names[0].endswith(".c") and names[1].endswith(".so"), names
