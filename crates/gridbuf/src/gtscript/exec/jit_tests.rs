@@ -791,10 +791,19 @@ fn vertical_solver_walks_columns() {
         if let Some(j) = &jit {
             assert!((0..plan.sections.len()).all(|s| j.column::<T>(s).is_some()));
         }
+        let tier2 = crate::gtscript::cgen::tier_two_of(&plan).expect("tier two");
         for domain in [[1, 1, 2], [5, 3, 7], [21, 19, 11], LARGE] {
             for fortran in [false, true] {
-                check_one::<T>(&plan, jit.as_ref(), None, domain, fortran, &[1, 3], 5)
-                    .unwrap_or_else(|e| panic!("{dtype} {domain:?}: {e}"));
+                check_one::<T>(
+                    &plan,
+                    jit.as_ref(),
+                    tier2.as_ref(),
+                    domain,
+                    fortran,
+                    &[1, 3],
+                    5,
+                )
+                .unwrap_or_else(|e| panic!("{dtype} {domain:?}: {e}"));
             }
         }
     }

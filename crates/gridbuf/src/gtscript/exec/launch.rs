@@ -342,7 +342,7 @@ pub(crate) fn run_columns<'m, T: Elem>(
     // `dk` within `k`. It writes only the slots of the section's targets, at offset 0, over
     // this tile's columns: writable (checked above), overlapping no other argument (binder),
     // and no other tile's. Scalars are all in `scalars`.
-    unsafe { (code.f)(table.as_ptr(), ni * nj, ke - ks, scalars.as_ptr().cast()) };
+    unsafe { (code.f.get())(table.as_ptr(), ni * nj, ke - ks, scalars.as_ptr().cast()) };
     Ok(true)
 }
 

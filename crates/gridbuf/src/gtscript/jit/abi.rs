@@ -89,8 +89,8 @@ pub(crate) struct Slot {
 
 /// A section's column function and the slots of its table.
 pub(crate) struct ColumnCode {
-    /// The function.
-    pub(crate) f: ColumnFn,
+    /// The function: Cranelift's, until tier two replaces it (see [`SwapFn`]).
+    pub(crate) f: std::sync::Arc<SwapFn<ColumnFn>>,
     /// What each column's row of the table holds, in order.
     pub(crate) slots: Vec<Slot>,
 }

@@ -183,7 +183,10 @@ impl Jit {
         let mut columns: Vec<Option<ColumnCode>> = plan.sections.iter().map(|_| None).collect();
         for (s, (id, slots)) in col_ids {
             let f = memory.function::<ColumnFn>(0, id)?;
-            columns[s] = Some(ColumnCode { f, slots });
+            columns[s] = Some(ColumnCode {
+                f: Arc::new(SwapFn::new(f)),
+                slots,
+            });
         }
         let mut stmts: Vec<Vec<Option<StmtCode>>> = plan
             .sections
@@ -302,6 +305,19 @@ impl Jit {
     /// The code of statement `stmt` of section `sec`, whatever its element type.
     pub(crate) fn stmt_code(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
         self.stmts.get(sec)?.get(stmt)?.as_ref()
+    }
+
+    /// The column code of section `sec`, whatever its element type.
+    pub(crate) fn column_code(&self, sec: usize) -> Option<&ColumnCode> {
+        self.columns.get(sec)?.as_ref()
+    }
+
+    /// The sections that walk columns: (section, code).
+    pub(crate) fn column_codes(&self) -> impl Iterator<Item = (usize, &ColumnCode)> {
+        self.columns
+            .iter()
+            .enumerate()
+            .filter_map(|(s, c)| c.as_ref().map(|c| (s, c)))
     }
 
     /// The point function of the `while` loop whose condition is statement `stmt` of section
