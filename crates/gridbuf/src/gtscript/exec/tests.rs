@@ -578,6 +578,67 @@ fn point_loops_match_blocks_and_direct_loops() {
     assert!((0..3).all(|t| jit.point_loop::<f64>(1, t).is_none()));
 }
 
+/// A block temporary that a straight run writes is stored where a statement outside the run
+/// reads it (here the `while` loop after the run), and not stored where none does
+/// (`jit::point::Part::new`'s `unstored`): both against direct loops, on every tier.
+#[test]
+fn straight_runs_store_what_later_statements_read() {
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil sr float64\nfield a IJK\nfield out IJK\nfield cnt int64 IJK\n\
+        temp tt float64\ntemp dead float64\ntemp m bool\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 add f 0 0 0 0 0 c 0.25\n\
+        stmt 2 t 1 mul t 0 0 0 0 c 3.0\n\
+        stmt 3 f 1 0 add t 1 0 0 0 t 0 0 0 0\n\
+        stmt 4 f 2 0 lit int64 0\n\
+        stmt 5 t 2 lt f 2 0 0 0 0 lit int64 3\n\
+        while\n\
+        stmt 6 f 1 0 sel t 2 0 0 0 add f 1 0 0 0 0 t 0 0 0 0 f 1 0 0 0 0\n\
+        stmt 7 f 2 0 sel t 2 0 0 0 add f 2 0 0 0 0 lit int64 1 f 2 0 0 0 0\n\
+        endwhile\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    // The four statements before the loop are one straight run.
+    let straight = jit.point_loop::<Lane>(0, 0).expect("a straight run");
+    assert_eq!(straight.exit, 4);
+    let tt = 3;
+    let dead = 4;
+    assert!(straight.outs.contains(&tt), "tt is read by the loop: stored");
+    assert!(
+        !straight.outs.contains(&dead),
+        "dead is read in the run only: not stored"
+    );
+    let n = [9, 7, 4];
+    let len: usize = n.iter().product();
+    let mut a: Vec<f64> = (0..len)
+        .map(|x| value(x / 28, (x / 4) % 7, x % 4))
+        .collect();
+    for jit in [None, Some(&jit), tier2.as_ref()] {
+        let mut out = vec![0.0; len];
+        let mut cnt = vec![-1i64; len];
+        let mut cnt_mem = int_field(&mut cnt, n);
+        cnt_mem.writable = true;
+        let fields = [
+            field(&mut a, n, [0; 3], false),
+            field(&mut out, n, [0; 3], true),
+            cnt_mem,
+        ];
+        // SAFETY: the arrays are alive, aligned and disjoint; shapes match their lengths.
+        unsafe { run::<Lane>(&plan, jit, &fields, &[], n, Threads::ONE).unwrap() };
+        for x in 0..len {
+            let t = a[x] + 0.25;
+            let mut o = t * 3.0 + t;
+            for _ in 0..3 {
+                o += t;
+            }
+            assert_eq!(out[x], o, "{x}");
+            assert_eq!(cnt[x], 3);
+        }
+    }
+}
+
 #[test]
 fn section_walks_match_direct_loops() {
     // A FORWARD or BACKWARD section with a loop runs as one point function, walking columns
