@@ -16,7 +16,8 @@ typed stencils (land mask, saturation, column integral) and its production-model
    gt:cpu_kfirst build (definition to first result, fresh cache).
 
 Usage: ``python benchmarks/bench_tier_two.py [--n 256] [--nz 80] [--repeats 5]
-[--stencils copy,hdiff,...] [--gt4py-backends gt:cpu_ifirst,gt:cpu_kfirst]``.
+[--stencils copy,hdiff,...] [--gt4py-backends gt:cpu_ifirst,gt:cpu_kfirst] [--plot DIR]``;
+``--plot DIR`` draws the time per call as ``bench_tier_two.png``.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gridbuf as gb  # noqa: E402
+import _plot  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 try:
@@ -137,8 +139,8 @@ def build_gt4py(name: str, backend: str):
     return m.build(name, backend)
 
 
-def per_call(names, n, nz, repeats, repeat_seconds, backends):
-    rows, builds = [], {}
+def per_call(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
+    rows, builds, chart = [], {}, {}
     copy_time = None
     for name in names:
         definition, ext, data, outs, origin, domain, want, tol = setup(name, n, nz)
@@ -176,6 +178,9 @@ def per_call(names, n, nz, repeats, repeat_seconds, backends):
             a = gb_args([data[0]], [(np.float64, "IJK", data[0].shape)], "gt:cpu_ifirst")
             cands.append(Candidate("copy", lambda a=a: gb.kernels.copy(*a, origin=origin, domain=domain)))
         times = {r.label: r.median for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds)}
+        for label, t in times.items():
+            if label != "copy":
+                chart[name, label] = t
         copy_time = times.get("copy", copy_time)
         t1 = min(times[f"tier one {lay}"] for lay in LAYOUTS)
         t2 = min(times[f"tier two {lay}"] for lay in LAYOUTS)
@@ -191,6 +196,16 @@ def per_call(names, n, nz, repeats, repeat_seconds, backends):
     cols = [f"{t} {lay}" for lay in LAYOUTS for t in ("tier one", "tier two")] + [f"gt4py {b}" for b in backends]
     print(f"\n### Time per call, ms (median of {repeats}), {n}x{n}x{nz}\n")
     print(markdown_table(["stencil", "tier two", *cols, "best tier two / best tier one", "best tier two / best gt4py", "bandwidth floor (best gridbuf / floor)"], rows))
+    if plot_dir:
+        out = _plot.bar_chart(
+            _plot.path(plot_dir, "bench_tier_two"),
+            benchmark="bench_tier_two.py",
+            title="Tier two (C) against tier one (Cranelift) and GT4Py's compiled backends",
+            shape=f"{n}x{n}x{nz}",
+            panels=[_plot.Panel(chart, title="time per call", series=cols)],
+            repeats=repeats,
+        )
+        print(f"chart: {out}", file=sys.stderr)
     return builds
 
 
@@ -233,6 +248,7 @@ def main() -> None:
     ap.add_argument("--repeat-seconds", type=float, default=0.3)
     ap.add_argument("--stencils", default=",".join(KERNELS + TYPED + PRODUCTION))
     ap.add_argument("--gt4py-backends", default=",".join(GT4PY_BACKENDS))
+    _plot.add_argument(ap)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -240,11 +256,12 @@ def main() -> None:
         os.chdir(_GT_CACHE)
         child(name, int(n), int(nz))
         return
+    plot_dir = _plot.prepare(os.path.abspath(args.plot) if args.plot else None)
     names = [s for s in args.stencils.split(",") if s]
     backends = [b for b in args.gt4py_backends.split(",") if b] if gs is not None else []
     print_machine_info()
     os.chdir(_GT_CACHE)  # GT4Py's build runs setuptools in the working directory
-    builds = per_call(names, args.n, args.nz, args.repeats, args.repeat_seconds, backends)
+    builds = per_call(names, args.n, args.nz, args.repeats, args.repeat_seconds, backends, plot_dir)
     time_to_tier_two(names, args.n, args.nz, builds)
 
 

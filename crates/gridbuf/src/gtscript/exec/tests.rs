@@ -605,7 +605,10 @@ fn straight_runs_store_what_later_statements_read() {
     assert_eq!(straight.exit, 4);
     let tt = 3;
     let dead = 4;
-    assert!(straight.outs.contains(&tt), "tt is read by the loop: stored");
+    assert!(
+        straight.outs.contains(&tt),
+        "tt is read by the loop: stored"
+    );
     assert!(
         !straight.outs.contains(&dead),
         "dead is read in the run only: not stored"
