@@ -1147,6 +1147,14 @@ BAD_DEFINITIONS = {
         "def bad(a: Field[np.int32], out: Field[np.int32]):\n    with computation(PARALLEL), interval(...):\n        out = a + (-True)  # BAD\n",
         ["booleans?"],
     ),
+    "% of two booleans into a bool field": (
+        "def bad(b: Field[bool], out: Field[bool]):\n    with computation(PARALLEL), interval(...):\n        out = b % True  # BAD\n",
+        ["booleans", "int8"],
+    ),
+    "% of two booleans into a bool field under if": (
+        "def bad(b: Field[bool], out: Field[bool]):\n    with computation(PARALLEL), interval(...):\n        if b:\n            out = b % b  # BAD\n",
+        ["booleans", "int8"],
+    ),
     "unary minus on % of two booleans (GT4Py types it bool)": (
         "def bad(a: Field[np.float64], out: Field[np.float64]):\n    with computation(PARALLEL), interval(...):\n        out = -(True % (a != a))  # BAD\n",
         ["booleans?"],

@@ -402,6 +402,23 @@ pub fn check(p: &mut Program) -> Result<()> {
                     format!("a true division of integers or a float function of an integer assigned to a {} target: GT4Py refuses it (type mismatch); assign it to a float field or a typed float temporary", target.name()),
                 ));
             }
+            // GT4Py types `%` of two booleans as a boolean, so it casts nothing into a boolean
+            // target, and then finds NumPy's int8 remainder there: a type mismatch. Also under
+            // an `if` (the frontend's `sel(mask, value, target)`).
+            let value = match &st.expr {
+                Expr::Select(_, v, old) if matches!(**old, Expr::Read(a, _) if a == st.target) => v,
+                e => e,
+            };
+            if target == Ty::Bool {
+                if let Expr::Bin(BinOp::Mod, a, b) = value {
+                    if ck.gt4py_bool(a, st.line) && ck.gt4py_bool(b, st.line) {
+                        return Err(refuse(
+                            st.line,
+                            "`%` of two booleans assigned to a boolean target: GT4Py refuses it (type mismatch: NumPy's remainder of booleans is an int8); assign it to an integer target",
+                        ));
+                    }
+                }
+            }
             // A write at a run-time K level: an integer index, as GT4Py's variable K offsets.
             let k_var = match &st.k_var {
                 Some(k) => {
