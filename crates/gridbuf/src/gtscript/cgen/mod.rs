@@ -18,6 +18,7 @@
 
 pub(crate) mod compiler;
 pub(crate) mod source;
+pub(crate) mod tape;
 
 use crate::gtscript::jit::abi::{ColumnFn, LoopFn, RowFn, SwapFn, TierState, TierTwo};
 use crate::gtscript::jit::Jit;

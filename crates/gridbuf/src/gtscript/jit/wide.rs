@@ -120,15 +120,7 @@ impl WideEmit<'_> {
             (true, t) => {
                 // NumPy on x86-64: truncation, and the smallest int32 (int64) for a NaN, an
                 // infinity or a value out of range (see `types::convert`).
-                let (lo, hi, bad) = if t == Ty::I64 {
-                    (
-                        -crate::gtscript::passes::types::TWO_63,
-                        crate::gtscript::passes::types::TWO_63,
-                        i64::MIN,
-                    )
-                } else {
-                    (-2147483648.0, 2147483648.0, i32::MIN as i64)
-                };
+                let (lo, hi, bad) = crate::gtscript::passes::types::float_to_int_range(t);
                 let lo = b.ins().f64const(lo);
                 let hi = b.ins().f64const(hi);
                 let c1 = b.ins().fcmp(FloatCC::GreaterThanOrEqual, v, lo);

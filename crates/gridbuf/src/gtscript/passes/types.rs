@@ -28,6 +28,18 @@ pub fn un_types(op: UnOp, a: Ty) -> (Ty, Ty) {
 /// 2^63, the first float beyond `int64`.
 pub const TWO_63: f64 = 9_223_372_036_854_775_808.0;
 
+/// NumPy's float-to-integer conversion on x86-64 to integer type `t` (before wrapping to its
+/// width): values in `lo..hi` truncate, anything else (NaN, infinities, out of range) gives
+/// `bad`, the smallest `int64` for `int64` and the smallest `int32` otherwise. The code
+/// generators write this rule out (`jit::wide`, `cgen::tape`).
+pub fn float_to_int_range(t: Ty) -> (f64, f64, i64) {
+    if t == Ty::I64 {
+        (-TWO_63, TWO_63, i64::MIN)
+    } else {
+        (-2147483648.0, 2147483648.0, i32::MIN as i64)
+    }
+}
+
 /// The value `v` converted to `to` as NumPy converts on this machine (x86-64): floats to
 /// integers truncate toward zero, and a NaN, an infinity or a value out of range becomes the
 /// smallest `int32` (`int64` for `int64`), which `int8` and `int16` then wrap (to 0); integers

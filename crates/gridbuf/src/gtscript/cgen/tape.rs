@@ -1,0 +1,669 @@
+//! One point of a tape as C: each instruction with the semantics of its Cranelift code
+//! (`jit::emit` for one float type, `jit::wide` for mixed-type lanes), for the functions
+//! `cgen::source` writes around it.
+
+use crate::gtscript::ir::{BinOp, KIndex, Ty, UnOp, Value};
+use crate::gtscript::ops::{self, Against, BinCode, UnCode};
+use crate::gtscript::plan::{Instr, Lanes, Op, Src};
+use cranelift_codegen::ir::condcodes::FloatCC;
+use std::fmt::Write;
+
+/// Why a function has no C (it stays on tier one).
+pub(crate) type Refusal = String;
+
+/// The C type of one element in memory and of a register, for the single-float lanes.
+pub(super) fn float_type(lanes: Lanes) -> &'static str {
+    match lanes {
+        Lanes::F32 => "float",
+        _ => "double",
+    }
+}
+
+/// One point's code, the variable holding its result and that variable's kind.
+pub(super) struct Body {
+    pub(super) code: String,
+    pub(super) result: String,
+    kind: Kind,
+}
+
+impl Body {
+    /// The result as the bits of a 64-bit lane (mixed-type memory).
+    pub(super) fn lane(&self) -> String {
+        match self.kind {
+            Kind::F => format!("gb_u({})", self.result),
+            _ => format!("(uint64_t){}", self.result),
+        }
+    }
+
+    /// The result as a value of `kind` (the same bits).
+    pub(super) fn as_kind(&self, kind: Kind) -> String {
+        convert(&self.result, self.kind, kind)
+    }
+}
+
+/// `e` (of kind `from`) as kind `to`, the same bits (`jit::wide`'s `as_ty`).
+fn convert(e: &str, from: Kind, to: Kind) -> String {
+    match (to, from) {
+        (Kind::F, Kind::Lane) => format!("gb_d({e})"),
+        (Kind::I, Kind::Lane) => format!("((int64_t){e})"),
+        (Kind::F, Kind::I) => format!("gb_di({e})"),
+        (Kind::I, Kind::F) => format!("gb_i({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// The C kind of a value in mixed-type code: a float (`double`, a `float32` value exactly) or
+/// an integer or boolean (`int64_t`), as `jit::wide`'s `F64` and `I64` registers.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub(super) enum Kind {
+    F,
+    I,
+    /// The raw bits of a lane in memory (`uint64_t`).
+    Lane,
+    /// The single float type's element (one-float-type code).
+    T,
+}
+
+/// An operand of a tape as C: an expression and its kind.
+#[derive(Clone, Debug)]
+pub(super) struct Operand {
+    pub(super) expr: String,
+    pub(super) kind: Kind,
+}
+
+/// How a point reads at run-time K levels (`Op::LoadK`): as a row function does (the slot's
+/// fields at `vk`, the row's column `col{slot}` and level `kr{slot}`, the point `i`; a level
+/// outside is reported and replaced), or as a point function does (`jit::wide`'s `SlotRegs`:
+/// `sb`, `sr`, `sd`, `ss`, `sl` per slot; a level outside is reported and the function
+/// returns).
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(super) enum VkMode {
+    Row,
+    Point,
+}
+
+fn kind_of(ty: Ty) -> Kind {
+    if ty.is_float() {
+        Kind::F
+    } else {
+        Kind::I
+    }
+}
+
+/// One point of a tape.
+pub(super) struct Point<'a> {
+    pub(super) tape: &'a [Instr],
+    /// The tape's (quantity, offset) operands, in `operands_of` order, and their C.
+    pub(super) operands: &'a [(u32, [i32; 3])],
+    pub(super) exprs: &'a [Operand],
+    pub(super) vk: &'a [(u32, Ty)],
+    pub(super) vk_mode: VkMode,
+    pub(super) lanes: Lanes,
+    pub(super) symbols: &'a [(&'static str, *const u8)],
+    /// What the point's variables are named after (unique per statement of a function).
+    pub(super) prefix: &'a str,
+}
+
+/// `0x...` bits of an `f64`, as a C `double` expression (exact, NaN payloads and `-0.0`
+/// included).
+fn f64_lit(x: f64) -> String {
+    format!("gb_d(0x{:016x}ULL)", x.to_bits())
+}
+
+fn i64_lit(x: i64) -> String {
+    format!("((int64_t)0x{:016x}ULL)", x as u64)
+}
+
+/// The C operator of a float comparison Cranelift's `fcmp` makes with `cc` (C's comparisons
+/// are IEEE's: ordered but `!=`), or a refusal.
+fn float_cc(cc: FloatCC, x: &str, y: &str) -> Result<String, Refusal> {
+    let op = match cc {
+        FloatCC::Equal => "==",
+        FloatCC::NotEqual => "!=",
+        FloatCC::LessThan => "<",
+        FloatCC::LessThanOrEqual => "<=",
+        FloatCC::GreaterThan => ">",
+        FloatCC::GreaterThanOrEqual => ">=",
+        FloatCC::Unordered => return Ok(format!("__builtin_isunordered({x}, {y})")),
+        other => return Err(format!("float condition {other:?}")),
+    };
+    Ok(format!("({x} {op} {y})"))
+}
+
+impl Point<'_> {
+    /// The index in the math table of the function computing `op` on `ty` (`F64` or `F32`).
+    fn math(&self, op: Op, ty: Ty) -> Result<usize, Refusal> {
+        let name = match (op, ty) {
+            (Op::Un(u), Ty::F64) => ops::math::unary_f64(u).map(|f| f.0),
+            (Op::Un(u), _) => ops::math::unary_f32(u).map(|f| f.0),
+            (Op::Bin(o) | Op::Bin2(o, _), Ty::F64) => ops::math::binary_f64(o).map(|f| f.0),
+            (Op::Bin(o) | Op::Bin2(o, _), _) => ops::math::binary_f32(o).map(|f| f.0),
+            _ => None,
+        }
+        .ok_or_else(|| format!("no math function for {op:?}"))?;
+        self.symbols
+            .iter()
+            .position(|s| s.0 == name)
+            .ok_or_else(|| format!("math function {name} not in the table"))
+    }
+
+    fn call(&self, op: Op, ty: Ty, args: &[&str]) -> Result<String, Refusal> {
+        let i = self.math(op, ty)?;
+        let t = match (args.len(), ty == Ty::F32) {
+            (1, false) => "gb_f1d",
+            (1, true) => "gb_f1f",
+            (_, false) => "gb_f2d",
+            (_, true) => "gb_f2f",
+        };
+        Ok(format!("(({t})gb_m[{i}])({})", args.join(", ")))
+    }
+
+    pub(super) fn body(&self) -> Result<Body, Refusal> {
+        if self.tape.is_empty() {
+            return Err("empty tape".into());
+        }
+        if self.lanes == Lanes::Wide {
+            self.wide_body()
+        } else {
+            self.float_body()
+        }
+    }
+
+    /// One point over one float type: `jit::emit`'s semantics (booleans 1 and 0, a select's
+    /// condition nonzero, NaN included).
+    fn float_body(&self) -> Result<Body, Refusal> {
+        let t = float_type(self.lanes);
+        let f32 = t == "float";
+        let ty = if f32 { Ty::F32 } else { Ty::F64 };
+        let lit = |x: f64| {
+            if f32 {
+                format!("(float){}", f64_lit(x))
+            } else {
+                f64_lit(x)
+            }
+        };
+        let mut out = Code::default();
+        // Per register, the variable of the instruction that wrote it last.
+        let mut regs: Vec<usize> = Vec::new();
+        let mut open: Vec<usize> = Vec::new();
+        let mut last = None;
+        for (at, ins) in self.tape.iter().enumerate() {
+            let arg = |n: usize| -> Result<String, Refusal> {
+                Ok(match ins.args[n] {
+                    Src::Reg(r) => format!("{}{}", self.prefix, regs[r as usize]),
+                    Src::Q(q, off) => self.exprs[self.operand(q, off)?].expr.clone(),
+                    Src::Scalar(s) => format!("sc[{s}]"),
+                    Src::Const(v) => lit(v.as_f64()),
+                })
+            };
+            let truth = |c: String| format!("({c} ? {} : {})", lit(1.0), lit(0.0));
+            let v = match ins.op {
+                Op::Guard(then) => {
+                    let a = arg(0)?;
+                    let cond = if then {
+                        format!("({a} != 0)")
+                    } else {
+                        format!("!({a} != 0)")
+                    };
+                    let _ = writeln!(out.code, "      if ({cond}) {{");
+                    open.push(at);
+                    continue;
+                }
+                Op::End => {
+                    open.pop().ok_or("unbalanced guarded run")?;
+                    out.code.push_str("      }\n");
+                    continue;
+                }
+                Op::Mov => arg(0)?,
+                Op::Cast(Ty::Bool) => truth(format!("({} != 0)", arg(0)?)),
+                Op::Cast(_) => arg(0)?,
+                Op::Un(u) => {
+                    let a = arg(0)?;
+                    match ops::un(u).code {
+                        UnCode::Inst(_) => float_inst(u, &a, f32)?,
+                        UnCode::RoundAway => {
+                            let s = if f32 { "f" } else { "" };
+                            format!(
+                                "copysign{s}(__builtin_floor{s}(__builtin_fabs{s}({a}) + {}), {a})",
+                                lit(0.5)
+                            )
+                        }
+                        UnCode::Test(tst) => truth(float_test(tst, &a, f32)?),
+                        UnCode::Call(_) => self.call(ins.op, ty, &[&a])?,
+                    }
+                }
+                Op::Bin(o) => {
+                    let (a, x) = (arg(0)?, arg(1)?);
+                    match ops::bin(o).code {
+                        BinCode::Arith(_) => arith(o, &a, &x)?,
+                        BinCode::Call(_) => self.call(ins.op, ty, &[&a, &x])?,
+                        BinCode::MinMax => min_max(o, &a, &x, f32),
+                        BinCode::Cmp(cc, _) => truth(float_cc(cc, &a, &x)?),
+                        BinCode::Logic(_) => {
+                            let c = if o == BinOp::And { "&&" } else { "||" };
+                            truth(format!("(({a} != 0) {c} ({x} != 0))"))
+                        }
+                    }
+                }
+                Op::Bin2(o1, o2) => {
+                    let (a, x, y) = (arg(0)?, arg(1)?, arg(2)?);
+                    arith(o2, &format!("({})", arith(o1, &a, &x)?), &y)?
+                }
+                Op::Sel => format!("(({} != 0) ? {} : {})", arg(0)?, arg(1)?, arg(2)?),
+                Op::LoadK(..) | Op::StoreK(..) => {
+                    return Err("run-time K access on one float type".into())
+                }
+            };
+            self.define(&mut out, &mut regs, ins.dst, at, t, &v, !open.is_empty());
+            last = Some(at);
+        }
+        let last = last.ok_or("a tape of markers only")?;
+        Ok(Body {
+            code: out.text(),
+            result: format!("{}{last}", self.prefix),
+            kind: Kind::T,
+        })
+    }
+
+    /// Writes `v{at} = v`, the value of instruction `at`, which writes register `dst`. Inside
+    /// a guarded run the variable is declared at the point's start instead, zero (the value
+    /// where the run is skipped), so the select after the run sees it.
+    #[allow(clippy::too_many_arguments)]
+    fn define(
+        &self,
+        out: &mut Code,
+        regs: &mut Vec<usize>,
+        dst: u32,
+        at: usize,
+        t: &str,
+        v: &str,
+        guarded: bool,
+    ) {
+        let d = dst as usize;
+        if regs.len() <= d {
+            regs.resize(d + 1, usize::MAX);
+        }
+        regs[d] = at;
+        let p = self.prefix;
+        if guarded {
+            let _ = writeln!(out.decls, "      {t} {p}{at} = 0;");
+            let _ = writeln!(out.code, "      {p}{at} = {v};");
+        } else {
+            let _ = writeln!(out.code, "      {t} {p}{at} = {v};");
+        }
+    }
+
+    /// The position of operand (`q`, `off`) in the function's operand list.
+    fn operand(&self, q: u32, off: [i32; 3]) -> Result<usize, Refusal> {
+        self.operands
+            .iter()
+            .position(|&o| o == (q, off))
+            .ok_or_else(|| "an operand missing from the list".into())
+    }
+
+    /// One point of a mixed-type tape: `jit::wide`'s semantics (each operation in its own
+    /// type; `float32` computed on `float` and widened back; integers wrapped to their width).
+    fn wide_body(&self) -> Result<Body, Refusal> {
+        let mut out = Code::default();
+        let mut regs: Vec<usize> = Vec::new();
+        // The kind of each instruction's variable.
+        let mut kinds: Vec<Kind> = vec![Kind::I; self.tape.len()];
+        let mut open: Vec<usize> = Vec::new();
+        let mut last = None;
+        for (at, ins) in self.tape.iter().enumerate() {
+            // Operand `n` as the kind of `want`, the same bits (`jit::wide`'s `as_ty`).
+            let arg = |n: usize, want: Ty| -> Result<String, Refusal> {
+                let (e, k) = match ins.args[n] {
+                    Src::Reg(r) => {
+                        let v = regs[r as usize];
+                        (format!("{}{v}", self.prefix), kinds[v])
+                    }
+                    Src::Q(q, off) => {
+                        let o = &self.exprs[self.operand(q, off)?];
+                        (o.expr.clone(), o.kind)
+                    }
+                    Src::Scalar(s) => (format!("sc[{s}]"), Kind::Lane),
+                    Src::Const(Value::F(x)) => (f64_lit(x), Kind::F),
+                    Src::Const(Value::I(x)) => (i64_lit(x), Kind::I),
+                };
+                Ok(convert(&e, k, kind_of(want)))
+            };
+            let ty = ins.ty;
+            let a0 = |n: usize| {
+                if matches!(ins.op, Op::Sel | Op::Guard(_)) && n == 0 {
+                    arg(n, Ty::Bool)
+                } else {
+                    arg(n, ty)
+                }
+            };
+            let narrow = |e: String| {
+                if ty == Ty::F32 {
+                    format!("((float){e})")
+                } else {
+                    e
+                }
+            };
+            let widen = |e: String| {
+                if ty == Ty::F32 {
+                    format!("((double)({e}))")
+                } else {
+                    e
+                }
+            };
+            let boolean = |c: String| format!("((int64_t)({c}))");
+            let (v, kind) = match ins.op {
+                Op::Guard(then) => {
+                    let a = a0(0)?;
+                    let op = if then { "!=" } else { "==" };
+                    let _ = writeln!(out.code, "      if ({a} {op} 0) {{");
+                    open.push(at);
+                    continue;
+                }
+                Op::End => {
+                    open.pop().ok_or("unbalanced guarded run")?;
+                    out.code.push_str("      }\n");
+                    continue;
+                }
+                Op::LoadK(q, kindex) => {
+                    let slot = self
+                        .vk
+                        .iter()
+                        .position(|v| v.0 == q)
+                        .ok_or("a run-time K read missing from the slots")?;
+                    let mem = self.vk[slot].1;
+                    let index = a0(0)?;
+                    let b = slot * 13;
+                    let p = format!("{}p{at}", self.prefix);
+                    match self.vk_mode {
+                        VkMode::Row => {
+                            let level = match kindex {
+                                KIndex::Relative => {
+                                    format!("(kr{slot} + (int64_t)i * vk[{}] + {index})", b + 6)
+                                }
+                                KIndex::Absolute => index,
+                            };
+                            let _ = writeln!(
+                                out.code,
+                                "      int64_t l{at} = {level}; int ok{at} = l{at} >= vk[{lo}] && l{at} < vk[{hi}];\n      if (!ok{at}) {{ vk[{err}] = 1; vk[{errl}] = l{at}; }}\n      const unsigned char *{p} = (const unsigned char *)(intptr_t)(col{slot} + (int64_t)i * vk[{dp}] + (ok{at} ? l{at} : vk[{lo}]) * vk[{dl}]);",
+                                lo = b + 7,
+                                hi = b + 8,
+                                err = b + 9,
+                                errl = b + 10,
+                                dp = b + 2,
+                                dl = b + 3,
+                            );
+                        }
+                        VkMode::Point => {
+                            // Counted from the slot's lowest level: inside when below the span,
+                            // one unsigned comparison; outside, reported, and the function ends.
+                            let rel = match kindex {
+                                KIndex::Relative => format!("sr{slot} + {index}"),
+                                KIndex::Absolute => format!("{index} - sl{slot}"),
+                            };
+                            let _ = writeln!(
+                                out.code,
+                                "      int64_t l{at} = {rel};\n      if (!((uint64_t)l{at} < (uint64_t)ss{slot})) {{ vk[{err}] = 1; vk[{errl}] = l{at} + vk[{lo}]; return; }}\n      const unsigned char *{p} = (const unsigned char *)(intptr_t)(sb{slot} + l{at} * sd{slot});",
+                                lo = b + 7,
+                                err = b + 9,
+                                errl = b + 10,
+                            );
+                        }
+                    }
+                    let load = match mem {
+                        Ty::Bool => format!("(int64_t)*(const uint8_t *){p}"),
+                        Ty::I8 => format!("(int64_t)*(const int8_t *){p}"),
+                        Ty::I16 => format!("(int64_t)*(const int16_t *){p}"),
+                        Ty::I32 => format!("(int64_t)*(const int32_t *){p}"),
+                        Ty::I64 => format!("*(const int64_t *){p}"),
+                        Ty::F64 => format!("*(const double *){p}"),
+                        Ty::F32 => format!("(double)*(const float *){p}"),
+                    };
+                    (load, kind_of(mem))
+                }
+                Op::StoreK(..) => return Err("a run-time K write".into()),
+                Op::Mov => (a0(0)?, kind_of(ty)),
+                Op::Cast(to) => (cast(&a0(0)?, ty, to), kind_of(to)),
+                Op::Sel => (
+                    format!("(({} != 0) ? {} : {})", a0(0)?, a0(1)?, a0(2)?),
+                    kind_of(ty),
+                ),
+                Op::Un(u) if ty.is_float() => {
+                    let a = a0(0)?;
+                    let f32 = ty == Ty::F32;
+                    match ops::un(u).code {
+                        UnCode::Test(t) if t.abs => {
+                            let inf = f64_lit(f64::INFINITY);
+                            (
+                                boolean(float_cc(t.cc, &format!("__builtin_fabs({a})"), &inf)?),
+                                Kind::I,
+                            )
+                        }
+                        UnCode::Test(t) => {
+                            let v = narrow(a);
+                            (boolean(float_cc(t.cc, &v, &v)?), Kind::I)
+                        }
+                        UnCode::Inst(_) => (widen(float_inst(u, &narrow(a), f32)?), Kind::F),
+                        UnCode::RoundAway => {
+                            let s = if f32 { "f" } else { "" };
+                            let v = narrow(a);
+                            let half = if f32 { "0.5f" } else { "0.5" };
+                            (
+                                widen(format!(
+                                    "copysign{s}(__builtin_floor{s}(__builtin_fabs{s}({v}) + {half}), {v})"
+                                )),
+                                Kind::F,
+                            )
+                        }
+                        UnCode::Call(_) => (widen(self.call(ins.op, ty, &[&narrow(a)])?), Kind::F),
+                    }
+                }
+                Op::Un(u) => {
+                    let a = a0(0)?;
+                    let v = match u {
+                        UnOp::Neg => wrap(&format!("gb_neg({a})"), ty),
+                        UnOp::Abs => wrap(&format!("gb_abs({a})"), ty),
+                        UnOp::Not => boolean(format!("{a} == 0")),
+                        UnOp::IsNan | UnOp::IsInf => "((int64_t)0)".into(),
+                        UnOp::IsFinite => "((int64_t)1)".into(),
+                        _ => a,
+                    };
+                    (v, Kind::I)
+                }
+                Op::Bin(o) | Op::Bin2(o, _) if ty.is_float() => {
+                    let (a, x) = (narrow(a0(0)?), narrow(a0(1)?));
+                    let f32 = ty == Ty::F32;
+                    let code = ops::bin(o).code;
+                    if let BinCode::Cmp(cc, _) = code {
+                        (boolean(float_cc(cc, &a, &x)?), Kind::I)
+                    } else {
+                        let r = match code {
+                            BinCode::MinMax => min_max(o, &a, &x, f32),
+                            BinCode::Call(_) => self.call(Op::Bin(o), ty, &[&a, &x])?,
+                            BinCode::Arith(_) => arith(o, &a, &x)?,
+                            BinCode::Logic(_) | BinCode::Cmp(..) => {
+                                return Err(format!("{o:?} on floats"))
+                            }
+                        };
+                        let r = match ins.op {
+                            Op::Bin2(_, o2) => arith(o2, &format!("({r})"), &narrow(a0(2)?))?,
+                            _ => r,
+                        };
+                        (widen(r), Kind::F)
+                    }
+                }
+                Op::Bin(o) => {
+                    let (a, x) = (a0(0)?, a0(1)?);
+                    let v = match o {
+                        BinOp::Lt => boolean(format!("{a} < {x}")),
+                        BinOp::Le => boolean(format!("{a} <= {x}")),
+                        BinOp::Gt => boolean(format!("{a} > {x}")),
+                        BinOp::Ge => boolean(format!("{a} >= {x}")),
+                        BinOp::Eq => boolean(format!("{a} == {x}")),
+                        BinOp::Ne => boolean(format!("{a} != {x}")),
+                        BinOp::Add => wrap(&format!("gb_add({a}, {x})"), ty),
+                        BinOp::Sub => wrap(&format!("gb_sub({a}, {x})"), ty),
+                        BinOp::Mul => wrap(&format!("gb_mul({a}, {x})"), ty),
+                        BinOp::Min => wrap(&format!("gb_min({a}, {x})"), ty),
+                        BinOp::Max => wrap(&format!("gb_max({a}, {x})"), ty),
+                        BinOp::And => wrap(&format!("({a} & {x})"), ty),
+                        BinOp::Or => wrap(&format!("({a} | {x})"), ty),
+                        BinOp::FloorDiv | BinOp::Div => wrap(&format!("gb_floordiv({a}, {x})"), ty),
+                        BinOp::Mod => wrap(&format!("gb_mod({a}, {x})"), ty),
+                        BinOp::Pow => {
+                            let Src::Const(Value::I(e)) = ins.args[1] else {
+                                return Err("an integer power by a run-time exponent".into());
+                            };
+                            if e < 0 {
+                                return Err("an integer power by a negative exponent".into());
+                            }
+                            // Square and multiply, as tier one unrolls it.
+                            let (mut e, mut r, mut base) =
+                                (e, "((int64_t)1)".to_string(), a.clone());
+                            let mut n = 0;
+                            while e > 0 {
+                                if e & 1 == 1 {
+                                    r = format!("gb_mul({r}, {base})");
+                                }
+                                e >>= 1;
+                                if e > 0 {
+                                    let _ = writeln!(
+                                        out.code,
+                                        "      int64_t {}pw{at}_{n} = gb_mul({base}, {base});",
+                                        self.prefix
+                                    );
+                                    base = format!("{}pw{at}_{n}", self.prefix);
+                                    n += 1;
+                                }
+                            }
+                            wrap(&r, ty)
+                        }
+                    };
+                    (v, Kind::I)
+                }
+                Op::Bin2(..) => return Err("a fused integer operation".into()),
+            };
+            kinds[at] = kind;
+            let t = if kind == Kind::F { "double" } else { "int64_t" };
+            self.define(&mut out, &mut regs, ins.dst, at, t, &v, !open.is_empty());
+            last = Some(at);
+        }
+        let last = last.ok_or("a tape of markers only")?;
+        Ok(Body {
+            code: out.text(),
+            result: format!("{}{last}", self.prefix),
+            kind: kinds[last],
+        })
+    }
+}
+
+/// A point's code being written: the declarations of guarded runs' values, then the rest.
+#[derive(Default)]
+struct Code {
+    decls: String,
+    code: String,
+}
+
+impl Code {
+    fn text(self) -> String {
+        self.decls + &self.code
+    }
+}
+
+/// `v` wrapped to the width of the integer type `ty` (`jit::wide`'s `wrap`: `int8`, `int16`,
+/// `int32`; others as they are).
+fn wrap(v: &str, ty: Ty) -> String {
+    match ty {
+        Ty::I8 => format!("((int64_t)(int8_t)({v}))"),
+        Ty::I16 => format!("((int64_t)(int16_t)({v}))"),
+        Ty::I32 => format!("((int64_t)(int32_t)({v}))"),
+        _ => v.to_string(),
+    }
+}
+
+/// A mixed-type conversion of `v` (of kind `from`'s) to `to` (`jit::wide`'s `cast`).
+fn cast(v: &str, from: Ty, to: Ty) -> String {
+    match (from.is_float(), to) {
+        (true, Ty::Bool) => format!("((int64_t)({v} != 0.0))"),
+        (false, Ty::Bool) => format!("((int64_t)({v} != 0))"),
+        (true, Ty::F64) => v.to_string(),
+        (true, Ty::F32) => format!("((double)(float)({v}))"),
+        (false, Ty::F64) => format!("((double)({v}))"),
+        (false, Ty::F32) => format!("((double)(float)({v}))"),
+        (false, t) => wrap(v, t),
+        (true, t) => {
+            // NumPy on x86-64: truncation, and the smallest int32 (int64) for a NaN, an
+            // infinity or a value out of range.
+            let (lo, hi, bad) = crate::gtscript::passes::types::float_to_int_range(t);
+            wrap(
+                &format!(
+                    "gb_ftoi({v}, {}, {}, {})",
+                    f64_lit(lo),
+                    f64_lit(hi),
+                    i64_lit(bad)
+                ),
+                t,
+            )
+        }
+    }
+}
+
+/// A float operation with one instruction (`UnCode::Inst`), on a value of its own type.
+fn float_inst(u: UnOp, a: &str, f32: bool) -> Result<String, Refusal> {
+    let s = if f32 { "f" } else { "" };
+    Ok(match u {
+        UnOp::Neg => format!("(-{a})"),
+        UnOp::Abs => format!("__builtin_fabs{s}({a})"),
+        UnOp::Sqrt => format!("__builtin_sqrt{s}({a})"),
+        UnOp::Floor => format!("__builtin_floor{s}({a})"),
+        UnOp::Ceil => format!("__builtin_ceil{s}({a})"),
+        UnOp::Trunc => format!("__builtin_trunc{s}({a})"),
+        UnOp::Round => format!("__builtin_roundeven{s}({a})"),
+        other => return Err(format!("instruction of {other:?}")),
+    })
+}
+
+/// A float test (`UnCode::Test`) as a C condition.
+fn float_test(t: ops::Test, a: &str, f32: bool) -> Result<String, Refusal> {
+    let s = if f32 { "f" } else { "" };
+    let m = if t.abs {
+        format!("__builtin_fabs{s}({a})")
+    } else {
+        a.to_string()
+    };
+    let other = match t.against {
+        Against::Zero => "0".to_string(),
+        Against::Infinity => {
+            if f32 {
+                "__builtin_inff()".to_string()
+            } else {
+                "__builtin_inf()".to_string()
+            }
+        }
+        Against::Itself => m.clone(),
+    };
+    float_cc(t.cc, &m, &other)
+}
+
+/// `a op x` for an arithmetic operator.
+fn arith(op: BinOp, a: &str, x: &str) -> Result<String, Refusal> {
+    let o = match op {
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        other => return Err(format!("{other:?} is not arithmetic")),
+    };
+    Ok(format!("({a} {o} {x})"))
+}
+
+/// NumPy's `minimum`/`maximum` (NaN in `a` wins, else the ordered choice, a tie or a NaN in
+/// `x` giving `x`).
+fn min_max(op: BinOp, a: &str, x: &str, f32: bool) -> String {
+    let f = match (op == BinOp::Min, f32) {
+        (true, false) => "gb_minf",
+        (false, false) => "gb_maxf",
+        (true, true) => "gb_minf32",
+        (false, true) => "gb_maxf32",
+    };
+    format!("{f}({a}, {x})")
+}
