@@ -117,6 +117,24 @@ def test_tier_two_off(monkeypatch):
         st.wait_tier_two(-1.0)
 
 
+@NEEDS_CC
+def test_a_stencil_keeps_the_mode_of_its_definition(monkeypatch, tmp_path):
+    """The switch is read when the stencil is defined: one defined with tier two off stays on
+    tier one when the environment changes before its first call, and one defined with the
+    default starts tier two at its first call even when the switch is off by then."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    off = define(monkeypatch, "0")
+    background = define(monkeypatch, None)  # the switch is unset from here on
+    a, b = inputs(seed=3)
+    out = np.zeros_like(a)
+    off(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    monkeypatch.setenv("GRIDBUF_TIER2", "0")
+    background(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert background.wait_tier_two(120.0) == "ready: 1"
+    assert off.tier_two == "idle"
+    assert np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+
+
 # ---------------------------------------------------------------- failures, each in a process
 CHILD = textwrap.dedent(
     """

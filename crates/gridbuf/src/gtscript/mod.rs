@@ -34,8 +34,7 @@ pub use rt::{FieldMem, Lane};
 pub fn machine_code(plan: &Plan) -> crate::Result<Option<Jit>> {
     let jit = Jit::compile(plan)?;
     if let Some(j) = &jit {
-        j.want_tier_two();
-        cgen::start(plan, j, true);
+        cgen::at_definition(plan, j);
     }
     Ok(jit)
 }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 /// What every module is compiled with: optimised for this machine, with IEEE semantics kept
 /// (no fast-math, no contraction into fused multiply-adds, so each operation rounds as tier
-/// one's does); `-fno-math-errno` only lets `sqrt` be the instruction (the math functions
-/// are called through the table, never by name).
+/// one's does); `-fno-math-errno` lets `sqrt` be the instruction and the math functions called
+/// by name be vectorised (with vector math; else they are called through the table).
 pub(crate) const FLAGS: &[&str] = &[
     "-O3",
     "-march=native",
@@ -24,6 +24,9 @@ pub(crate) const FLAGS: &[&str] = &[
     "-fno-strict-aliasing",
     "-w",
 ];
+
+/// glibc's vector math library, by its file name (no development link needed).
+pub(crate) const LIBMVEC: &str = "libmvec.so.1";
 
 /// How long one compilation may take before it is abandoned (the stencil stays on tier one).
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
@@ -123,20 +126,20 @@ fn serial() -> String {
 /// The cache key of `source` compiled by `c`: a hash of both (the entry also holds the
 /// source, compared before the entry is used, so a collision costs a compilation, never a
 /// wrong function).
-fn key(c: &Compiler, source: &str) -> String {
+fn key(c: &Compiler, source: &str, vector_math: bool) -> String {
     let mut h1 = rustc_hash::FxHasher::default();
-    (&c.id, source).hash(&mut h1);
+    (&c.id, source, vector_math).hash(&mut h1);
     let mut h2 = std::collections::hash_map::DefaultHasher::new();
-    (source, &c.id).hash(&mut h2);
+    (source, &c.id, vector_math).hash(&mut h2);
     format!("{:016x}{:016x}", h1.finish(), h2.finish())
 }
 
 /// The shared object of `source`: from the cache when an entry holds this very source, else
 /// compiled (into the cache, or into a private temporary directory where the cache cannot be
-/// written) and loaded.
-pub(crate) fn load(source: &str) -> Result<libloading::Library, String> {
+/// written) and loaded; `vector_math`: linked with glibc's vector math library.
+pub(crate) fn load(source: &str, vector_math: bool) -> Result<libloading::Library, String> {
     let c = compiler()?;
-    let key = key(c, source);
+    let key = key(c, source, vector_math);
     if let Some(dir) = cache_dir() {
         let (so, src) = (dir.join(format!("{key}.so")), dir.join(format!("{key}.c")));
         if std::fs::read(&src).is_ok_and(|s| s == source.as_bytes()) {
@@ -153,7 +156,7 @@ pub(crate) fn load(source: &str) -> Result<libloading::Library, String> {
             }
         }
         if make_dir(&dir).is_ok() {
-            if let Ok(lib) = compile_into(c, &dir, &key, source, true) {
+            if let Ok(lib) = compile_into(c, &dir, &key, source, true, vector_math) {
                 return Ok(lib);
             }
         }
@@ -161,7 +164,7 @@ pub(crate) fn load(source: &str) -> Result<libloading::Library, String> {
     // The cache directory cannot be written (or has none): a private one, removed after.
     let dir = std::env::temp_dir().join(format!("gridbuf-tier2-{}", serial()));
     make_dir(&dir).map_err(|e| format!("no directory to compile in: {e}"))?;
-    let r = compile_into(c, &dir, &key, source, false);
+    let r = compile_into(c, &dir, &key, source, false, vector_math);
     let _ = std::fs::remove_dir_all(&dir);
     r
 }
@@ -178,14 +181,15 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
     b.create(dir)
 }
 
-/// Compiles `source` in `dir` and loads it; `publish`: rename it into the cache's entry `key`
-/// (the `.so`, then the `.c`).
+/// Compiles `source` in `dir` (linked with libmvec where `vector_math` says) and loads it;
+/// `publish`: rename it into the cache's entry `key` (the `.so`, then the `.c`).
 fn compile_into(
     c: &Compiler,
     dir: &Path,
     key: &str,
     source: &str,
     publish: bool,
+    vector_math: bool,
 ) -> Result<libloading::Library, String> {
     let src = unique(dir, key, "c");
     let so = unique(dir, key, "so");
@@ -198,7 +202,7 @@ fn compile_into(
         .and_then(|mut f| f.write_all(source.as_bytes()))
         .map_err(|e| format!("cannot write {}: {e}", src.display()))?;
     let err = unique(dir, key, "err");
-    let result = run(c, &src, &so, &err);
+    let result = run(c, &src, &so, &err, vector_math);
     cleanup(&[&err]);
     if let Err(e) = result {
         cleanup(&[&src, &so]);
@@ -225,8 +229,9 @@ fn compile_into(
     lib
 }
 
-/// Runs the compiler on `src` to `so`, its error output (written to `err`) the error.
-fn run(c: &Compiler, src: &Path, so: &Path, err: &Path) -> Result<(), String> {
+/// Runs the compiler on `src` to `so` (linked with libmvec where `vector_math` says), its
+/// error output (written to `err`) the error.
+fn run(c: &Compiler, src: &Path, so: &Path, err: &Path, vector_math: bool) -> Result<(), String> {
     let log =
         std::fs::File::create(err).map_err(|e| format!("cannot write {}: {e}", err.display()))?;
     let mut child = Command::new(&c.cmd[0])
@@ -235,6 +240,11 @@ fn run(c: &Compiler, src: &Path, so: &Path, err: &Path) -> Result<(), String> {
         .arg("-o")
         .arg(so)
         .arg(src)
+        .args(if vector_math {
+            vec![format!("-l:{LIBMVEC}"), "-lm".to_string()]
+        } else {
+            Vec::new()
+        })
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log)

@@ -3,8 +3,8 @@
 //!
 //! Cranelift gives a first result in milliseconds; an optimising C compiler gives faster code
 //! (vectors as wide as the machine's, better scheduling) a second or so later. At a
-//! stencil's first call (or at its definition, see [`Mode`]) [`start`] writes C for what the
-//! tier-one code computes (`source`: today the statements' row functions, each the
+//! stencil's first call ([`start`]; or at its definition, see [`Mode`]) it writes C for what the
+//! tier-one code computes (`source`: each row, point, walk and column function, each the
 //! instruction-for-instruction semantics of its Cranelift function), and one process-wide
 //! worker thread compiles it (`compiler`: the system's `cc`, cached on disk by source,
 //! compiler and processor), loads it and replaces each function in its [`SwapFn`] slot: one
@@ -21,6 +21,7 @@ pub(crate) mod source;
 pub(crate) mod tape;
 
 use crate::gtscript::jit::abi::{ColumnFn, LoopFn, RowFn, SwapFn, TierState, TierTwo};
+use crate::gtscript::cgen::tape::MathTable;
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -38,7 +39,8 @@ pub enum Mode {
     Define,
 }
 
-/// The mode `GRIDBUF_TIER2` asks for (read at each definition, so tests may change it).
+/// The mode `GRIDBUF_TIER2` asks for (read at each definition, so tests may change it; a
+/// stencil keeps the mode of its definition).
 pub fn mode() -> Mode {
     match std::env::var("GRIDBUF_TIER2").as_deref() {
         Ok("0") | Ok("off") => Mode::Off,
@@ -47,45 +49,79 @@ pub fn mode() -> Mode {
     }
 }
 
-/// Starts tier two of `jit` (made from `plan`) once, where its maker asked for it
-/// ([`crate::gtscript::machine_code`] does, by [`mode`]): at once when `define` is set and
-/// the mode is [`Mode::Define`], else at the first call (`define` unset), queued for the
-/// worker. Every later call returns at once.
-pub fn start(plan: &Plan, jit: &Jit, define: bool) {
-    let tier = jit.tier_two();
-    if tier.started.load(Ordering::Relaxed) || !tier.wanted.load(Ordering::Relaxed) {
-        return;
+/// Whether tier two calls the C library's vector math functions (glibc's libmvec, where this
+/// process can load it; `GRIDBUF_VECTOR_MATH=0` says no, for results bit for bit tier one's).
+/// Read at each definition, as [`mode`].
+pub fn vector_math() -> bool {
+    let off = matches!(
+        std::env::var("GRIDBUF_VECTOR_MATH").as_deref(),
+        Ok("0") | Ok("off")
+    );
+    !off && libmvec_present()
+}
+
+/// Whether glibc's vector math library loads in this process (x86-64 Linux with glibc only:
+/// the functions' vector names follow that platform's vector ABI).
+fn libmvec_present() -> bool {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+    {
+        static PRESENT: OnceLock<bool> = OnceLock::new();
+        // SAFETY: libmvec is a part of the C library this process runs on; loading it runs
+        // only glibc's own initialisers.
+        *PRESENT.get_or_init(|| unsafe { libloading::Library::new(compiler::LIBMVEC) }.is_ok())
     }
-    let mode = mode();
-    if mode == Mode::Off || define != (mode == Mode::Define) {
-        return;
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")))]
+    {
+        false
     }
-    if let Some(job) = prepare(plan, jit) {
-        if define {
-            job.run();
-        } else {
-            queue(job);
+}
+
+/// Tier two of `jit` (made from `plan`) as [`mode`] asks at its definition: none, compiled
+/// and installed now, or wanted at the first call ([`start`]); with vector math where
+/// [`vector_math`] says, then.
+pub fn at_definition(plan: &Plan, jit: &Jit) {
+    match mode() {
+        Mode::Off => {}
+        Mode::Background => jit.want_tier_two(vector_math()),
+        Mode::Define => {
+            if let Some(job) = prepare(plan, jit, vector_math()) {
+                job.run();
+            }
         }
     }
 }
 
+/// Queues tier two of `jit` (made from `plan`) for the worker at its first call, where its
+/// definition asked for that ([`at_definition`]); every later call returns at once.
+pub fn start(plan: &Plan, jit: &Jit) {
+    let tier = jit.tier_two();
+    if tier.started.load(Ordering::Relaxed) || !tier.wanted.load(Ordering::Acquire) {
+        return;
+    }
+    if let Some(job) = prepare(plan, jit, tier.vector_math.load(Ordering::Relaxed)) {
+        queue(job);
+    }
+}
+
 /// Compiles and installs tier two of `jit` (made from `plan`) now, whatever the mode, unless
-/// it was started before; returns where it stands (for tests and benchmarks).
+/// it was started before, with vector math where [`vector_math`] says; returns where it
+/// stands (for tests and benchmarks).
 pub fn install_now(plan: &Plan, jit: &Jit) -> TierState {
-    if let Some(job) = prepare(plan, jit) {
+    if let Some(job) = prepare(plan, jit, vector_math()) {
         job.run();
     }
     jit.tier_two_state()
 }
 
-/// Marks tier two of `jit` started and writes its C; the job that compiles and installs it,
-/// `None` where it was started before or there is nothing to compile.
-fn prepare(plan: &Plan, jit: &Jit) -> Option<Job> {
+/// Marks tier two of `jit` started and writes its C (with vector math where `vector_math`
+/// says); the job that compiles and installs it, `None` where it was started before or there
+/// is nothing to compile.
+fn prepare(plan: &Plan, jit: &Jit, vector_math: bool) -> Option<Job> {
     let tier = jit.tier_two();
     if tier.started.swap(true, Ordering::AcqRel) {
         return None;
     }
-    let src = source::module(plan, jit);
+    let src = source::module(plan, jit, &MathTable::new(vector_math));
     if src.is_empty() {
         tier.set(TierState::Failed("no function to compile".into()));
         return None;
@@ -115,6 +151,7 @@ fn prepare(plan: &Plan, jit: &Jit) -> Option<Job> {
     tier.set(TierState::Pending);
     Some(Job {
         text: src.text,
+        vector_math,
         rows,
         loops,
         columns,
@@ -127,6 +164,8 @@ fn prepare(plan: &Plan, jit: &Jit) -> Option<Job> {
 /// One stencil's tier two, waiting for the worker.
 struct Job {
     text: String,
+    /// Whether `text` calls the vector math functions (it is linked with libmvec).
+    vector_math: bool,
     /// The row functions' and loops' slots, by their functions' names in `text`.
     rows: Vec<(String, Arc<SwapFn<RowFn>>)>,
     loops: Vec<(String, Arc<SwapFn<LoopFn>>)>,
@@ -158,7 +197,7 @@ impl Job {
 /// and replaces each slot's function by the module's function of its name (the walks' in
 /// `tier`'s table, which each walk adopts); returns how many functions it has.
 fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
-    let lib = compiler::load(&job.text)?;
+    let lib = compiler::load(&job.text, job.vector_math)?;
     let table: Vec<*const u8> = crate::gtscript::ops::math_symbols()
         .into_iter()
         .map(|s| s.1)
@@ -258,14 +297,18 @@ fn warn_once(what: &str) {
     }
 }
 
-/// For tests: `plan`'s tier-one code with tier two installed, or the reason it is not.
-/// A plan whose statements have no row function gives its tier-one code (nothing to replace).
+/// For tests: `plan`'s tier-one code with tier two installed, its math functions those of tier
+/// one (no vector math: the C computes tier one's bits), or the reason it is not. A plan whose
+/// statements have no row function gives its tier-one code (nothing to replace).
 #[cfg(test)]
 pub(crate) fn tier_two_of(plan: &Plan) -> Result<Option<Jit>, String> {
     let Some(jit) = Jit::compile(plan).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    match install_now(plan, &jit) {
+    if let Some(job) = prepare(plan, &jit, false) {
+        job.run();
+    }
+    match jit.tier_two_state() {
         TierState::Ready(_) => Ok(Some(jit)),
         TierState::Failed(e) if e == "no function to compile" => Ok(Some(jit)),
         other => Err(format!("tier two: {other:?}")),

@@ -6,15 +6,18 @@
 //! (`compiler::FLAGS`), integer arithmetic wraps through unsigned types, every conversion is
 //! written out, and the math functions with no instruction are called through the very
 //! functions the interpreter and tier one call (their addresses handed to the module's
-//! `gb_init`, in the order of [`crate::gtscript::ops::math_symbols`]).
+//! `gb_init`, in the order of [`crate::gtscript::ops::math_symbols`]), or, with vector math
+//! (`MathTable::vector`), the C library's functions by name, which the compiler may call on
+//! whole vectors (glibc's libmvec: a few ulps from tier one's, see the README).
 
-use crate::gtscript::cgen::tape::{float_type, Kind, Operand, Point, Refusal, VkMode};
+use crate::gtscript::cgen::tape::{
+    float_type, vector_math_prelude, Kind, MathTable, Operand, Point, Refusal, VkMode,
+};
 use crate::gtscript::ir::IterOrder;
 use crate::gtscript::jit::abi::{ColumnCode, StmtCode};
 use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
-use crate::gtscript::ops;
 use crate::gtscript::plan::schedule::{has_axis, PointWalk};
 use crate::gtscript::plan::{Instr, Kind as Quantity, Lanes, Plan};
 use std::fmt::Write;
@@ -95,9 +98,12 @@ impl Source {
 /// The C module of `jit`'s functions (made from `plan`): its row functions, its `while` loops'
 /// point functions, and every whole sections' walk it may compile; a function whose tape holds
 /// something this generator does not write is left out.
-pub(crate) fn module(plan: &Plan, jit: &Jit) -> Source {
-    let symbols = ops::math_symbols();
+pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
+    let symbols = &math.symbols;
     let mut text = String::from(PRELUDE);
+    if math.vector {
+        text.push_str(&vector_math_prelude());
+    }
     let _ = writeln!(
         text,
         "static void *gb_m[{}];\nvoid gb_init(void *const *t) {{ for (int i = 0; i < {}; i++) gb_m[i] = t[i]; }}",
@@ -114,7 +120,7 @@ pub(crate) fn module(plan: &Plan, jit: &Jit) -> Source {
     for (s, t, code) in jit.stmts() {
         let name = format!("gb_s{s}_{t}");
         let tape = &plan.sections[s].stmts[t].tape;
-        if let Ok(f) = row_function(&name, plan.lanes, code, tape, &symbols) {
+        if let Ok(f) = row_function(&name, plan.lanes, code, tape, math) {
             text.push_str(&f);
             src.rows.push((name, s, t));
         }
@@ -129,7 +135,7 @@ pub(crate) fn module(plan: &Plan, jit: &Jit) -> Source {
                 walk: None,
             },
         )];
-        if let Ok(f) = point_function(&name, plan, &parts, &symbols) {
+        if let Ok(f) = point_function(&name, plan, &parts, math) {
             text.push_str(&f);
             src.loops.push((name, s, t));
         }
@@ -137,14 +143,14 @@ pub(crate) fn module(plan: &Plan, jit: &Jit) -> Source {
     for (s, walk, sections) in jit.walk_keys() {
         let name = format!("gb_w{s}_{}", walk as usize);
         let parts = walk_parts(plan, sections, walk);
-        if let Ok(f) = point_function(&name, plan, &parts, &symbols) {
+        if let Ok(f) = point_function(&name, plan, &parts, math) {
             text.push_str(&f);
             src.walks.push((name, s, walk));
         }
     }
     for (s, code) in jit.column_codes() {
         let name = format!("gb_c{s}");
-        if let Ok(f) = column_function(&name, plan, s, code, &symbols) {
+        if let Ok(f) = column_function(&name, plan, s, code, math) {
             text.push_str(&f);
             src.columns.push((name, s));
         }
@@ -160,7 +166,7 @@ fn row_function(
     lanes: Lanes,
     code: &StmtCode,
     tape: &[Instr],
-    symbols: &[(&'static str, *const u8)],
+    math: &MathTable,
 ) -> Result<String, Refusal> {
     let wide = lanes == Lanes::Wide;
     let elem = if wide { "uint64_t" } else { float_type(lanes) };
@@ -177,7 +183,7 @@ fn row_function(
         vk: &code.vk,
         vk_mode: VkMode::Row,
         lanes,
-        symbols,
+        math,
         prefix: "v",
     }
     .body()?;
@@ -236,7 +242,7 @@ fn point_function(
     name: &str,
     plan: &Plan,
     parts: &[(usize, PointRange)],
-    symbols: &[(&'static str, *const u8)],
+    math: &MathTable,
 ) -> Result<String, Refusal> {
     let lanes = plan.lanes;
     let wide = lanes == Lanes::Wide;
@@ -417,7 +423,7 @@ fn point_function(
                 vk: &p.vk,
                 vk_mode: VkMode::Point,
                 lanes,
-                symbols,
+                math,
                 prefix: &prefix,
             }
             .body()?;
@@ -485,7 +491,7 @@ fn column_function(
     plan: &Plan,
     s: usize,
     code: &ColumnCode,
-    symbols: &[(&'static str, *const u8)],
+    math: &MathTable,
 ) -> Result<String, Refusal> {
     let lanes = plan.lanes;
     if lanes == Lanes::Wide {
@@ -534,7 +540,7 @@ fn column_function(
                 vk: &[],
                 vk_mode: VkMode::Row,
                 lanes,
-                symbols,
+                math,
                 prefix: &prefix,
             }
             .body()?;

@@ -90,6 +90,60 @@ fn kind_of(ty: Ty) -> Kind {
     }
 }
 
+/// The math functions a module calls: the table `gb_init` fills (its (name, address) pairs in
+/// [`ops::math_symbols`] order), and whether those glibc's vector math library (libmvec) has
+/// are called by their C names instead, declared with vector versions, so that the compiler
+/// calls those on whole vectors in the loops it vectorises (see [`VECTOR_MATH`]).
+pub(crate) struct MathTable {
+    pub(super) symbols: Vec<(&'static str, *const u8)>,
+    pub(super) vector: bool,
+}
+
+impl MathTable {
+    /// The table of every math function, vectorised where `vector` asks.
+    pub(crate) fn new(vector: bool) -> Self {
+        MathTable {
+            symbols: ops::math_symbols(),
+            vector,
+        }
+    }
+}
+
+/// The math functions of gtscript that glibc's libmvec computes on vectors: their C names (the
+/// `float` versions end in `f`), from glibc 2.22 (`exp log sin cos pow`) and 2.35 (the rest).
+/// On one lane each is the C library function tier one calls, but for the inverse hyperbolic
+/// functions and the error functions (tier one calls the `libm` crate's).
+const VECTOR_MATH: [&str; 19] = [
+    "exp", "log", "sin", "cos", "pow", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh",
+    "tanh", "asinh", "acosh", "atanh", "cbrt", "erf", "erfc",
+];
+
+/// What a module calling the math functions by name starts with (after `PRELUDE`): their
+/// declarations with vector versions (`simd`, GCC's attribute: clang ignores it and calls them
+/// lane by lane), the newer ones where the C library is new enough, and `pow` as tier one's
+/// (`x * x` where the exponent is 2, computed without a branch so the loop stays a vector).
+pub(super) fn vector_math_prelude() -> String {
+    let mut s = String::from(
+        "#if defined(__GNUC__) && !defined(__clang__)\n#define GB_V __attribute__((simd(\"notinbranch\")))\n#else\n#define GB_V\n#endif\n",
+    );
+    for (i, f) in VECTOR_MATH.iter().enumerate() {
+        if i == 5 {
+            s.push_str("#if defined(__GLIBC__)\n#if __GLIBC_PREREQ(2, 35)\n");
+        }
+        let args = if *f == "pow" { 2 } else { 1 };
+        for (t, suffix) in [("double", ""), ("float", "f")] {
+            let params = vec![t; args].join(", ");
+            let _ = writeln!(s, "{t} {f}{suffix}({params}) GB_V;");
+        }
+    }
+    s.push_str("#endif\n#endif\n");
+    s.push_str(
+        "static inline double gb_powd(double x, double y) { double p = pow(x, y); return y == 2.0 ? x * x : p; }\n\
+         static inline float gb_powf(float x, float y) { float p = powf(x, y); return y == 2.0f ? x * x : p; }\n",
+    );
+    s
+}
+
 /// One point of a tape.
 pub(super) struct Point<'a> {
     pub(super) tape: &'a [Instr],
@@ -99,7 +153,7 @@ pub(super) struct Point<'a> {
     pub(super) vk: &'a [(u32, Ty)],
     pub(super) vk_mode: VkMode,
     pub(super) lanes: Lanes,
-    pub(super) symbols: &'a [(&'static str, *const u8)],
+    pub(super) math: &'a MathTable,
     /// What the point's variables are named after (unique per statement of a function).
     pub(super) prefix: &'a str,
 }
@@ -131,8 +185,9 @@ fn float_cc(cc: FloatCC, x: &str, y: &str) -> Result<String, Refusal> {
 }
 
 impl Point<'_> {
-    /// The index in the math table of the function computing `op` on `ty` (`F64` or `F32`).
-    fn math(&self, op: Op, ty: Ty) -> Result<usize, Refusal> {
+    /// The index in the math table of the function computing `op` on `ty` (`F64` or `F32`),
+    /// and its name.
+    fn math(&self, op: Op, ty: Ty) -> Result<(usize, &'static str), Refusal> {
         let name = match (op, ty) {
             (Op::Un(u), Ty::F64) => ops::math::unary_f64(u).map(|f| f.0),
             (Op::Un(u), _) => ops::math::unary_f32(u).map(|f| f.0),
@@ -141,14 +196,32 @@ impl Point<'_> {
             _ => None,
         }
         .ok_or_else(|| format!("no math function for {op:?}"))?;
-        self.symbols
+        let i = self
+            .math
+            .symbols
             .iter()
             .position(|s| s.0 == name)
-            .ok_or_else(|| format!("math function {name} not in the table"))
+            .ok_or_else(|| format!("math function {name} not in the table"))?;
+        Ok((i, name))
     }
 
     fn call(&self, op: Op, ty: Ty, args: &[&str]) -> Result<String, Refusal> {
-        let i = self.math(op, ty)?;
+        let (i, name) = self.math(op, ty)?;
+        if self.math.vector {
+            // `gridbuf_NAME_f64` and `gridbuf_NAME_f32` (`ops::libm!`, `ops::num`).
+            let base = name
+                .strip_prefix("gridbuf_")
+                .and_then(|n| n.strip_suffix(if ty == Ty::F32 { "_f32" } else { "_f64" }));
+            if let Some(base) = base.filter(|b| VECTOR_MATH.contains(b)) {
+                let f = match (base, ty == Ty::F32) {
+                    ("pow", false) => "gb_powd".to_string(),
+                    ("pow", true) => "gb_powf".to_string(),
+                    (b, true) => format!("{b}f"),
+                    (b, false) => b.to_string(),
+                };
+                return Ok(format!("{f}({})", args.join(", ")));
+            }
+        }
         let t = match (args.len(), ty == Ty::F32) {
             (1, false) => "gb_f1d",
             (1, true) => "gb_f1f",

@@ -208,6 +208,8 @@ pub(crate) struct TierTwo {
     /// Whether the code's maker wants tier two ([`crate::gtscript::machine_code`] does; code
     /// made by [`crate::gtscript::Jit::compile`] alone, as in tests, stays on tier one).
     pub(crate) wanted: std::sync::atomic::AtomicBool,
+    /// Whether its maker asked for vector math (`cgen::vector_math`, read at definition).
+    pub(crate) vector_math: std::sync::atomic::AtomicBool,
     pub(crate) started: std::sync::atomic::AtomicBool,
     pub(crate) state: std::sync::Mutex<Option<TierState>>,
     pub(crate) cond: std::sync::Condvar,

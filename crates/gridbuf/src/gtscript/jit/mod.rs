@@ -359,11 +359,12 @@ impl Jit {
         &self.tier2
     }
 
-    /// Asks for tier two at this code's first call (see [`crate::gtscript::cgen::start`]).
-    pub fn want_tier_two(&self) {
-        self.tier2
-            .wanted
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+    /// Asks for tier two at this code's first call (see [`crate::gtscript::cgen::start`]),
+    /// with vector math where `vector_math` says.
+    pub fn want_tier_two(&self, vector_math: bool) {
+        use std::sync::atomic::Ordering;
+        self.tier2.vector_math.store(vector_math, Ordering::Relaxed);
+        self.tier2.wanted.store(true, Ordering::Release);
     }
 
     /// Where this code's tier two stands (see [`crate::gtscript::cgen`]).
