@@ -104,10 +104,12 @@ def _uniform(lo: float, hi: float) -> Callable[..., np.ndarray]:
 
 
 def _binades(lo: float, hi: float, signed: bool = False) -> Callable[..., np.ndarray]:
-    """Log-uniform magnitudes in [lo, hi], of either sign where ``signed``."""
+    """Log-uniform magnitudes in [lo, hi] (within 1e-37 and 1e37 for float32: its normal
+    numbers), of either sign where ``signed``."""
 
     def sample(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
-        x = np.exp(rng.uniform(np.log(lo), np.log(hi), n))
+        a, b = (max(lo, 1e-37), min(hi, 1e37)) if np.dtype(dtype) == np.float32 else (lo, hi)
+        x = np.exp(rng.uniform(np.log(a), np.log(b), n))
         if signed:
             x *= rng.choice([-1.0, 1.0], n)
         return x.astype(dtype)
@@ -130,9 +132,16 @@ def _hyperbolic_args(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray
 
 
 def _pow_args(rng: np.random.Generator, n: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Bases in [1e-3, 1e3], exponents that keep the powers finite (within 1e±90, 1e±36)."""
     x = _binades(1e-3, 1e3)(rng, n, dtype)
-    y = rng.uniform(-30.0, 30.0, n).astype(dtype)
+    m = _limit(dtype, 30.0, 12.0)
+    y = rng.uniform(-m, m, n).astype(dtype)
     return x, y
+
+
+def _erfc_args(rng: np.random.Generator, n: int, dtype: Any) -> np.ndarray:
+    """Up to where erfc leaves the normal numbers (26.5 for float64, 9.1 for float32)."""
+    return rng.uniform(-6.0, _limit(dtype, 26.5, 9.1), n).astype(dtype)
 
 
 #: name -> (NumPy's function, sampler of (a,) or (a, b), arity)
@@ -156,7 +165,7 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], Callable[..., Any], int]] = {
     "cbrt": (np.cbrt, _binades(1e-30, 1e30, signed=True), 1),
     # NumPy has no error functions: Python's (the C library's, in double precision).
     "erf": (np.vectorize(math.erf, otypes=[np.float64]), _uniform(-6.0, 6.0), 1),
-    "erfc": (np.vectorize(math.erfc, otypes=[np.float64]), _uniform(-6.0, 27.0), 1),
+    "erfc": (np.vectorize(math.erfc, otypes=[np.float64]), _erfc_args, 1),
 }
 
 #: Inputs every function must map as NumPy does, bit for bit (NaN for NaN).

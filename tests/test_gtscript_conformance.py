@@ -660,12 +660,18 @@ def gt_results(name: str, domain) -> tuple[dict, dict]:
 
 
 def gb_stencil(name: str, mode: str = "jit"):
-    """gridbuf's stencil for case `name`; GRIDBUF_GTSCRIPT_JIT and GRIDBUF_TIER2 are read when it
-    is defined: mode "interpreter" (no machine code), "jit" (Cranelift's only) or "tier2" (tier
-    two compiled at definition)."""
+    """gridbuf's stencil for case `name`; GRIDBUF_GTSCRIPT_JIT, GRIDBUF_TIER2 and
+    GRIDBUF_VECTOR_MATH are read when it is defined: mode "interpreter" (no machine code), "jit"
+    (Cranelift's only), "tier2" (tier two compiled at definition, with tier one's math
+    functions) or "tier2-vector" (with vector math)."""
     key = (name, mode)
     if key not in _GB_STENCILS:
-        env = {"interpreter": {"GRIDBUF_GTSCRIPT_JIT": "0"}, "jit": {"GRIDBUF_TIER2": "0"}, "tier2": {"GRIDBUF_TIER2": "define"}}[mode]
+        env = {
+            "interpreter": {"GRIDBUF_GTSCRIPT_JIT": "0"},
+            "jit": {"GRIDBUF_TIER2": "0"},
+            "tier2": {"GRIDBUF_TIER2": "define", "GRIDBUF_VECTOR_MATH": "0"},
+            "tier2-vector": {"GRIDBUF_TIER2": "define", "GRIDBUF_VECTOR_MATH": "1"},
+        }[mode]
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:
@@ -713,9 +719,9 @@ def test_conformance_interpreter(name, monkeypatch):
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_conformance_tier_two(name, layout):
-    """Tier two (C from the same tapes, compiled at definition) gives what tier one gives, bit
-    for bit, on every layout; and it is in place (or the stencil has no row function to
-    replace)."""
+    """Tier two (C from the same tapes, compiled at definition, with tier one's math functions)
+    gives what tier one gives, bit for bit, on every layout; and it is in place (or the stencil
+    has no row function to replace)."""
     inputs, _ = gt_results(name, DOMAIN)
     want = gb_run(name, inputs, layout, DOMAIN, mode="jit")
     got = gb_run(name, inputs, layout, DOMAIN, mode="tier2")
@@ -723,6 +729,35 @@ def test_conformance_tier_two(name, layout):
     assert state.startswith("ready: ") or state == "failed: no function to compile", state
     assert gb_stencil(name, "jit").tier_two == "idle"
     assert_same(got, want, f"{name} on {layout}, tier two against tier one", inputs)
+
+
+@needs_gt4py
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("name", list(CASES))
+def test_conformance_tier_two_vector_math(name, layout):
+    """Tier two with vector math gives tier one's bits where the definition calls none of the
+    vectorised functions, and elsewhere values within a few ulps of tier one's (of the
+    field's largest value, as the differences of a function's last bits carry through the
+    arithmetic that follows): the same NaNs, infinities and signs of zero."""
+    inputs, _ = gt_results(name, DOMAIN)
+    want = gb_run(name, inputs, layout, DOMAIN, mode="jit")
+    got = gb_run(name, inputs, layout, DOMAIN, mode="tier2-vector")
+    source = inspect.getsource(getattr(defs_module("gb"), name))
+    vectorised = re.search(r"\b(exp|log|log10|sin|cos|tan|asin|acos|atan|sinh|cosh|tanh|asinh|acosh|atanh|cbrt|erfc?)\(|\*\*", source)
+    if not vectorised:
+        assert_same(got, want, f"{name} on {layout}, tier two with vector math against tier one", inputs)
+        return
+    for k, y in want.items():
+        x = got[k]
+        if y is None or y.dtype.kind != "f":
+            assert_same({k: x}, {k: y}, f"{name} on {layout}: {k}", inputs)
+            continue
+        finite = np.isfinite(y)
+        assert np.array_equal(np.isfinite(x), finite) and np.array_equal(np.isnan(x), np.isnan(y)), f"{name}: {k}'s non-finite values differ"
+        scale = float(np.max(np.abs(y[finite]))) if finite.any() else 0.0
+        tol = 16 * np.finfo(y.dtype).eps * scale
+        err = np.abs(x[finite].astype(np.float64) - y[finite].astype(np.float64))
+        assert (err <= tol).all(), f"{name} on {layout}: {k} differs from tier one by {err.max():g} (tolerance {tol:g})"
 
 
 @needs_gt4py

