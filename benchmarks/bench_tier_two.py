@@ -10,14 +10,23 @@ typed stencils (land mask, saturation, column integral) and its production-model
    measured round-robin in one run; every output is checked against NumPy first, and tier two's
    against tier one's bit for bit. For laplacian and hdiff, the memory-bandwidth floor measured
    in the same run: the native copy kernel's time scaled by the arrays each stencil moves.
+   "tier one's bits" says whether tier two's outputs are tier one's bit for bit (they differ
+   only where vector math computes a function, within a few ulps).
 2. Time until tier two is in place: in a fresh process, from the definition to
    ``wait_tier_two()`` returning ready (the first call made in between, as a model would), with
    an empty cache and again with the cache the first process filled; against GT4Py's
    gt:cpu_kfirst build (definition to first result, fresh cache).
 
+3. With ``--math`` (instead of 1 and 2): per math function tier two computes on vectors and per
+   float type, the largest error in ulps against NumPy over ``--math-samples`` inputs spread
+   over its domain (``_math_functions.py``) on tier one and on tier two, and the time per call
+   of ``out = f(a)``: tier one, tier two with ``GRIDBUF_VECTOR_MATH=0`` and with vector math,
+   and NumPy's function.
+
 Usage: ``python benchmarks/bench_tier_two.py [--n 256] [--nz 80] [--repeats 5]
-[--stencils copy,hdiff,...] [--gt4py-backends gt:cpu_ifirst,gt:cpu_kfirst] [--plot DIR]``;
-``--plot DIR`` draws the time per call as ``bench_tier_two.png``.
+[--stencils copy,hdiff,...] [--gt4py-backends gt:cpu_ifirst,gt:cpu_kfirst] [--plot DIR]
+[--math [--math-samples 1048576]]``; ``--plot DIR`` draws the time per call as
+``bench_tier_two.png``.
 """
 
 from __future__ import annotations
