@@ -4,7 +4,7 @@
 //! Cranelift gives a first result in milliseconds; an optimising C compiler gives faster code
 //! (vectors as wide as the machine's, better scheduling) a second or so later. At a
 //! stencil's first call ([`start`]; or at its definition, see [`Mode`]) it writes C for what the
-//! tier-one code computes (`source`: each row, point, walk and column function, each the
+//! tier-one code computes (`source`: each row, point and walk function, each the
 //! instruction-for-instruction semantics of its Cranelift function), and one process-wide
 //! worker thread compiles it (`compiler`: the system's `cc`, cached on disk by source,
 //! compiler and processor), loads it and replaces each function in its [`SwapFn`] slot: one
@@ -20,8 +20,8 @@ pub(crate) mod compiler;
 pub(crate) mod source;
 pub(crate) mod tape;
 
-use crate::gtscript::jit::abi::{ColumnFn, LoopFn, RowFn, SwapFn, TierState, TierTwo};
 use crate::gtscript::cgen::tape::MathTable;
+use crate::gtscript::jit::abi::{LoopFn, RowFn, SwapFn, TierState, TierTwo};
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -138,11 +138,6 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool) -> Option<Job> {
             Some((name.clone(), Arc::clone(&jit.point_loop_code(*s, *t)?.f)))
         })
         .collect();
-    let columns = src
-        .columns
-        .iter()
-        .filter_map(|(name, s)| Some((name.clone(), Arc::clone(&jit.column_code(*s)?.f))))
-        .collect();
     let walks = src
         .walks
         .iter()
@@ -154,7 +149,6 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool) -> Option<Job> {
         vector_math,
         rows,
         loops,
-        columns,
         walks,
         tier: Arc::downgrade(tier),
         name: plan.program.name.clone(),
@@ -169,7 +163,6 @@ struct Job {
     /// The row functions' and loops' slots, by their functions' names in `text`.
     rows: Vec<(String, Arc<SwapFn<RowFn>>)>,
     loops: Vec<(String, Arc<SwapFn<LoopFn>>)>,
-    columns: Vec<(String, Arc<SwapFn<ColumnFn>>)>,
     /// The walks' functions' names and keys (see [`TierTwo::adopt`]).
     walks: Vec<(String, (usize, usize))>,
     /// The stencil's tier two (gone when the stencil is dropped first: then nothing is done).
@@ -205,17 +198,16 @@ fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
     // SAFETY: `gb_init` and the functions are defined by the module `job.text` (`source`)
     // with exactly these C signatures: `void gb_init(void *const *)`, which copies as many
     // addresses as `math_symbols` has (the table's length, written into the module), and the
-    // signatures of `RowFn`, `LoopFn` and `ColumnFn`.
-    let (rows, loops, columns, walks) = unsafe {
+    // signatures of `RowFn` and `LoopFn`.
+    let (rows, loops, walks) = unsafe {
         let init = lib
             .get::<unsafe extern "C" fn(*const *const u8)>(b"gb_init\0")
             .map_err(|e| e.to_string())?;
         init(table.as_ptr());
         let rows = symbols::<RowFn>(&lib, job.rows.iter().map(|r| &r.0))?;
         let loops = symbols::<LoopFn>(&lib, job.loops.iter().map(|r| &r.0))?;
-        let columns = symbols::<ColumnFn>(&lib, job.columns.iter().map(|r| &r.0))?;
         let walks = symbols::<LoopFn>(&lib, job.walks.iter().map(|r| &r.0))?;
-        (rows, loops, columns, walks)
+        (rows, loops, walks)
     };
     // The library lives as long as `tier`, which the stencil's code keeps beside the slots.
     if tier.code.set(Box::new(lib)).is_err() {
@@ -231,14 +223,10 @@ fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
         // SAFETY: as above, from the same parts (`jit::point::Part`) as the loop's function.
         unsafe { slot.replace(f) };
     }
-    for ((_, slot), f) in job.columns.iter().zip(columns) {
-        // SAFETY: as above, from the same section and slots (`ColumnCode::slots`).
-        unsafe { slot.replace(f) };
-    }
     *tier.walks.lock().unwrap_or_else(|e| e.into_inner()) =
         job.walks.iter().map(|w| w.1).zip(walks).collect();
     tier.has_walks.store(true, Ordering::Release);
-    Ok(job.rows.len() + job.loops.len() + job.columns.len() + job.walks.len())
+    Ok(job.rows.len() + job.loops.len() + job.walks.len())
 }
 
 /// The functions `names` of `lib`, as `F`.

@@ -1,5 +1,6 @@
-//! C source for tier two: one function for each function the `Jit` compiled (row, point and
-//! column functions), with its signature (`jit::abi`) and its loops around the points of its
+//! C source for tier two: one function for each row, point and walk function the `Jit`
+//! compiled (not its column functions: tier one's keep eight columns in flight in vectors, where
+//! this C's four scalar columns took 1.6x their time on a tridiagonal solve), with its signature (`jit::abi`) and its loops around the points of its
 //! tapes (`cgen::tape`: each instruction with the semantics of its Cranelift code). The C is
 //! written so that an optimising compiler keeps those semantics:
 //! it is compiled without fast-math and without contraction into fused multiply-adds
@@ -14,12 +15,12 @@ use crate::gtscript::cgen::tape::{
     float_type, vector_math_prelude, Kind, MathTable, Operand, Point, Refusal, VkMode,
 };
 use crate::gtscript::ir::IterOrder;
-use crate::gtscript::jit::abi::{ColumnCode, StmtCode};
+use crate::gtscript::jit::abi::StmtCode;
 use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::schedule::{has_axis, PointWalk};
-use crate::gtscript::plan::{Instr, Kind as Quantity, Lanes, Plan};
+use crate::gtscript::plan::{Instr, Lanes, Plan};
 use std::fmt::Write;
 
 /// What the generated module starts with: types, bit casts, wrapping integer helpers and the
@@ -81,17 +82,12 @@ pub(crate) struct Source {
     pub(crate) loops: Vec<(String, usize, usize)>,
     /// Per whole sections' walk: its name, first section and walk.
     pub(crate) walks: Vec<(String, usize, PointWalk)>,
-    /// Per column function: its name and section.
-    pub(crate) columns: Vec<(String, usize)>,
 }
 
 impl Source {
     /// Whether it defines no function.
     pub(crate) fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-            && self.loops.is_empty()
-            && self.walks.is_empty()
-            && self.columns.is_empty()
+        self.rows.is_empty() && self.loops.is_empty() && self.walks.is_empty()
     }
 }
 
@@ -115,7 +111,6 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
         rows: Vec::new(),
         loops: Vec::new(),
         walks: Vec::new(),
-        columns: Vec::new(),
     };
     for (s, t, code) in jit.stmts() {
         let name = format!("gb_s{s}_{t}");
@@ -146,13 +141,6 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
         if let Ok(f) = point_function(&name, plan, &parts, math) {
             text.push_str(&f);
             src.walks.push((name, s, walk));
-        }
-    }
-    for (s, code) in jit.column_codes() {
-        let name = format!("gb_c{s}");
-        if let Ok(f) = column_function(&name, plan, s, code, math) {
-            text.push_str(&f);
-            src.columns.push((name, s));
         }
     }
     src.text = text;
@@ -474,127 +462,5 @@ fn point_function(
         o_vk += p.vk.len();
     }
     f.push_str("  }\n}\n");
-    Ok(f)
-}
-
-/// Columns in flight per step of a column function's loop (the same as tier one's: a
-/// recurrence along K is one long dependency chain per column, so several columns interleave).
-const COLUMNS: usize = 4;
-
-/// A column function ([`crate::gtscript::jit::abi::ColumnFn`]) of section `s` (see
-/// `jit::column`): groups of [`COLUMNS`] columns, then single columns, each walking the
-/// section's levels in its order and running every statement of a level in order; temporaries
-/// of one level (`Kind::Local`) in variables, everything else read and written in memory at
-/// unit stride along K (a written value read back in the same level is the value stored).
-fn column_function(
-    name: &str,
-    plan: &Plan,
-    s: usize,
-    code: &ColumnCode,
-    math: &MathTable,
-) -> Result<String, Refusal> {
-    let lanes = plan.lanes;
-    if lanes == Lanes::Wide {
-        return Err("column functions are for one float type".into());
-    }
-    let t = float_type(lanes);
-    let sec = &plan.sections[s];
-    let backward = sec.order == IterOrder::Backward;
-    let slots = &code.slots;
-    let ns = slots.len();
-    let slot_of = |q: u32, off: [i32; 3]| {
-        slots
-            .iter()
-            .position(|x| x.q == q && x.off == [off[0], off[1]])
-            .ok_or_else(|| "a quantity missing from the slots".to_string())
-    };
-    let local = |q: u32| matches!(plan.kinds[q as usize], Quantity::Local);
-    // One level of `width` columns: every statement, on each column in turn.
-    let level = |width: usize| -> Result<String, Refusal> {
-        let mut body = String::new();
-        for (u, st) in sec.stmts.iter().enumerate() {
-            let ops = operands_of(&st.tape);
-            let mut exprs = Vec::with_capacity(ops.len());
-            for &(q, off) in &ops {
-                let expr = if local(q) {
-                    format!("loc{q}[l]")
-                } else {
-                    let x = slot_of(q, off)?;
-                    let dk = if slots[x].has_k { off[2] } else { 0 };
-                    if slots[x].has_k {
-                        format!("p{x}[l][lev + ({dk})]")
-                    } else {
-                        format!("p{x}[l][0]")
-                    }
-                };
-                exprs.push(Operand {
-                    expr,
-                    kind: Kind::T,
-                });
-            }
-            let prefix = format!("v{u}_");
-            let b = Point {
-                tape: &st.tape,
-                operands: &ops,
-                exprs: &exprs,
-                vk: &[],
-                vk_mode: VkMode::Row,
-                lanes,
-                math,
-                prefix: &prefix,
-            }
-            .body()?;
-            let _ = writeln!(body, "      for (int l = 0; l < {width}; l++) {{");
-            body.push_str(&b.code);
-            let target = if local(st.target) {
-                format!("loc{}[l]", st.target)
-            } else {
-                let x = slot_of(st.target, [0; 3])?;
-                if slots[x].has_k {
-                    format!("p{x}[l][lev]")
-                } else {
-                    format!("p{x}[l][0]")
-                }
-            };
-            let _ = writeln!(body, "      {target} = {};\n      }}", b.result);
-        }
-        Ok(body)
-    };
-    let locals: Vec<u32> = {
-        let mut v: Vec<u32> = sec
-            .stmts
-            .iter()
-            .map(|st| st.target)
-            .filter(|&q| local(q))
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let mut f = String::new();
-    let _ = writeln!(
-        f,
-        "void {name}(const uintptr_t *table, size_t ncols, size_t nlev, const unsigned char *scal) {{"
-    );
-    let _ = writeln!(f, "  const {t} *sc = (const {t} *)scal; (void)sc;");
-    let _ = writeln!(f, "  size_t c = 0;");
-    for width in [COLUMNS, 1] {
-        let _ = writeln!(f, "  for (; c + {width} <= ncols; c += {width}) {{");
-        for x in 0..ns {
-            let _ = writeln!(
-                f,
-                "    {t} *p{x}[{width}]; for (int l = 0; l < {width}; l++) p{x}[l] = ({t} *)table[(c + l) * {ns} + {x}];"
-            );
-        }
-        for q in &locals {
-            let _ = writeln!(f, "    {t} loc{q}[{width}] = {{0}};");
-        }
-        let _ = writeln!(f, "    for (size_t w = 0; w < nlev; w++) {{");
-        let lev = if backward { "nlev - 1 - w" } else { "w" };
-        let _ = writeln!(f, "      intptr_t lev = (intptr_t)({lev});");
-        f.push_str(&level(width)?);
-        f.push_str("    }\n  }\n");
-    }
-    f.push_str("}\n");
     Ok(f)
 }

@@ -307,19 +307,6 @@ impl Jit {
         self.stmts.get(sec)?.get(stmt)?.as_ref()
     }
 
-    /// The column code of section `sec`, whatever its element type.
-    pub(crate) fn column_code(&self, sec: usize) -> Option<&ColumnCode> {
-        self.columns.get(sec)?.as_ref()
-    }
-
-    /// The sections that walk columns: (section, code).
-    pub(crate) fn column_codes(&self) -> impl Iterator<Item = (usize, &ColumnCode)> {
-        self.columns
-            .iter()
-            .enumerate()
-            .filter_map(|(s, c)| c.as_ref().map(|c| (s, c)))
-    }
-
     /// The point function of the `while` loop whose condition is statement `stmt` of section
     /// `sec`, whatever its element type.
     pub(crate) fn point_loop_code(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
