@@ -122,19 +122,31 @@ def gt_args(data, outs, backend, origin):
     return args
 
 
+def set_env(env):
+    """Sets the environment variables `env` (None: unset); returns their values before."""
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    return saved
+
+
+def define_env(make, env):
+    """`make()` with the environment variables `env` set (None: unset) while it runs (gridbuf
+    reads its switches when a stencil is defined)."""
+    saved = set_env(env)
+    try:
+        return make()
+    finally:
+        set_env(saved)
+
+
 def define(definition, externals, tier: str):
     from gridbuf import gtscript
 
-    saved = os.environ.get("GRIDBUF_TIER2")
-    os.environ["GRIDBUF_TIER2"] = tier
-    try:
-        st = gtscript.stencil(backend="gt:cpu_ifirst", definition=definition, externals=externals)
-    finally:
-        if saved is None:
-            os.environ.pop("GRIDBUF_TIER2")
-        else:
-            os.environ["GRIDBUF_TIER2"] = saved
-    return st
+    return define_env(lambda: gtscript.stencil(backend="gt:cpu_ifirst", definition=definition, externals=externals), {"GRIDBUF_TIER2": tier})
 
 
 def build_gt4py(name: str, backend: str):
@@ -218,24 +230,6 @@ def per_call(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
         )
         print(f"chart: {out}", file=sys.stderr)
     return builds
-
-
-def define_env(make, env):
-    """`make()` with the environment variables `env` set (None: unset) while it runs."""
-    saved = {k: os.environ.get(k) for k in env}
-    try:
-        for k, v in env.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        return make()
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 MATH_TIERS = {

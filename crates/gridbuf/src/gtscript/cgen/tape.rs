@@ -93,7 +93,7 @@ fn kind_of(ty: Ty) -> Kind {
 /// The math functions a module calls: the table `gb_init` fills (its (name, address) pairs in
 /// [`ops::math_symbols`] order), and whether those glibc's vector math library (libmvec) has
 /// are called by their C names instead, declared with vector versions, so that the compiler
-/// calls those on whole vectors in the loops it vectorises (see [`VECTOR_MATH`]).
+/// calls those on whole vectors in the loops it vectorises (see [`VECTOR_MATH_2_22`]).
 pub(crate) struct MathTable {
     pub(super) symbols: Vec<(&'static str, *const u8)>,
     pub(super) vector: bool,
@@ -109,33 +109,43 @@ impl MathTable {
     }
 }
 
-/// The math functions of gtscript that glibc's libmvec computes on vectors: their C names (the
-/// `float` versions end in `f`), from glibc 2.22 (`exp log sin cos pow`) and 2.35 (the rest).
-/// On one lane each is the C library function tier one calls, but for the inverse hyperbolic
-/// functions and the error functions (tier one calls the `libm` crate's).
-const VECTOR_MATH: [&str; 19] = [
-    "exp", "log", "sin", "cos", "pow", "log10", "tan", "asin", "acos", "atan", "sinh", "cosh",
-    "tanh", "asinh", "acosh", "atanh", "cbrt", "erf", "erfc",
+/// The math functions of gtscript that glibc's libmvec computes on vectors since glibc 2.22,
+/// by their C names (the `float` versions end in `f`).
+const VECTOR_MATH_2_22: [&str; 5] = ["exp", "log", "sin", "cos", "pow"];
+
+/// Those it computes on vectors since glibc 2.35. On one lane each function of both lists is
+/// the C library function tier one calls, but for the inverse hyperbolic functions and the
+/// error functions (tier one calls the `libm` crate's).
+const VECTOR_MATH_2_35: [&str; 14] = [
+    "log10", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "cbrt", "erf", "erfc",
 ];
+
+/// Whether libmvec computes the math function of C name `base` on vectors.
+fn vectorised(base: &str) -> bool {
+    VECTOR_MATH_2_22.contains(&base) || VECTOR_MATH_2_35.contains(&base)
+}
 
 /// What a module calling the math functions by name starts with (after `PRELUDE`): their
 /// declarations with vector versions (`simd`, GCC's attribute: clang ignores it and calls them
 /// lane by lane), the newer ones where the C library is new enough, and `pow` as tier one's
 /// (`x * x` where the exponent is 2, computed without a branch so the loop stays a vector).
 pub(super) fn vector_math_prelude() -> String {
+    let declare = |s: &mut String, names: &[&str]| {
+        for f in names {
+            let args = if *f == "pow" { 2 } else { 1 };
+            for (t, suffix) in [("double", ""), ("float", "f")] {
+                let params = vec![t; args].join(", ");
+                let _ = writeln!(s, "{t} {f}{suffix}({params}) GB_V;");
+            }
+        }
+    };
     let mut s = String::from(
         "#if defined(__GNUC__) && !defined(__clang__)\n#define GB_V __attribute__((simd(\"notinbranch\")))\n#else\n#define GB_V\n#endif\n",
     );
-    for (i, f) in VECTOR_MATH.iter().enumerate() {
-        if i == 5 {
-            s.push_str("#if defined(__GLIBC__)\n#if __GLIBC_PREREQ(2, 35)\n");
-        }
-        let args = if *f == "pow" { 2 } else { 1 };
-        for (t, suffix) in [("double", ""), ("float", "f")] {
-            let params = vec![t; args].join(", ");
-            let _ = writeln!(s, "{t} {f}{suffix}({params}) GB_V;");
-        }
-    }
+    declare(&mut s, &VECTOR_MATH_2_22);
+    s.push_str("#if defined(__GLIBC__)\n#if __GLIBC_PREREQ(2, 35)\n");
+    declare(&mut s, &VECTOR_MATH_2_35);
     s.push_str("#endif\n#endif\n");
     s.push_str(
         "static inline double gb_powd(double x, double y) { double p = pow(x, y); return y == 2.0 ? x * x : p; }\n\
@@ -212,7 +222,7 @@ impl Point<'_> {
             let base = name
                 .strip_prefix("gridbuf_")
                 .and_then(|n| n.strip_suffix(if ty == Ty::F32 { "_f32" } else { "_f64" }));
-            if let Some(base) = base.filter(|b| VECTOR_MATH.contains(b)) {
+            if let Some(base) = base.filter(|b| vectorised(b)) {
                 let f = match (base, ty == Ty::F32) {
                     ("pow", false) => "gb_powd".to_string(),
                     ("pow", true) => "gb_powf".to_string(),
@@ -256,14 +266,10 @@ impl Point<'_> {
             }
         };
         let mut out = Code::default();
-        // Per register, the variable of the instruction that wrote it last.
-        let mut regs: Vec<usize> = Vec::new();
-        let mut open: Vec<usize> = Vec::new();
-        let mut last = None;
         for (at, ins) in self.tape.iter().enumerate() {
             let arg = |n: usize| -> Result<String, Refusal> {
                 Ok(match ins.args[n] {
-                    Src::Reg(r) => format!("{}{}", self.prefix, regs[r as usize]),
+                    Src::Reg(r) => format!("{}{}", self.prefix, out.regs[r as usize]),
                     Src::Q(q, off) => self.exprs[self.operand(q, off)?].expr.clone(),
                     Src::Scalar(s) => format!("sc[{s}]"),
                     Src::Const(v) => lit(v.as_f64()),
@@ -273,18 +279,12 @@ impl Point<'_> {
             let v = match ins.op {
                 Op::Guard(then) => {
                     let a = arg(0)?;
-                    let cond = if then {
-                        format!("({a} != 0)")
-                    } else {
-                        format!("!({a} != 0)")
-                    };
-                    let _ = writeln!(out.code, "      if ({cond}) {{");
-                    open.push(at);
+                    let not = if then { "" } else { "!" };
+                    out.begin_guard(&format!("{not}({a} != 0)"));
                     continue;
                 }
                 Op::End => {
-                    open.pop().ok_or("unbalanced guarded run")?;
-                    out.code.push_str("      }\n");
+                    out.end_guard()?;
                     continue;
                 }
                 Op::Mov => arg(0)?,
@@ -327,43 +327,9 @@ impl Point<'_> {
                     return Err("run-time K access on one float type".into())
                 }
             };
-            self.define(&mut out, &mut regs, ins.dst, at, t, &v, !open.is_empty());
-            last = Some(at);
+            out.define(self.prefix, ins.dst, at, t, &v);
         }
-        let last = last.ok_or("a tape of markers only")?;
-        Ok(Body {
-            code: out.text(),
-            result: format!("{}{last}", self.prefix),
-            kind: Kind::T,
-        })
-    }
-
-    /// Writes `v{at} = v`, the value of instruction `at`, which writes register `dst`. Inside
-    /// a guarded run the variable is declared at the point's start instead, zero (the value
-    /// where the run is skipped), so the select after the run sees it.
-    #[allow(clippy::too_many_arguments)]
-    fn define(
-        &self,
-        out: &mut Code,
-        regs: &mut Vec<usize>,
-        dst: u32,
-        at: usize,
-        t: &str,
-        v: &str,
-        guarded: bool,
-    ) {
-        let d = dst as usize;
-        if regs.len() <= d {
-            regs.resize(d + 1, usize::MAX);
-        }
-        regs[d] = at;
-        let p = self.prefix;
-        if guarded {
-            let _ = writeln!(out.decls, "      {t} {p}{at} = 0;");
-            let _ = writeln!(out.code, "      {p}{at} = {v};");
-        } else {
-            let _ = writeln!(out.code, "      {t} {p}{at} = {v};");
-        }
+        out.finish(self.prefix, |_| Kind::T)
     }
 
     /// The position of operand (`q`, `off`) in the function's operand list.
@@ -378,17 +344,14 @@ impl Point<'_> {
     /// type; `float32` computed on `float` and widened back; integers wrapped to their width).
     fn wide_body(&self) -> Result<Body, Refusal> {
         let mut out = Code::default();
-        let mut regs: Vec<usize> = Vec::new();
         // The kind of each instruction's variable.
         let mut kinds: Vec<Kind> = vec![Kind::I; self.tape.len()];
-        let mut open: Vec<usize> = Vec::new();
-        let mut last = None;
         for (at, ins) in self.tape.iter().enumerate() {
             // Operand `n` as the kind of `want`, the same bits (`jit::wide`'s `as_ty`).
             let arg = |n: usize, want: Ty| -> Result<String, Refusal> {
                 let (e, k) = match ins.args[n] {
                     Src::Reg(r) => {
-                        let v = regs[r as usize];
+                        let v = out.regs[r as usize];
                         (format!("{}{v}", self.prefix), kinds[v])
                     }
                     Src::Q(q, off) => {
@@ -428,13 +391,11 @@ impl Point<'_> {
                 Op::Guard(then) => {
                     let a = a0(0)?;
                     let op = if then { "!=" } else { "==" };
-                    let _ = writeln!(out.code, "      if ({a} {op} 0) {{");
-                    open.push(at);
+                    out.begin_guard(&format!("{a} {op} 0"));
                     continue;
                 }
                 Op::End => {
-                    open.pop().ok_or("unbalanced guarded run")?;
-                    out.code.push_str("      }\n");
+                    out.end_guard()?;
                     continue;
                 }
                 Op::LoadK(q, kindex) => {
@@ -617,28 +578,64 @@ impl Point<'_> {
             };
             kinds[at] = kind;
             let t = if kind == Kind::F { "double" } else { "int64_t" };
-            self.define(&mut out, &mut regs, ins.dst, at, t, &v, !open.is_empty());
-            last = Some(at);
+            out.define(self.prefix, ins.dst, at, t, &v);
         }
-        let last = last.ok_or("a tape of markers only")?;
-        Ok(Body {
-            code: out.text(),
-            result: format!("{}{last}", self.prefix),
-            kind: kinds[last],
-        })
+        out.finish(self.prefix, |last| kinds[last])
     }
 }
 
-/// A point's code being written: the declarations of guarded runs' values, then the rest.
+/// A point's code being written: the declarations of guarded runs' values, then the rest;
+/// per register, the instruction that wrote it last; how many guarded runs are open; the last
+/// instruction that defined a value.
 #[derive(Default)]
 struct Code {
     decls: String,
     code: String,
+    regs: Vec<usize>,
+    open: usize,
+    last: Option<usize>,
 }
 
 impl Code {
-    fn text(self) -> String {
-        self.decls + &self.code
+    /// Opens a guarded run: the statements until its `End` run where `cond` holds.
+    fn begin_guard(&mut self, cond: &str) {
+        let _ = writeln!(self.code, "      if ({cond}) {{");
+        self.open += 1;
+    }
+
+    /// Closes the innermost guarded run.
+    fn end_guard(&mut self) -> Result<(), Refusal> {
+        self.open = self.open.checked_sub(1).ok_or("unbalanced guarded run")?;
+        self.code.push_str("      }\n");
+        Ok(())
+    }
+
+    /// Writes `{prefix}{at} = v` (of C type `t`), the value of instruction `at`, which writes
+    /// register `dst`. Inside a guarded run the variable is declared at the point's start
+    /// instead, zero (the value where the run is skipped), so the select after the run sees it.
+    fn define(&mut self, prefix: &str, dst: u32, at: usize, t: &str, v: &str) {
+        let d = dst as usize;
+        if self.regs.len() <= d {
+            self.regs.resize(d + 1, usize::MAX);
+        }
+        self.regs[d] = at;
+        if self.open > 0 {
+            let _ = writeln!(self.decls, "      {t} {prefix}{at} = 0;");
+            let _ = writeln!(self.code, "      {prefix}{at} = {v};");
+        } else {
+            let _ = writeln!(self.code, "      {t} {prefix}{at} = {v};");
+        }
+        self.last = Some(at);
+    }
+
+    /// The point's code and its result, the last value defined (of kind `kind_of(at)`).
+    fn finish(self, prefix: &str, kind_of: impl Fn(usize) -> Kind) -> Result<Body, Refusal> {
+        let last = self.last.ok_or("a tape of markers only")?;
+        Ok(Body {
+            code: self.decls + &self.code,
+            result: format!("{prefix}{last}"),
+            kind: kind_of(last),
+        })
     }
 }
 
