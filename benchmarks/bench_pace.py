@@ -63,9 +63,15 @@ Parts:
    ``gt:cpu_ifirst``'s, bit for bit: where gridbuf and NumPy differ, GT4Py's compiled backend
    (which calls the C library's math functions, as gridbuf does, where NumPy has its own
    vectorised ones) is the third witness.
+3. With ``--tier-two``: gridbuf runs on tier one everywhere (``GRIDBUF_TIER2=0``, so no
+   background compilation lands during the timing), and part 2 also times each gridbuf backend
+   on tier two, the stencil defined again with ``GRIDBUF_TIER2=define`` (tier two compiled at
+   definition, or found in gridbuf's cache): its time to tier two in place, and its outputs
+   against tier one's on the same inputs, bit for bit (vector math differs by a few ulps).
 
     .venv/bin/python benchmarks/bench_pace.py --pace PATH [--top 20] [--repeats 5]
-        [--repeat-seconds 0.1] [--gt-cache DIR] [--only NAME,...] [--no-compiled] [--plot DIR]
+        [--repeat-seconds 0.1] [--gt-cache DIR] [--only NAME,...] [--no-compiled] [--tier-two]
+        [--plot DIR]
 
 ``--plot DIR`` writes ``bench_pace_per_call.png`` and ``bench_pace_first_result.png``.
 Prints markdown tables; asserts nothing about times. Needs gt4py.
@@ -91,6 +97,7 @@ sys.path.insert(0, HERE)
 
 import _pace  # noqa: E402
 import _plot  # noqa: E402
+from _env import define_env  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 NX = NY = 48
@@ -450,8 +457,12 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated definition names (module.name or name) to run")
     ap.add_argument("--no-compiled", action="store_true", help="leave out GT4Py's compiled backends")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--tier-two", action="store_true",
+                    help="gridbuf on tier one (GRIDBUF_TIER2=0) everywhere, and in part 2 also on tier two (compiled at definition)")
     _plot.add_argument(ap)
     args = ap.parse_args()
+    if args.tier_two:
+        os.environ["GRIDBUF_TIER2"] = "0"  # read at each definition: tier one unless set around it
     root = _pace.check_checkout(args.pace)
     plot_dir = _plot.prepare(args.plot)
     os.makedirs(args.gt_cache, exist_ok=True)
@@ -524,7 +535,10 @@ def main() -> None:
 
     # Part 2 ------------------------------------------------------------------------------------
     top = sorted(ok, key=lambda o: o.call_kfirst, reverse=True)[: args.top]
-    backends = [*GB, *([] if args.no_compiled else GT), "numpy"]
+    tier_two = [f"{b} tier two" for b in GB] if args.tier_two else []
+    backends = [*GB, *tier_two, *([] if args.no_compiled else GT), "numpy"]
+    in_place: dict[str, dict[str, float]] = {}
+    tier_bits: dict[str, list[str]] = {}
     build_rows = []
     per_call: dict[str, dict[str, float]] = {}
     witness: dict[tuple[str, str], list[str]] = {}
@@ -540,12 +554,26 @@ def main() -> None:
                     row.append(f"failed: {type(exc).__name__}")
                     print(f"- {o.label} on {b}: build failed: {str(exc).splitlines()[0][:300]}", file=sys.stderr)
             build_rows.append(row)
+        if args.tier_two:
+            # Tier two: each gridbuf backend defined again with tier two compiled at definition
+            # (its time: definition, compilation or cache hit, first call), its output against
+            # tier one's on the same inputs.
+            in_place[o.label] = {}
+            for b, b2 in zip(GB, tier_two):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    st2, out2, t2 = define_env(lambda b=b: first_result(case, b), {"GRIDBUF_TIER2": "define"})
+                o.stencils[b2] = st2
+                in_place[o.label][b] = t2
+                out1 = storages(case, b)
+                call(o.stencils[b], case, out1)
+                tier_bits.setdefault(o.label, []).append("; ".join(differences(case, out2, out1)) or "identical")
         cands, argsets = [], {}
         compiled_out = None
         for b in backends:
             if b not in o.stencils:
                 continue
-            argsets[b] = storages(case, b)
+            argsets[b] = storages(case, b.removesuffix(" tier two"))
             if b in GT:  # check the compiled backends' outputs too
                 call(o.stencils[b], case, argsets[b])
                 diff = differences(case, argsets[b], o.numpy_out)
@@ -574,9 +602,17 @@ def main() -> None:
         m = per_call[o.label]
         best_gt = min((m[b] for b in GT if b in m), default=float("nan"))
         best_gb = min(m[b] for b in GB)
+        best_t2 = [f"{min(m[b] for b in tier_two) / best_gt:.2f}" if best_gt == best_gt else "-"] if tier_two else []
         rows.append([o.label, *(fmt_time(m[b], "ms") if b in m else "-" for b in backends),
-                     f"{best_gb / best_gt:.2f}" if best_gt == best_gt else "-"])
-    print(markdown_table(["definition", *backends, "best gridbuf / best GT4Py compiled"], rows))
+                     f"{best_gb / best_gt:.2f}" if best_gt == best_gt else "-", *best_t2])
+    label_gb = "best gridbuf tier one" if tier_two else "best gridbuf"
+    t2_head = ["best gridbuf tier two / best GT4Py compiled"] if tier_two else []
+    print(markdown_table(["definition", *backends, f"{label_gb} / best GT4Py compiled", *t2_head], rows))
+    if tier_two:
+        print("\nTier two: definition to tier two in place (definition, C compiled or found in the cache, "
+              "first call), ms, and its outputs against tier one's on the same inputs, bit for bit:\n")
+        rows = [[o.label, *(fmt_time(in_place[o.label][b], "ms") for b in GB), *tier_bits[o.label]] for o in top]
+        print(markdown_table(["definition", *(f"{b} in place" for b in GB), *(f"{b} vs tier one" for b in GB)], rows))
     if build_rows:
         print("\nGT4Py's compiled builds, s: this run (first build, recorded in the cache):\n")
         print(markdown_table(["definition", *GT], build_rows))

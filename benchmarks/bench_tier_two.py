@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gridbuf as gb  # noqa: E402
 import _plot  # noqa: E402
+from _env import define_env  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 try:
@@ -120,27 +121,6 @@ def gt_args(data, outs, backend, origin):
     for dtype, dims, shape in outs:
         args.append(gs.zeros(shape, dtype, backend=backend, aligned_index=origin[: len(dims)], dimensions=dims))
     return args
-
-
-def set_env(env):
-    """Sets the environment variables `env` (None: unset); returns their values before."""
-    saved = {k: os.environ.get(k) for k in env}
-    for k, v in env.items():
-        if v is None:
-            os.environ.pop(k, None)
-        else:
-            os.environ[k] = v
-    return saved
-
-
-def define_env(make, env):
-    """`make()` with the environment variables `env` set (None: unset) while it runs (gridbuf
-    reads its switches when a stencil is defined)."""
-    saved = set_env(env)
-    try:
-        return make()
-    finally:
-        set_env(saved)
 
 
 def define(definition, externals, tier: str):

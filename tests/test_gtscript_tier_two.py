@@ -13,6 +13,7 @@ random programs, the Rust property tests (``jit_tests``, ``typed_tests``).
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import shutil
 import signal
@@ -26,7 +27,7 @@ import numpy as np
 import pytest
 
 from gridbuf import gtscript
-from gridbuf.gtscript import PARALLEL, Field, computation, interval
+from gridbuf.gtscript import PARALLEL, Field, computation, exp, interval
 
 HERE = Path(__file__).parent
 NEEDS_CC = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc").split()[0]) is None, reason="no C compiler")
@@ -133,6 +134,62 @@ def test_a_stencil_keeps_the_mode_of_its_definition(monkeypatch, tmp_path):
     assert background.wait_tier_two(120.0) == "ready: 1"
     assert off.tier_two == "idle"
     assert np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+
+
+def masked_def(q: Field[np.float64], t: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        s = q + t
+        if s > 0.5:
+            x = exp(s) / (t + 2.0)
+        else:
+            x = t
+        if x > 1.0 and q < 0.5:
+            q = q - 0.25 * x
+        out = x * q  # noqa: F841
+
+
+def masked_numpy(q: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`masked_def`'s new `q` and `out`, point by point in the same order (`math.exp`: the C
+    library's, which tier one calls)."""
+    q, out = q.copy(), np.empty_like(q)
+    for x in np.ndindex(q.shape):
+        s = q[x] + t[x]
+        v = math.exp(s) / (t[x] + 2.0) if s > 0.5 else t[x]
+        if v > 1.0 and q[x] < 0.5:
+            q[x] = q[x] - 0.25 * v
+        out[x] = v * q[x]
+    return q, out
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("backend", ["gt:cpu_ifirst", "gt:cpu_kfirst"])
+def test_fused_runs_compute_tier_one_bits_inside_the_domain(monkeypatch, tmp_path, backend):
+    """Masked point-wise float code is one fused run on tier two (C that gcc vectorises, no
+    guarded branches): with tier one's math functions it gives tier one's bits and the point by
+    point values, and writes nothing outside the domain (canaries in the halo and around)."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRIDBUF_VECTOR_MATH", "0")
+    rng = np.random.default_rng(5)
+    shape, origin, domain = (23, 19, 7), (2, 3, 1), (19, 14, 5)
+    inner = tuple(slice(o, o + d) for o, d in zip(origin, domain))
+    q0 = rng.uniform(-1.0, 2.0, shape)
+    t0 = rng.uniform(-1.0, 2.0, shape)
+    results = {}
+    for tier in ("0", "define"):
+        monkeypatch.setenv("GRIDBUF_TIER2", tier)
+        st = gtscript.stencil(backend=backend, definition=masked_def)
+        q, out = q0.copy(), np.full(shape, -7.5)
+        st(q, t0, out, origin=origin, domain=domain)
+        if tier == "define":
+            assert st.tier_two.startswith("ready"), st.tier_two
+        outside = np.ones(shape, dtype=bool)
+        outside[inner] = False
+        assert np.all(out[outside] == -7.5) and np.array_equal(q[outside], q0[outside])
+        results[tier] = (q, out)
+    want_q, want_out = masked_numpy(q0[inner], t0[inner])
+    for q, out in results.values():
+        assert np.array_equal(q[inner], want_q) and np.array_equal(out[inner], want_out)
+    assert all(np.array_equal(a, b) for a, b in zip(results["0"], results["define"]))
 
 
 # ---------------------------------------------------------------- failures, each in a process

@@ -21,7 +21,8 @@ pub(crate) mod source;
 pub(crate) mod tape;
 
 use crate::gtscript::cgen::tape::MathTable;
-use crate::gtscript::jit::abi::{LoopFn, RowFn, SwapFn, TierState, TierTwo};
+use crate::gtscript::jit::abi::{LoopCode, LoopFn, PartCode, RowFn, SwapFn, TierState, TierTwo};
+use crate::gtscript::jit::point::{self, Part, PointRange};
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -143,6 +144,31 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool) -> Option<Job> {
         .iter()
         .map(|(name, s, w)| (name.clone(), (*s, *w as usize)))
         .collect();
+    // The fused runs' interfaces, as tier one's point functions of the same parts have.
+    let fused = src
+        .fused
+        .iter()
+        .map(|(name, s, t, exit)| {
+            let range = PointRange {
+                first: *t,
+                exit: *exit,
+                walk: None,
+            };
+            let part = Part::new(plan, *s, &range);
+            let (operands, outs, vk, parts) = point::interface(std::slice::from_ref(&part));
+            let interface = FusedRun {
+                s: *s,
+                t: *t,
+                exit: *exit,
+                operands,
+                outs,
+                vk,
+                parts,
+            };
+            (name.clone(), interface)
+        })
+        .collect();
+    let statements = plan.sections.iter().map(|sec| sec.stmts.len()).collect();
     tier.set(TierState::Pending);
     Some(Job {
         text: src.text,
@@ -150,6 +176,8 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool) -> Option<Job> {
         rows,
         loops,
         walks,
+        fused,
+        statements,
         tier: Arc::downgrade(tier),
         name: plan.program.name.clone(),
     })
@@ -165,10 +193,27 @@ struct Job {
     loops: Vec<(String, Arc<SwapFn<LoopFn>>)>,
     /// The walks' functions' names and keys (see [`TierTwo::adopt`]).
     walks: Vec<(String, (usize, usize))>,
+    /// The fused straight runs' functions' names and what they are handed.
+    fused: Vec<(String, FusedRun)>,
+    /// The number of statements of each section (the shape of [`TierTwo::fused`]).
+    statements: Vec<usize>,
     /// The stencil's tier two (gone when the stencil is dropped first: then nothing is done).
     tier: Weak<TierTwo>,
     /// The stencil's name, for the warning.
     name: String,
+}
+
+/// A fused straight run of float code (see
+/// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]): its section, first statement,
+/// one past its last, and what its point function is handed (see [`LoopCode`]).
+struct FusedRun {
+    s: usize,
+    t: usize,
+    exit: usize,
+    operands: Vec<(u32, [i32; 3])>,
+    outs: Vec<u32>,
+    vk: Vec<(u32, crate::gtscript::ir::Ty)>,
+    parts: Vec<PartCode>,
 }
 
 impl Job {
@@ -199,7 +244,7 @@ fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
     // with exactly these C signatures: `void gb_init(void *const *)`, which copies as many
     // addresses as `math_symbols` has (the table's length, written into the module), and the
     // signatures of `RowFn` and `LoopFn`.
-    let (rows, loops, walks) = unsafe {
+    let (rows, loops, walks, fused) = unsafe {
         let init = lib
             .get::<unsafe extern "C" fn(*const *const u8)>(b"gb_init\0")
             .map_err(|e| e.to_string())?;
@@ -207,7 +252,8 @@ fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
         let rows = symbols::<RowFn>(&lib, job.rows.iter().map(|r| &r.0))?;
         let loops = symbols::<LoopFn>(&lib, job.loops.iter().map(|r| &r.0))?;
         let walks = symbols::<LoopFn>(&lib, job.walks.iter().map(|r| &r.0))?;
-        (rows, loops, walks)
+        let fused = symbols::<LoopFn>(&lib, job.fused.iter().map(|r| &r.0))?;
+        (rows, loops, walks, fused)
     };
     // The library lives as long as `tier`, which the stencil's code keeps beside the slots.
     if tier.code.set(Box::new(lib)).is_err() {
@@ -226,7 +272,31 @@ fn install(job: &Job, tier: &TierTwo) -> Result<usize, String> {
     *tier.walks.lock().unwrap_or_else(|e| e.into_inner()) =
         job.walks.iter().map(|w| w.1).zip(walks).collect();
     tier.has_walks.store(true, Ordering::Release);
-    Ok(job.rows.len() + job.loops.len() + job.walks.len())
+    // The fused runs' functions have no tier-one slot: calls find them in this table (set
+    // once; `tier` keeps the library they live in).
+    let mut table: Vec<Vec<Option<LoopCode>>> = job
+        .statements
+        .iter()
+        .map(|&n| (0..n).map(|_| None).collect())
+        .collect();
+    for ((_, run), f) in job.fused.iter().zip(fused) {
+        let slot = table
+            .get_mut(run.s)
+            .and_then(|sec| sec.get_mut(run.t))
+            .ok_or("a fused run outside the plan")?;
+        *slot = Some(LoopCode {
+            f: Arc::new(SwapFn::new(f)),
+            operands: run.operands.clone(),
+            outs: run.outs.clone(),
+            vk: run.vk.clone(),
+            exit: run.exit,
+            parts: run.parts.clone(),
+        });
+    }
+    if tier.fused.set(table).is_err() {
+        return Err("tier two's fused runs installed twice".into());
+    }
+    Ok(job.rows.len() + job.loops.len() + job.walks.len() + job.fused.len())
 }
 
 /// The functions `names` of `lib`, as `F`.

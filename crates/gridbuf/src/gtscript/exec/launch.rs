@@ -68,6 +68,15 @@ impl<'a> Code<'a> {
         }
     }
 
+    /// Tier two's point function of the straight run that statement `t` of section `s` starts
+    /// (see [`crate::gtscript::plan::schedule::SectionSchedule::fused`]), once tier two is in
+    /// place; until then the run's statements run by their row functions.
+    #[inline]
+    pub(crate) fn fused<T: Elem>(&self, s: usize, t: usize) -> Option<&'a LoopCode> {
+        self.schedule.sections[s].fused[t]?;
+        self.jit?.fused::<T>(s, t)
+    }
+
     /// The column function of section `s` (for [`crate::gtscript::plan::schedule::SectionExec::Columns`]).
     pub(crate) fn column<T: Elem>(&self, s: usize) -> Result<&'a ColumnCode> {
         self.jit

@@ -260,6 +260,7 @@ pub unsafe fn run_interruptible<T: Elem>(
                     order,
                     ranges: &ranges,
                     clips: &clips,
+                    stop,
                 };
                 return run_all(
                     threads,

@@ -9,14 +9,15 @@
 //! native kernels do (hdiff 256x256x80 on gt:cpu_ifirst: see the gtscript table of benchmarks/README.md).
 
 use crate::error::Result;
-use crate::gtscript::exec::launch::run_statement;
 use crate::gtscript::exec::launch::Code;
+use crate::gtscript::exec::launch::{run_loop_code, run_statement};
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
 use crate::gtscript::rt::mem::{Geo, Mem};
 use crate::gtscript::rt::pool::{fit_buf, give_bufs, take_buf};
 use crate::kernels::exec::{self, SimdTask};
+use crate::runtime::interrupt::Interrupt;
 
 /// What a sweeping tile reads.
 pub(crate) struct SweepCtx<'a, T> {
@@ -33,6 +34,8 @@ pub(crate) struct SweepCtx<'a, T> {
     pub(crate) ranges: &'a [(usize, usize)],
     /// Where statements may run.
     pub(crate) clips: &'a crate::gtscript::exec::clip::Clips,
+    /// The call's interrupt flag (for point functions' signature; straight runs never read it).
+    pub(crate) stop: &'a Interrupt<'a>,
 }
 
 /// Runs every section of the tile with core `[lo, hi)` (I, J, K) as a sweep.
@@ -93,13 +96,41 @@ pub(crate) fn run_sweep_tile<T: Elem>(
                 (f.min(lo + d), l.max(hi + d))
             });
         for x in first..last {
+            // Past the statements of a fused run that just ran.
+            let mut skip_to = 0;
             for (t, st) in sec.stmts.iter().enumerate() {
+                if t < skip_to {
+                    continue;
+                }
                 let p = x - sweep.delay[t];
                 let (mut rlo, mut rhi) = regions[t];
                 if !live(t) || p < rlo[s_axis] || p >= rhi[s_axis] {
                     continue;
                 }
                 (rlo[s_axis], rhi[s_axis]) = (p, p + 1);
+                // A straight run that tier two fused (float code: sweeps hold no mixed-type
+                // plans), where its statements share this one's region and delay: one pass
+                // over the plane instead of one per statement.
+                let fused = ctx.code.fused::<T>(s, t).filter(|lc| {
+                    (t..lc.exit)
+                        .all(|u| regions[u] == regions[t] && sweep.delay[u] == sweep.delay[t])
+                });
+                if let Some(lc) = fused {
+                    run_loop_code(
+                        lc,
+                        &geo,
+                        &mut bufs,
+                        &regs,
+                        &direct,
+                        &[],
+                        ctx.scalars,
+                        rlo,
+                        rhi,
+                        ctx.stop,
+                    )?;
+                    skip_to = lc.exit;
+                    continue;
+                }
                 let code = ctx.code.stmt::<T>(s, t)?;
                 run_statement(
                     code,

@@ -7,6 +7,7 @@ use crate::gtscript::exec::launch::Code;
 use crate::gtscript::exec::launch::{run_columns, run_loop_code, run_points, run_statement};
 use crate::gtscript::exec::strip::any_set;
 use crate::gtscript::ir::IterOrder;
+use crate::gtscript::jit::abi::LoopCode;
 use crate::gtscript::plan::schedule::{Schedule, SectionExec};
 use crate::gtscript::plan::{Kind, Plan, SectionPlan};
 use crate::gtscript::rt::interp::STRIP;
@@ -500,14 +501,19 @@ fn run_block<'m, T: Elem>(
         let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
         let (rlo, rhi) = clip(rlo, rhi, clips.stmt[s][t]);
         let live = (0..3).all(|a| rhi[a] > rlo[a]);
-        // A `while` loop compiled to run point by point, where all its statements share this
+        // A `while` loop or straight run compiled to run point by point (a straight run of
+        // float code only once tier two has fused it), where all its statements share this
         // box (regions and extents can cut them differently).
-        let point_loop = ctx.code.point_loop::<T>(s, t)?.filter(|lc| {
+        let shares_box = |lc: &&LoopCode| {
             live && (t..lc.exit).all(|u| {
                 let (lo, hi) = reach_box(core_lo, core_hi, sec.stmts[u].reach, (0, 0));
                 clip(lo, hi, clips.stmt[s][u]) == (rlo, rhi)
             })
-        });
+        };
+        let point_loop = match ctx.code.fused::<T>(s, t).filter(shares_box) {
+            Some(lc) => Some(lc),
+            None => ctx.code.point_loop::<T>(s, t)?.filter(shares_box),
+        };
         if let Some(lc) = point_loop {
             run_loop_code(
                 lc,

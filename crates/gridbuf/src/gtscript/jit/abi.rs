@@ -220,6 +220,10 @@ pub(crate) struct TierTwo {
     pub(crate) walks: std::sync::Mutex<Vec<((usize, usize), LoopFn)>>,
     /// Whether `walks` was filled (then every walk adopts its function at its next call).
     pub(crate) has_walks: std::sync::atomic::AtomicBool,
+    /// Tier two's point functions of the straight runs of float code that it fuses (see
+    /// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]), per section and first
+    /// statement: set once, when tier two is in place (tier one has none).
+    pub(crate) fused: std::sync::OnceLock<Vec<Vec<Option<LoopCode>>>>,
 }
 
 impl TierTwo {

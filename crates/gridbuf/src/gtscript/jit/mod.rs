@@ -260,6 +260,17 @@ impl Jit {
         self.loops.get(sec)?.get(stmt)?.as_ref()
     }
 
+    /// Tier two's point function of the straight run of float code that starts at statement
+    /// `stmt` of section `sec`, once tier two is in place and if it was compiled for `T` (see
+    /// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]).
+    #[inline]
+    pub(crate) fn fused<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&LoopCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.tier2.fused.get()?.get(sec)?.get(stmt)?.as_ref()
+    }
+
     /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
     /// [`schedule::section`](crate::gtscript::plan::schedule::section); along columns, that of the run of sections `sec` starts, see
     /// [`schedule::group`](crate::gtscript::plan::schedule::group)), compiled from `plan` (the plan this code was made for) when it

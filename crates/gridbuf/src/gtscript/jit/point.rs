@@ -672,6 +672,23 @@ pub(crate) fn build(
         .map_err(jit_error)?;
     module.define_function(id, ctx).map_err(jit_error)?;
     module.clear_context(ctx);
+    let (operands, outs, vk, sizes) = interface(&ps);
+    Ok((id, operands, outs, vk, sizes))
+}
+
+/// What a point function of `ps` is handed (see [`crate::gtscript::jit::abi::LoopCode`]):
+/// the parts' operands, stored quantities and run-time K reads, one part after the other,
+/// and how many of each every part has. Tier one's functions (`build`) and tier two's
+/// (`cgen::source`) take the same.
+#[allow(clippy::type_complexity)]
+pub(crate) fn interface(
+    ps: &[Part<'_>],
+) -> (
+    Vec<(u32, [i32; 3])>,
+    Vec<u32>,
+    Vec<(u32, Ty)>,
+    Vec<PartCode>,
+) {
     let sizes = ps
         .iter()
         .map(|p| PartCode {
@@ -681,11 +698,10 @@ pub(crate) fn build(
             vk: p.vk.len(),
         })
         .collect();
-    Ok((
-        id,
+    (
         ps.iter().flat_map(|p| p.operands.iter().copied()).collect(),
         ps.iter().flat_map(|p| p.outs.iter().copied()).collect(),
         ps.iter().flat_map(|p| p.vk.iter().copied()).collect(),
         sizes,
-    ))
+    )
 }

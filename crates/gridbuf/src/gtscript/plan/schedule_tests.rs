@@ -113,6 +113,7 @@ fn check_interpreted(plan: &Plan) {
                 column: false,
                 row: vec![false; n],
                 point_loop: vec![None; n],
+                fused: vec![None; n],
             }
         );
     }
@@ -179,6 +180,8 @@ fn parallel_laplacian_runs_rows_in_blocks() {
             column: false,
             row: vec![true, true],
             point_loop: vec![None, None],
+            // The second statement reads the first one's temporary at offsets.
+            fused: vec![None, None],
         }]
     );
     for (walk, secs) in executors(&on, &plan) {
@@ -225,6 +228,7 @@ fn remap_loops_walk_as_whole_sections() {
                 column: true,
                 row: vec![true],
                 point_loop: vec![None],
+                fused: vec![None],
             },
             SectionSchedule {
                 whole: true,
@@ -232,6 +236,7 @@ fn remap_loops_walk_as_whole_sections() {
                 column: false,
                 row: vec![false, false],
                 point_loop: vec![None, None],
+                fused: vec![None, None],
             },
             SectionSchedule {
                 whole: true,
@@ -239,6 +244,7 @@ fn remap_loops_walk_as_whole_sections() {
                 column: false,
                 row: vec![false, false],
                 point_loop: vec![None, None],
+                fused: vec![None, None],
             },
         ]
     );
@@ -281,6 +287,8 @@ fn parallel_loop_runs_point_by_point_in_blocks() {
             column: false,
             row: vec![true, true, true],
             point_loop: vec![None, Some(3), None],
+            // Mixed-type code: its straight runs are point loops for both tiers.
+            fused: vec![None; 3],
         }]
     );
     for (walk, secs) in executors(&on, &plan) {

@@ -1,0 +1,30 @@
+"""Environment switches for benchmarks: gridbuf reads its switches (``GRIDBUF_TIER2``,
+``GRIDBUF_VECTOR_MATH``, ...) when a stencil is defined, so a benchmark that compares modes
+defines each stencil with its switches set, and restores them after."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Mapping, Optional, TypeVar
+
+T = TypeVar("T")
+
+
+def set_env(env: Mapping[str, Optional[str]]) -> dict[str, Optional[str]]:
+    """Sets the environment variables `env` (None: unset); returns their values before."""
+    saved = {k: os.environ.get(k) for k in env}
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    return saved
+
+
+def define_env(make: Callable[[], T], env: Mapping[str, Optional[str]]) -> T:
+    """`make()` with the environment variables `env` set (None: unset) while it runs."""
+    saved = set_env(env)
+    try:
+        return make()
+    finally:
+        set_env(saved)
