@@ -953,14 +953,14 @@ fn fused_runs_match_direct_loops_on_every_tier() {
             let mut a = a.clone();
             // `b` I-fastest (no unit stride along K): blocks instead of sweeps.
             let mut bt: Vec<f64> = vec![0.0; len];
-            for x in 0..len {
+            for (x, &v) in b.iter().enumerate() {
                 let (i, j, k) = (x / 54, (x / 6) % 9, x % 6);
                 let y = if i_fastest_b {
                     i + n[0] * (j + n[1] * k)
                 } else {
                     x
                 };
-                bt[y] = b[x];
+                bt[y] = v;
             }
             let mut out = vec![f64::NAN; len];
             let mut out2 = vec![f64::NAN; len];
