@@ -169,7 +169,7 @@ pub(super) struct Point<'a> {
     /// Float code written for the C compiler's vectoriser, as straight-line code: guarded
     /// runs computed at every point (their values are only selected where the guard holds;
     /// float operations do not trap), selects as blends of bits, truths and logic without
-    /// branches. gcc 12 left a loop over 48 masked statements scalar for each of the
+    /// branches. Mixed-type code ignores it. gcc 12 left a loop over 48 masked statements scalar for each of the
     /// branchy forms (`fix_neg_water`).
     pub(super) vector: bool,
 }
