@@ -11,6 +11,7 @@
 use crate::error::Result;
 use crate::gtscript::exec::launch::Code;
 use crate::gtscript::exec::launch::{run_loop_code, run_statement};
+use crate::gtscript::jit::abi::LoopCode;
 use crate::gtscript::plan::{Kind, Plan, SectionSweep};
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
@@ -108,14 +109,19 @@ pub(crate) fn run_sweep_tile<T: Elem>(
                     continue;
                 }
                 (rlo[s_axis], rhi[s_axis]) = (p, p + 1);
-                // A straight run that tier two fused (float code: sweeps hold no mixed-type
-                // plans), where its statements share this one's region and delay: one pass
+                // A straight run (tier two's fused run of float code, or a mixed-type straight
+                // point run of either tier; sweeps hold no `while` loops and no run-time K
+                // reads), where its statements share this one's region and delay: one pass
                 // over the plane instead of one per statement.
-                let fused = ctx.code.fused::<T>(s, t).filter(|lc| {
+                let shares = |lc: &&LoopCode| {
                     (t..lc.exit)
                         .all(|u| regions[u] == regions[t] && sweep.delay[u] == sweep.delay[t])
-                });
-                if let Some(lc) = fused {
+                };
+                let run = match ctx.code.fused::<T>(s, t).filter(shares) {
+                    Some(lc) => Some(lc),
+                    None => ctx.code.point_loop::<T>(s, t)?.filter(shares),
+                };
+                if let Some(lc) = run.filter(|lc| lc.vk.is_empty()) {
                     run_loop_code(
                         lc,
                         &geo,

@@ -986,3 +986,72 @@ fn fused_runs_match_direct_loops_on_every_tier() {
         }
     }
 }
+
+/// A straight run of mixed-type code (a point function of both tiers) in a stencil that runs as
+/// sweeps (every field with unit stride along K) and in blocks (one field I-fastest): every
+/// tier computes the direct loops' values.
+#[test]
+fn mixed_type_straight_runs_match_direct_loops_in_sweeps_and_blocks() {
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil ms float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield cnt int64 IJK\n\
+        temp m bool\ntemp x\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 gt f 0 0 0 0 0 f 1 0 0 0 0\n\
+        stmt 2 t 1 sel t 0 0 0 0 mul f 0 0 0 0 0 c 2.0 f 1 0 0 0 0\n\
+        stmt 3 f 3 0 sel t 0 0 0 0 lit int64 7 lit int64 -3\n\
+        stmt 4 f 2 0 add t 1 0 0 0 f 3 0 0 0 0\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    // The first three statements at least are one straight run.
+    assert!(jit.point_loop::<Lane>(0, 0).expect("a straight run").exit >= 3);
+    let n = [10, 7, 5];
+    let len: usize = n.iter().product();
+    let a: Vec<f64> = (0..len)
+        .map(|x| value(x / 35, (x / 5) % 7, x % 5))
+        .collect();
+    let b: Vec<f64> = (0..len)
+        .map(|x| value(x % 5, x / 35, (x / 5) % 7))
+        .collect();
+    for i_fastest_b in [false, true] {
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let mut a = a.clone();
+            let mut bt: Vec<f64> = vec![0.0; len];
+            for (x, &v) in b.iter().enumerate() {
+                let (i, j, k) = (x / 35, (x / 5) % 7, x % 5);
+                let y = if i_fastest_b {
+                    i + n[0] * (j + n[1] * k)
+                } else {
+                    x
+                };
+                bt[y] = v;
+            }
+            let mut out = vec![f64::NAN; len];
+            let mut cnt = vec![0i64; len];
+            let mut bm = field(&mut bt, n, [0; 3], false);
+            if i_fastest_b {
+                bm.strides = [1, n[0] as isize, (n[0] * n[1]) as isize];
+            }
+            let mut cnt_mem = int_field(&mut cnt, n);
+            cnt_mem.writable = true;
+            let fields = [
+                field(&mut a, n, [0; 3], false),
+                bm,
+                field(&mut out, n, [0; 3], true),
+                cnt_mem,
+            ];
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            for x in 0..len {
+                let m = a[x] > b[x];
+                let c = if m { 7 } else { -3 };
+                let o = if m { a[x] * 2.0 } else { b[x] } + c as f64;
+                let at = format!("{x} (b I-fastest {i_fastest_b}, code {})", code.is_some());
+                assert_eq!(cnt[x], c, "cnt at {at}");
+                assert_eq!(out[x].to_bits(), o.to_bits(), "out at {at}");
+            }
+        }
+    }
+}
