@@ -137,15 +137,23 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
     // tier one's row functions: those run only where the run's statements are cut to
     // different boxes (regions, extents). pace's satadjust, 826 statements all in straight
     // runs, took gcc 9 s for rows no call ran.
-    let in_run = |s: usize, t: usize| {
-        let sec = &jit.schedule().sections[s];
-        (0..=t).any(|u| {
-            let ends = [sec.fused[u], sec.point_loop[u]];
-            ends.into_iter().flatten().any(|e| t < e)
+    let in_run: Vec<Vec<bool>> = jit
+        .schedule()
+        .sections
+        .iter()
+        .map(|sec| {
+            let n = sec.row.len();
+            let mut covered = vec![false; n];
+            for (u, ends) in sec.fused.iter().zip(&sec.point_loop).enumerate() {
+                for e in [*ends.0, *ends.1].into_iter().flatten() {
+                    covered[u..e.min(n)].fill(true);
+                }
+            }
+            covered
         })
-    };
+        .collect();
     for (s, t, code) in jit.stmts() {
-        if in_run(s, t) {
+        if in_run[s][t] {
             continue;
         }
         let name = format!("gb_s{s}_{t}");

@@ -19,6 +19,8 @@ pub(crate) mod clip;
 #[cfg(test)]
 mod jit_tests;
 pub(crate) mod launch;
+#[cfg(test)]
+mod straight_tests;
 pub(crate) mod strip;
 pub(crate) mod sweep;
 #[cfg(test)]

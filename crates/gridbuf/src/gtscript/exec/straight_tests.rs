@@ -1,0 +1,161 @@
+//! Straight runs (tier two's fused runs of float code, mixed-type code's point runs of both
+//! tiers) in sweeps and in blocks, against direct loops on every tier.
+
+use crate::gtscript::compile;
+use crate::gtscript::exec::tests::{field, int_field, value};
+use crate::gtscript::{run, FieldMem};
+use crate::kernels::exec::Threads;
+
+/// The C-ordered array `b` of `shape`, I-fastest where `i_fastest` (a field without unit stride
+/// along K: its stencil runs in blocks instead of sweeps).
+fn laid_out(b: &[f64], shape: [usize; 3], i_fastest: bool) -> Vec<f64> {
+    let mut out = vec![0.0; b.len()];
+    for (x, &v) in b.iter().enumerate() {
+        let (i, j, k) = (
+            x / (shape[1] * shape[2]),
+            (x / shape[2]) % shape[1],
+            x % shape[2],
+        );
+        let y = if i_fastest {
+            i + shape[0] * (j + shape[1] * k)
+        } else {
+            x
+        };
+        out[y] = v;
+    }
+    out
+}
+
+/// The read-only field of `data` as [`laid_out`] arranged it.
+fn field_laid_out(data: &mut [f64], shape: [usize; 3], i_fastest: bool) -> FieldMem {
+    let mut f = field(data, shape, [0; 3], false);
+    if i_fastest {
+        f.strides = [1, shape[0] as isize, (shape[0] * shape[1]) as isize];
+    }
+    f
+}
+
+/// A straight run of float code (masks, a select with an exponential and a division in its
+/// arm, a logical `or`) is one fused point function on tier two only
+/// (`SectionSchedule::fused`), and every tier computes the direct loops' values bit for bit,
+/// in sweeps (every field with unit stride along K) and in blocks (one field I-fastest).
+#[test]
+fn fused_runs_match_direct_loops_on_every_tier() {
+    use crate::gtscript::Jit;
+    let text = "stencil fu float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield out2 IJK\n\
+        temp m bool\ntemp x\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 and gt f 0 0 0 0 0 c 0.0 lt f 1 0 0 0 0 c 0.5\n\
+        stmt 2 t 1 sel t 0 0 0 0 div exp f 0 0 0 0 0 add f 1 0 0 0 0 c 2.0 f 1 0 0 0 0\n\
+        stmt 3 f 2 0 add t 1 0 0 0 sel gt t 1 0 0 0 c 1.0 sqrt t 1 0 0 0 c 0.0\n\
+        stmt 4 f 3 0 mul f 2 0 0 0 0 or t 0 0 0 0 lt f 0 0 0 0 0 c -0.5\n";
+    let plan = compile(text).unwrap();
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    assert_eq!(
+        jit.schedule().sections[0].fused,
+        [Some(4), None, None, None]
+    );
+    assert!(
+        jit.fused::<f64>(0, 0).is_none(),
+        "tier one has no fused code"
+    );
+    if let Some(t2) = &tier2 {
+        assert_eq!(t2.fused::<f64>(0, 0).expect("tier two's fused run").exit, 4);
+    }
+    let n = [11, 9, 6];
+    let len: usize = n.iter().product();
+    let a: Vec<f64> = (0..len)
+        .map(|x| value(x / 54, (x / 6) % 9, x % 6))
+        .collect();
+    let b: Vec<f64> = (0..len)
+        .map(|x| value(x % 6, x / 54, (x / 6) % 9) * 0.5)
+        .collect();
+    let expect = |x: usize| {
+        let m = a[x] > 0.0 && b[x] < 0.5;
+        let t = if m { a[x].exp() / (b[x] + 2.0) } else { b[x] };
+        let o = t + if t > 1.0 { t.sqrt() } else { 0.0 };
+        (o, o * f64::from(u8::from(m || a[x] < -0.5)))
+    };
+    for i_fastest_b in [false, true] {
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let mut a = a.clone();
+            let mut bt = laid_out(&b, n, i_fastest_b);
+            let mut out = vec![f64::NAN; len];
+            let mut out2 = vec![f64::NAN; len];
+            let bm = field_laid_out(&mut bt, n, i_fastest_b);
+            let fields = [
+                field(&mut a, n, [0; 3], false),
+                bm,
+                field(&mut out, n, [0; 3], true),
+                field(&mut out2, n, [0; 3], true),
+            ];
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<f64>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            for x in 0..len {
+                let (o, o2) = expect(x);
+                let at = format!("{x} (b I-fastest {i_fastest_b}, code {})", code.is_some());
+                assert_eq!(out[x].to_bits(), o.to_bits(), "out at {at}");
+                assert_eq!(out2[x].to_bits(), o2.to_bits(), "out2 at {at}");
+            }
+        }
+    }
+}
+
+/// A straight run of mixed-type code (a point function of both tiers) in a stencil that runs as
+/// sweeps (every field with unit stride along K) and in blocks (one field I-fastest): every
+/// tier computes the direct loops' values.
+#[test]
+fn mixed_type_straight_runs_match_direct_loops_in_sweeps_and_blocks() {
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil ms float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield cnt int64 IJK\n\
+        temp m bool\ntemp x\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 gt f 0 0 0 0 0 f 1 0 0 0 0\n\
+        stmt 2 t 1 sel t 0 0 0 0 mul f 0 0 0 0 0 c 2.0 f 1 0 0 0 0\n\
+        stmt 3 f 3 0 sel t 0 0 0 0 lit int64 7 lit int64 -3\n\
+        stmt 4 f 2 0 add t 1 0 0 0 f 3 0 0 0 0\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    // The first three statements at least are one straight run.
+    assert!(jit.point_loop::<Lane>(0, 0).expect("a straight run").exit >= 3);
+    let n = [10, 7, 5];
+    let len: usize = n.iter().product();
+    let a: Vec<f64> = (0..len)
+        .map(|x| value(x / 35, (x / 5) % 7, x % 5))
+        .collect();
+    let b: Vec<f64> = (0..len)
+        .map(|x| value(x % 5, x / 35, (x / 5) % 7))
+        .collect();
+    for i_fastest_b in [false, true] {
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let mut a = a.clone();
+            let mut bt = laid_out(&b, n, i_fastest_b);
+            let mut out = vec![f64::NAN; len];
+            let mut cnt = vec![0i64; len];
+            let bm = field_laid_out(&mut bt, n, i_fastest_b);
+            let mut cnt_mem = int_field(&mut cnt, n);
+            cnt_mem.writable = true;
+            let fields = [
+                field(&mut a, n, [0; 3], false),
+                bm,
+                field(&mut out, n, [0; 3], true),
+                cnt_mem,
+            ];
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            for x in 0..len {
+                let m = a[x] > b[x];
+                let c = if m { 7 } else { -3 };
+                let o = if m { a[x] * 2.0 } else { b[x] } + c as f64;
+                let at = format!("{x} (b I-fastest {i_fastest_b}, code {})", code.is_some());
+                assert_eq!(cnt[x], c, "cnt at {at}");
+                assert_eq!(out[x].to_bits(), o.to_bits(), "out at {at}");
+            }
+        }
+    }
+}
