@@ -24,6 +24,8 @@ use crate::runtime::interrupt::Interrupt;
 /// schedule names. The executor asks the schedule what runs, and takes that code from here;
 /// code the schedule names but `jit` lacks is an internal error, never a fallback.
 pub(crate) struct Code<'a> {
+    /// The plan the code was made for.
+    pub(crate) plan: &'a Plan,
     /// The compiled code, where code generation is on.
     pub(crate) jit: Option<&'a Jit>,
     /// The plan's schedule.
@@ -49,10 +51,11 @@ impl<'a> Code<'a> {
         if !self.schedule.sections[s].row[t] {
             return Ok(None);
         }
-        match self.jit.and_then(|j| j.stmt::<T>(s, t)) {
-            Some(c) => Ok(Some(c)),
-            None => Err(missing("a row function", s)),
-        }
+        let code = match self.jit {
+            Some(j) => j.stmt::<T>(self.plan, s, t)?,
+            None => None,
+        };
+        code.map(Some).ok_or_else(|| missing("a row function", s))
     }
 
     /// The point function of the `while` loop whose condition is statement `t` of section

@@ -220,6 +220,7 @@ pub unsafe fn run_interruptible<T: Elem>(
     let interpreted;
     let code = match jit {
         Some(j) => Code {
+            plan,
             jit: Some(j),
             schedule: j.schedule(),
             layout: j.layout_schedule(plan, layout),
@@ -229,6 +230,7 @@ pub unsafe fn run_interruptible<T: Elem>(
             let for_layout = schedule.for_layout(plan, layout);
             interpreted = (schedule, for_layout);
             Code {
+                plan,
                 jit: None,
                 schedule: &interpreted.0,
                 layout: &interpreted.1,

@@ -121,7 +121,15 @@ fn mixed_type_straight_runs_match_direct_loops_in_sweeps_and_blocks() {
     let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
     let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
     // The first three statements at least are one straight run.
-    assert!(jit.point_loop::<Lane>(0, 0).expect("a straight run").exit >= 3);
+    let exit = jit.point_loop::<Lane>(0, 0).expect("a straight run").exit;
+    assert!(exit >= 3);
+    // Its statements' row functions are compiled only when a block first cuts the run, so the
+    // calls below, which never cut it, compile none of them.
+    let no_rows = |jit: &Jit| (0..exit).all(|t| jit.stmt_code(0, t).is_none());
+    assert!(
+        no_rows(&jit),
+        "row functions of a straight run compiled with the stencil"
+    );
     let n = [10, 7, 5];
     let len: usize = n.iter().product();
     let a: Vec<f64> = (0..len)
@@ -157,5 +165,16 @@ fn mixed_type_straight_runs_match_direct_loops_in_sweeps_and_blocks() {
                 assert_eq!(out[x].to_bits(), o.to_bits(), "out at {at}");
             }
         }
+    }
+    assert!(
+        no_rows(&jit),
+        "row functions of an uncut straight run compiled by a call"
+    );
+    for t in 0..exit {
+        let row = jit.stmt::<Lane>(&plan, 0, t).unwrap();
+        assert!(
+            row.is_some(),
+            "statement {t}'s row function, when asked for"
+        );
     }
 }

@@ -36,6 +36,7 @@ pub(crate) mod row;
 pub(crate) mod wide;
 
 use crate::error::Result;
+use crate::gtscript::ir::Ty;
 use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
 use crate::gtscript::plan::{Lanes, Plan};
 use crate::gtscript::rt::lane::Elem;
@@ -43,7 +44,7 @@ use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, RowFn, StmtCode, SwapFn, TierT
 use cranelift_codegen::ir::{types, AbiParam, Type};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::JITModule;
-use cranelift_module::{Linkage, Module};
+use cranelift_module::{FuncId, Linkage, Module};
 use helpers::{declare_calls, jit_error, operands_of, vk_of};
 use module::{new_module, CodeMemory};
 use point::PointRange;
@@ -52,8 +53,17 @@ use std::sync::{Arc, OnceLock};
 
 /// The machine code of a stencil's statements, for the element type of its program.
 pub struct Jit {
-    /// Per section, per statement: its code, or `None` where the interpreter runs it.
+    /// Per section, per statement: its row function, or `None` where the interpreter runs it
+    /// or where it belongs to a point run (`run_of`).
     stmts: Vec<Vec<Option<StmtCode>>>,
+    /// Per section, per statement: the first statement of the point run it belongs to (see
+    /// [`crate::gtscript::plan::schedule::SectionSchedule::point_run_of`]), where it belongs
+    /// to one.
+    run_of: Vec<Vec<Option<usize>>>,
+    /// Per section, per statement that starts a point run: the row functions of the run's
+    /// statements, compiled when a block first cuts the run (regions and extents can give its
+    /// statements different boxes), in a module of their own.
+    run_rows: Vec<Vec<Option<LazyRows>>>,
     /// Per section: the code that walks columns, where the section can (see [`column`](mod@column)).
     columns: Vec<Option<ColumnCode>>,
     /// Per section, per statement: the code of the `while` loop whose condition it is, where
@@ -85,7 +95,8 @@ impl std::fmt::Debug for Jit {
 impl Jit {
     /// Compiles, for `plan`'s element type, what `plan`'s schedule with code generation on
     /// asks for ([`Schedule::new`]): row functions, loop functions and column functions now,
-    /// whole sections' point functions when a call first needs one (`Jit::point_section`).
+    /// the row functions of point runs' statements and whole sections' point functions when
+    /// a call first needs one (`Jit::stmt`, `Jit::point_section`).
     /// `Ok(None)` when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is
     /// set: then calls run with code generation off.
     pub fn compile(plan: &Plan) -> Result<Option<Jit>> {
@@ -99,56 +110,22 @@ impl Jit {
         let (elem, wide) = lane_types(plan.lanes);
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
-        let mut ids = Vec::new();
-        // Statements with many operands, in a module of their own without Cranelift's
-        // optimizations (see `CARRIED_OPERANDS`).
+        // Statements of point runs get their row functions only where a block cuts their run
+        // (`Jit::stmt`): most calls never need them (pace's saturation adjustment runs all its
+        // 826 statements in 18 straight runs).
+        let run_of: Vec<Vec<Option<usize>>> = schedule
+            .sections
+            .iter()
+            .map(|sec| sec.point_run_of())
+            .collect();
+        let eager = (0..plan.sections.len()).flat_map(|s| {
+            let (schedule, run_of) = (&schedule, &run_of);
+            (0..plan.sections[s].stmts.len())
+                .filter(move |&t| schedule.sections[s].row[t] && run_of[s][t].is_none())
+                .map(move |t| (s, t))
+        });
         let mut plain: Option<JITModule> = None;
-        for (s, sec) in plan.sections.iter().enumerate() {
-            for (t, st) in sec.stmts.iter().enumerate() {
-                if !schedule.sections[s].row[t] {
-                    continue;
-                }
-                let operands = operands_of(&st.tape);
-                let many = operands.len() > CARRIED_OPERANDS;
-                if many && plain.is_none() {
-                    plain = new_module(false)?;
-                }
-                let module = match plain.as_mut() {
-                    Some(m) if many => m,
-                    _ => &mut module,
-                };
-                let vk = vk_of(plan, &st.tape);
-                let ptr = module.target_config().pointer_type();
-                ctx.func.signature = module.make_signature();
-                for _ in 0..8 {
-                    ctx.func.signature.params.push(AbiParam::new(ptr));
-                }
-                let calls = declare_calls(module, &mut ctx.func, &st.tape, elem, wide)?;
-                build(
-                    &mut ctx.func,
-                    &mut fctx,
-                    &st.tape,
-                    &operands,
-                    &vk,
-                    &calls,
-                    elem,
-                    wide,
-                    ptr,
-                    module.target_config(),
-                )?;
-                let id = module
-                    .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
-                    .map_err(jit_error)?;
-                module.define_function(id, &mut ctx).map_err(jit_error)?;
-                module.clear_context(&mut ctx);
-                let reads_target_along = [0, 1, 2].map(|a| {
-                    operands
-                        .iter()
-                        .any(|&(q, off)| q == st.target && off[a] != 0)
-                });
-                ids.push((s, t, many, id, operands, reads_target_along, vk));
-            }
-        }
+        let ids = define_rows(&mut module, &mut plain, &mut ctx, &mut fctx, plan, eager)?;
         // `while` loops that run point by point, as one function each.
         let mut loop_ids = Vec::new();
         for (s, sec) in schedule.sections.iter().enumerate() {
@@ -193,15 +170,17 @@ impl Jit {
             .iter()
             .map(|sec| sec.stmts.iter().map(|_| None).collect())
             .collect();
-        for (s, t, many, id, operands, reads_target_along, vk) in ids {
-            let f = memory.function::<RowFn>(usize::from(many), id)?;
-            stmts[s][t] = Some(StmtCode {
-                f: Arc::new(SwapFn::new(f)),
-                operands,
-                reads_target_along,
-                vk,
-            });
+        for (s, t, code) in row_codes(&memory, ids)? {
+            stmts[s][t] = Some(code);
         }
+        let run_rows = run_of
+            .iter()
+            .map(|runs| {
+                (0..runs.len())
+                    .map(|t| (runs[t] == Some(t)).then(OnceLock::new))
+                    .collect()
+            })
+            .collect();
         let mut loops: Vec<Vec<Option<LoopCode>>> = plan
             .sections
             .iter()
@@ -230,6 +209,8 @@ impl Jit {
             .collect();
         Ok(Some(Jit {
             stmts,
+            run_of,
+            run_rows,
             columns,
             loops,
             walks,
@@ -241,13 +222,54 @@ impl Jit {
         }))
     }
 
-    /// The code of statement `stmt` of section `sec`, if it was compiled for `T`.
+    /// The row function of statement `stmt` of section `sec`, if it has one for `T`: that of a
+    /// statement of a point run compiled from `plan` (the plan this code was made for), with
+    /// the rest of its run's, when first asked for.
     #[inline]
-    pub(crate) fn stmt<T: Elem>(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
+    pub(crate) fn stmt<T: Elem>(
+        &self,
+        plan: &Plan,
+        sec: usize,
+        stmt: usize,
+    ) -> Result<Option<&StmtCode>> {
         if self.lanes != T::LANES {
-            return None;
+            return Ok(None);
         }
-        self.stmts.get(sec)?.get(stmt)?.as_ref()
+        match self
+            .run_of
+            .get(sec)
+            .and_then(|r| r.get(stmt))
+            .copied()
+            .flatten()
+        {
+            Some(first) => self.run_row(plan, sec, first, stmt),
+            None => Ok(self.stmt_code(sec, stmt)),
+        }
+    }
+
+    /// The row function of statement `stmt` of the point run that statement `first` of
+    /// section `sec` starts, compiled with the rest of the run's when first asked for.
+    #[cold]
+    fn run_row(
+        &self,
+        plan: &Plan,
+        sec: usize,
+        first: usize,
+        stmt: usize,
+    ) -> Result<Option<&StmtCode>> {
+        let Some(cell) = self.run_rows[sec][first].as_ref() else {
+            return Ok(None);
+        };
+        let rows = cell.get_or_init(|| {
+            let exit = self.schedule.sections[sec].point_loop[first].unwrap_or(first);
+            let row = &self.schedule.sections[sec].row;
+            let stmts = (first..exit).filter(|&t| row[t]).map(|t| (sec, t));
+            compile_rows(plan, stmts, first..exit).map_err(|e| e.to_string())
+        });
+        match rows {
+            Ok(r) => Ok(r.stmts[stmt - first].as_ref()),
+            Err(e) => Err(jit_error(e)),
+        }
     }
 
     /// The code of the `while` loop whose condition is statement `stmt` of section `sec`, if
@@ -313,7 +335,8 @@ impl Jit {
         })
     }
 
-    /// The code of statement `stmt` of section `sec`, whatever its element type.
+    /// The row function of statement `stmt` of section `sec`, whatever its element type, where
+    /// it was compiled with the stencil (not for those of point runs, see `Jit::stmt`).
     pub(crate) fn stmt_code(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
         self.stmts.get(sec)?.get(stmt)?.as_ref()
     }
@@ -400,6 +423,127 @@ impl Jit {
         }
         self.columns.get(sec)?.as_ref()
     }
+}
+
+/// The row functions of a point run's statements, compiled on first use (see [`Jit::stmt`];
+/// the compiler's error as text: the same for every call).
+type LazyRows = OnceLock<std::result::Result<RunRows, String>>;
+
+/// The row functions of a point run's statements and the code memory they live in.
+struct RunRows {
+    /// Per statement of the run, from its first.
+    stmts: Vec<Option<StmtCode>>,
+    _memory: CodeMemory,
+}
+
+/// What [`define_rows`] defined for one statement: (section, statement, in the plain module,
+/// function, operands, whether it reads its own target along each axis, run-time K reads).
+type RowId = (
+    usize,
+    usize,
+    bool,
+    FuncId,
+    Vec<(u32, [i32; 3])>,
+    [bool; 3],
+    Vec<(u32, Ty)>,
+);
+
+/// Defines the row functions of `stmts` (section, statement) of `plan` in `module`; those of
+/// statements with many operands in `plain`, made without Cranelift's optimizations (see
+/// `CARRIED_OPERANDS`) when first needed.
+fn define_rows(
+    module: &mut JITModule,
+    plain: &mut Option<JITModule>,
+    ctx: &mut cranelift_codegen::Context,
+    fctx: &mut FunctionBuilderContext,
+    plan: &Plan,
+    stmts: impl Iterator<Item = (usize, usize)>,
+) -> Result<Vec<RowId>> {
+    let (elem, wide) = lane_types(plan.lanes);
+    let mut ids = Vec::new();
+    for (s, t) in stmts {
+        let st = &plan.sections[s].stmts[t];
+        let operands = operands_of(&st.tape);
+        let many = operands.len() > CARRIED_OPERANDS;
+        if many && plain.is_none() {
+            *plain = new_module(false)?;
+        }
+        let module = match plain.as_mut() {
+            Some(m) if many => m,
+            _ => &mut *module,
+        };
+        let vk = vk_of(plan, &st.tape);
+        let ptr = module.target_config().pointer_type();
+        ctx.func.signature = module.make_signature();
+        for _ in 0..8 {
+            ctx.func.signature.params.push(AbiParam::new(ptr));
+        }
+        let calls = declare_calls(module, &mut ctx.func, &st.tape, elem, wide)?;
+        build(
+            &mut ctx.func,
+            fctx,
+            &st.tape,
+            &operands,
+            &vk,
+            &calls,
+            elem,
+            wide,
+            ptr,
+            module.target_config(),
+        )?;
+        let id = module
+            .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
+            .map_err(jit_error)?;
+        module.define_function(id, ctx).map_err(jit_error)?;
+        module.clear_context(ctx);
+        let reads_target_along = [0, 1, 2].map(|a| {
+            operands
+                .iter()
+                .any(|&(q, off)| q == st.target && off[a] != 0)
+        });
+        ids.push((s, t, many, id, operands, reads_target_along, vk));
+    }
+    Ok(ids)
+}
+
+/// The row functions `ids` defined (see [`define_rows`]) in `memory`'s modules: module 0, or
+/// module 1 for those in the plain module.
+fn row_codes(memory: &CodeMemory, ids: Vec<RowId>) -> Result<Vec<(usize, usize, StmtCode)>> {
+    ids.into_iter()
+        .map(|(s, t, many, id, operands, reads_target_along, vk)| {
+            let f = memory.function::<RowFn>(usize::from(many), id)?;
+            let code = StmtCode {
+                f: Arc::new(SwapFn::new(f)),
+                operands,
+                reads_target_along,
+                vk,
+            };
+            Ok((s, t, code))
+        })
+        .collect()
+}
+
+/// Compiles the row functions of `stmts` (section, statement) of `plan`, the statements
+/// `range` of one section, in modules of their own.
+fn compile_rows(
+    plan: &Plan,
+    stmts: impl Iterator<Item = (usize, usize)>,
+    range: std::ops::Range<usize>,
+) -> Result<RunRows> {
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let mut plain = None;
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let ids = define_rows(&mut module, &mut plain, &mut ctx, &mut fctx, plan, stmts)?;
+    let memory = CodeMemory::finalize(std::iter::once(module).chain(plain).collect())?;
+    let mut out: Vec<Option<StmtCode>> = range.clone().map(|_| None).collect();
+    for (_, t, code) in row_codes(&memory, ids)? {
+        out[t - range.start] = Some(code);
+    }
+    Ok(RunRows {
+        stmts: out,
+        _memory: memory,
+    })
 }
 
 /// A walk compiled on first use (the compiler's error as text: the same for every call).

@@ -90,6 +90,22 @@ pub struct SectionSchedule {
     pub fused: Vec<Option<usize>>,
 }
 
+impl SectionSchedule {
+    /// Per statement: the first statement of the point run (a `while` loop's, or a straight
+    /// run of mixed-type code: see [`SectionSchedule::point_loop`]) it belongs to, where it
+    /// belongs to one.
+    pub fn point_run_of(&self) -> Vec<Option<usize>> {
+        let n = self.point_loop.len();
+        let mut out = vec![None; n];
+        for (t, exit) in self.point_loop.iter().enumerate() {
+            if let Some(e) = *exit {
+                out[t..e.min(n)].fill(Some(t));
+            }
+        }
+        out
+    }
+}
+
 /// Which executor runs a section in the I/J tiles of a call (slabs and sweeps run every
 /// statement by its row function or the interpreter, as [`SectionSchedule::row`] says).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
