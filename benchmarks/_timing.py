@@ -93,7 +93,7 @@ def fmt_time(seconds: float, unit: str) -> str:
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """A markdown table with padded columns (readable as plain text too)."""
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    widths = [max([len(str(h)), *(len(str(r[i])) for r in rows)]) for i, h in enumerate(headers)]  # rows may be empty
     line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"  # noqa: E731
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     return "\n".join([line(headers), sep, *(line(r) for r in rows)])

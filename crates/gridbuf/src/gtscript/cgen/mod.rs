@@ -24,6 +24,7 @@ use crate::gtscript::cgen::tape::MathTable;
 use crate::gtscript::jit::abi::{LoopCode, LoopFn, PartCode, RowFn, SwapFn, TierState, TierTwo};
 use crate::gtscript::jit::point::{self, Part, PointRange};
 use crate::gtscript::jit::Jit;
+use crate::gtscript::plan::schedule::Layout;
 use crate::gtscript::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -85,21 +86,22 @@ pub fn at_definition(plan: &Plan, jit: &Jit) {
         Mode::Off => {}
         Mode::Background => jit.want_tier_two(vector_math()),
         Mode::Define => {
-            if let Some(job) = prepare(plan, jit, vector_math()) {
+            if let Some(job) = prepare(plan, jit, vector_math(), None) {
                 job.run();
             }
         }
     }
 }
 
-/// Queues tier two of `jit` (made from `plan`) for the worker at its first call, where its
-/// definition asked for that ([`at_definition`]); every later call returns at once.
-pub fn start(plan: &Plan, jit: &Jit) {
+/// Queues tier two of `jit` (made from `plan`) for the worker at its first call, on `layout`,
+/// where its definition asked for that ([`at_definition`]); every later call returns at once.
+pub fn start(plan: &Plan, jit: &Jit, layout: Layout) {
     let tier = jit.tier_two();
     if tier.started.load(Ordering::Relaxed) || !tier.wanted.load(Ordering::Acquire) {
         return;
     }
-    if let Some(job) = prepare(plan, jit, tier.vector_math.load(Ordering::Relaxed)) {
+    let vector_math = tier.vector_math.load(Ordering::Relaxed);
+    if let Some(job) = prepare(plan, jit, vector_math, Some(layout)) {
         queue(job);
     }
 }
@@ -108,18 +110,24 @@ pub fn start(plan: &Plan, jit: &Jit) {
 /// it was started before, with vector math where [`vector_math`] says; returns where it
 /// stands (for tests and benchmarks).
 pub fn install_now(plan: &Plan, jit: &Jit) -> TierState {
-    if let Some(job) = prepare(plan, jit, vector_math()) {
+    if let Some(job) = prepare(plan, jit, vector_math(), None) {
         job.run();
     }
     jit.tier_two_state()
 }
 
 /// Marks tier two of `jit` started and writes its C (with vector math where `vector_math`
-/// says); the job that compiles and installs it, `None` where it was started before or there
-/// is nothing to compile.
-fn prepare(plan: &Plan, jit: &Jit, vector_math: bool) -> Option<Job> {
+/// says; rows compiled on first use where calls on `layout` run them, all for `None`); the
+/// job that compiles and installs it, `None` where it was started before or there is nothing
+/// to compile.
+fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) -> Option<Job> {
     let tier = jit.tier_two();
     if tier.started.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    // Rows compiled on first use that tier two writes C for: it swaps their functions.
+    if let Err(e) = jit.compile_rows_for_tier_two(plan, layout) {
+        tier.set(TierState::Failed(e.to_string()));
         return None;
     }
     let src = source::module(plan, jit, &MathTable::new(vector_math));
@@ -363,7 +371,7 @@ pub(crate) fn tier_two_of(plan: &Plan) -> Result<Option<Jit>, String> {
     let Some(jit) = Jit::compile(plan).map_err(|e| e.to_string())? else {
         return Ok(None);
     };
-    if let Some(job) = prepare(plan, &jit, false) {
+    if let Some(job) = prepare(plan, &jit, false, None) {
         job.run();
     }
     match jit.tier_two_state() {

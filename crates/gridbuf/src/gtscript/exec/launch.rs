@@ -82,9 +82,11 @@ impl<'a> Code<'a> {
 
     /// The column function of section `s` (for [`crate::gtscript::plan::schedule::SectionExec::Columns`]).
     pub(crate) fn column<T: Elem>(&self, s: usize) -> Result<&'a ColumnCode> {
-        self.jit
-            .and_then(|j| j.column::<T>(s))
-            .ok_or_else(|| missing("a column function", s))
+        let code = match self.jit {
+            Some(j) => j.column::<T>(self.plan, s)?,
+            None => None,
+        };
+        code.ok_or_else(|| missing("a column function", s))
     }
 
     /// The point function of the sections section `s` starts, for `walk` (for

@@ -215,7 +215,7 @@ pub unsafe fn run_interruptible<T: Elem>(
     let jit = jit.filter(|j| j.lanes() == T::LANES);
     if let Some(j) = jit {
         // Tier two starts in the background at the first call (it never waits for it).
-        crate::gtscript::cgen::start(plan, j);
+        crate::gtscript::cgen::start(plan, j, layout);
     }
     let interpreted;
     let code = match jit {

@@ -37,7 +37,7 @@ pub(crate) mod wide;
 
 use crate::error::Result;
 use crate::gtscript::ir::Ty;
-use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
+use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule, SectionExec};
 use crate::gtscript::plan::{Lanes, Plan};
 use crate::gtscript::rt::lane::Elem;
 use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, RowFn, StmtCode, SwapFn, TierTwo};
@@ -54,18 +54,17 @@ use std::sync::{Arc, OnceLock};
 /// The machine code of a stencil's statements, for the element type of its program.
 pub struct Jit {
     /// Per section, per statement: its row function, or `None` where the interpreter runs it
-    /// or where it belongs to a point run (`run_of`).
+    /// or where it is compiled on first use (`group_of`).
     stmts: Vec<Vec<Option<StmtCode>>>,
-    /// Per section, per statement: the first statement of the point run it belongs to (see
-    /// [`crate::gtscript::plan::schedule::SectionSchedule::point_run_of`]), where it belongs
-    /// to one.
-    run_of: Vec<Vec<Option<usize>>>,
-    /// Per section, per statement that starts a point run: the row functions of the run's
-    /// statements, compiled when a block first cuts the run (regions and extents can give its
-    /// statements different boxes), in a module of their own.
-    run_rows: Vec<Vec<Option<LazyRows>>>,
-    /// Per section: the code that walks columns, where the section can (see [`column`](mod@column)).
-    columns: Vec<Option<ColumnCode>>,
+    /// Per section, per statement: the group in `groups` its row function is compiled with,
+    /// when a call first needs one of them, where it is.
+    group_of: Vec<Vec<Option<usize>>>,
+    /// Per section: the row functions compiled on first use (see [`RowGroup`]).
+    groups: Vec<Vec<RowGroup>>,
+    /// Per section: the code that walks columns, where the section can (see
+    /// [`column`](mod@column)), compiled on first use (on other layouts, blocks run the
+    /// section by its rows).
+    columns: Vec<Option<LazyColumn>>,
     /// Per section, per statement: the code of the `while` loop whose condition it is, where
     /// the loop can run point by point (see [`point`]).
     loops: Vec<Vec<Option<LoopCode>>>,
@@ -110,18 +109,11 @@ impl Jit {
         let (elem, wide) = lane_types(plan.lanes);
         let mut ctx = module.make_context();
         let mut fctx = FunctionBuilderContext::new();
-        // Statements of point runs get their row functions only where a block cuts their run
-        // (`Jit::stmt`): most calls never need them (pace's saturation adjustment runs all its
-        // 826 statements in 18 straight runs).
-        let run_of: Vec<Vec<Option<usize>>> = schedule
-            .sections
-            .iter()
-            .map(|sec| sec.point_run_of())
-            .collect();
+        let (group_of, groups) = row_groups(&schedule);
         let eager = (0..plan.sections.len()).flat_map(|s| {
-            let (schedule, run_of) = (&schedule, &run_of);
+            let (schedule, group_of) = (&schedule, &group_of);
             (0..plan.sections[s].stmts.len())
-                .filter(move |&t| schedule.sections[s].row[t] && run_of[s][t].is_none())
+                .filter(move |&t| schedule.sections[s].row[t] && group_of[s][t].is_none())
                 .map(move |t| (s, t))
         });
         let mut plain: Option<JITModule> = None;
@@ -147,24 +139,15 @@ impl Jit {
                 loop_ids.push((s, t, exit, id, operands, outs, vk, sizes));
             }
         }
-        // FORWARD and BACKWARD sections also as one function that walks whole columns (used
-        // on layouts with unit stride along K).
-        let mut col_ids = Vec::new();
-        for s in (0..plan.sections.len()).filter(|&s| schedule.sections[s].column) {
-            let c = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)?
-                .ok_or_else(|| jit_error(format!("section {s} cannot walk columns")))?;
-            col_ids.push((s, c));
-        }
         // Module 0: the optimized one; module 1: the plain one, where there is one.
         let memory = CodeMemory::finalize(std::iter::once(module).chain(plain).collect())?;
-        let mut columns: Vec<Option<ColumnCode>> = plan.sections.iter().map(|_| None).collect();
-        for (s, (id, slots)) in col_ids {
-            let f = memory.function::<ColumnFn>(0, id)?;
-            columns[s] = Some(ColumnCode {
-                f: Arc::new(SwapFn::new(f)),
-                slots,
-            });
-        }
+        // FORWARD and BACKWARD sections also as one function that walks whole columns (used
+        // on layouts with unit stride along K), compiled when a call first needs one.
+        let columns = schedule
+            .sections
+            .iter()
+            .map(|sec| sec.column.then(OnceLock::new))
+            .collect();
         let mut stmts: Vec<Vec<Option<StmtCode>>> = plan
             .sections
             .iter()
@@ -173,14 +156,6 @@ impl Jit {
         for (s, t, code) in row_codes(&memory, ids)? {
             stmts[s][t] = Some(code);
         }
-        let run_rows = run_of
-            .iter()
-            .map(|runs| {
-                (0..runs.len())
-                    .map(|t| (runs[t] == Some(t)).then(OnceLock::new))
-                    .collect()
-            })
-            .collect();
         let mut loops: Vec<Vec<Option<LoopCode>>> = plan
             .sections
             .iter()
@@ -209,8 +184,8 @@ impl Jit {
             .collect();
         Ok(Some(Jit {
             stmts,
-            run_of,
-            run_rows,
+            group_of,
+            groups,
             columns,
             loops,
             walks,
@@ -236,40 +211,61 @@ impl Jit {
             return Ok(None);
         }
         match self
-            .run_of
+            .group_of
             .get(sec)
             .and_then(|r| r.get(stmt))
             .copied()
             .flatten()
         {
-            Some(first) => self.run_row(plan, sec, first, stmt),
+            Some(g) => self.group_row(plan, sec, g, stmt),
             None => Ok(self.stmt_code(sec, stmt)),
         }
     }
 
-    /// The row function of statement `stmt` of the point run that statement `first` of
-    /// section `sec` starts, compiled with the rest of the run's when first asked for.
+    /// The row function of statement `stmt` of section `sec`, compiled with the rest of its
+    /// group `g` when first asked for.
     #[cold]
-    fn run_row(
+    fn group_row(
         &self,
         plan: &Plan,
         sec: usize,
-        first: usize,
+        g: usize,
         stmt: usize,
     ) -> Result<Option<&StmtCode>> {
-        let Some(cell) = self.run_rows[sec][first].as_ref() else {
-            return Ok(None);
-        };
-        let rows = cell.get_or_init(|| {
-            let exit = self.schedule.sections[sec].point_loop[first].unwrap_or(first);
-            let row = &self.schedule.sections[sec].row;
-            let stmts = (first..exit).filter(|&t| row[t]).map(|t| (sec, t));
-            compile_rows(plan, stmts, first..exit).map_err(|e| e.to_string())
+        let group = &self.groups[sec][g];
+        let rows = group.cell.get_or_init(|| {
+            let stmts = group.stmts.iter().map(|&t| (sec, t));
+            compile_rows(plan, stmts, group.stmts[0]).map_err(|e| e.to_string())
         });
         match rows {
-            Ok(r) => Ok(r.stmts[stmt - first].as_ref()),
+            Ok(r) => Ok(r.stmt(stmt)),
             Err(e) => Err(jit_error(e)),
         }
+    }
+
+    /// Compiles the row functions that wait for a call's first need of them and that tier two
+    /// writes C for (see [`RowGroup::run`]), for tier two's module (see
+    /// [`crate::gtscript::cgen`]): those that calls on `layout` run (all, for `None`); `plan`
+    /// is the plan this code was made for.
+    pub(crate) fn compile_rows_for_tier_two(
+        &self,
+        plan: &Plan,
+        layout: Option<Layout>,
+    ) -> Result<()> {
+        for (s, groups) in self.groups.iter().enumerate() {
+            let runs = layout.is_none_or(|l| {
+                matches!(
+                    self.layout_schedule(plan, l).sections[s],
+                    SectionExec::Blocks { .. }
+                )
+            });
+            for (g, group) in groups.iter().enumerate() {
+                if runs && group.run.is_none() {
+                    self.group_row(plan, s, g, group.stmts[0])?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The code of the `while` loop whose condition is statement `stmt` of section `sec`, if
@@ -326,19 +322,20 @@ impl Jit {
         }
     }
 
-    /// The compiled statements: (section, statement, code).
+    /// The row functions compiled so far: (section, statement, code).
     pub(crate) fn stmts(&self) -> impl Iterator<Item = (usize, usize, &StmtCode)> {
-        self.stmts.iter().enumerate().flat_map(|(s, sec)| {
-            sec.iter()
-                .enumerate()
-                .filter_map(move |(t, c)| c.as_ref().map(|c| (s, t, c)))
+        (0..self.stmts.len()).flat_map(move |s| {
+            (0..self.stmts[s].len()).filter_map(move |t| Some((s, t, self.stmt_code(s, t)?)))
         })
     }
 
     /// The row function of statement `stmt` of section `sec`, whatever its element type, where
-    /// it was compiled with the stencil (not for those of point runs, see `Jit::stmt`).
+    /// it has been compiled (see `Jit::stmt`).
     pub(crate) fn stmt_code(&self, sec: usize, stmt: usize) -> Option<&StmtCode> {
-        self.stmts.get(sec)?.get(stmt)?.as_ref()
+        match *self.group_of.get(sec)?.get(stmt)? {
+            Some(g) => self.groups[sec][g].cell.get()?.as_ref().ok()?.stmt(stmt),
+            None => self.stmts.get(sec)?.get(stmt)?.as_ref(),
+        }
     }
 
     /// The point function of the `while` loop whose condition is statement `stmt` of section
@@ -415,25 +412,97 @@ impl Jit {
         self.layouts[layout.axis()].get_or_init(|| self.schedule.for_layout(plan, layout))
     }
 
-    /// The column code of section `sec`, if it has some for `T`.
-    #[inline]
-    pub(crate) fn column<T: Elem>(&self, sec: usize) -> Option<&ColumnCode> {
+    /// The column code of section `sec`, if it has some for `T`, compiled from `plan` (the
+    /// plan this code was made for) when first asked for.
+    pub(crate) fn column<T: Elem>(&self, plan: &Plan, sec: usize) -> Result<Option<&ColumnCode>> {
         if self.lanes != T::LANES {
-            return None;
+            return Ok(None);
         }
-        self.columns.get(sec)?.as_ref()
+        let Some(cell) = self.columns.get(sec).and_then(Option::as_ref) else {
+            return Ok(None);
+        };
+        match cell.get_or_init(|| compile_column(plan, sec).map_err(|e| e.to_string())) {
+            Ok(c) => Ok(Some(&c.code)),
+            Err(e) => Err(jit_error(e)),
+        }
     }
 }
 
-/// The row functions of a point run's statements, compiled on first use (see [`Jit::stmt`];
-/// the compiler's error as text: the same for every call).
-type LazyRows = OnceLock<std::result::Result<RunRows, String>>;
+/// Row functions that many calls never run, compiled together, in a module of their own,
+/// when a call first needs one of them (see [`Jit::stmt`]).
+struct RowGroup {
+    /// Their statements, of one section, in order.
+    stmts: Vec<usize>,
+    /// The first statement of the point run they are, where they are one (run only where a
+    /// block cuts the run); else they are a section's rows where it has a column function
+    /// (layouts with unit stride along K run that instead, others the rows), and tier two
+    /// writes C for them.
+    run: Option<usize>,
+    /// The code, once compiled (the compiler's error as text: the same for every call).
+    cell: OnceLock<std::result::Result<Rows, String>>,
+}
 
-/// The row functions of a point run's statements and the code memory they live in.
-struct RunRows {
-    /// Per statement of the run, from its first.
+/// Row functions and the code memory they live in.
+struct Rows {
+    /// Per statement from the first of them.
     stmts: Vec<Option<StmtCode>>,
+    /// Their first statement.
+    first: usize,
     _memory: CodeMemory,
+}
+
+impl Rows {
+    fn stmt(&self, t: usize) -> Option<&StmtCode> {
+        self.stmts.get(t.checked_sub(self.first)?)?.as_ref()
+    }
+}
+
+/// The row functions compiled on first use (see [`Jit::stmt`]), per section: each
+/// statement's group, where it has one, and the groups. A point run's statements (see
+/// [`crate::gtscript::plan::schedule::SectionSchedule::point_run_of`]) are one group: their
+/// rows run only where a block cuts the run, which no call of pace's saturation adjustment
+/// (826 statements in 18 straight runs) does. The other statements of a section with a
+/// column function are one group: layouts with unit stride along K run the column function.
+#[allow(clippy::type_complexity)]
+fn row_groups(schedule: &Schedule) -> (Vec<Vec<Option<usize>>>, Vec<Vec<RowGroup>>) {
+    let mut group_of = Vec::new();
+    let mut groups = Vec::new();
+    for sec in &schedule.sections {
+        let run_of = sec.point_run_of();
+        let mut of: Vec<Option<usize>> = vec![None; run_of.len()];
+        let mut gs: Vec<RowGroup> = Vec::new();
+        let mut rest: Vec<usize> = Vec::new();
+        for t in (0..run_of.len()).filter(|&t| sec.row[t]) {
+            match run_of[t] {
+                Some(first) => {
+                    if gs.last().is_none_or(|g| g.run != Some(first)) {
+                        gs.push(RowGroup {
+                            stmts: Vec::new(),
+                            run: Some(first),
+                            cell: OnceLock::new(),
+                        });
+                    }
+                    of[t] = Some(gs.len() - 1);
+                    gs.last_mut().expect("pushed").stmts.push(t);
+                }
+                None if sec.column => rest.push(t),
+                None => {}
+            }
+        }
+        if !rest.is_empty() {
+            for &t in &rest {
+                of[t] = Some(gs.len());
+            }
+            gs.push(RowGroup {
+                stmts: rest,
+                run: None,
+                cell: OnceLock::new(),
+            });
+        }
+        group_of.push(of);
+        groups.push(gs);
+    }
+    (group_of, groups)
 }
 
 /// What [`define_rows`] defined for one statement: (section, statement, in the plain module,
@@ -523,25 +592,59 @@ fn row_codes(memory: &CodeMemory, ids: Vec<RowId>) -> Result<Vec<(usize, usize, 
         .collect()
 }
 
-/// Compiles the row functions of `stmts` (section, statement) of `plan`, the statements
-/// `range` of one section, in modules of their own.
+/// Compiles the row functions of `stmts` (section, statement, in order; none before statement
+/// `first`) of `plan`, in modules of their own.
 fn compile_rows(
     plan: &Plan,
     stmts: impl Iterator<Item = (usize, usize)>,
-    range: std::ops::Range<usize>,
-) -> Result<RunRows> {
+    first: usize,
+) -> Result<Rows> {
     let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let mut plain = None;
     let mut ctx = module.make_context();
     let mut fctx = FunctionBuilderContext::new();
     let ids = define_rows(&mut module, &mut plain, &mut ctx, &mut fctx, plan, stmts)?;
     let memory = CodeMemory::finalize(std::iter::once(module).chain(plain).collect())?;
-    let mut out: Vec<Option<StmtCode>> = range.clone().map(|_| None).collect();
+    let mut out: Vec<Option<StmtCode>> = Vec::new();
     for (_, t, code) in row_codes(&memory, ids)? {
-        out[t - range.start] = Some(code);
+        let x = t - first;
+        if out.len() <= x {
+            out.resize_with(x + 1, || None);
+        }
+        out[x] = Some(code);
     }
-    Ok(RunRows {
+    Ok(Rows {
         stmts: out,
+        first,
+        _memory: memory,
+    })
+}
+
+/// A column function compiled on first use (the compiler's error as text).
+type LazyColumn = OnceLock<std::result::Result<Columned, String>>;
+
+/// A section's column function and the code memory it lives in.
+struct Columned {
+    code: ColumnCode,
+    _memory: CodeMemory,
+}
+
+/// Compiles the column function of section `s` of `plan` (see [`column::build`]) in a module
+/// of its own.
+fn compile_column(plan: &Plan, s: usize) -> Result<Columned> {
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let (elem, _) = lane_types(plan.lanes);
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let (id, slots) = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)?
+        .ok_or_else(|| jit_error(format!("section {s} cannot walk columns")))?;
+    let memory = CodeMemory::finalize(vec![module])?;
+    let f = memory.function::<ColumnFn>(0, id)?;
+    Ok(Columned {
+        code: ColumnCode {
+            f: Arc::new(SwapFn::new(f)),
+            slots,
+        },
         _memory: memory,
     })
 }
