@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from gridbuf import gtscript
-from gridbuf.gtscript import PARALLEL, Field, computation, exp, interval
+from gridbuf.gtscript import FORWARD, PARALLEL, Field, computation, exp, interval
 
 HERE = Path(__file__).parent
 NEEDS_CC = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc").split()[0]) is None, reason="no C compiler")
@@ -331,3 +331,40 @@ def test_four_ranks_share_one_cache(tmp_path):
         # One entry (one .so and its .c), and no temporary file left behind.
         names = sorted(p.name for p in cache.iterdir())
         assert len(names) == 2 and names[0].endswith(".c") and names[1].endswith(".so"), names
+
+
+def damped_sum_def(a: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]
+    with computation(FORWARD):
+        with interval(0, 1):
+            out = a * 1.0
+        with interval(1, None):
+            out = out[0, 0, -1] * 0.5 + a  # noqa: F841
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_a_vertical_solver_gets_tier_two_rows_where_its_layout_runs_them(monkeypatch, tmp_path, order):
+    """A FORWARD solver's row functions are compiled when a call first needs them: memory with
+    unit stride along K (C order here) runs its column function and never compiles them, so
+    tier two has nothing to add; I-fastest memory (F order) runs them, so tier two writes C for
+    them at the first call. Both compute the same sum, before and after tier two."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("GRIDBUF_TIER2", raising=False)
+    st = gtscript.stencil(backend="numpy", definition=damped_sum_def)
+    rng = np.random.default_rng(7)
+    a = np.asarray(rng.standard_normal((12, 9, 11)), order=order)
+    want = np.empty_like(a)
+    want[:, :, 0] = a[:, :, 0]
+    for k in range(1, a.shape[2]):
+        want[:, :, k] = want[:, :, k - 1] * 0.5 + a[:, :, k]
+    out = np.full_like(a, np.nan, order=order)
+    st(a, out)
+    assert np.array_equal(out, want)
+    state = st.wait_tier_two(120.0)
+    if order == "C":
+        assert state == "failed: no function to compile", state
+    else:
+        assert state.startswith("ready: "), state
+    out[...] = np.nan
+    st(a, out)
+    assert np.array_equal(out, want)
