@@ -684,3 +684,38 @@ def test_vertical_solvers_with_offsets_on_every_layout(defs, name, dtype):
         gt_stencil(defs, name, dtype)(*ref, origin=origin, domain=domain, **scalars)
         tol = 1e-12 if dtype == "float64" else 2e-5
         np.testing.assert_allclose(first, ref[-1], rtol=tol, atol=tol)
+
+
+def test_a_function_redefined_is_read_from_its_new_source(tmp_path, monkeypatch):
+    """Parsed sources are kept per code object for the whole process: a helper module edited
+    and reloaded (a notebook cell run again) gives new code objects, read from the new lines;
+    a stencil defined again from the same objects reads the kept ones."""
+    import importlib
+
+    module = tmp_path / "gb_redefined_helpers.py"
+    body = textwrap.dedent(
+        """
+        from gridbuf import gtscript
+        from gridbuf.gtscript import PARALLEL, Field, computation, interval
+
+        @gtscript.function
+        def scale(a):
+            return a * {factor}
+
+        def defn(a: Field[float], out: Field[float]):
+            with computation(PARALLEL), interval(...):
+                out = scale(a)
+        """
+    )
+    module.write_text(body.format(factor="2.0"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("gb_redefined_helpers")
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for factor in ("2.0", "30.0"):
+        if factor != "2.0":
+            module.write_text(body.format(factor=factor))
+            mod = importlib.reload(mod)
+        for _ in range(2):
+            out = np.zeros_like(a)
+            gtscript.stencil(backend="numpy", definition=mod.defn)(a, out)
+            assert np.array_equal(out, a * float(factor)), factor

@@ -16,20 +16,22 @@ Expr = tuple
 IR_MAX_DEPTH = 200
 
 
-def _shape(e: Any, memo: dict[int, tuple[int, int, bool]]) -> tuple[int, int, bool]:
+def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[int, int, bool]:
     """Depth, node count (shared parts counted at every use, as the IR text writes them) and
     whether it reads at run-time K levels, of an expression; `memo` by identity keeps it linear
-    in the distinct tuples."""
+    in the distinct tuples (it holds each tuple too, so no identity in it is reused while it
+    lives: one memo may serve a whole lowering)."""
     key = id(e)
-    if key in memo:
-        return memo[key]
+    hit = memo.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1]
     tag = e[0]
     if tag in ("f", "t", "s", "c"):
         out = (1, 1, False)
     else:
         parts = [_shape(x, memo) for x in (e[2:] if tag == "cast" else e[1:]) if isinstance(x, tuple) and x]
         out = (1 + max((p[0] for p in parts), default=0), 1 + sum(p[1] for p in parts), tag in ("kvar", "kabs") or any(p[2] for p in parts))
-    memo[key] = out
+    memo[key] = (e, out)
     return out
 
 

@@ -87,6 +87,9 @@ class _LoweringBase:
         # the module's lines again at every call (pace's satadjust inlines 734 calls of 48
         # functions; reading each again took a third of its lowering).
         self.sources: dict[Any, tuple[ast.FunctionDef, int]] = {}
+        # `_irtext._shape` of every expression part measured so far: each function's value is
+        # measured again inside the values of the functions that call it.
+        self.shapes: dict[int, tuple[Any, tuple[int, int, bool]]] = {}
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}

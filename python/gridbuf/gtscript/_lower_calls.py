@@ -142,7 +142,7 @@ class CallsMixin(_LoweringBase):
         inliner puts it back where its cost model allows."""
         if self.loop_depth or not (isinstance(ret, tuple) and ret and isinstance(ret[0], str)) or ret[0] in ("f", "t", "s", "c"):
             return ret
-        depth, size, kread = _shape(ret, {})
+        depth, size, kread = _shape(ret, self.shapes)
         if (depth <= _SPILL_DEPTH and size <= _SPILL_NODES) or kread:
             return ret
         dt = _dtype(self, ret)
@@ -263,7 +263,7 @@ class CallsMixin(_LoweringBase):
         before = self.as_expr(inner, s, cur)
         dt = _dtype(self, before)
         new = value if mask is None else ("sel", mask, value, before)
-        if dt is not None and dt == _dtype(self, value) and _shape(new, {})[1] <= _SPILL_NODES:
+        if dt is not None and dt == _dtype(self, value) and _shape(new, self.shapes)[1] <= _SPILL_NODES:
             # Same type: no cast, the new value stays an expression.
             inner.local[name] = new
             return

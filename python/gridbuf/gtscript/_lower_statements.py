@@ -452,7 +452,7 @@ class StatementsMixin(_LoweringBase):
         if target[0] == "t" and target[1] not in self.temp_types and target[1] not in self.known_types:
             if (dt := _dtype(self, value)) is not None:  # the plain type of its first value
                 self.known_types[target[1]] = dt
-        depth = _shape(value, {})[0]
+        depth = _shape(value, self.shapes)[0]
         if depth > IR_MAX_DEPTH:
             raise self.error(ctx, node, f"an expression nested {depth} levels deep (gtscript functions inlined): the IR takes at most {IR_MAX_DEPTH}; assign a part of it to a temporary")
         value = _guard_levels(value, None)

@@ -6,8 +6,10 @@ public names can use them without it."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import textwrap
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -151,12 +153,27 @@ class _Ctx:
 
 
 def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
+    """The parsed definition of `func` and its first line in its file."""
     try:
-        lines, first = inspect.getsourcelines(func)
-    except (OSError, TypeError) as exc:
+        # `inspect` reads a wrapper's wrapped function (`__wrapped__`); so does the cache.
+        code = getattr(inspect.unwrap(func), "__code__", None)
+        fdef, first = _parsed(code) if isinstance(code, types.CodeType) else _parse(func)
+    except (OSError, TypeError, ValueError) as exc:
         raise GridbufValueError(f"invalid stencil definition {getattr(func, '__name__', func)!r}: its source is not available ({exc})") from None
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise GridbufValueError(f"invalid stencil definition {func.__name__!r}: expected a function definition")
     return fdef, first
+
+
+def _parse(obj: Any) -> tuple[ast.stmt, int]:
+    lines, first = inspect.getsourcelines(obj)
+    return ast.parse(textwrap.dedent("".join(lines))).body[0], first
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(code: types.CodeType) -> tuple[ast.stmt, int]:
+    """`_parse` once per code object, for the whole process: a model's stencils inline the same
+    functions again and again (`inspect` tokenizes their module's lines at every reading: an
+    eighth of the lowering of pace's 181 definitions). A function redefined has another code
+    object; the lowering only reads the tree."""
+    return _parse(code)
