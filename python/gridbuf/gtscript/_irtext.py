@@ -6,6 +6,7 @@ dk, target)``."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -183,7 +184,14 @@ def _share_run(run: list[tuple], temps: list[str]) -> list[tuple]:
     reads: dict[int, frozenset] = {}
     avail: dict[int, tuple] = {}  # id of a shared value -> (the value, its temporary's read)
     out: list[tuple] = []
-    guards = [_guards(value) for _, _, value in run]
+    # Each statement's select arms, found where a hoisted value's readers need them only.
+    arms: dict[int, dict[int, _Arm | None]] = {}
+
+    def guards(p: int) -> dict[int, _Arm | None]:
+        if p not in arms:
+            arms[p] = _guards(run[p][2])
+        return arms[p]
+
     writes = [_written(target) for _, target, _ in run]
     for pos, (line, target, value) in enumerate(run):
         memo: dict[int, Any] = {}
@@ -285,7 +293,7 @@ def _written(target: tuple) -> tuple[str, int]:
     return (target[0], target[1])
 
 
-def _needed_where(key: int, readers: list[int], pos: int, guards: list[dict], writes: list[tuple]) -> Any:
+def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int], dict[int, _Arm | None]], writes: list[tuple]) -> Any:
     """Where the shared value `key`, computed before statement `pos` of a run, is needed: the
     condition of the innermost select arm holding it in each reader whose condition reads
     nothing a statement between `pos` and that reader writes (else it would not be the
@@ -296,7 +304,7 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: list[dict], wr
     every point where the statements reading them are each inside an `if`)."""
     conds: list[Any] = []
     for p in readers:
-        a = guards[p].get(key)
+        a = guards(p).get(key)
         # The innermost arm whose condition nothing between reads (an outer one holds more
         # points: still every point that needs the value).
         between = set(writes[pos:p])
