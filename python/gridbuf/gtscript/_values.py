@@ -199,11 +199,22 @@ def _module_functions(filename: str) -> dict[int, ast.FunctionDef]:
             tree = ast.parse("".join(lines))
         except (SyntaxError, ValueError):
             tree = None
-        for n in ast.walk(tree) if tree is not None else ():
-            if isinstance(n, ast.FunctionDef):
-                index[min([n.lineno, *(d.lineno for d in n.decorator_list)])] = n
+        if tree is not None:
+            _index_functions(tree.body, index)
     _MODULES[filename] = (lines, index)
     return index
+
+
+def _index_functions(stmts: list[ast.stmt], index: dict[int, ast.FunctionDef]) -> None:
+    """The functions defined in `stmts` and in the blocks they hold, by their first line (the
+    statements only: `ast.walk` over every expression took as long as the tokenizing)."""
+    for n in stmts:
+        if isinstance(n, ast.FunctionDef):
+            index[min([n.lineno, *(d.lineno for d in n.decorator_list)])] = n
+        for block in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(n, block, None)
+            if isinstance(inner, list):
+                _index_functions(inner, index)
 
 
 @functools.lru_cache(maxsize=4096)
