@@ -719,3 +719,36 @@ def test_a_function_redefined_is_read_from_its_new_source(tmp_path, monkeypatch)
             out = np.zeros_like(a)
             gtscript.stencil(backend="numpy", definition=mod.defn)(a, out)
             assert np.array_equal(out, a * float(factor)), factor
+
+
+def test_functions_equal_as_code_objects_are_each_read_from_their_own_file(tmp_path, monkeypatch):
+    """Two definitions in different files that differ only in a local's annotation compile to
+    code objects that compare equal (annotations of locals are not kept in the code): each is
+    lowered from its own file (a cache keyed by code equality lowered the second from the
+    first's source)."""
+    import importlib
+
+    body = textwrap.dedent(
+        """
+        import numpy as np
+        from gridbuf.gtscript import PARALLEL, Field, computation, interval
+
+        def defn(a: Field[np.float64], out: Field[np.float64]):
+            with computation(PARALLEL), interval(...):
+                t: {dtype} = a
+                out = t
+        """
+    )
+    (tmp_path / "gb_code_equal_ok.py").write_text(body.format(dtype="np.float64"))
+    (tmp_path / "gb_code_equal_bad.py").write_text(body.format(dtype="np.float16"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ok = importlib.import_module("gb_code_equal_ok")
+    bad = importlib.import_module("gb_code_equal_bad")
+    assert ok.defn.__code__ == bad.defn.__code__  # the premise, on this Python
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for _ in range(2):
+        out = np.zeros_like(a)
+        gtscript.stencil(backend="numpy", definition=ok.defn)(a, out)
+        assert np.array_equal(out, a)
+        with pytest.raises(GridbufError, match="float16"):
+            gtscript.stencil(backend="numpy", definition=bad.defn)

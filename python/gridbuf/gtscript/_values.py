@@ -6,7 +6,6 @@ public names can use them without it."""
 from __future__ import annotations
 
 import ast
-import functools
 import inspect
 import linecache
 import textwrap
@@ -217,9 +216,25 @@ def _index_functions(stmts: list[ast.stmt], index: dict[int, ast.FunctionDef]) -
                 _index_functions(inner, index)
 
 
-@functools.lru_cache(maxsize=4096)
+#: `_parsed`'s cache: per code object by identity (two functions of different files compare
+#: equal as code objects when only their locals' annotations differ), the object kept with it so
+#: its identity is not reused; the oldest entries go past `_PARSED_MAX`.
+_PARSED: dict[int, tuple[types.CodeType, tuple[ast.stmt, int]]] = {}
+_PARSED_MAX = 4096
+
+
 def _parsed(code: types.CodeType) -> tuple[ast.stmt, int]:
     """`_parse` once per code object, for the whole process: a model's stencils inline the same
     functions again and again. A function redefined has another code object; the lowering only
     reads the tree."""
-    return _parse(code)
+    hit = _PARSED.get(id(code))
+    if hit is not None and hit[0] is code:
+        return hit[1]
+    got = _parse(code)
+    if len(_PARSED) >= _PARSED_MAX:
+        try:
+            _PARSED.pop(next(iter(_PARSED)), None)
+        except (StopIteration, RuntimeError):  # emptied or changed by another thread meanwhile
+            pass
+    _PARSED[id(code)] = (code, got)
+    return got
