@@ -1088,10 +1088,21 @@ def check_random_tree(e1, e2, temp, dts, layout, seed) -> str:
     inputs = {}
     for n, d in zip(("a", "b", "c", "o1", "o2"), dts):
         inputs[n] = values(np.dtype(eval(d, {"np": np})), (domain[0] + 2, domain[1] + 2, domain[2]), rng, "wide")  # noqa: S307
-    ref = gt4py_reference(gt_st, inputs, origin=(1, 1, 0), domain=domain)
+    outcome = "compared"
+    try:
+        ref = gt4py_reference(gt_st, inputs, origin=(1, 1, 0), domain=domain)
+    except ValueError as exc:
+        # GT4Py's numpy backend casts a number to a bool output with Python's `bool()` over the
+        # whole array (`o2: Field[bool]`, `o2 = 7 if a >= 1 else 0`) and raises; its debug
+        # backend, point by point, is the witness there.
+        if "truth value of an array" not in str(exc):
+            raise
+        debug_st = gts.stencil(backend="debug", definition=gt_mod.rnd)
+        ref = gt4py_reference(debug_st, inputs, origin=(1, 1, 0), domain=domain)
+        outcome = "compared with GT4Py debug"
     got = run_in_layout(gb_st, inputs, layout, origin=(1, 1, 0), domain=domain)
     assert_same(got, ref, f"random tree on {layout}:\n{body}", inputs)
-    return "compared"
+    return outcome
 
 
 # ============================================================================ 4. bad input
