@@ -1209,6 +1209,22 @@ BAD_DEFINITIONS = {
         "def bad(a: Field[np.float64], out: Field[np.float64]):\n    with computation(PARALLEL), interval(...):\n        out = -(min(a > 0, a < 1) if a > 2 else (a > 3) % (a < 4))  # BAD\n",
         ["booleans?"],
     ),
+    "unary minus on abs of a bool (GT4Py types it bool)": (
+        "def bad(b: Field[bool], out: Field[np.int32]):\n    with computation(PARALLEL), interval(...):\n        out = -abs(b)  # BAD\n",
+        ["booleans?"],
+    ),
+    "unary minus on abs of a bool literal": (
+        "def bad(b: Field[bool], out: Field[bool]):\n    with computation(PARALLEL), interval(...):\n        out = True + (-abs(True))  # BAD\n",
+        ["booleans?"],
+    ),
+    "unary minus on floor of a bool": (
+        "def bad(b: Field[bool], out: Field[np.float64]):\n    with computation(PARALLEL), interval(...):\n        out = -floor(b)  # BAD\n",
+        ["booleans?"],
+    ),
+    "unary minus on isnan": (
+        "def bad(a: Field[np.float64], out: Field[np.float64]):\n    with computation(PARALLEL), interval(...):\n        out = -isnan(a)  # BAD\n",
+        ["booleans?"],
+    ),
     "int / int into an int field": (
         "def bad(a: Field[np.int32], b: Field[np.int32], out: Field[np.int32]):\n    with computation(PARALLEL), interval(...):\n        out = a / b  # BAD\n",
         ["division"],

@@ -7,7 +7,7 @@
 
 use crate::error::Result;
 use crate::gtscript::ir::{def_error, Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
-use crate::gtscript::ops::Operands;
+use crate::gtscript::ops::{Operands, TypeRule};
 
 /// The type an operation on operands of type `a` (and `b`) computes in, and the type of its
 /// result.
@@ -161,7 +161,7 @@ impl Checker<'_> {
     /// Whether GT4Py types `e` as a boolean: a boolean value, or a native function that takes
     /// two booleans (`%`, `**`, min, max; also `x if c else y`) applied to two of them, which
     /// GT4Py types as a boolean although NumPy computes an integer; so GT4Py refuses `-(a % b)`
-    /// on booleans `a`, `b`. Reads the types of leaves only (no retyping: linear in `e`).
+    /// on booleans `a`, `b`, and `-abs(b)` on a boolean `b`. Reads the types of leaves only (no retyping: linear in `e`).
     fn gt4py_bool(&self, e: &Expr, line: u32) -> bool {
         match e {
             Expr::Read(a, _) | Expr::ReadK(a, _, _) => {
@@ -169,7 +169,13 @@ impl Checker<'_> {
             }
             Expr::Scalar(s) => self.p.scalars[*s].ty == Ty::Bool,
             Expr::Const(_, t) | Expr::Cast(t, _) => *t == Ty::Bool,
-            Expr::Un(op, _) => *op == UnOp::Not,
+            // GT4Py gives its native functions (`abs`, `floor`, `sqrt`, ...) their operand's
+            // type, so `abs` of a boolean is a boolean to it; tests (`isnan`, ...) and `not`
+            // give one.
+            Expr::Un(op, a) => match crate::gtscript::ops::un(*op).rule {
+                TypeRule::Predicate => true,
+                _ => *op != UnOp::Neg && self.gt4py_bool(a, line),
+            },
             Expr::Bin(BinOp::Mod | BinOp::Pow | BinOp::Min | BinOp::Max, a, b)
             | Expr::Select(_, a, b) => self.gt4py_bool(a, line) && self.gt4py_bool(b, line),
             // Comparisons and `and`/`or`; arithmetic is never a boolean here.
