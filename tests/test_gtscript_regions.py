@@ -127,6 +127,49 @@ SOURCE = textwrap.dedent(
             out = edge_fix(a, b)
 
 
+    @gtscript.function
+    def edge_values(bl, q, al):
+        # PyFV3's yppm.bl_br_edges: locals first assigned in edge regions, read in a later
+        # region covering them; one (dm_left) read where no region assigned it, into a value
+        # assigned again at once (dead).
+        with horizontal(region[:, J[0] - 1]):
+            dm_left = q[0, -1, 0] - q
+            yt_bl = 0.5 * dm_left + q
+        with horizontal(region[:, J[0]]):
+            yt_bl = 0.25 * dm_left + q
+            yt_bl = q[0, 1, 0] * 2.0
+        with horizontal(region[:, J[-1]]):
+            yt_bl = al[0, 1, 0] - q
+        with horizontal(region[:, J[0] - 1 : J[0] + 1], region[:, J[-1]]):
+            bl = yt_bl - q
+        return bl
+
+
+    def function_region_locals(a: F, b: F, out: F):
+        with computation(PARALLEL), interval(...):
+            out = edge_values(b, a, b)
+
+
+    @gtscript.function
+    def next_row_at_edge(q, b):
+        # PyFV3's `al_ip1 = al[0, 1, 0]` (yppm.bl_br_edges): a local holding an offset read of
+        # a value computed under an `if` (its mask is written outside regions), then read in an
+        # edge region whose offset reaches past the domain.
+        v = q
+        if q > 0.0:
+            v = 2.0 * q
+        v_jp1 = v[0, 1, 0]
+        r = b
+        with horizontal(region[:, J[-1]], region[I[0], J[0]]):
+            r = v_jp1 + b
+        return r
+
+
+    def mask_read_at_offset_in_region(a: F, b: F, out: F):
+        with computation(PARALLEL), interval(...):
+            out = next_row_at_edge(a, b)
+
+
     def forward_regions(a: F, out: F):
         with computation(FORWARD):
             with interval(0, 1):
@@ -257,6 +300,8 @@ CASES: dict[str, Case] = {
     "wide": Case("wide", halo=(2, 1, 0)),
     "with_temporaries": Case("with_temporaries", halo=(2, 1, 0)),
     "in_function": Case("in_function"),
+    "function_region_locals": Case("function_region_locals", halo=(0, 2, 0)),
+    "mask_read_at_offset_in_region": Case("mask_read_at_offset_in_region", halo=(0, 1, 0)),
     "forward_regions": Case("forward_regions", halo=(0, 0, 0)),
     "loops": Case("loops", halo=(0, 0, 0), finite=True),
     "forward_loop": Case("forward_loop", halo=(0, 0, 0), finite=True),

@@ -193,7 +193,7 @@ class CallsMixin(_LoweringBase):
                 return self.as_expr(inner, s, v)
             elif isinstance(s, ast.With):
                 self.func_locals_to_temps(inner, s, s.body)
-                if not self.regions(inner, s, lambda: self.func_body(inner, s, s.body, mask)):
+                if not self.regions(inner, s, lambda: self.func_body(inner, s, s.body, mask, region=True)):
                     raise self.error(inner, s, "a `with` block in a gtscript function (only `with horizontal(region[...])`)")
             elif isinstance(s, ast.While):
                 self.func_locals_to_temps(inner, s, s.body)
@@ -202,15 +202,46 @@ class CallsMixin(_LoweringBase):
                 raise self.error(inner, s, f"{_describe(s) if not isinstance(s, ast.AugAssign) else 'an augmented assignment to a subscript'} in a gtscript function")
         return None
 
-    def func_body(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt], mask: Expr | None) -> None:
-        """The body of a region or loop in a function: its locals first assigned there cannot be
-        read after it (they hold a value only where, or as long as, it ran)."""
+    def func_body(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt], mask: Expr | None, region: bool = False) -> None:
+        """The body of a region or loop in a function. A local first assigned in a loop cannot
+        be read after it (it holds a value only as long as the loop ran); one first assigned in
+        a region becomes a temporary (`region_local`)."""
         before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
+        start = len(self.lines)
         if self.func_block(inner, body, top=False, mask=mask) is not None:
             raise self.error(inner, s, "a return statement inside a region or loop of a gtscript function")
         line = inner.line0 + s.lineno - 1
-        for name in set(inner.local) - before:
-            inner.local[name] = _Undefined(name, line)
+        for name in sorted(set(inner.local) - before):
+            if not (region and self.region_local(inner, s, name, mask, start)):
+                inner.local[name] = _Undefined(name, line)
+
+    def region_local(self, inner: _Ctx, s: ast.stmt, name: str, mask: Expr | None, start: int) -> bool:
+        """A local first assigned in a horizontal region of a function (PyFV3's ``yt_bl`` and
+        ``dm_left`` in ``yppm.bl_br_edges``, assigned in several edge regions and read in a
+        later region covering them): as GT4Py's function temporaries, a temporary of its
+        value's type, written where the region runs (and its mask holds). Elsewhere GT4Py's
+        temporary holds uninitialised memory (zeros where NumPy's allocation is fresh): here it
+        holds zero, set before the region (``start`` in the IR lines). False where the value is
+        not a plain typed expression (the local stays unreadable after the region)."""
+        value = inner.local[name]
+        if isinstance(value, _Undefined):
+            return False
+        if isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps:
+            return True  # already a temporary of this function, written under the region
+        if isinstance(value, list) or _vectors.is_vector(self, value):
+            return False
+        e = self.as_expr(inner, s, value)
+        dt = _dtype(self, e)
+        if dt is None:
+            return False
+        index = self.typed_temp(f"__{inner.name}_{name}", dt)
+        inner.temps.add(index)
+        line = inner.line0 + s.lineno - 1
+        self.lines.insert(start, (line, ("t", index), ("cast", dt.name, ("c", 0))))
+        old: Expr = ("t", index, (0, 0, 0))
+        self.emit(inner, s, ("t", index), e if mask is None else ("sel", mask, e, old))
+        inner.local[name] = _Ref("t", index)
+        return True
 
     def func_locals_to_temps(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt]) -> None:
         """Locals a region or loop assigns keep their value where (or when) it does not run:
