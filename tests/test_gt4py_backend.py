@@ -442,30 +442,87 @@ def alias_race(q_in: F64, q_out: F64):  # type: ignore[valid-type]
         q_out = q_in[1, 0, 0]  # noqa: F841
 
 
+def alias_corners(q_in: F64, q_out: F64):  # type: ignore[valid-type]
+    # PyFV3's uc_contra_corners(..., uc_contra, uc_contra, ...): each corner's region reads
+    # points no region before it writes (on a domain wide enough).
+    with computation(PARALLEL), interval(...):
+        with horizontal(region[I[0], J[0]]):
+            q_out = q_in[1, 1, 0] + q_in[0, 1, 0]  # noqa: F841
+        with horizontal(region[I[-1], J[-1]]):
+            q_out = q_in[-1, -1, 0] * 2.0  # noqa: F841
+
+
+@gtscript.function
+def alias_fill(q, q_corner):
+    # NDSL's fill_corners_2cells_x through PyFV3's fill_corners_delp_pt_w(delp, ..., delp, ...):
+    # reads at offsets into a function local, then one write of the whole domain.
+    with horizontal(region[I[0], J[0]]):
+        q = q_corner[0, 1, 0] * 1.0
+    with horizontal(region[I[-1], J[-1]]):
+        q = q_corner[-1, 0, 0] * 1.0
+    return q
+
+
+def alias_fill_corners(q_in: F64, q_out: F64):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        q_out = alias_fill(q_in, q_in)  # noqa: F841
+
+
+def alias_read_after_write(q_in: F64, q_out: F64):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        q_out = q_in * 2.0  # noqa: F841
+        with horizontal(region[I[0], :]):
+            q_out = q_in[1, 0, 0]  # noqa: F841
+
+
+# (definition, origin, domain): the one array read where no statement before wrote it.
+ONE_ARRAY_CASES = {
+    "region": (alias_region, (1, 1, 0), (4, 3, 4)),
+    "forward": (alias_forward, (1, 1, 0), (4, 3, 4)),
+    "same statement": (alias_race, (1, 1, 0), (4, 3, 4)),
+    "corners": (alias_corners, (1, 1, 0), (4, 3, 4)),
+    "fill corners": (alias_fill_corners, (1, 1, 0), (4, 3, 4)),
+}
+
+
 @pytest.mark.parametrize("backend", NAMES)
-@pytest.mark.parametrize("definition", [alias_region, alias_forward])
-def test_one_array_as_input_and_output_matches_gt4py_numpy(backend, definition):
-    """NDSL calls ``stencil(q, q)``: GT4Py's backends run it on the one array. gridbuf runs the
-    stencil with the two fields as one, which computes the same, bit for bit."""
+@pytest.mark.parametrize("case", list(ONE_ARRAY_CASES))
+def test_one_array_as_input_and_output_matches_gt4py_numpy(backend, case):
+    """NDSL calls ``stencil(q, q)``: GT4Py's numpy backend runs it on the one array, statement
+    after statement. gridbuf runs the stencil with the two fields as one, or, where that program
+    is refused and every read reaches only points no statement before it writes, the stencil
+    with the read field bound to a copy taken at the call: both compute the same, bit for bit."""
+    definition, origin, domain = ONE_ARRAY_CASES[case]
     rng = np.random.default_rng(7)
     q0 = rng.uniform(size=(6, 5, 4))
     extra = {"w": rng.uniform(size=(6, 5, 4))} if definition is alias_forward else {}
     want = q0.copy()
-    gtscript.stencil(backend="numpy", definition=definition)(want, want, **extra, origin=(1, 1, 0), domain=(4, 3, 4))
+    gtscript.stencil(backend="numpy", definition=definition)(want, want, **extra, origin=origin, domain=domain)
+    assert not np.array_equal(want, q0)
     got = gt_storage.from_array(q0, backend=backend)
     st = gtscript.stencil(backend=backend, definition=definition)
-    st(got, got, **extra, origin=(1, 1, 0), domain=(4, 3, 4))
+    st(got, got, **extra, origin=origin, domain=domain)
     np.testing.assert_array_equal(np.asarray(got), want)
-    st(got, got, **extra, origin=(1, 1, 0), domain=(4, 3, 4))  # the variant is built once
+    st(got, got, **extra, origin=origin, domain=domain)  # the variant is built once
     assert len(type(st)._gt_impl_._aliased) == 1
 
 
 def test_one_array_as_fields_whose_merged_stencil_is_refused_writes_nothing():
-    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=alias_race)
     q = np.ones((6, 5, 4))
-    with pytest.raises(GridbufValueError, match="one array as the fields 'q_out' and 'q_in'.*horizontal offset"):
+    # A read that reaches what a statement before it wrote: GT4Py's numpy backend reads the
+    # new value there, which neither the program with one field nor a copy computes.
+    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=alias_read_after_write)
+    with pytest.raises(GridbufValueError, match="one array as the fields 'q_in' and a field it writes, on a domain of \\(4, 3, 4\\)"):
         st(q, q, origin=(1, 1, 0), domain=(4, 3, 4))
     assert (q == 1.0).all()
+    # The corners' regions meet on a domain of 2 x 2: refused there, run on a wider one.
+    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=alias_corners)
+    with pytest.raises(GridbufValueError, match="reaches a point a statement before it writes"):
+        st(q, q, origin=(1, 1, 0), domain=(2, 2, 4))
+    assert (q == 1.0).all()
+    st(q, q, origin=(1, 1, 0), domain=(3, 3, 4))
+    assert not (q == 1.0).all()
+    q[...] = 1.0
     # One array at two origins is not one field: the binder refuses the overlap.
     with pytest.raises(GridbufValueError, match="overlap"):
         gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=alias_region)(q, q, origin={"q_in": (1, 1, 0), "q_out": (0, 0, 0)}, domain=(4, 3, 4))

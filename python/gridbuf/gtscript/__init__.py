@@ -68,6 +68,7 @@ import numpy as np
 from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
 from ._frontend import Lowering
+from ._snapshot import CopyPlan, accesses
 from ._values import K_LEVELS_FIELD as _K_LEVELS_FIELD
 from ._values import FieldType, TableType
 
@@ -422,6 +423,11 @@ def function(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _copy_of(array: Any) -> np.ndarray:
+    """A copy of `array` (a call's argument), its axes in the same memory order."""
+    return np.array(np.asarray(array), order="K", copy=True)
+
+
 class GTStencil:
     """A gtscript stencil run by gridbuf: call it like a GT4Py stencil object.
 
@@ -442,8 +448,9 @@ class GTStencil:
     ) -> None:
         lowering = Lowering(definition, externals, name, dtypes, aliases)
         self._build_args = (definition, externals, name, dtypes, layout_map, warnings)
-        # The variants for calls that pass one array as several fields, by alias map.
-        self._aliased: dict[frozenset[tuple[str, str]], GTStencil] = {}
+        # The variants for calls that pass one array as several fields, by alias map: the
+        # stencil with them as one field, or the fields to bind to a copy (`_snapshot`).
+        self._aliased: dict[frozenset[tuple[str, str]], GTStencil | CopyPlan] = {}
         self.ir: str = lowering.lower()
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
         # program, so that they may be passed as None, as GT4Py allows.
@@ -489,7 +496,7 @@ class GTStencil:
         self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
-        impl, fields, scalars, origin = self._arguments(args, kwargs, origin)
+        impl, fields, scalars, origin = self._arguments(args, kwargs, origin, domain)
         impl._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
 
     @property
@@ -532,7 +539,7 @@ class GTStencil:
             ``(domain, origins)``: the domain per domain dim, and a dict from each field the
             stencil uses to its origin.
         """
-        impl, fields, _, origin = self._arguments(args, kwargs, origin)
+        impl, fields, _, origin = self._arguments(args, kwargs, origin, domain)
         dom, origins = impl._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
         origins.pop(_K_LEVELS_FIELD, None)
         for alias, target in impl._lowered_aliases.items():
@@ -560,10 +567,11 @@ class GTStencil:
                 out[f] = first
         return out or None
 
-    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any) -> tuple[GTStencil, list[Any], dict[str, Any], Any]:
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any, domain: Any = None) -> tuple[GTStencil, list[Any], dict[str, Any], Any]:
         """The stencil that runs a call (this one, or its variant for a call that passes one
         array as several fields), its fields (in its program's order), scalars and origin,
         checked."""
+        copy_plan: CopyPlan | None = None
         if len(args) > len(self._params):
             raise GridbufTypeError(f"stencil {self.name!r} takes {len(self._params)} arguments ({', '.join(self._params)}), got {len(args)}")
         values = dict(zip(self._params, args))
@@ -602,7 +610,10 @@ class GTStencil:
         if len(self.field_names) > 1 and len({id(values.get(f)) for f in self.field_names}) < len(self.field_names):
             aliases = self._aliases(values, origin)
             if aliases is not None:
-                return self._variant(aliases)._arguments(args, kwargs, origin)
+                variant = self._variant(aliases)
+                if isinstance(variant, GTStencil):
+                    return variant._arguments(args, kwargs, origin, domain)
+                copy_plan = variant
         # The hidden field of K levels (last, when `K` is a value) is added below.
         fields = [values[f] for f in self.field_names[: len(self.field_names) - self._k_levels]]
         for f, v in zip(self.field_names, fields):
@@ -617,10 +628,37 @@ class GTStencil:
         if self._k_levels:
             levels, origin = self._k_level_field(fields, origin)
             fields.append(levels)
+        if copy_plan is not None:
+            fields = self._with_copies(copy_plan, fields, origin, domain)
         return self, fields, scalars, origin
 
-    def _variant(self, aliases: dict[str, str]) -> GTStencil:
-        """This stencil built with the fields of `aliases` as one (built once per alias map)."""
+    def _with_copies(self, plan: CopyPlan, fields: list[Any], origin: Any, domain: Any) -> list[Any]:
+        """`fields` with those of `plan` bound to a copy of their array (one per array), taken
+        now, where the plan is exact for the call's domain; else the call is refused."""
+        out = list(fields)
+        copies: dict[int, Any] = {}
+        for f in plan.readers:
+            i = self.field_names.index(f)
+            v = out[i]
+            if id(v) not in copies:
+                copies[id(v)] = _copy_of(v)
+            out[i] = copies[id(v)]
+        dom, _ = self._stencil.resolve(*out, origin=origin, domain=domain, validate_args=True)
+        if not plan.exact((dom[0], dom[1])):
+            names = ", ".join(repr(f) for f in plan.readers)
+            raise GridbufValueError(
+                f"stencil {self.name!r} called with one array as the fields {names} and a field it writes, on a domain of {tuple(dom)}: "
+                "there a read of it reaches a point a statement before it writes (GT4Py's numpy backend would read the new value, "
+                "which gridbuf cannot run as one field); pass separate arrays, e.g. a copy"
+            )
+        return out
+
+    def _variant(self, aliases: dict[str, str]) -> GTStencil | CopyPlan:
+        """How this stencil runs a call with the fields of `aliases` as one array (decided once
+        per alias map): built with them as one field, or else, where that is refused, this
+        stencil with the fields that only read the array bound to a copy of it, for the domains
+        where no read reaches what a statement before it wrote (`_snapshot.CopyPlan`: there it
+        reads what GT4Py's numpy backend reads)."""
         key = frozenset(aliases.items())
         variant = self._aliased.get(key)
         if variant is None:
@@ -628,12 +666,41 @@ class GTStencil:
             try:
                 variant = GTStencil(definition, externals, name, dtypes, layout_map=layout_map, warnings=warnings, aliases=aliases)
             except GridbufValueError as exc:
-                pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
-                raise GridbufValueError(
-                    f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
-                ) from None
+                variant = self._readers_of_copies(aliases)
+                if variant is None:
+                    pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
+                    raise GridbufValueError(
+                        f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
+                    ) from None
             self._aliased[key] = variant
         return variant
+
+    def _readers_of_copies(self, aliases: dict[str, str]) -> CopyPlan | None:
+        """How the fields of `aliases` (groups of fields passed one array) may read a copy of
+        it: in each group one field written and the others only read (`_snapshot`). None where
+        some group is not so."""
+        definition, externals, name, dtypes, _, _ = self._build_args
+        lowering = Lowering(definition, externals, name, dtypes)
+        lowering.lower()
+        index = {n: i for i, (n, _) in enumerate(lowering.fields)}
+        groups: dict[str, list[str]] = {}
+        for alias, target in aliases.items():
+            groups.setdefault(target, [target]).append(alias)
+        readers: list[str] = []
+        pairs = []
+        for members in groups.values():
+            written = [f for f in members if self.field_access.get(f) in ("write", "readwrite")]
+            if len(written) != 1:
+                return None
+            for f in members:
+                if f == written[0] or f not in self.field_access:
+                    continue
+                found = accesses(lowering.lines, index[f], index[written[0]])
+                if found is None:
+                    return None
+                pairs.append(found)
+                readers.append(f)
+        return CopyPlan(tuple(readers), pairs)
 
     def _k_level_field(self, fields: list[Any], origin: Any) -> tuple[np.ndarray, dict[str, Any]]:
         """The hidden field of K level numbers (``K`` read as a value) and the call's origin with
