@@ -1,0 +1,112 @@
+"""An FV3 dynamical-core step (PyFV3 on NDSL) through GT4Py backends chosen by name: gridbuf's
+against GT4Py's ``numpy`` (and, with ``--compiled``, GT4Py's compiled CPU backends).
+
+Each measurement is one run of ``tests/integration/fv3_step.py`` (C12, 79 levels, the baroclinic
+initial state, ``--steps`` steps), on 6 MPI ranks (one tile each, ``mpiexec -n 6``) and in one
+process (rank 0 of 6 with NDSL's ``NullComm``: halos filled with zeros, so its values are not a
+model state, only its times count). Cold: an empty GT4Py cache directory (``GT_CACHE_ROOT``);
+warm: the same directory again, right after. Reported (rank 0's clock, seconds): building the
+``DynamicalCore`` (which builds its stencils), the first step, the median of the later steps,
+and the whole run from the process start. Every configuration runs ``--repeats`` times and the
+table shows medians.
+
+Needs what ``tests/integration/README.md`` lists (NDSL, PyFV3, mpi4py with mpiexec,
+``FV3_ETA_FILE``); run it with that environment's Python::
+
+    FV3_ETA_FILE=/path/eta79.nc PYTHONPATH=/path/NDSL:/path/PyFV3 python benchmarks/bench_fv3.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DRIVER = HERE.parent / "tests" / "integration" / "fv3_step.py"
+sys.path.insert(0, str(HERE))
+from _timing import markdown_table  # noqa: E402
+
+
+def run_once(backend: str, ranks: int, steps: int, cache: Path, out: Path) -> dict:
+    """One run of the driver; its rank-0 timings plus the wall time of the whole run."""
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    cmd = [sys.executable, str(DRIVER), "--backend", backend, "--steps", str(steps), "--out", str(out)]
+    cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "6", *cmd] if ranks == 6 else [*cmd, "--comm", "null"]
+    env = {**__import__("os").environ, "GT_CACHE_ROOT": str(cache)}
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{backend} ({ranks} ranks) failed, rc {done.returncode}:\n{done.stderr[-4000:]}")
+    timing = json.loads((out / "timing.json").read_text())
+    timing["wall_s"] = wall
+    times = out / "stencil_times_rank0.json"
+    timing["stencils"] = json.loads(times.read_text()) if times.exists() else {}
+    return timing
+
+
+def stencil_name(key: str) -> str:
+    """A stencil's definition name from its GT4Py stencil class name (``<definition>____<backend>_<hash>``)."""
+    return key.rsplit("____", 1)[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--backends", default="numpy,gridbuf:cpu_kfirst,gridbuf:cpu_ifirst")
+    parser.add_argument("--compiled", action="store_true", help="also gt:cpu_ifirst and gt:cpu_kfirst (about 10 s per definition to build)")
+    parser.add_argument("--ranks", default="6,1", help="6 (MPI) and/or 1 (one process)")
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=1)
+    args = parser.parse_args()
+    backends = args.backends.split(",") + (["gt:cpu_ifirst", "gt:cpu_kfirst"] if args.compiled else [])
+    rows = []
+    per_stencil: dict[str, dict[str, float]] = {}  # backend -> definition -> seconds per warm step (6 ranks, rank 0)
+    scratch = Path(tempfile.mkdtemp(prefix="gridbuf_bench_fv3_"))
+    try:
+        for ranks in (int(r) for r in args.ranks.split(",")):
+            for backend in backends:
+                runs: dict[str, list[dict]] = {"cold": [], "warm": []}
+                for rep in range(args.repeats):
+                    cache = scratch / f"cache_{backend.replace(':', '_')}_{ranks}_{rep}"
+                    for kind in ("cold", "warm"):
+                        out = scratch / f"out_{backend.replace(':', '_')}_{ranks}_{rep}_{kind}"
+                        runs[kind].append(run_once(backend, ranks, args.steps, cache, out))
+                        print(f"{backend} {ranks} {kind}: {runs[kind][-1]}", file=sys.stderr, flush=True)
+                    shutil.rmtree(cache, ignore_errors=True)
+                if ranks == 6:
+                    warm = per_stencil.setdefault(backend, {})
+                    for key, seconds in runs["warm"][0]["stencils"].items():
+                        warm[stencil_name(key)] = warm.get(stencil_name(key), 0.0) + seconds
+                for kind, timings in runs.items():
+                    med = lambda key: statistics.median(t[key] for t in timings)  # noqa: E731
+                    later = [statistics.median(t["steps_s"][1:]) for t in timings if len(t["steps_s"]) > 1]
+                    rows.append([
+                        backend,
+                        "6 ranks" if ranks == 6 else "1 process",
+                        kind,
+                        f"{med('build_dycore_s'):.1f}",
+                        f"{statistics.median(t['steps_s'][0] for t in timings):.2f}",
+                        f"{statistics.median(later):.2f}" if later else "",
+                        f"{med('wall_s'):.1f}",
+                        f"{med('max_rss_mib'):.0f}",
+                    ])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(f"FV3 dynamical core, C12 x 79 levels, {args.steps} steps, medians of {args.repeats} run(s), seconds")
+    print(markdown_table(["backend", "run", "cache", "build dycore", "first step", "later steps", "whole run", "max RSS per rank, MiB"], rows))
+    if per_stencil:
+        first = next(iter(per_stencil))
+        top = sorted(per_stencil[first], key=lambda n: -per_stencil[first][n])[:10]
+        print(f"\nThe 10 stencils taking the most time per warm step on {first} (6 ranks, rank 0, ms per step, every call of the definition)")
+        print(markdown_table(["stencil", *per_stencil], [[n, *(f"{1e3 * per_stencil[b].get(n, float('nan')):.1f}" for b in per_stencil)] for n in top]))
+
+
+if __name__ == "__main__":
+    main()
