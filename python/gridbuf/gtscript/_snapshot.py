@@ -1,17 +1,24 @@
 """Calls that pass one array as a field the stencil reads and one it writes, where the program
-with the two as one field is refused: when the reads may read a copy taken at the call.
+with the two as one field is refused: when the read field may read a copy taken at the call.
 
 GT4Py's numpy backend runs such a call statement after statement on the one array, so a read
 sees exactly the writes of the statements before it. The program with the two fields as one
 computes that, but the engine refuses some such programs (a field written by the stencil and
 read at a horizontal offset: its schedules run statements point by point, tile by tile). Where
-every read of the read field comes before the first write of the written one, a read sees the
-array as the call found it, so the stencil as defined, with the read field bound to a copy taken
-at the call, computes the same. "Before" is GT4Py's order: computations one after the other; in a
-PARALLEL computation each statement over its whole interval before the next; in a FORWARD or
-BACKWARD one all statements level by level, so there a read in the computation of the first
-write is never before it. NDSL's ``fill_corners_delp_pt_w(delp, pt, w, delp, pt, w)`` (PyFV3's
-C-grid solver: reads at offsets into a temporary, then one write) is such a call.
+no read of the read field reaches a point that a statement before it wrote through the other,
+every read sees the array as the call found it, so the stencil as defined, with the read field
+bound to a copy taken at the call, computes the same. PyFV3 calls three such stencils:
+``fill_corners_delp_pt_w(delp, pt, w, delp, pt, w)`` (reads at offsets into a temporary, then
+one write) and ``uc_contra_corners``/``vc_contra_corners`` (each corner's region reads points
+the other corners' regions do not write).
+
+"Before" is GT4Py's order: computations one after the other; in a PARALLEL computation each
+statement over its whole interval (its value before its assignment) before the next. In a
+FORWARD or BACKWARD computation, or one with a `while` loop, statements interleave level by
+level or pass by pass, and the intervals of a computation may run in another order than
+written, so there, and between intervals, every write counts as before every read. "Reaches" is
+decided in I and J only (any level may meet any other), from the regions' boxes for the call's
+domain (a statement outside regions reaches everywhere), for every offset of the read.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ class _Access:
 
     index: int
     comp: int
+    interval: int
     parallel: bool
     box: Box
     offsets: tuple[tuple[int, int], ...]
@@ -111,7 +119,7 @@ class CopyPlan:
                 for reads, writes in self.pairs
                 for r in reads
                 for w in writes
-                if w.comp < r.comp or (w.comp == r.comp and (w.index < r.index or not r.parallel))
+                if w.comp < r.comp or (w.comp == r.comp and (w.interval != r.interval or w.index < r.index or not r.parallel))
                 for o in r.offsets
             )
         return hit
@@ -121,7 +129,7 @@ def accesses(body: list[Any], reader: int, writer: int) -> tuple[list[_Access], 
     """The reads of field `reader` and the writes of field `writer` in the lowered statements
     `body` (IR lines: strings, and ``(line, target, value)`` with the definition's field
     indices); None where something writes `reader`."""
-    comp = 0
+    comp = interval = 0
     parallel = False
     region: Box = None
     reads: list[_Access] = []
@@ -132,6 +140,8 @@ def accesses(body: list[Any], reader: int, writer: int) -> tuple[list[_Access], 
             if item.startswith("comp "):
                 comp += 1
                 parallel = item.split()[1] == "PARALLEL"
+            elif item.startswith("interval "):
+                interval += 1
             elif item.startswith("region "):
                 region = _box(item[len("region "):])
             elif item == "while":
@@ -147,9 +157,9 @@ def accesses(body: list[Any], reader: int, writer: int) -> tuple[list[_Access], 
         if target[0] == "kv":
             _offsets(target[1], reader, found, seen)
         if found:
-            reads.append(_Access(i, comp, parallel, box, tuple(sorted(found))))
+            reads.append(_Access(i, comp, interval, parallel, box, tuple(sorted(found))))
         if _writes(target, writer):
-            writes.append(_Access(i, comp, parallel, box, ()))
+            writes.append(_Access(i, comp, interval, parallel, box, ()))
     # Statements in a loop run again after those that follow them in it.
-    reads = [r if r.comp not in loops else _Access(r.index, r.comp, False, r.box, r.offsets) for r in reads]
+    reads = [r if r.comp not in loops else _Access(r.index, r.comp, r.interval, False, r.box, r.offsets) for r in reads]
     return reads, writes
