@@ -31,6 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DRIVER = HERE.parent / "tests" / "integration" / "fv3_step.py"
 sys.path.insert(0, str(HERE))
+import _plot  # noqa: E402
 from _timing import markdown_table  # noqa: E402
 
 
@@ -64,10 +65,13 @@ def main() -> None:
     parser.add_argument("--ranks", default="6,1", help="6 (MPI) and/or 1 (one process)")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=1)
+    _plot.add_argument(parser)
     args = parser.parse_args()
+    plot_dir = _plot.prepare(args.plot)
     backends = args.backends.split(",") + (["gt:cpu_ifirst", "gt:cpu_kfirst"] if args.compiled else [])
     rows = []
     per_stencil: dict[str, dict[str, float]] = {}  # backend -> definition -> seconds per warm step (6 ranks, rank 0)
+    first_step: dict[tuple[str, str], float] = {}  # (run, backend) -> seconds from the start to the first step's end
     scratch = Path(tempfile.mkdtemp(prefix="gridbuf_bench_fv3_"))
     try:
         for ranks in (int(r) for r in args.ranks.split(",")):
@@ -86,6 +90,9 @@ def main() -> None:
                         warm[stencil_name(key)] = warm.get(stencil_name(key), 0.0) + seconds
                 for kind, timings in runs.items():
                     med = lambda key: statistics.median(t[key] for t in timings)  # noqa: E731
+                    first_step[(f"{'6 ranks' if ranks == 6 else '1 process'}, {kind}", backend)] = statistics.median(
+                        t["imports_s"] + t["setup_s"] + t["build_dycore_s"] + t["steps_s"][0] for t in timings
+                    )
                     later = [statistics.median(t["steps_s"][1:]) for t in timings if len(t["steps_s"]) > 1]
                     rows.append([
                         backend,
@@ -106,6 +113,12 @@ def main() -> None:
         top = sorted(per_stencil[first], key=lambda n: -per_stencil[first][n])[:10]
         print(f"\nThe 10 stencils taking the most time per warm step on {first} (6 ranks, rank 0, ms per step, every call of the definition)")
         print(markdown_table(["stencil", *per_stencil], [[n, *(f"{1e3 * per_stencil[b].get(n, float('nan')):.1f}" for b in per_stencil)] for n in top]))
+    if plot_dir:
+        _plot.bar_chart(
+            _plot.path(plot_dir, __file__, "first_step"), benchmark="bench_fv3.py",
+            title="from the process start to the end of the first step", shape="C12 x 79 levels, 6 tiles",
+            panels=[_plot.Panel(first_step, ylabel="time")], repeats=args.repeats,
+        )  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ import numpy as np
 from .. import _gridbuf
 from ..errors import GridbufTypeError, GridbufValueError
 from ._frontend import Lowering
-from ._snapshot import CopyPlan, accesses
+from . import _snapshot
 from ._values import K_LEVELS_FIELD as _K_LEVELS_FIELD
 from ._values import FieldType, TableType
 
@@ -450,7 +450,7 @@ class GTStencil:
         self._build_args = (definition, externals, name, dtypes, layout_map, warnings)
         # The variants for calls that pass one array as several fields, by alias map: the
         # stencil with them as one field, or the fields to bind to a copy (`_snapshot`).
-        self._aliased: dict[frozenset[tuple[str, str]], GTStencil | CopyPlan] = {}
+        self._aliased: dict[frozenset[tuple[str, str]], GTStencil | _snapshot.CopyPlan] = {}
         self.ir: str = lowering.lower()
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
         # program, so that they may be passed as None, as GT4Py allows.
@@ -571,7 +571,7 @@ class GTStencil:
         """The stencil that runs a call (this one, or its variant for a call that passes one
         array as several fields), its fields (in its program's order), scalars and origin,
         checked."""
-        copy_plan: CopyPlan | None = None
+        copy_plan: _snapshot.CopyPlan | None = None
         if len(args) > len(self._params):
             raise GridbufTypeError(f"stencil {self.name!r} takes {len(self._params)} arguments ({', '.join(self._params)}), got {len(args)}")
         values = dict(zip(self._params, args))
@@ -632,7 +632,7 @@ class GTStencil:
             fields = self._with_copies(copy_plan, fields, origin, domain)
         return self, fields, scalars, origin
 
-    def _with_copies(self, plan: CopyPlan, fields: list[Any], origin: Any, domain: Any) -> list[Any]:
+    def _with_copies(self, plan: _snapshot.CopyPlan, fields: list[Any], origin: Any, domain: Any) -> list[Any]:
         """`fields` with those of `plan` bound to a copy of their array (one per array), taken
         now, where the plan is exact for the call's domain; else the call is refused."""
         out = list(fields)
@@ -653,7 +653,7 @@ class GTStencil:
             )
         return out
 
-    def _variant(self, aliases: dict[str, str]) -> GTStencil | CopyPlan:
+    def _variant(self, aliases: dict[str, str]) -> GTStencil | _snapshot.CopyPlan:
         """How this stencil runs a call with the fields of `aliases` as one array (decided once
         per alias map): built with them as one field, or else, where that is refused, this
         stencil with the fields that only read the array bound to a copy of it, for the domains
@@ -675,7 +675,7 @@ class GTStencil:
             self._aliased[key] = variant
         return variant
 
-    def _readers_of_copies(self, aliases: dict[str, str]) -> CopyPlan | None:
+    def _readers_of_copies(self, aliases: dict[str, str]) -> _snapshot.CopyPlan | None:
         """How the fields of `aliases` (groups of fields passed one array) may read a copy of
         it: in each group one field written and the others only read (`_snapshot`). None where
         some group is not so."""
@@ -695,12 +695,12 @@ class GTStencil:
             for f in members:
                 if f == written[0] or f not in self.field_access:
                     continue
-                found = accesses(lowering.lines, index[f], index[written[0]])
+                found = _snapshot.accesses(lowering.lines, index[f], index[written[0]])
                 if found is None:
                     return None
                 pairs.append(found)
                 readers.append(f)
-        return CopyPlan(tuple(readers), pairs)
+        return _snapshot.CopyPlan(tuple(readers), pairs)
 
     def _k_level_field(self, fields: list[Any], origin: Any) -> tuple[np.ndarray, dict[str, Any]]:
         """The hidden field of K level numbers (``K`` read as a value) and the call's origin with
