@@ -35,10 +35,10 @@ import _plot  # noqa: E402
 from _timing import markdown_table  # noqa: E402
 
 
-def run_once(backend: str, ranks: int, steps: int, cache: Path, out: Path) -> dict:
+def run_once(backend: str, ranks: int, steps: int, cache: Path, out: Path, resolution: int = 12) -> dict:
     """One run of the driver; its rank-0 timings plus the wall time of the whole run."""
     mpiexec = Path(sys.executable).parent / "mpiexec"
-    cmd = [sys.executable, str(DRIVER), "--backend", backend, "--steps", str(steps), "--out", str(out)]
+    cmd = [sys.executable, str(DRIVER), "--backend", backend, "--steps", str(steps), "--out", str(out), "--resolution", str(resolution)]
     cmd = [str(mpiexec if mpiexec.exists() else "mpiexec"), "-n", "6", *cmd] if ranks == 6 else [*cmd, "--comm", "null"]
     env = {**__import__("os").environ, "GT_CACHE_ROOT": str(cache)}
     t0 = time.perf_counter()
@@ -64,6 +64,7 @@ def main() -> None:
     parser.add_argument("--compiled", action="store_true", help="also gt:cpu_ifirst and gt:cpu_kfirst (about 10 s per definition to build)")
     parser.add_argument("--ranks", default="6,1", help="6 (MPI) and/or 1 (one process)")
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--resolution", type=int, default=12, help="cells per tile edge (C12 by default)")
     parser.add_argument("--repeats", type=int, default=1)
     _plot.add_argument(parser)
     args = parser.parse_args()
@@ -81,7 +82,7 @@ def main() -> None:
                     cache = scratch / f"cache_{backend.replace(':', '_')}_{ranks}_{rep}"
                     for kind in ("cold", "warm"):
                         out = scratch / f"out_{backend.replace(':', '_')}_{ranks}_{rep}_{kind}"
-                        runs[kind].append(run_once(backend, ranks, args.steps, cache, out))
+                        runs[kind].append(run_once(backend, ranks, args.steps, cache, out, args.resolution))
                         print(f"{backend} {ranks} {kind}: {runs[kind][-1]}", file=sys.stderr, flush=True)
                     shutil.rmtree(cache, ignore_errors=True)
                 if ranks == 6:
@@ -106,7 +107,7 @@ def main() -> None:
                     ])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"FV3 dynamical core, C12 x 79 levels, {args.steps} steps, medians of {args.repeats} run(s), seconds")
+    print(f"FV3 dynamical core, C{args.resolution} x 79 levels, {args.steps} steps, medians of {args.repeats} run(s), seconds")
     print(markdown_table(["backend", "run", "cache", "build dycore", "first step", "later steps", "whole run", "max RSS per rank, MiB"], rows))
     if per_stencil:
         first = next(iter(per_stencil))
@@ -116,7 +117,7 @@ def main() -> None:
     if plot_dir:
         _plot.bar_chart(
             _plot.path(plot_dir, __file__, "first_step"), benchmark="bench_fv3.py",
-            title="from the process start to the end of the first step", shape="C12 x 79 levels, 6 tiles",
+            title="from the process start to the end of the first step", shape=f"C{args.resolution} x 79 levels, 6 tiles",
             panels=[_plot.Panel(first_step, ylabel="time")], repeats=args.repeats,
         )  # fmt: skip
 

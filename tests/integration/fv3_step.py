@@ -1,6 +1,7 @@
 """One or more FV3 dynamical-core steps (PyFV3 on NDSL) with a GT4Py backend chosen by name.
 
-Run under MPI with 6 ranks (one tile each, C12, 79 levels, the baroclinic initial state)::
+Run under MPI with 6 ranks (one tile each, C12 unless ``--resolution`` says, 79 levels, the
+baroclinic initial state)::
 
     mpiexec -n 6 python tests/integration/fv3_step.py --backend gridbuf:cpu_kfirst --out DIR
 
@@ -52,6 +53,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument("--eta", type=Path, default=Path(os.environ.get("FV3_ETA_FILE", "eta79.nc")),
                         help="NDSL's tests/data/eta/eta79.nc (default $FV3_ETA_FILE)")
+    parser.add_argument("--resolution", type=int, default=12, help="cells per tile edge: 12 for C12 (default), 48 for C48, ...")
     parser.add_argument("--comm", choices=["mpi", "null"], default="mpi")
     parser.add_argument("--compare-stencils", action="store_true",
                         help="run every stencil call with GT4Py numpy too, on copies of its arguments, and write "
@@ -79,7 +81,7 @@ def main() -> None:
     from pyFV3 import DynamicalCore, DynamicalCoreConfig
 
     t_imported = time.perf_counter()
-    config = DynamicalCoreConfig(layout=(1, 1), **CONFIG)
+    config = DynamicalCoreConfig(layout=(1, 1), **{**CONFIG, "npx": args.resolution + 1, "npy": args.resolution + 1})
     comm = MPIComm() if args.comm == "mpi" else NullComm(rank=0, total_ranks=6)
     partitioner = CubedSpherePartitioner(TilePartitioner(config.layout))
     communicator = CubedSphereCommunicator(comm, partitioner)
