@@ -230,8 +230,13 @@ class CallsMixin(_LoweringBase):
             return True  # already a temporary of this function, written under the region
         if isinstance(value, list) or _vectors.is_vector(self, value):
             return False
-        e = self.as_expr(inner, s, value)
-        dt = _dtype(self, e)
+        return self.zero_filled_local(inner, s, name, self.as_expr(inner, s, value), mask, start)
+
+    def zero_filled_local(self, inner: _Ctx, s: ast.stmt, name: str, value: Expr, mask: Expr | None, start: int) -> bool:
+        """The local `name` as a temporary of `value`'s type, zero from the IR line `start` on
+        (a constant, so it may go before the statements lowered since), `value` where `mask`
+        holds (everywhere where it is None). False where the type is not known."""
+        dt = _dtype(self, value)
         if dt is None:
             return False
         index = self.typed_temp(f"__{inner.name}_{name}", dt)
@@ -239,7 +244,7 @@ class CallsMixin(_LoweringBase):
         line = inner.line0 + s.lineno - 1
         self.lines.insert(start, (line, ("t", index), ("cast", dt.name, ("c", 0))))
         old: Expr = ("t", index, (0, 0, 0))
-        self.emit(inner, s, ("t", index), e if mask is None else ("sel", mask, e, old))
+        self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, old))
         inner.local[name] = _Ref("t", index)
         return True
 
@@ -368,17 +373,7 @@ class CallsMixin(_LoweringBase):
             return True
         if branch is None or isinstance(value, _Ref) or not (isinstance(value, tuple) and value and isinstance(value[0], str)):
             return False
-        dt = _dtype(self, value)
-        if dt is None:
-            return False
-        index = self.typed_temp(f"__{inner.name}_{name}", dt)
-        inner.temps.add(index)
-        line = inner.line0 + s.lineno - 1
-        # Zero before the `if`: a constant, so it may go before the statements lowered since.
-        self.lines.insert(start, (line, ("t", index), ("cast", dt.name, ("c", 0))))
-        self.emit(inner, s, ("t", index), ("sel", branch, value, ("t", index, (0, 0, 0))))
-        inner.local[name] = _Ref("t", index)
-        return True
+        return self.zero_filled_local(inner, s, name, value, branch, start)  # zero before the `if`
 
 
 #: A function's value deeper or larger than this goes to a temporary (see `CallsMixin.spill`), and
