@@ -20,7 +20,7 @@ Two comparisons:
   far: the first comparison shows the math libraries are the only difference; they differ by a
   few ulps per call, which a few stencils amplify by cancellation (``sim1_solver``'s
   ``exp(gamma * log(x)) - pm``: 6e-9 of the value at single points); measured after 1 to 5
-  steps: at most 9e-13 to 1.6e-10 (``omga``, ``w``). The third witness: numpy's own step with
+  steps: at most 9e-13 to 2.8e-10 (``w``, ``omga``). The third witness: numpy's own step with
   the C library's math moves the state far more (``test_math_library_alone_moves_numpys_step_further``).
 """
 
