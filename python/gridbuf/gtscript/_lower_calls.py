@@ -9,7 +9,7 @@ import ast
 import builtins
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -226,7 +226,7 @@ class CallsMixin(_LoweringBase):
         value = inner.local[name]
         if isinstance(value, _Undefined):
             return False
-        if isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps:
+        if _own_temporary(value, inner):
             return True  # already a temporary of this function, written under the region
         if isinstance(value, list) or _vectors.is_vector(self, value):
             return False
@@ -254,7 +254,7 @@ class CallsMixin(_LoweringBase):
         names = {t.id for b in body for n in ast.walk(b) if isinstance(n, (ast.Assign, ast.AugAssign)) for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets) for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])}
         for name in sorted(names):
             cur = inner.local.get(name)
-            if cur is None or isinstance(cur, _Undefined) or (isinstance(cur, _Ref) and cur.kind == "t" and cur.index in inner.temps):
+            if cur is None or isinstance(cur, _Undefined) or _own_temporary(cur, inner):
                 continue
             value = self.as_expr(inner, s, cur)
             index = len(self.temps)
@@ -283,7 +283,7 @@ class CallsMixin(_LoweringBase):
         """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
         inner.written.add(name)
         cur = inner.local.get(name)
-        if isinstance(cur, _Ref) and cur.kind == "t" and cur.index in inner.temps:
+        if _own_temporary(cur, inner):
             self.freeze_readers(inner, s, name, cur.index, mask)
             old: Expr = ("t", cur.index, (0, 0, 0))
             self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
@@ -366,7 +366,7 @@ class CallsMixin(_LoweringBase):
         the branch ran. GT4Py's function temporary holds uninitialised memory at the other
         points (zeros where NumPy's allocation is fresh); reading it there gives zero here.
         False where the value's type is not plain (the local stays unreadable after the `if`)."""
-        if isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps:
+        if _own_temporary(value, inner):
             # Already a temporary of this function (a nested `if`'s, zero before it and written
             # under its mask, which holds this branch's): defined at every point.
             inner.local[name] = value
@@ -400,3 +400,9 @@ def _reads_temp(e: Any, index: int, seen: set[int] | None = None) -> bool:
         return False
     seen.add(id(e))
     return any(_reads_temp(x, index, seen) for x in e[1:])
+
+
+def _own_temporary(value: Any, inner: _Ctx) -> TypeGuard[_Ref]:
+    """Whether a function local's value is a temporary of that function (not an expression, a
+    field or another function's temporary): assigning the local writes it."""
+    return isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps
