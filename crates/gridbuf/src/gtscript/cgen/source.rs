@@ -370,9 +370,20 @@ fn point_function(
             );
         }
         let mut decls = String::new();
+        // (On a walk, a temporary that lives in one level starts every point at zero, as in
+        // `jit::point`.)
+        let mut zeros = String::new();
         for (j, &q) in p.written.iter().enumerate() {
             let (t, _) = reg(q);
             let _ = write!(decls, " {t} w{j} = 0;");
+            if walk.is_some()
+                && matches!(
+                    plan.kinds[q as usize],
+                    crate::gtscript::plan::model::Kind::Local
+                )
+            {
+                let _ = write!(zeros, " w{j} = 0;");
+            }
         }
         if !vector {
             let _ = writeln!(f, "   {decls}");
@@ -408,6 +419,8 @@ fn point_function(
         let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
         if vector {
             let _ = writeln!(f, "     {decls}");
+        } else if !zeros.is_empty() {
+            let _ = writeln!(f, "     {zeros}");
         }
         let _ = writeln!(f, "      intptr_t at = (intptr_t)i * {step}; (void)at;");
         for (g, &(q, _)) in p.operands.iter().enumerate() {

@@ -463,6 +463,22 @@ pub(crate) fn build(
                 }
             })
             .collect();
+        // On a walk, a temporary that lives in one level starts every point at zero: a
+        // statement may read it before any writes it at the point (a masked assignment keeps
+        // its old value where the mask is off; GT4Py's temporary is uninitialised there), and
+        // it must not see the point before's value.
+        if walk.is_some() {
+            for (w, &q) in written.iter().enumerate() {
+                if matches!(plan.kinds[q as usize], Kind::Local) {
+                    let v = match reg_ty(q) {
+                        types::F64 => b.ins().f64const(0.0),
+                        types::F32 => b.ins().f32const(0.0),
+                        t => b.ins().iconst(t, 0),
+                    };
+                    b.def_var(vars[w], v);
+                }
+            }
+        }
         for j in 0..outs.len() {
             if load[j] {
                 let a = address(&mut b, n_bases + j);

@@ -398,10 +398,12 @@ pub(crate) fn surely_written(
 /// (see [`crate::gtscript::jit::point::PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
 /// every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
 /// point (no region, no K offset); what the section writes it reads at its own point or at
-/// other levels (no horizontal offset, no run-time level); every temporary that lives in one
-/// level is written, in every pass, before it is read. Then each point's result depends on that
-/// point alone and on other levels, so the points of one level can run in any order, and the
-/// levels of a column, walked in the section's order, after one another.
+/// other levels (no horizontal offset, no run-time level); a temporary that lives in one level
+/// is read at its own point only. Then each point's result depends on that point alone and on
+/// other levels, so the points of one level can run in any order, and the levels of a column,
+/// walked in the section's order, after one another. (Such a temporary read before any
+/// statement wrote it at the point, where a masked assignment keeps its old value, reads zero
+/// there: GT4Py's temporary is uninitialised memory.)
 pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     let sec = &plan.sections[s];
     let n = sec.stmts.len();
@@ -409,8 +411,7 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
         return false;
     }
     let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
-    let range = 0..n;
-    for (u, st) in sec.stmts.iter().enumerate() {
+    for st in &sec.stmts {
         if st.tape.is_empty()
             || !supported(&st.tape, wide)
             || st.k_offset != 0
@@ -420,7 +421,6 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
         {
             return false;
         }
-        let sure = surely_written(plan, s, &range, u);
         for ins in &st.tape {
             if let Op::LoadK(q, _) = ins.op {
                 if written.contains(&q) {
@@ -433,8 +433,7 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
                     continue;
                 }
                 if off[..2] != [0, 0]
-                    || (matches!(plan.kinds[q as usize], Kind::Local)
-                        && (off != [0; 3] || !sure.contains(&q)))
+                    || (matches!(plan.kinds[q as usize], Kind::Local) && off != [0; 3])
                 {
                     return false;
                 }

@@ -55,6 +55,21 @@ fn remap() -> Plan {
     .unwrap()
 }
 
+/// A FORWARD section with a loop whose temporary `x` is first assigned under a mask (PyFV3's
+/// `map_single.lagrangian_contributions`: `pr` and `qsum` are set in one branch of an `if`), so
+/// a statement reads it where nothing has written it at the point: `x = sel(m, 2 * a, x)`.
+fn masked_local() -> Plan {
+    compile(
+        "stencil ml float64\nfield a IJK\nfield out IJK\ntemp m bool\ntemp x\ntemp c bool\n\
+         comp FORWARD\ninterval S 0 E 0\nstmt 1 t 0 gt f 0 0 0 0 0 c 0.0\n\
+         stmt 2 t 1 sel t 0 0 0 0 mul f 0 0 0 0 0 c 2.0 t 1 0 0 0\n\
+         stmt 3 f 1 0 sel t 0 0 0 0 t 1 0 0 0 f 0 0 0 0 0\n\
+         stmt 4 t 2 lt f 1 0 0 0 0 c 1.0\nwhile\n\
+         stmt 5 f 1 0 sel t 2 0 0 0 add f 1 0 0 0 0 c 1.0 f 1 0 0 0 0\nendwhile\n",
+    )
+    .unwrap()
+}
+
 /// The same loop in a PARALLEL computation: it cannot walk as a whole section, and runs
 /// point by point in blocks.
 fn parallel_loop() -> Plan {
@@ -282,6 +297,33 @@ fn remap_loops_walk_as_whole_sections() {
                 SectionExec::InRun { first: 1 },
             ]
         )
+    );
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+}
+
+#[test]
+fn masked_local_read_before_written_walks_as_a_whole_section() {
+    // The point function starts `x` at zero at every point (GT4Py's temporary is uninitialised
+    // where the mask is off; no later statement reads it there).
+    let plan = masked_local();
+    let on = Schedule::new(&plan, true);
+    assert!(on.sections[0].whole);
+    assert_eq!(on.sections[0].column_run, Some(0));
+    let [i, _, k] = executors(&on, &plan);
+    assert_eq!(
+        i.1,
+        vec![SectionExec::Points {
+            walk: PointWalk::Levels,
+            end: 1
+        }]
+    );
+    assert_eq!(
+        k.1,
+        vec![SectionExec::Points {
+            walk: PointWalk::Columns,
+            end: 1
+        }]
     );
     check_interpreted(&plan);
     check_compiled(&plan, &on);
