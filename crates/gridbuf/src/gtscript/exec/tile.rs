@@ -97,7 +97,8 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 (hi[1] - lo[1]).max(0) as usize,
                 (hi[2] - lo[2]).max(0) as usize,
             ];
-            stored[q] = take_buf(n[0] * n[1] * n[2]);
+            let len = n[0] * n[1] * n[2];
+            stored[q] = take_buf(len);
             // I fastest for rows along I; K fastest for columns walked along K.
             let strides = if ctx.walk {
                 [(n[1] * n[2]) as isize, n[2] as isize, 1]
@@ -107,7 +108,7 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             if !axes[2] {
                 // GT4Py leaves a 2-D temporary uninitialised; zeros make a read before the
                 // first write at least repeatable.
-                stored[q].fill(T::ZERO);
+                stored[q][..len].fill(T::ZERO);
             }
             mems.push(Mem {
                 addr: stored[q].as_mut_ptr().expose_provenance(),
