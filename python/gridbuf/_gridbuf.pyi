@@ -341,6 +341,7 @@ class Stencil:
         origin: Any = None,
         domain: Sequence[int] | None = None,
         validate_args: bool = True,
+        resolved_into: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None: ...
     def bind(

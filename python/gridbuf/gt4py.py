@@ -120,11 +120,9 @@ class GridbufStencilObject(StencilObject):
         if exec_info is None:
             type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
             return
-        exec_info["call_start_time"] = exec_info["call_run_start_time"] = time.perf_counter()
-        impl = type(self)._gt_impl_
-        exec_info["domain"], exec_info["origin"] = _resolved(impl, args, kwargs, origin, domain, validate_args)
-        exec_info["run_start_time"] = time.perf_counter()
-        impl(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
+        exec_info["call_start_time"] = exec_info["call_run_start_time"] = exec_info["run_start_time"] = time.perf_counter()
+        # (The call sets exec_info's "domain" and "origin" from its own binding.)
+        type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, exec_info=exec_info, **kwargs)
         exec_info["run_end_time"] = exec_info["call_run_end_time"] = time.perf_counter()
         exec_info["call_end_time"] = time.perf_counter()
         if exec_info.setdefault("__aggregate_data", False):
@@ -139,15 +137,6 @@ class GridbufStencilObject(StencilObject):
         type(self)._gt_impl_(origin=_origin_, domain=_domain_, validate_args=False, **kwargs)
         if exec_info is not None:
             exec_info["run_end_time"] = time.perf_counter()
-
-
-def _resolved(impl: GTStencil, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any, domain: Any, validate_args: bool) -> tuple[tuple[int, ...], dict[str, tuple[int, ...]]]:
-    """``exec_info``'s ``domain`` and ``origin`` as GT4Py reports them: the domain the call runs
-    on, and the origins given (a tuple as ``"_all_"``) with each used field's origin, both as
-    gridbuf's binder resolved them."""
-    dom, origins = impl.resolve(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
-    given = dict(origin) if isinstance(origin, dict) else {} if origin is None else {"_all_": tuple(origin)}
-    return dom, {**given, **origins}
 
 
 def _aggregate(exec_info: dict[str, Any], name: str) -> None:

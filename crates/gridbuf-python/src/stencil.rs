@@ -253,6 +253,19 @@ struct Prepare<'py, 's> {
     sig: &'s Signature,
 }
 
+/// What the binder resolved for a call: its domain and each field's origin, by name.
+fn resolved<'py>(
+    py: Python<'py>,
+    sig: &Signature,
+    bound: &Prepared,
+) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+    let origins = PyDict::new(py);
+    for (f, b) in sig.fields.iter().zip(&bound.call.fields) {
+        origins.set_item(&f.name, PyTuple::new(py, &b.origin)?)?;
+    }
+    Ok((PyTuple::new(py, &bound.call.domain)?, origins))
+}
+
 /// A checked binding and, for a native kernel, every field's typed view recipe.
 struct Prepared {
     call: BoundCall,
@@ -419,6 +432,10 @@ impl Stencil {
     ///     the stencil's) and the layout warnings. The element size, device, writeability,
     ///     dims, bounds and overlap checks always run. A binding checked with some checks
     ///     skipped is cached apart, so a later validated call runs every check.
+    /// resolved_into : dict, optional
+    ///     Where to put what the binder resolved, as GT4Py's ``exec_info`` holds it: its
+    ///     ``"domain"`` (a tuple) and ``"origin"`` (a dict from field name to origin), set before
+    ///     the stencil runs (``resolve`` gives the same without running).
     /// **scalars
     ///     The stencil's scalar parameters.
     ///
@@ -428,7 +445,8 @@ impl Stencil {
     ///     A check failed; the message names the field and the axis.
     /// GridbufTypeError
     ///     Wrong number of fields, an argument that is not an array, a missing scalar.
-    #[pyo3(signature = (*args, origin=None, domain=None, validate_args=true, **kwargs))]
+    #[pyo3(signature = (*args, origin=None, domain=None, validate_args=true, resolved_into=None, **kwargs))]
+    #[allow(clippy::too_many_arguments)]
     fn __call__<'py>(
         &self,
         py: Python<'py>,
@@ -436,6 +454,7 @@ impl Stencil {
         origin: Option<&Bound<'py, PyAny>>,
         domain: Option<&Bound<'py, PyAny>>,
         validate_args: bool,
+        resolved_into: Option<&Bound<'py, PyDict>>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<()> {
         let scalars = self.scalar_kwargs(py, kwargs)?;
@@ -445,6 +464,11 @@ impl Stencil {
             bound,
             sig,
         } = self.prepare(py, args, origin, domain, validate_args)?;
+        if let Some(d) = resolved_into {
+            let (dom, origins) = resolved(py, sig, &bound)?;
+            d.set_item("domain", dom)?;
+            d.set_item("origin", origins)?;
+        }
         around(hooks(&fields), sig, || match &self.body {
             Body::Native { kernel, .. } => run_native(py, *kernel, sig, &ptrs, &bound),
             Body::Python { func, descrs } => {
@@ -532,11 +556,7 @@ impl Stencil {
         validate_args: bool,
     ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
         let Prepare { bound, sig, .. } = self.prepare(py, args, origin, domain, validate_args)?;
-        let origins = PyDict::new(py);
-        for (f, b) in sig.fields.iter().zip(&bound.call.fields) {
-            origins.set_item(&f.name, PyTuple::new(py, &b.origin)?)?;
-        }
-        Ok((PyTuple::new(py, &bound.call.domain)?, origins))
+        resolved(py, sig, &bound)
     }
 
     /// The stencil's name.

@@ -423,6 +423,14 @@ def function(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _given_origins(origin: Any) -> dict[str, tuple[int, ...]]:
+    """A call's ``origin`` argument as GT4Py's ``exec_info`` reports it: a tuple under
+    ``"_all_"``, a dict as given, nothing for None."""
+    if origin is None:
+        return {}
+    return dict(origin) if isinstance(origin, dict) else {"_all_": tuple(origin)}
+
+
 def _copy_of(array: Any) -> np.ndarray:
     """A copy of `array` (a call's argument), its axes in the same memory order."""
     return np.array(np.asarray(array), order="K", copy=True)
@@ -496,8 +504,14 @@ class GTStencil:
         self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
-        impl, fields, scalars, origin = self._arguments(args, kwargs, origin, domain)
-        impl._stencil(*fields, origin=origin, domain=domain, validate_args=validate_args, **scalars)
+        impl, fields, scalars, checked = self._arguments(args, kwargs, origin, domain)
+        if exec_info is None:
+            impl._stencil(*fields, origin=checked, domain=domain, validate_args=validate_args, **scalars)
+            return
+        # GT4Py's ``exec_info``: the domain and the origins, given and resolved, as the call's
+        # own binding resolved them (no second resolution).
+        impl._stencil(*fields, origin=checked, domain=domain, validate_args=validate_args, resolved_into=exec_info, **scalars)
+        exec_info["origin"] = {**_given_origins(origin), **impl._named_origins(exec_info["origin"])}
 
     @property
     def tier_two(self) -> str:
@@ -541,10 +555,15 @@ class GTStencil:
         """
         impl, fields, _, origin = self._arguments(args, kwargs, origin, domain)
         dom, origins = impl._stencil.resolve(*fields, origin=origin, domain=domain, validate_args=validate_args)
+        return dom, impl._named_origins(origins)
+
+    def _named_origins(self, origins: dict[str, tuple[int, ...]]) -> dict[str, tuple[int, ...]]:
+        """The binder's origins by program field as origins by parameter: the hidden K-levels
+        field left out, each field lowered into another under that one's origin."""
         origins.pop(_K_LEVELS_FIELD, None)
-        for alias, target in impl._lowered_aliases.items():
+        for alias, target in self._lowered_aliases.items():
             origins[alias] = origins[target]
-        return dom, origins
+        return origins
 
     def _aliases(self, values: dict[str, Any], origin: Any) -> dict[str, str] | None:
         """The fields of a call that are the same array as an earlier one (``stencil(q, q)``, as
