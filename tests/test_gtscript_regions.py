@@ -250,6 +250,70 @@ SOURCE = textwrap.dedent(
                 q2, off = remap_layer(pe1, pe2, q1, off[0, 0, -1] - 1)
 
 
+    def masked_locals_in_loop(a: F, b: F, out: F):
+        # PyFV3's map_single.lagrangian_contributions: temporaries first assigned in one branch
+        # of an `if`, read only there, in a FORWARD computation with a loop (one point
+        # function per column on a layout with unit stride along K).
+        with computation(FORWARD):
+            with interval(0, 1):
+                out = a
+            with interval(1, None):
+                if a > 0.0:
+                    x = a * 2.0
+                    out = x + out[0, 0, -1] * 0.5
+                else:
+                    y = b - 1.0
+                    n = 0.0
+                    while y > a:
+                        n = n + 1.0
+                        y = y - 1.0
+                    out = y + n
+
+
+    @gtscript.function
+    def limited_slope(q):
+        # PyFV3's yppm.dm_jord8plus: a value over a neighbourhood, larger than a temporary's
+        # cost, that its callers read at three J offsets and in several statements.
+        yt = 0.25 * (q[0, 1, 0] - q[0, -1, 0])
+        dqr = max(max(q, q[0, -1, 0]), q[0, 1, 0]) - q
+        dql = q - min(min(q, q[0, -1, 0]), q[0, 1, 0])
+        s = min(min(abs(yt), dqr), dql)
+        if yt < 0.0:
+            s = -s
+        return s
+
+
+    @gtscript.function
+    def face_value(q, dm):
+        return 0.5 * (q[0, -1, 0] + q) + 1.0 / 3.0 * (dm[0, -1, 0] - dm)
+
+
+    @gtscript.function
+    def ppm_edges(q):
+        dm = limited_slope(q)
+        al = face_value(q, dm)
+        bl = al - q
+        br = al[0, 1, 0] - q
+        with horizontal(region[:, J[0]]):
+            bl = dm * 0.5
+        return bl + br * dm
+
+
+    @gtscript.function
+    def smoothed(w):
+        # A local (not a function's value) over a neighbourhood, read at I offsets.
+        g = 0.25 * (w[1, 0, 0] - w[-1, 0, 0]) + 0.5 * (w[0, 1, 0] - w[0, -1, 0]) + max(w[1, 0, 0], w[-1, 0, 0]) * min(w[0, 1, 0], w[0, -1, 0])
+        return g[-1, 0, 0] + 2.0 * g + g[1, 0, 0]
+
+
+    def neighbourhood_values(q: F, w: F, out: F, out2: F):
+        with computation(PARALLEL), interval(...):
+            out = ppm_edges(q)
+            out2 = smoothed(w)
+            with horizontal(region[I[0], :]):
+                out2 = limited_slope(w) * 2.0 - w
+
+
     def backward_loop(a: F, out: F, cnt: F):
         with computation(BACKWARD):
             with interval(-1, None):
@@ -308,6 +372,8 @@ CASES: dict[str, Case] = {
     "backward_loop": Case("backward_loop", halo=(0, 0, 0), finite=True),
     "function_locals_in_loops": Case("function_locals_in_loops", halo=(0, 0, 0), finite=True),
     "remap": Case("remap", halo=(0, 0, 0), finite=True, edges=("pe1", "pe2")),
+    "masked_locals_in_loop": Case("masked_locals_in_loop", halo=(0, 0, 0), finite=True),
+    "neighbourhood_values": Case("neighbourhood_values", halo=(2, 2, 0)),
 }
 
 # Every schedule: slabs need no temporaries; sweeps PARALLEL sections whose temporaries live in

@@ -36,6 +36,23 @@ def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[
     return out
 
 
+def _reads_temp(e: Any, index: int, seen: set[int] | None = None) -> bool:
+    """Whether an expression reads the temporary `index`; each shared part looked at once
+    (`seen`, by identity)."""
+    if not (isinstance(e, tuple) and e):
+        return False
+    if e[0] == "t":
+        return e[1] == index
+    if e[0] in ("f", "s", "c"):
+        return False
+    if seen is None:
+        seen = set()
+    elif id(e) in seen:
+        return False
+    seen.add(id(e))
+    return any(_reads_temp(x, index, seen) for x in e[1:])
+
+
 def _uses_once(e: Any, tag: str, seen: set[int]) -> Any:
     """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
     statement names, each shared subexpression walked once (`seen`, by identity, may be shared
@@ -355,6 +372,34 @@ def _kreads_any(e: Any, memo: dict[int, bool]) -> bool:
     if found is None:
         found = memo[id(e)] = e[0] in ("kvar", "kabs") or any(_kreads_any(x, memo) for x in _operands(e))
     return found
+
+
+#: A function's value or local larger than this (in IR nodes) goes to a temporary where its
+#: readers would compute it again at other points (see `CallsMixin.spill`,
+#: `ExpressionsMixin.shifted_local`): the core's inliner counts about 16 nodes as the cost of a
+#: temporary's store and load (`passes/inline.rs`).
+_SHIFTED_NODES = 16
+
+
+def _neighbourhood(e: Any) -> bool:
+    """Whether an expression reads fields or temporaries at two or more horizontal offsets (a
+    stencil's neighbourhood, not a point's value)."""
+    offsets: set[tuple[int, int]] = set()
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if not (isinstance(x, tuple) and x) or id(x) in seen:
+            continue
+        seen.add(id(x))
+        if x[0] in ("f", "t"):
+            off = x[-1] if isinstance(x[-1], tuple) else (0, 0, 0)
+            offsets.add((off[0], off[1]))
+            if len(offsets) > 1:
+                return True
+        elif x[0] not in ("s", "c"):
+            stack.extend(x[1:])
+    return False
 
 
 def _quantities(e: Any) -> frozenset:

@@ -90,6 +90,10 @@ class _LoweringBase:
         # `_irtext._shape` of every expression part measured so far: each function's value is
         # measured again inside the values of the functions that call it.
         self.shapes: dict[int, tuple[Any, tuple[int, int, bool]]] = {}
+        # A function's local held in a temporary where it is read at a horizontal offset (see
+        # `ExpressionsMixin.shifted_local`): by identity, the expression, its temporary and how
+        # many IR lines there were after it.
+        self.shifted: dict[int, tuple[Any, int, int]] = {}
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import GridbufValueError
 from . import _vectors
 from ._gt4py_objects import is_gtscript_function
-from ._irtext import Expr, _shape
+from ._irtext import _SHIFTED_NODES, Expr, _neighbourhood, _reads_temp, _shape
 from ._lower_base import _BINOPS, _dtype, _load, _LoweringBase
 from ._lower_statements import _guard_levels
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
@@ -134,7 +134,14 @@ class CallsMixin(_LoweringBase):
         calls inlined, arguments read more than once copied) goes to a temporary of its type,
         read where the call was: so a chain of functions each wrapping the last one's value makes
         a chain of statements, not one expression as deep as the chain (which the IR refuses
-        past 200 levels) or as large as 2**n (`sq(sq(...))` with `sq(x) = x * x`). The same
+        past 200 levels) or as large as 2**n (`sq(sq(...))` with `sq(x) = x * x`). So does a
+        value of more than `_SHIFTED_NODES` nodes over a neighbourhood (reads at two or more
+        horizontal offsets: PyFV3's PPM slope `dm_jord8plus(q)`), as GT4Py's function
+        temporary: its readers take it at several offsets and in several statements, each
+        computing the whole neighbourhood again (`yppm.compute_y_flux` at C12: 0.97 -> 0.44 ms
+        per call; a point's value, pace's physics, stays in place, where the core's inliner and
+        `share_across` already weigh it; so does one inside a region, where the temporary would
+        exist only in the region while its readers may take it at neighbouring points). The same
         arithmetic on the same values: done only where the value's type is plain (one float type
         throughout, or a boolean; see `_dtype`), so the temporary holds exactly the value, and
         never for values with reads at run-time K levels (whose guards depend on where they are
@@ -143,7 +150,9 @@ class CallsMixin(_LoweringBase):
         if self.loop_depth or not (isinstance(ret, tuple) and ret and isinstance(ret[0], str)) or ret[0] in ("f", "t", "s", "c"):
             return ret
         depth, size, kread = _shape(ret, self.shapes)
-        if (depth <= _SPILL_DEPTH and size <= _SPILL_NODES) or kread:
+        large = depth > _SPILL_DEPTH or size > _SPILL_NODES
+        spread = self.region is None and size > _SHIFTED_NODES and _neighbourhood(ret)
+        if kread or not (large or spread):
             return ret
         dt = _dtype(self, ret)
         if dt is None:
@@ -383,23 +392,6 @@ class CallsMixin(_LoweringBase):
 #: functions with `if`s stay expressions, which the core folds).
 _SPILL_DEPTH = 48
 _SPILL_NODES = 1024
-
-
-def _reads_temp(e: Any, index: int, seen: set[int] | None = None) -> bool:
-    """Whether an expression reads the temporary `index`; each shared part looked at once
-    (`seen`, by identity)."""
-    if not (isinstance(e, tuple) and e):
-        return False
-    if e[0] == "t":
-        return e[1] == index
-    if e[0] in ("f", "s", "c"):
-        return False
-    if seen is None:
-        seen = set()
-    elif id(e) in seen:
-        return False
-    seen.add(id(e))
-    return any(_reads_temp(x, index, seen) for x in e[1:])
 
 
 def _own_temporary(value: Any, inner: _Ctx) -> TypeGuard[_Ref]:
