@@ -5,6 +5,9 @@ pass, compiled or interpreted, with the GIL held (small domains) or released (la
 from __future__ import annotations
 
 import _thread
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -83,3 +86,41 @@ def test_interrupt_off_the_main_thread_does_not_touch_other_calls():
     t.join()
     assert late < 1.0 and not errors
     assert (out == -3.0).all()
+
+
+_RUNNER_PROBE = """
+import os, numpy as np
+from gridbuf import gtscript
+from gridbuf.gtscript import FORWARD, Field, computation, interval
+
+def halve(inp: Field[np.float64], out: Field[np.float64]):
+    with computation(FORWARD), interval(...):
+        x = inp
+        while x > 1.0:
+            x = x * 0.5
+        out = x
+
+st = gtscript.stencil(backend="numpy", definition=halve)
+inp = np.full((6, 6, 4), 40.0)
+out = np.zeros_like(inp)
+st(inp, out)
+assert (out == 0.625).all()
+names = {open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")}
+print("runner" if "gridbuf-runner" in names else "inline")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread names from /proc")
+@pytest.mark.parametrize(("watch", "where"), [(None, "runner"), ("0", "inline")])
+def test_watching_loops_can_be_turned_off_for_oversubscribed_runs(watch, where, tmp_path):
+    # With one thread, a stencil with `while` loops runs on a runner thread while the caller
+    # polls for Ctrl-C; GRIDBUF_GTSCRIPT_WATCH=0 runs it on the calling thread (no hand-off and
+    # wake-up per call, which waits for a core where MPI ranks outnumber them).
+    env = {k: v for k, v in os.environ.items() if k != "GRIDBUF_GTSCRIPT_WATCH"}
+    env["GRIDBUF_NUM_THREADS"] = "1"
+    if watch is not None:
+        env["GRIDBUF_GTSCRIPT_WATCH"] = watch
+    probe = tmp_path / "probe.py"  # a file: the frontend reads the definition's source
+    probe.write_text(_RUNNER_PROBE)
+    done = subprocess.run([sys.executable, str(probe)], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == where

@@ -120,7 +120,7 @@ pub fn run_watched<R: Send>(
     }
     let p = match pool(threads) {
         Some(p) => p,
-        None if unbounded => match runner() {
+        None if unbounded && watch_loops() => match runner() {
             Some(p) => p,
             None => return work(),
         },
@@ -146,6 +146,16 @@ pub fn run_watched<R: Send>(
     });
     let r = result.into_inner().unwrap_or_else(|e| e.into_inner());
     r.expect("the work ran to its end inside the scope")
+}
+
+/// Whether work that may run unbounded goes to a runner thread while the caller polls, with one
+/// thread configured (`GRIDBUF_GTSCRIPT_WATCH`, read once; `0`: it runs on the calling thread,
+/// and Ctrl-C cannot stop a `while` loop that never ends). Each such call hands the work to
+/// another thread and back: two wake-ups, each of which waits for a free core where MPI ranks
+/// outnumber the cores.
+fn watch_loops() -> bool {
+    static WATCH: OnceLock<bool> = OnceLock::new();
+    *WATCH.get_or_init(|| std::env::var("GRIDBUF_GTSCRIPT_WATCH").map_or(true, |v| v.trim() != "0"))
 }
 
 /// Marks the watched work as ended and wakes the thread waiting for it, when dropped.
