@@ -138,25 +138,43 @@ fn key(c: &Compiler, source: &str, vector_math: bool) -> String {
 /// compiled (into the cache, or into a private temporary directory where the cache cannot be
 /// written) and loaded; `vector_math`: linked with glibc's vector math library.
 pub(crate) fn load(source: &str, vector_math: bool) -> Result<libloading::Library, String> {
+    load_in(cache_dir(), source, vector_math, CLAIM_WAIT)
+}
+
+/// How long a process waits for a cache entry another process has claimed (see [`claim`])
+/// before it compiles the module itself; a claim older than this is taken as abandoned.
+const CLAIM_WAIT: Duration = Duration::from_secs(120);
+
+/// [`load`] with the cache in `cache` (none: a private directory) and `wait` for [`CLAIM_WAIT`].
+fn load_in(
+    cache: Option<PathBuf>,
+    source: &str,
+    vector_math: bool,
+    wait: Duration,
+) -> Result<libloading::Library, String> {
     let c = compiler()?;
     let key = key(c, source, vector_math);
-    if let Some(dir) = cache_dir() {
-        let (so, src) = (dir.join(format!("{key}.so")), dir.join(format!("{key}.c")));
-        if std::fs::read(&src).is_ok_and(|s| s == source.as_bytes()) {
-            // SAFETY: the entry's source equals ours (the `.so` is renamed into place before
-            // its `.c`, so a present `.c` means its `.so` was complete), compiled by this
-            // compiler for this processor (both in the key); loading runs no code of ours
-            // but the compiler's static initialisers, of which the module has none.
-            match unsafe { libloading::Library::new(&so) } {
-                Ok(lib) => return Ok(lib),
-                // A corrupt entry: compile again and replace it.
-                Err(_) => {
-                    let _ = std::fs::remove_file(&src);
-                }
-            }
+    if let Some(dir) = cache {
+        if let Some(lib) = cached(&dir, &key, source) {
+            return Ok(lib);
         }
         if make_dir(&dir).is_ok() {
-            if let Ok(lib) = compile_into(c, &dir, &key, source, true, vector_math) {
+            // MPI ranks define the same stencils at about the same time: one compiles each
+            // module, the others wait for its entry (6 ranks on 2 cores, PyFV3's dynamical
+            // core, 121 modules: each rank compiling all of them took 65 s).
+            let claimed = claim(&dir, &key, wait);
+            if claimed.is_none() {
+                let deadline = Instant::now() + wait;
+                while Instant::now() < deadline && dir.join(format!("{key}.lock")).exists() {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if let Some(lib) = cached(&dir, &key, source) {
+                    return Ok(lib);
+                }
+            }
+            let r = compile_into(c, &dir, &key, source, true, vector_math);
+            drop(claimed);
+            if let Ok(lib) = r {
                 return Ok(lib);
             }
         }
@@ -167,6 +185,64 @@ pub(crate) fn load(source: &str, vector_math: bool) -> Result<libloading::Librar
     let r = compile_into(c, &dir, &key, source, false, vector_math);
     let _ = std::fs::remove_dir_all(&dir);
     r
+}
+
+/// The cache entry `key` of `dir` holding this very `source`, loaded; None where there is none
+/// or it cannot be loaded (a corrupt entry, whose `.c` is then removed so it is compiled again).
+fn cached(dir: &Path, key: &str, source: &str) -> Option<libloading::Library> {
+    let (so, src) = (dir.join(format!("{key}.so")), dir.join(format!("{key}.c")));
+    if !std::fs::read(&src).is_ok_and(|s| s == source.as_bytes()) {
+        return None;
+    }
+    // SAFETY: the entry's source equals ours (the `.so` is renamed into place before its `.c`,
+    // so a present `.c` means its `.so` was complete), compiled by this compiler for this
+    // processor (both in the key); loading runs no code of ours but the compiler's static
+    // initialisers, of which the module has none.
+    match unsafe { libloading::Library::new(&so) } {
+        Ok(lib) => Some(lib),
+        Err(_) => {
+            let _ = std::fs::remove_file(&src);
+            None
+        }
+    }
+}
+
+/// This process's claim on compiling the cache entry `key`: the file `{key}.lock`, created
+/// only if no other process holds it, removed when dropped.
+struct Claim(PathBuf);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Claims the entry `key` of `dir` for this process; None where another process holds a claim
+/// younger than `stale` (it is compiling the module). An older claim is taken over (its
+/// process died or hangs); where no lock file can be written, the entry is claimed without one.
+fn claim(dir: &Path, key: &str, stale: Duration) -> Option<Claim> {
+    let lock = dir.join(format!("{key}.lock"));
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+        {
+            Ok(_) => return Some(Claim(lock)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let age = std::fs::metadata(&lock)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok());
+                if age.is_some_and(|a| a < stale) {
+                    return None;
+                }
+                let _ = std::fs::remove_file(&lock);
+            }
+            Err(_) => break,
+        }
+    }
+    Some(Claim(dir.join(format!(".{key}.{}.nolock", serial()))))
 }
 
 /// Creates `dir` (readable by its owner only, where it is new).
@@ -274,5 +350,87 @@ fn run(c: &Compiler, src: &Path, so: &Path, err: &Path, vector_math: bool) -> Re
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
             Err(e) => return Err(e.to_string()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{claim, compiler, key, load_in};
+    use std::time::{Duration, Instant};
+
+    const SOURCE: &str = "int gb_probe(void) { return 42; }\n";
+
+    fn probe(lib: &libloading::Library) -> i32 {
+        // SAFETY: the module defines `gb_probe` with this signature (SOURCE above).
+        unsafe {
+            lib.get::<unsafe extern "C" fn() -> i32>(b"gb_probe")
+                .map(|f| f())
+        }
+        .unwrap()
+    }
+
+    #[test]
+    fn a_claimed_entry_is_waited_for_then_compiled_where_the_claim_ends_without_it() {
+        let Ok(c) = compiler() else { return };
+        let dir = std::env::temp_dir().join(format!("gridbuf-claim-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = key(c, SOURCE, false);
+        // "Another process" claims the entry, and gives up after 300 ms without writing it.
+        let theirs = claim(&dir, &k, Duration::from_secs(60)).expect("first claim");
+        assert!(
+            claim(&dir, &k, Duration::from_secs(60)).is_none(),
+            "a held claim is refused"
+        );
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(theirs);
+        });
+        let t0 = Instant::now();
+        let lib = load_in(Some(dir.clone()), SOURCE, false, Duration::from_secs(60)).unwrap();
+        assert!(
+            t0.elapsed() >= Duration::from_millis(250),
+            "it waited for the claim"
+        );
+        assert_eq!(probe(&lib), 42);
+        release.join().unwrap();
+        assert!(dir.join(format!("{k}.c")).exists() && !dir.join(format!("{k}.lock")).exists());
+        // A claim older than the wait is taken over at once.
+        std::fs::remove_file(dir.join(format!("{k}.c"))).unwrap();
+        let old = claim(&dir, &k, Duration::from_secs(60)).unwrap();
+        std::mem::forget(old);
+        std::thread::sleep(Duration::from_millis(50));
+        let t0 = Instant::now();
+        let lib = load_in(Some(dir.clone()), SOURCE, false, Duration::from_millis(20)).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(30));
+        assert_eq!(probe(&lib), 42);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_entry_written_while_waiting_is_loaded_not_compiled_again() {
+        let Ok(c) = compiler() else { return };
+        let dir = std::env::temp_dir().join(format!("gridbuf-claim-test2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = key(c, SOURCE, false);
+        let theirs = claim(&dir, &k, Duration::from_secs(60)).expect("first claim");
+        // "The other process" compiles the entry (into the cache), then ends its claim.
+        let d2 = dir.clone();
+        let other = std::thread::spawn(move || {
+            let lib = super::compile_into(compiler().unwrap(), &d2, &k, SOURCE, true, false);
+            drop(theirs);
+            lib.map(|l| probe(&l))
+        });
+        let lib = load_in(Some(dir.clone()), SOURCE, false, Duration::from_secs(60)).unwrap();
+        assert_eq!(probe(&lib), 42);
+        assert_eq!(other.join().unwrap(), Ok(42));
+        // One entry, no private files of a second compilation left behind.
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
