@@ -6,7 +6,7 @@ dk, target)``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -381,10 +381,9 @@ def _kreads_any(e: Any, memo: dict[int, bool]) -> bool:
 _SHIFTED_NODES = 16
 
 
-def _neighbourhood(e: Any) -> bool:
-    """Whether an expression reads fields or temporaries at two or more horizontal offsets (a
-    stencil's neighbourhood, not a point's value)."""
-    offsets: set[tuple[int, int]] = set()
+def _reads(e: Any) -> Iterator[tuple]:
+    """The field and temporary reads (`("f", ...)`, `("t", ...)` nodes) of an expression, each
+    shared part walked once."""
     seen: set[int] = set()
     stack = [e]
     while stack:
@@ -393,30 +392,25 @@ def _neighbourhood(e: Any) -> bool:
             continue
         seen.add(id(x))
         if x[0] in ("f", "t"):
-            off = x[-1] if isinstance(x[-1], tuple) else (0, 0, 0)
-            offsets.add((off[0], off[1]))
-            if len(offsets) > 1:
-                return True
+            yield x
         elif x[0] not in ("s", "c"):
-            stack.extend(x[1:])
+            stack.extend(_operands(x))
+
+
+def _neighbourhood(e: Any) -> bool:
+    """Whether an expression reads fields or temporaries at two or more horizontal offsets (a
+    stencil's neighbourhood, not a point's value)."""
+    offsets: set[tuple[int, int]] = set()
+    for x in _reads(e):
+        offsets.add((x[-1][0], x[-1][1]))
+        if len(offsets) > 1:
+            return True
     return False
 
 
 def _quantities(e: Any) -> frozenset:
     """The fields and temporaries (kind, index) an expression reads."""
-    found: set[tuple[str, int]] = set()
-    seen: set[int] = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if not (isinstance(x, tuple) and x) or id(x) in seen:
-            continue
-        seen.add(id(x))
-        if x[0] in ("f", "t"):
-            found.add((x[0], x[1]))
-        elif x[0] not in ("s", "c"):
-            stack.extend(_operands(x))
-    return frozenset(found)
+    return frozenset((x[0], x[1]) for x in _reads(e))
 
 
 def _intern(e: Any, table: dict[tuple, tuple], memo: dict[int, tuple]) -> Any:

@@ -360,6 +360,16 @@ mod tests {
 
     const SOURCE: &str = "int gb_probe(void) { return 42; }\n";
 
+    /// An empty cache directory of its own for a test, and SOURCE's key; None without a C
+    /// compiler.
+    fn empty_cache(name: &str) -> Option<(std::path::PathBuf, String)> {
+        let c = compiler().ok()?;
+        let dir = std::env::temp_dir().join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Some((dir, key(c, SOURCE, false)))
+    }
+
     fn probe(lib: &libloading::Library) -> i32 {
         // SAFETY: the module defines `gb_probe` with this signature (SOURCE above).
         unsafe {
@@ -371,11 +381,9 @@ mod tests {
 
     #[test]
     fn a_claimed_entry_is_waited_for_then_compiled_where_the_claim_ends_without_it() {
-        let Ok(c) = compiler() else { return };
-        let dir = std::env::temp_dir().join(format!("gridbuf-claim-test-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let k = key(c, SOURCE, false);
+        let Some((dir, k)) = empty_cache("gridbuf-claim-test") else {
+            return;
+        };
         // "Another process" claims the entry, and gives up after 300 ms without writing it.
         let theirs = claim(&dir, &k, Duration::from_secs(60)).expect("first claim");
         assert!(
@@ -409,11 +417,9 @@ mod tests {
 
     #[test]
     fn an_entry_written_while_waiting_is_loaded_not_compiled_again() {
-        let Ok(c) = compiler() else { return };
-        let dir = std::env::temp_dir().join(format!("gridbuf-claim-test2-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let k = key(c, SOURCE, false);
+        let Some((dir, k)) = empty_cache("gridbuf-claim-test2") else {
+            return;
+        };
         let theirs = claim(&dir, &k, Duration::from_secs(60)).expect("first claim");
         // "The other process" compiles the entry (into the cache), then ends its claim.
         let d2 = dir.clone();
