@@ -34,14 +34,15 @@ pub trait Elem:
     fn apply(ins: &Instr, d: &mut [Self], a: Arg<'_, Self>, b: Arg<'_, Self>, c: Arg<'_, Self>);
     /// This thread's pool of buffers, reused across calls so that large per-tile storage is
     /// not allocated and zeroed on every call.
-    fn pool() -> &'static LocalKey<RefCell<Vec<Vec<Self>>>>;
+    fn pool() -> &'static LocalKey<RefCell<crate::gtscript::rt::pool::Pool<Self>>>;
 }
 
 macro_rules! pool {
     ($t:ty) => {
-        fn pool() -> &'static LocalKey<RefCell<Vec<Vec<Self>>>> {
+        fn pool() -> &'static LocalKey<RefCell<crate::gtscript::rt::pool::Pool<Self>>> {
             thread_local! {
-                static POOL: RefCell<Vec<Vec<$t>>> = const { RefCell::new(Vec::new()) };
+                static POOL: RefCell<crate::gtscript::rt::pool::Pool<$t>> =
+                    const { RefCell::new(crate::gtscript::rt::pool::Pool::new()) };
             }
             &POOL
         }
