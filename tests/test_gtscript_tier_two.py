@@ -97,6 +97,24 @@ def test_background_tier_two_starts_at_first_call_and_swaps_under_load(monkeypat
 
 
 @NEEDS_CC
+def test_a_warm_cache_gives_tier_two_from_the_first_call(monkeypatch, tmp_path):
+    """Where the cache already holds a stencil's module (a second run of a model), the first
+    call loads it before it returns: no call of that stencil runs tier one after the first."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    a, b = inputs(seed=4)
+    out = np.zeros_like(a)
+    first = define(monkeypatch, None)
+    first(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert first.wait_tier_two(120.0) == "ready: 1"
+    again = define(monkeypatch, None)
+    assert again.tier_two == "idle"
+    out[...] = np.nan
+    again(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert again.tier_two == "ready: 1"
+    assert np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+
+
+@NEEDS_CC
 def test_define_mode_compiles_before_the_definition_returns(monkeypatch, tmp_path):
     monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
     st = define(monkeypatch, "define")

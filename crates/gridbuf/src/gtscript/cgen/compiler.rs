@@ -141,6 +141,49 @@ pub(crate) fn load(source: &str, vector_math: bool) -> Result<libloading::Librar
     load_in(cache_dir(), source, vector_math, CLAIM_WAIT)
 }
 
+/// The shared object of `source` where the cache holds it (compiled before, by this process
+/// or another), loaded; None where it does not, or there is no compiler or cache directory.
+pub(crate) fn load_cached(source: &str, vector_math: bool) -> Option<libloading::Library> {
+    let c = compiler().ok()?;
+    cached(&cache_dir()?, &key(c, source, vector_math), source)
+}
+
+/// [`load`] for a worker with other modules to compile: None at once where another process
+/// holds a fresh claim on the entry (it is compiling it; ask again later), instead of waiting.
+pub(crate) fn try_load(
+    source: &str,
+    vector_math: bool,
+) -> Result<Option<libloading::Library>, String> {
+    try_load_in(cache_dir(), source, vector_math, CLAIM_WAIT)
+}
+
+/// [`try_load`] with the cache in `cache` and `stale` for [`CLAIM_WAIT`].
+fn try_load_in(
+    cache: Option<PathBuf>,
+    source: &str,
+    vector_math: bool,
+    stale: Duration,
+) -> Result<Option<libloading::Library>, String> {
+    let c = compiler()?;
+    let key = key(c, source, vector_math);
+    if let Some(dir) = cache.as_deref().filter(|d| make_dir(d).is_ok()) {
+        if let Some(lib) = cached(dir, &key, source) {
+            return Ok(Some(lib));
+        }
+        let Some(claimed) = claim(dir, &key, stale) else {
+            // Another process compiles it; it may have written the entry since.
+            return Ok(cached(dir, &key, source));
+        };
+        let r = compile_into(c, dir, &key, source, true, vector_math);
+        drop(claimed);
+        if let Ok(lib) = r {
+            return Ok(Some(lib));
+        }
+    }
+    // No cache to write: compiled privately, as `load` does.
+    load_in(None, source, vector_math, stale).map(Some)
+}
+
 /// How long a process waits for a cache entry another process has claimed (see [`claim`])
 /// before it compiles the module itself; a claim older than this is taken as abandoned.
 const CLAIM_WAIT: Duration = Duration::from_secs(120);
@@ -355,7 +398,7 @@ fn run(c: &Compiler, src: &Path, so: &Path, err: &Path, vector_math: bool) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{claim, compiler, key, load_in};
+    use super::{claim, compiler, key, load_in, try_load_in};
     use std::time::{Duration, Instant};
 
     const SOURCE: &str = "int gb_probe(void) { return 42; }\n";
@@ -437,6 +480,25 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         assert_eq!(names.len(), 2, "{names:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_worker_is_told_a_claimed_entry_is_busy_without_waiting() {
+        let Some((dir, k)) = empty_cache("gridbuf-claim-test3") else {
+            return;
+        };
+        let theirs = claim(&dir, &k, Duration::from_secs(60)).expect("first claim");
+        let t0 = Instant::now();
+        let busy = try_load_in(Some(dir.clone()), SOURCE, false, Duration::from_secs(60)).unwrap();
+        assert!(busy.is_none(), "claimed by another process: busy");
+        assert!(t0.elapsed() < Duration::from_secs(5), "it did not wait");
+        drop(theirs);
+        let lib = try_load_in(Some(dir.clone()), SOURCE, false, Duration::from_secs(60))
+            .unwrap()
+            .expect("compiled once the claim ended");
+        assert_eq!(probe(&lib), 42);
+        assert!(dir.join(format!("{k}.so")).exists() && !dir.join(format!("{k}.lock")).exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
