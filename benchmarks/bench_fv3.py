@@ -117,7 +117,7 @@ def main() -> None:
     if per_stencil:
         first = next(iter(per_stencil))
         top = sorted(per_stencil[first], key=lambda n: -per_stencil[first][n])[:10]
-        print(f"\nThe 10 stencils taking the most time per warm step on {first} (6 ranks, rank 0, ms per step, every call of the definition)")
+        print(f"\nThe 10 stencils taking the most time per warm step on {first} (6 ranks, rank 0, ms per step, every call of the definition, whole calls: GT4Py's `total_call_time`)")
         print(markdown_table(["stencil", *per_stencil], [[n, *(f"{1e3 * per_stencil[b].get(n, float('nan')):.1f}" for b in per_stencil)] for n in top]))
     if plot_dir:
         _plot.bar_chart(
