@@ -12,12 +12,21 @@ use crate::gtscript::ops::num::Num;
 use crate::gtscript::passes::types::{convert, wrap};
 use crate::gtscript::plan::{Instr, Lanes, Op};
 use crate::gtscript::rt::interp::{self, bin, un, Arg};
+use crate::gtscript::rt::pool::{Pool, Pooled};
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
 /// An element type of the evaluator.
 pub trait Elem:
-    crate::kernels::exec::Element + Copy + Default + PartialEq + Send + Sync + std::fmt::Debug + 'static
+    crate::kernels::exec::Element
+    + Pooled
+    + Copy
+    + Default
+    + PartialEq
+    + Send
+    + Sync
+    + std::fmt::Debug
+    + 'static
 {
     /// Zero bits: 0 of every type.
     const ZERO: Self;
@@ -32,19 +41,18 @@ pub trait Elem:
     fn to_value(self, ty: Ty) -> Value;
     /// Runs one instruction over a strip: `d[i] = op(a[i], b[i], c[i])`.
     fn apply(ins: &Instr, d: &mut [Self], a: Arg<'_, Self>, b: Arg<'_, Self>, c: Arg<'_, Self>);
-    /// This thread's pool of buffers, reused across calls so that large per-tile storage is
-    /// not allocated and zeroed on every call.
-    fn pool() -> &'static LocalKey<RefCell<crate::gtscript::rt::pool::Pool<Self>>>;
 }
 
+/// Gives element type `$t` a pool of buffers on each thread of its own (see [`Pooled`]).
 macro_rules! pool {
     ($t:ty) => {
-        fn pool() -> &'static LocalKey<RefCell<crate::gtscript::rt::pool::Pool<Self>>> {
-            thread_local! {
-                static POOL: RefCell<crate::gtscript::rt::pool::Pool<$t>> =
-                    const { RefCell::new(crate::gtscript::rt::pool::Pool::new()) };
+        impl Pooled for $t {
+            fn pool() -> &'static LocalKey<RefCell<Pool<Self>>> {
+                thread_local! {
+                    static POOL: RefCell<Pool<$t>> = const { RefCell::new(Pool::new()) };
+                }
+                &POOL
             }
-            &POOL
         }
     };
 }
@@ -74,8 +82,8 @@ macro_rules! float_elem {
             ) {
                 interp::apply(ins.op, d, a, b, c)
             }
-            pool!($t);
         }
+        pool!($t);
     };
 }
 float_elem!(f64, Ty::F64, Lanes::F64);
@@ -324,9 +332,9 @@ impl Elem for Lane {
             _ => int_ops(ins, d, a, b),
         }
     }
-
-    pool!(Lane);
 }
+
+pool!(Lane);
 
 #[cfg(test)]
 mod tests {

@@ -1,7 +1,16 @@
 //! Each thread's pool of reusable buffers (block buffers, tape registers, stored temporaries).
 
-use crate::gtscript::rt::lane::Elem;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::thread::LocalKey;
+
+/// An element type with a pool of buffers on each thread (every element type of the
+/// evaluator, `rt::lane::Elem`, whose module gives each its pool); its `Default` is zero.
+pub trait Pooled: Copy + Default + 'static {
+    /// This thread's pool of buffers of this type, reused across calls so that large per-tile
+    /// storage is not allocated and zeroed on every call.
+    fn pool() -> &'static LocalKey<RefCell<Pool<Self>>>;
+}
 
 /// Buffers a pool keeps per thread at most: as many as one call of a large stencil holds at
 /// once (a block buffer per quantity, one per tape register), so that its next call reuses
@@ -15,12 +24,12 @@ const POOL_MAX: usize = 2048;
 /// for more of it then fills nothing (pace's and PyFV3's stencils took the same buffers for
 /// temporaries and for registers in turn, and zeroed them again at every call: a tenth of
 /// `yppm.compute_y_flux`'s time). Its users index it by their own sizes.
-pub(crate) fn take_buf<T: Elem>(len: usize) -> Vec<T> {
+pub(crate) fn take_buf<T: Pooled>(len: usize) -> Vec<T> {
     let mut v = T::pool()
         .with(|p| p.borrow_mut().take(len))
         .unwrap_or_default();
     if v.len() < len {
-        v.resize(len, T::ZERO);
+        v.resize(len, T::default());
     }
     v
 }
@@ -69,16 +78,16 @@ impl<T> Pool<T> {
 /// Makes `b` a buffer of at least `len` elements: from this thread's pool if it has none yet,
 /// else grown (a block buffer kept from the previous block or section; never shortened, see
 /// [`take_buf`]).
-pub(crate) fn fit_buf<T: Elem>(b: &mut Vec<T>, len: usize) {
+pub(crate) fn fit_buf<T: Pooled>(b: &mut Vec<T>, len: usize) {
     if b.capacity() == 0 {
         *b = take_buf(len);
     } else if b.len() < len {
-        b.resize(len, T::ZERO);
+        b.resize(len, T::default());
     }
 }
 
 /// Returns buffers to this thread's pool.
-pub(crate) fn give_bufs<T: Elem>(bufs: impl IntoIterator<Item = Vec<T>>) {
+pub(crate) fn give_bufs<T: Pooled>(bufs: impl IntoIterator<Item = Vec<T>>) {
     T::pool().with(|p| {
         let mut p = p.borrow_mut();
         for b in bufs {
