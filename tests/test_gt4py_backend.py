@@ -527,3 +527,26 @@ def test_one_array_as_fields_whose_merged_stencil_is_refused_writes_nothing():
     with pytest.raises(GridbufValueError, match="overlap"):
         gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=alias_region)(q, q, origin={"q_in": (1, 1, 0), "q_out": (0, 0, 0)}, domain=(4, 3, 4))
     assert (q == 1.0).all()
+
+
+@pytest.mark.parametrize("exec_info", [5, ["__aggregate_data"], "timings"])
+def test_exec_info_that_is_not_a_dict_is_refused_before_the_call(exec_info):
+    """A gridbuf TypeError naming the parameter, raised before anything runs or is written,
+    through GT4Py's call, its ``run`` and gridbuf's own stencil alike."""
+    from gridbuf.errors import GridbufTypeError
+    from gridbuf.gtscript import stencil as gridbuf_stencil
+
+    st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=laplacian)
+    own = gridbuf_stencil(backend="numpy", definition=laplacian)
+    a = np.random.default_rng(0).uniform(size=(6, 6, 3))
+    out = np.full_like(a, 7.0)
+    calls = [
+        lambda: st(a, out, origin=(1, 1, 0), domain=(4, 4, 3), exec_info=exec_info),
+        lambda: st.run(_domain_=(4, 4, 3), _origin_={"inp": (1, 1, 0), "out": (1, 1, 0)}, exec_info=exec_info, inp=a, out=out),
+        lambda: own(a, out, origin=(1, 1, 0), domain=(4, 4, 3), exec_info=exec_info),
+    ]
+    for call in calls:
+        with pytest.raises(GridbufTypeError, match="exec_info") as err:
+            call()
+        assert isinstance(err.value, TypeError)
+        assert (out == 7.0).all()

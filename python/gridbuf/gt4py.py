@@ -49,7 +49,7 @@ from . import preset as _preset
 from . import presets as _presets
 from . import register_preset as _register_preset
 from .errors import GridbufTypeError, GridbufValueError
-from .gtscript import GTStencil, literal_dtypes
+from .gtscript import GTStencil, _checked_exec_info, literal_dtypes
 
 __all__ = ["BACKENDS", "GridbufDefinitionError", "GridbufStencilObject"]
 
@@ -117,6 +117,7 @@ class GridbufStencilObject(StencilObject):
         return type(self)._gt_options_
 
     def __call__(self, *args: Any, domain: Any = None, origin: Any = None, validate_args: bool = True, exec_info: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        exec_info = _checked_exec_info(type(self).__name__, exec_info)
         if exec_info is None:
             type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
             return
@@ -131,6 +132,7 @@ class GridbufStencilObject(StencilObject):
     def run(self, _domain_: Any, _origin_: Any, exec_info: dict[str, Any] | None, **kwargs: Any) -> None:
         """GT4Py's unchecked entry (``FrozenStencil`` calls it): domain and origins given. The
         binder's bounds and memory checks still run; only the dtype agreement is skipped."""
+        exec_info = _checked_exec_info(type(self).__name__, exec_info)
         if exec_info is not None:
             exec_info["domain"], exec_info["origin"] = _domain_, _origin_
             exec_info["run_start_time"] = time.perf_counter()

@@ -431,6 +431,14 @@ def _given_origins(origin: Any) -> dict[str, tuple[int, ...]]:
     return dict(origin) if isinstance(origin, dict) else {"_all_": tuple(origin)}
 
 
+def _checked_exec_info(name: str, exec_info: Any) -> dict[str, Any] | None:
+    """A call's ``exec_info``: None, or the dict GT4Py's stencils fill with timings, the domain
+    and the origins; anything else is refused before the call runs."""
+    if exec_info is not None and not isinstance(exec_info, dict):
+        raise GridbufTypeError(f"invalid exec_info of stencil {name!r} ({type(exec_info).__name__}): expected a dict or None")
+    return exec_info
+
+
 def _copy_of(array: Any) -> np.ndarray:
     """A copy of `array` (a call's argument), its axes in the same memory order."""
     return np.array(np.asarray(array), order="K", copy=True)
@@ -504,6 +512,7 @@ class GTStencil:
         self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
+        exec_info = _checked_exec_info(self.name, exec_info)
         impl, fields, scalars, checked = self._arguments(args, kwargs, origin, domain)
         if exec_info is None:
             impl._stencil(*fields, origin=checked, domain=domain, validate_args=validate_args, **scalars)
