@@ -164,24 +164,7 @@ fn try_load_in(
     vector_math: bool,
     stale: Duration,
 ) -> Result<Option<libloading::Library>, String> {
-    let c = compiler()?;
-    let key = key(c, source, vector_math);
-    if let Some(dir) = cache.as_deref().filter(|d| make_dir(d).is_ok()) {
-        if let Some(lib) = cached(dir, &key, source) {
-            return Ok(Some(lib));
-        }
-        let Some(claimed) = claim(dir, &key, stale) else {
-            // Another process compiles it; it may have written the entry since.
-            return Ok(cached(dir, &key, source));
-        };
-        let r = compile_into(c, dir, &key, source, true, vector_math);
-        drop(claimed);
-        if let Ok(lib) = r {
-            return Ok(Some(lib));
-        }
-    }
-    // No cache to write: compiled privately, as `load` does.
-    load_in(None, source, vector_math, stale).map(Some)
+    load_entry(cache, source, vector_math, stale, false)
 }
 
 /// How long a process waits for a cache entry another process has claimed (see [`claim`])
@@ -195,11 +178,25 @@ fn load_in(
     vector_math: bool,
     wait: Duration,
 ) -> Result<libloading::Library, String> {
+    load_entry(cache, source, vector_math, wait, true)?
+        .ok_or_else(|| "a claimed cache entry was not waited for (internal error)".into())
+}
+
+/// [`load_in`] and [`try_load_in`]: where another process holds a claim on the entry younger
+/// than `wait`, waits for it (`wait_claimed`) or returns what the cache holds now (None if it
+/// holds nothing yet). Never None when it waits.
+fn load_entry(
+    cache: Option<PathBuf>,
+    source: &str,
+    vector_math: bool,
+    wait: Duration,
+    wait_claimed: bool,
+) -> Result<Option<libloading::Library>, String> {
     let c = compiler()?;
     let key = key(c, source, vector_math);
     if let Some(dir) = cache {
         if let Some(lib) = cached(&dir, &key, source) {
-            return Ok(lib);
+            return Ok(Some(lib));
         }
         if make_dir(&dir).is_ok() {
             // MPI ranks define the same stencils at about the same time: one compiles each
@@ -207,18 +204,22 @@ fn load_in(
             // core, 121 modules: each rank compiling all of them took 65 s).
             let claimed = claim(&dir, &key, wait);
             if claimed.is_none() {
+                if !wait_claimed {
+                    // Another process compiles it; it may have written the entry since.
+                    return Ok(cached(&dir, &key, source));
+                }
                 let deadline = Instant::now() + wait;
                 while Instant::now() < deadline && dir.join(format!("{key}.lock")).exists() {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 if let Some(lib) = cached(&dir, &key, source) {
-                    return Ok(lib);
+                    return Ok(Some(lib));
                 }
             }
             let r = compile_into(c, &dir, &key, source, true, vector_math);
             drop(claimed);
             if let Ok(lib) = r {
-                return Ok(lib);
+                return Ok(Some(lib));
             }
         }
     }
@@ -227,7 +228,7 @@ fn load_in(
     make_dir(&dir).map_err(|e| format!("no directory to compile in: {e}"))?;
     let r = compile_into(c, &dir, &key, source, false, vector_math);
     let _ = std::fs::remove_dir_all(&dir);
-    r
+    r.map(Some)
 }
 
 /// The cache entry `key` of `dir` holding this very `source`, loaded; None where there is none
