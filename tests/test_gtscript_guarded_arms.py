@@ -182,3 +182,54 @@ def test_guarded_arms_interpreted_agree_with_compiled():
         results.append(np.load(path))
     x, y = results
     assert ((x == y) | (np.isnan(x) & np.isnan(y))).all()
+
+
+@gtscript.function
+def _ice(t):
+    return 611.21 * exp(-126.0 * log(t / 273.16) + (t - 273.16) / (t * 273.16) * 28.0)
+
+
+@gtscript.function
+def _table(i):
+    t = 113.16 + 0.1 * i
+    value = _ice(t)
+    if i == 16:
+        t = 253.16 + 0.1 * (i - 14)
+        t = 113.16 + 0.1 * 15  # (a temporary from here on)
+        # Read after `t` changes again: kept in a temporary of its own, computed only where
+        # this branch runs.
+        below = _ice(t)
+        t = 113.16 + 0.1 * 17
+        value = 0.5 * (below + _ice(t))
+    return value
+
+
+def table_at(i: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        out = _table(i)
+
+
+def test_a_function_local_kept_across_a_branch_is_computed_only_where_the_branch_runs():
+    """A gtscript function's local assigned in an `if` and read after a local it depends on
+    changes (pace's ``qs_table2_fn``: ``table2_m1``) goes to a temporary: computed under the
+    branch's mask, so its `exp` is guarded (it was computed at every point), with the same
+    values as a point-by-point reference."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=table_at)
+    kept = [line for line in st.ir.splitlines() if line.startswith("stmt") and "exp" in line and line.split()[2] == "t"]
+    assert kept and all(line.split()[4] == "sel" for line in kept), kept
+    i = np.arange(40, dtype=np.float64).reshape(2, 4, 5) - 5.0
+
+    def ice(t: float) -> float:
+        return 611.21 * math.exp(-126.0 * math.log(t / 273.16) + (t - 273.16) / (t * 273.16) * 28.0)
+
+    def table(x: float) -> float:
+        t = 113.16 + 0.1 * x
+        if x == 16:
+            return 0.5 * (ice(113.16 + 0.1 * 15) + ice(113.16 + 0.1 * 17))
+        return ice(t)
+
+    want = np.vectorize(table)(i)
+    for layout in LAYOUTS:
+        out = _in_layout(np.zeros(i.shape), layout)
+        st(_in_layout(i, layout), out)
+        assert (np.asarray(out) == want).all(), layout

@@ -304,6 +304,8 @@ class CallsMixin(_LoweringBase):
             # leaves out are never read: either the other branch assigns them too, or the local
             # cannot be read after the `if`.
             inner.local[name] = value
+            if mask is not None:
+                inner.masks[name] = (mask, value)
             return
         before = self.as_expr(inner, s, cur)
         dt = _dtype(self, before)
@@ -320,9 +322,15 @@ class CallsMixin(_LoweringBase):
         index = len(self.temps)
         self.temps.append(f"__{inner.name}_{name}{index}")
         inner.temps.add(index)
-        self.emit(inner, s, ("t", index), before)
+        ref: Expr = ("t", index, (0, 0, 0))
+        first = inner.masks.get(name)
+        if first is not None and first[1] is cur:
+            # The earlier value is read only where the mask it was assigned under holds.
+            self.emit(inner, s, ("t", index), ("sel", first[0], _guard_levels(before, first[0]), ref))
+        else:
+            self.emit(inner, s, ("t", index), before)
         inner.local[name] = _Ref("t", index)
-        self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ("t", index, (0, 0, 0))))
+        self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ref))
 
     def freeze_readers(self, inner: _Ctx, s: ast.stmt, name: str, index: int, mask: Expr | None) -> None:
         """Before the temporary `index` (the local `name`) is assigned again: the other locals
@@ -334,7 +342,14 @@ class CallsMixin(_LoweringBase):
             t = len(self.temps)
             self.temps.append(f"__{inner.name}_{other}{t}")
             inner.temps.add(t)
-            self.emit(inner, s, ("t", t), _guard_levels(v, mask))
+            first = inner.masks.get(other)
+            if first is not None and first[1] is v:
+                # A local first assigned under a mask is read only where it holds (see
+                # `func_local`): computed only there (pace's saturation adjustment computed a
+                # table's exp for a single index at every point).
+                self.emit(inner, s, ("t", t), ("sel", first[0], _guard_levels(v, first[0]), ("t", t, (0, 0, 0))))
+            else:
+                self.emit(inner, s, ("t", t), _guard_levels(v, mask))
             inner.local[other] = _Ref("t", t)
 
     def func_if(self, inner: _Ctx, s: ast.If, mask: Expr | None) -> None:

@@ -150,6 +150,10 @@ class _Ctx:
         # assignments may write in place. A parameter bound to a caller's temporary is the
         # caller's value, passed by value as in GT4Py: assigning it makes a new value.
         self.temps: set[int] = set()
+        # In an inlined function: the mask each local that is still an expression was first
+        # assigned under, with that expression (see Lowering.func_local): its value is read
+        # only where that mask holds.
+        self.masks: dict[str, tuple[Any, Any]] = {}
 
 
 def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:

@@ -282,6 +282,18 @@ pub enum Lanes {
     Wide,
 }
 
+impl Lanes {
+    /// Whether memory of element type `ty` holds these lanes' values as they are, so compiled
+    /// code reads and writes it in place (else its values are converted through buffers).
+    pub fn native(self, ty: Ty) -> bool {
+        match self {
+            Lanes::F64 => ty == Ty::F64,
+            Lanes::F32 => ty == Ty::F32,
+            Lanes::Wide => matches!(ty, Ty::F64 | Ty::I64),
+        }
+    }
+}
+
 /// The sweep schedule of one section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SectionSweep {

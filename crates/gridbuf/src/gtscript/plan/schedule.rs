@@ -9,7 +9,7 @@
 //! generator handles (`supported`).
 
 use crate::gtscript::ir::{BinOp, IterOrder};
-use crate::gtscript::plan::{Instr, Kind, Lanes, Op, Plan, Src};
+use crate::gtscript::plan::{Instr, Kind, Lanes, Op, Plan, Src, StmtPlan};
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
 /// the section's order, for layouts with unit stride along K; I: each level's rows, levels in
@@ -395,8 +395,9 @@ pub(crate) fn surely_written(
 }
 
 /// Whether section `s` can run as one point function over its whole box, point after point
-/// (see [`crate::gtscript::jit::point::PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops,
-/// every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
+/// (see [`crate::gtscript::jit::point::PointRange`] with `section`): a FORWARD or BACKWARD section with `while` loops
+/// (in mixed-type code, also one without, see below), every field of a type its code reads in
+/// place (mixed-type code), every statement compiled (`wide`: mixed-type code), computed over the core only, at its own
 /// point (no region, no K offset); what the section writes it reads at its own point or at
 /// other levels (no horizontal offset, no run-time level); a temporary that lives in one level
 /// is read at its own point only. Then each point's result depends on that point alone and on
@@ -407,7 +408,33 @@ pub(crate) fn surely_written(
 pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     let sec = &plan.sections[s];
     let n = sec.stmts.len();
-    if sec.order == IterOrder::Parallel || n == 0 || plan.program.sections[s].loops.is_empty() {
+    if sec.order == IterOrder::Parallel || n == 0 {
+        return false;
+    }
+    // Without loops, float code walks columns by column functions (eight columns at a time in
+    // vectors). Mixed-type code (`wide`) has none, and its statements run one point per step in
+    // blocks anyway: there a point function walks each column through all levels too (pace's
+    // `fix_tracer`, 12x12x79 on gt:cpu_kfirst: 0.50 ms in blocks, 0.16 as points), where
+    // every FORWARD and BACKWARD section of the plan can (else the columns are not walked, and
+    // the section would run in the interpreter: a section with no compiled rows that a point
+    // function does not run falls back to it).
+    if plan.program.sections[s].loops.is_empty()
+        && !(wide
+            && (0..plan.sections.len()).all(|v| {
+                plan.sections[v].order == IterOrder::Parallel || section_rules(plan, v, wide)
+            }))
+    {
+        return false;
+    }
+    section_rules(plan, s, wide)
+}
+
+/// The rules of [`section`] for section `s` (FORWARD or BACKWARD) apart from its loops: every
+/// statement can run at its point in a point function.
+fn section_rules(plan: &Plan, s: usize, wide: bool) -> bool {
+    let sec = &plan.sections[s];
+    let n = sec.stmts.len();
+    if n == 0 || (wide && !fields_native(plan, &sec.stmts)) {
         return false;
     }
     let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
@@ -443,6 +470,30 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     sec.flow
         .iter()
         .all(|f| f.next <= n && f.exit.is_none_or(|e| e <= n))
+}
+
+/// Whether every field that the statements `stmts` read and write has an element type the
+/// plan's lanes hold as they are ([`Lanes::native`]): compiled code then uses its memory in
+/// place.
+fn fields_native(plan: &Plan, stmts: &[StmtPlan]) -> bool {
+    let native = |q: u32| match plan.kinds[q as usize] {
+        Kind::Field { field, .. } => plan.lanes.native(plan.program.fields[field].ty),
+        _ => true,
+    };
+    stmts.iter().all(|st| {
+        native(st.target)
+            && st.tape.iter().all(|ins| {
+                let direct = match ins.op {
+                    Op::LoadK(q, _) | Op::StoreK(q, _) => native(q),
+                    _ => true,
+                };
+                direct
+                    && ins
+                        .args
+                        .iter()
+                        .all(|a| !matches!(*a, Src::Q(q, _) if !native(q)))
+            })
+    })
 }
 
 /// The end of the run of sections from `s` that walk columns as one point function (see

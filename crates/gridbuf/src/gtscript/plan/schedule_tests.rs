@@ -467,3 +467,49 @@ fn print_schedule() {
         );
     }
 }
+
+/// A mixed-type column sweep without loops (PyFV3's `fillz.fix_tracer`: a float field moved
+/// down from the level above, an integer counter): `flag` adds a boolean field it reads.
+fn mixed_sweep(flag: bool) -> Plan {
+    let (decl, cond) = if flag {
+        (
+            "field ok bool IJK\n",
+            "and lt f 0 0 0 0 -1 c 0.0 f 2 0 0 0 0",
+        )
+    } else {
+        ("", "lt f 0 0 0 0 -1 c 0.0")
+    };
+    compile(&format!(
+        "stencil ms float64\nfield q IJK\nfield n int64 IJK\n{decl}temp m bool\n\
+         comp FORWARD\ninterval S 1 E 0\nstmt 1 t 0 {cond}\n\
+         stmt 2 f 0 0 sel t 0 0 0 0 add f 0 0 0 0 0 f 0 0 0 0 -1 f 0 0 0 0 0\n\
+         stmt 3 f 1 0 sel t 0 0 0 0 add f 1 0 0 0 0 lit int64 1 f 1 0 0 0 0\n"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn mixed_type_sweeps_without_loops_walk_columns_where_their_fields_are_read_in_place() {
+    // float64 and int64 fields: one point function walks each column (no column function
+    // computes in mixed types).
+    let plan = mixed_sweep(false);
+    assert_eq!(plan.lanes, Lanes::Wide);
+    let on = Schedule::new(&plan, true);
+    assert!(on.sections[0].whole && !on.sections[0].column);
+    let [i, j, k] = executors(&on, &plan);
+    let points = |walk| SectionExec::Points { walk, end: 1 };
+    assert_eq!(i, (false, vec![points(PointWalk::Levels)]));
+    assert_eq!(j, (false, vec![BLOCKS]));
+    assert_eq!(k, (true, vec![points(PointWalk::Columns)]));
+    check_interpreted(&plan);
+    check_compiled(&plan, &on);
+    // A boolean field, which the point function would refuse: blocks, statements compiled.
+    let plan = mixed_sweep(true);
+    let on = Schedule::new(&plan, true);
+    assert!(!on.sections[0].whole);
+    assert!(on.sections[0].row.iter().all(|&r| r));
+    let [i, _, k] = executors(&on, &plan);
+    assert_eq!(i, (false, vec![BLOCKS]));
+    assert_eq!(k, (false, vec![BLOCKS_COPIED]));
+    check_compiled(&plan, &on);
+}

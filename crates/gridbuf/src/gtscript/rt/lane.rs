@@ -34,7 +34,9 @@ pub trait Elem:
     const LANES: Lanes;
     /// Whether memory holding values of type `ty` holds this element type as it is (else the
     /// evaluator converts on every load and store).
-    fn native(ty: Ty) -> bool;
+    fn native(ty: Ty) -> bool {
+        Self::LANES.native(ty)
+    }
     /// A value (already of the type it is used as).
     fn from_value(v: Value) -> Self;
     /// The element as a value of type `ty`.
@@ -62,9 +64,6 @@ macro_rules! float_elem {
         impl Elem for $t {
             const ZERO: Self = 0.0;
             const LANES: Lanes = $lanes;
-            fn native(ty: Ty) -> bool {
-                ty == $ty
-            }
             #[inline(always)]
             fn from_value(v: Value) -> Self {
                 v.as_f64() as $t
@@ -296,10 +295,6 @@ fn int_ops(ins: &Instr, d: &mut [Lane], a: Arg<'_, Lane>, b: Arg<'_, Lane>) {
 impl Elem for Lane {
     const ZERO: Self = Lane(0);
     const LANES: Lanes = Lanes::Wide;
-
-    fn native(ty: Ty) -> bool {
-        matches!(ty, Ty::F64 | Ty::I64)
-    }
 
     #[inline(always)]
     fn from_value(v: Value) -> Self {
