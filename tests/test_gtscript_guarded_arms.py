@@ -233,3 +233,39 @@ def test_a_function_local_kept_across_a_branch_is_computed_only_where_the_branch
         out = _in_layout(np.zeros(i.shape), layout)
         st(_in_layout(i, layout), out)
         assert (np.asarray(out) == want).all(), layout
+
+
+@gtscript.function
+def _sat(t):
+    return 611.21 * exp(17.5 * (t - 273.16) / (t - 35.86))
+
+
+def two_ifs_share_a_value(t: Field[np.float64], q: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        if q > 0.5:
+            q = q - 1e-6 * _sat(t)
+        if t > 280.0:
+            t = t + 1e-3 * _sat(t)
+
+
+def test_a_value_two_ifs_share_is_computed_only_where_one_of_them_runs():
+    """`_sat(t)`, read in two `if`s, is computed once before the first (a shared temporary);
+    the second `if`'s mask is computed after that, so the shared value's condition carries the
+    mask's own expression back (it reads nothing written in between): the value is computed
+    where either `if` runs, not at every point, and zero elsewhere, where nothing reads it."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=two_ifs_share_a_value)
+    shared = [line for line in st.ir.splitlines() if line.startswith("stmt") and " exp " in line]
+    assert len(shared) == 1 and shared[0].split()[4] == "sel" and shared[0].endswith("cast float64 lit int64 0"), shared
+    rng = np.random.default_rng(3)
+    t0 = rng.uniform(260.0, 300.0, SHAPE)
+    q0 = rng.uniform(0.0, 1.0, SHAPE)
+
+    def sat(t: float) -> float:
+        return 611.21 * math.exp(17.5 * (t - 273.16) / (t - 35.86))
+
+    want_q = np.where(q0 > 0.5, q0 - 1e-6 * np.vectorize(sat)(t0), q0)
+    want_t = np.where(t0 > 280.0, t0 + 1e-3 * np.vectorize(sat)(t0), t0)
+    for layout in LAYOUTS:
+        t, q = _in_layout(t0.copy(), layout), _in_layout(q0.copy(), layout)
+        st(t, q)
+        assert (np.asarray(t) == want_t).all() and (np.asarray(q) == want_q).all(), layout

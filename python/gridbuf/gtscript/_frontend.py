@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
 from ._irtext import _fmt_stmt, _uses_once, share_across
+from ._lower_base import _dtype, _float64_value
 from ._lower_calls import CallsMixin
 from ._lower_expressions import ExpressionsMixin
 from ._lower_statements import StatementsMixin
@@ -95,7 +96,7 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         self.lines = body
         for stmt in fdef.body:
             self.top_stmt(ctx, stmt)
-        body = self.lines = share_across(body, self.temps)
+        body = self.lines = share_across(body, self.temps, lambda e: np.dtype(np.float64) if _float64_value(self, e) else _dtype(self, e))
         # Fields the body never reads or writes (GT4Py's AccessKind.NONE, e.g. every use pruned by
         # externals) are left out of the program: they may be passed as None and do not bound
         # the domain, as in GT4Py.

@@ -311,6 +311,66 @@ def _load(target: ast.expr) -> ast.expr:
     return node
 
 
+def _float64_value(low: _LoweringBase, e: Expr) -> bool:
+    """Whether `e` surely computes a float64: a math function's value, or arithmetic with a
+    float64 operand, in a stencil with no float32 anywhere (fields, scalars, literals, casts), so
+    that every float it computes is a float64 (NumPy's promotion of int64 with float64)."""
+    if any(ft.dtype == np.float32 for _, ft in low.fields) or any(t == np.float32 for t in low.scalar_types):
+        return False
+    if low.literal_types.get(float, np.dtype(np.float64)) != np.float64:
+        return False
+    return _float64_root(low, e, {})
+
+
+def _float64_root(low: _LoweringBase, e: Expr, memo: dict[int, bool]) -> bool:
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    tag = e[0]
+    if tag == "cast":
+        out = e[1] == "float64" and _no_float32(e[2], {})
+    elif tag in ("f", "s", "t", "c"):
+        out = _dtype(low, e) == np.float64
+    elif tag in _MATH_FLOAT:
+        out = all(_no_float32(x, {}) for x in e[1:])
+    elif tag in ("add", "sub", "mul", "div", "min", "max", "neg", "abs", "pow"):
+        out = all(_no_float32(x, {}) for x in e[1:]) and (tag == "div" or any(_float64_root(low, x, memo) for x in e[1:]))
+    elif tag == "sel":
+        out = _float64_root(low, e[2], memo) and _float64_root(low, e[3], memo)
+    else:
+        out = False
+    memo[key] = out
+    return out
+
+
+def _no_float32(e: Any, memo: dict[int, bool]) -> bool:
+    """Whether `e` holds no cast to float32 and no float32 literal."""
+    if not (isinstance(e, tuple) and e):
+        return True
+    key = id(e)
+    if key in memo:
+        return memo[key]
+    tag = e[0]
+    if tag == "c":
+        out = not isinstance(e[1], np.float32)
+    elif tag in ("f", "s", "t"):
+        out = True
+    elif tag == "cast":
+        out = e[1] != "float32" and _no_float32(e[2], memo)
+    elif tag in ("kvar", "kabs"):
+        out = _no_float32(e[2], memo)
+    else:
+        out = all(_no_float32(x, memo) for x in e[1:])
+    memo[key] = out
+    return out
+
+
+#: Math functions whose value is a float of their argument's float type (float64 from ints).
+_MATH_FLOAT = frozenset((
+    "exp", "log", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "cbrt", "erf", "erfc", "gamma", "sqrt",
+))  # fmt: skip
+
 _FLOAT_SAME = {
     "add", "sub", "mul", "div", "pow", "mod", "min", "max", "neg", "abs", "sqrt", "exp", "log",
     "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
