@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import gridbuf as gb
+from _gtscript_oracle import in_layout
+
 from gridbuf import gtscript
 from gridbuf.gtscript import BACKWARD, FORWARD, PARALLEL, IJ, Field, computation, interval
 
@@ -18,28 +19,17 @@ LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
 SHAPE = (7, 5, 9)
 
 
-def borrow(q: Field[np.float64], dp: Field[np.float64], nfix: Field[IJ, np.int64], total: Field[IJ, np.float64], up: Field[np.float64]):
+def borrow(q: Field[np.float64], dp: Field[np.float64], ok: Field[bool], nfix: Field[IJ, np.int64], total: Field[IJ, np.float64], up: Field[np.float64]):
+    from __externals__ import FLAGGED
+
     with computation(FORWARD), interval(0, 1):
         nfix = 0
         total = 0.0
     with computation(FORWARD), interval(1, None):
-        if q[0, 0, -1] < 0.0:
-            q = q + q[0, 0, -1] * dp[0, 0, -1] / dp
-            nfix += 1
-    with computation(PARALLEL), interval(...):
-        up = q * dp
-    with computation(BACKWARD), interval(0, -1):
-        if up[0, 0, 1] < 0.0 and nfix > 0:
-            up = up + up[0, 0, 1]
-        total += up
-
-
-def borrow_flagged(q: Field[np.float64], dp: Field[np.float64], ok: Field[bool], nfix: Field[IJ, np.int64], total: Field[IJ, np.float64], up: Field[np.float64]):
-    with computation(FORWARD), interval(0, 1):
-        nfix = 0
-        total = 0.0
-    with computation(FORWARD), interval(1, None):
-        if q[0, 0, -1] < 0.0 and ok:
+        take = q[0, 0, -1] < 0.0
+        if __INLINED(FLAGGED):
+            take = take and ok  # (else `ok` is never read: the program has no boolean field)
+        if take:
             q = q + q[0, 0, -1] * dp[0, 0, -1] / dp
             nfix += 1
     with computation(PARALLEL), interval(...):
@@ -71,14 +61,6 @@ def reference(q, dp, ok):
     return q, nfix, total, up
 
 
-def _in_layout(x: np.ndarray, layout: str):
-    if layout == "C":
-        return np.ascontiguousarray(x)
-    if layout == "F":
-        return np.asfortranarray(x)
-    return gb.from_array(x, backend=layout)
-
-
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("flagged", [False, True])
 def test_mixed_type_columns_match_a_column_by_column_reference(layout, flagged):
@@ -86,12 +68,11 @@ def test_mixed_type_columns_match_a_column_by_column_reference(layout, flagged):
     q = rng.uniform(-1.0, 1.0, SHAPE)
     dp = rng.uniform(0.5, 2.0, SHAPE)
     ok = rng.random(SHAPE) < 0.7 if flagged else None
-    st = gtscript.stencil(backend=layout if layout.startswith("gt:") else "gt:cpu_ifirst", definition=borrow_flagged if flagged else borrow)
-    arrays = {"q": q, "dp": dp, "nfix": np.full(SHAPE[:2], -5, np.int64), "total": np.full(SHAPE[:2], np.nan), "up": np.full(SHAPE, np.nan)}
-    if flagged:
-        arrays["ok"] = ok
+    st = gtscript.stencil(backend=layout if layout.startswith("gt:") else "gt:cpu_ifirst", definition=borrow, externals={"FLAGGED": flagged})
+    # Unflagged, `ok` is a field the externals prune: passed as None.
+    arrays = {"q": q, "dp": dp, "ok": ok, "nfix": np.full(SHAPE[:2], -5, np.int64), "total": np.full(SHAPE[:2], np.nan), "up": np.full(SHAPE, np.nan)}
     want = dict(zip(("q", "nfix", "total", "up"), reference(q, dp, ok)))
-    args = {k: _in_layout(v.copy(), layout) for k, v in arrays.items()}
+    args = {k: in_layout(v, layout, "IJ" if v is not None and v.ndim == 2 else "IJK") for k, v in arrays.items()}
     st(**args)
     for name, w in want.items():
         got = np.asarray(args[name])

@@ -319,24 +319,25 @@ def _float64_value(low: _LoweringBase, e: Expr) -> bool:
         return False
     if low.literal_types.get(float, np.dtype(np.float64)) != np.float64:
         return False
-    return _float64_root(low, e, {})
+    return _no_float32(e, {}) and _float_root(low, e, {})
 
 
-def _float64_root(low: _LoweringBase, e: Expr, memo: dict[int, bool]) -> bool:
+def _float_root(low: _LoweringBase, e: Expr, memo: dict[int, bool]) -> bool:
+    """Whether `e` (holding no float32) computes a float: see `_float64_value`."""
     key = id(e)
     if key in memo:
         return memo[key]
     tag = e[0]
     if tag == "cast":
-        out = e[1] == "float64" and _no_float32(e[2], {})
+        out = e[1] == "float64"
     elif tag in ("f", "s", "t", "c"):
         out = _dtype(low, e) == np.float64
-    elif tag in _MATH_FLOAT:
-        out = all(_no_float32(x, {}) for x in e[1:])
-    elif tag in ("add", "sub", "mul", "div", "min", "max", "neg", "abs", "pow"):
-        out = all(_no_float32(x, {}) for x in e[1:]) and (tag == "div" or any(_float64_root(low, x, memo) for x in e[1:]))
+    elif tag in _MATH_FLOAT or tag == "div":
+        out = True
+    elif tag in ("add", "sub", "mul", "min", "max", "neg", "abs", "pow"):
+        out = any(_float_root(low, x, memo) for x in e[1:])
     elif tag == "sel":
-        out = _float64_root(low, e[2], memo) and _float64_root(low, e[3], memo)
+        out = _float_root(low, e[2], memo) and _float_root(low, e[3], memo)
     else:
         out = False
     memo[key] = out
