@@ -200,7 +200,9 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
                 walk: None,
             };
             let parts = [(s, range)];
-            if let Ok(f) = point_function(&name, plan, &parts, math, true) {
+            // Mixed-type runs stay scalar with their branches, as the loops' above.
+            let vector = plan.lanes != Lanes::Wide;
+            if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
                 text.push_str(&f);
                 src.fused.push((name, s, t, exit));
             }
@@ -370,18 +372,12 @@ fn point_function(
             );
         }
         let mut decls = String::new();
-        // (On a walk, a temporary that lives in one level starts every point at zero, as in
-        // `jit::point`.)
+        // (A temporary that lives in the part starts every point at zero, as in `jit::point`.)
         let mut zeros = String::new();
         for (j, &q) in p.written.iter().enumerate() {
             let (t, _) = reg(q);
             let _ = write!(decls, " {t} w{j} = 0;");
-            if walk.is_some()
-                && matches!(
-                    plan.kinds[q as usize],
-                    crate::gtscript::plan::model::Kind::Local
-                )
-            {
+            if p.zeroed[j] {
                 let _ = write!(zeros, " w{j} = 0;");
             }
         }

@@ -67,6 +67,10 @@ pub(crate) struct Part<'p> {
     pub(crate) vk: Vec<(u32, Ty)>,
     /// Along a column, the offset at which a point reads what the point before wrote.
     pub(crate) back: Option<[i32; 3]>,
+    /// Per quantity of `written`: whether it starts every point at zero instead of being
+    /// loaded (a temporary whose value before the part no other statement can give it; see
+    /// [`Part::new`]).
+    pub(crate) zeroed: Vec<bool>,
 }
 
 /// On the column walk, the offset at which a point reads what the point before it wrote (one
@@ -101,13 +105,19 @@ impl<'p> Part<'p> {
         // A quantity is loaded at the point's start where some statement reads it before it
         // is surely written, or the point can end without writing it.
         let at_end = surely_written(plan, s, &range, exit);
-        let needs_load = |q: u32| {
-            !at_end.contains(&q)
-                || (t..exit).any(|u| {
-                    operands_of(&sec.stmts[u].tape).contains(&(q, [0; 3]))
-                        && !surely_written(plan, s, &range, u).contains(&q)
-                })
-        };
+        let mut read_first: rustc_hash::FxHashSet<u32> = Default::default();
+        for u in t..exit {
+            let reads: Vec<u32> = operands_of(&sec.stmts[u].tape)
+                .into_iter()
+                .filter(|&(q, off)| off == [0; 3] && written.contains(&q))
+                .map(|(q, _)| q)
+                .collect();
+            if !reads.is_empty() {
+                let before = surely_written(plan, s, &range, u);
+                read_first.extend(reads.into_iter().filter(|q| !before.contains(q)));
+            }
+        }
+        let needs_load = |q: u32| !at_end.contains(&q) || read_first.contains(&q);
         // Along a column, what the point before stored is read one level back (against the
         // walk) from its register; a stored temporary that needs no load and that nothing else
         // reads then (this section only there and at the point, no later section) is never
@@ -164,16 +174,45 @@ impl<'p> Part<'p> {
         } else {
             Default::default()
         };
-        let unstored = |q: u32| {
-            walk.is_none()
-                && matches!(plan.kinds[q as usize], Kind::Local)
-                && !read_elsewhere.contains(&q)
-                && !needs_load(q)
+        // A block temporary that no statement outside the part writes or reads gets, before
+        // the part writes it at a point, only the uninitialised memory GT4Py gives it (a
+        // masked assignment's old value where the mask is off): it starts every point at
+        // zero, as on a walk, and is neither loaded nor stored (pace's satadjust: 86 such
+        // temporaries through memory at every point).
+        let written_elsewhere: rustc_hash::FxHashSet<u32> = if walk.is_none() {
+            plan.sections
+                .iter()
+                .enumerate()
+                .flat_map(|(x, other)| {
+                    other
+                        .stmts
+                        .iter()
+                        .enumerate()
+                        .filter(move |&(u, _)| x != s || u < t || u >= exit)
+                        .map(|(_, st)| st.target)
+                })
+                .collect()
+        } else {
+            Default::default()
         };
+        let local = |q: u32| matches!(plan.kinds[q as usize], Kind::Local);
+        let zeroed: Vec<bool> = written
+            .iter()
+            .map(|&q| {
+                local(q)
+                    && (walk.is_some()
+                        || (!read_elsewhere.contains(&q)
+                            && !written_elsewhere.contains(&q)
+                            && needs_load(q)))
+            })
+            .collect();
+        let unstored =
+            |q: u32| walk.is_none() && local(q) && !read_elsewhere.contains(&q) && !needs_load(q);
         let outs: Vec<u32> = written
             .iter()
-            .copied()
-            .filter(|&q| !(walk.is_some() && matches!(plan.kinds[q as usize], Kind::Local)))
+            .zip(&zeroed)
+            .filter(|&(_, &z)| !z)
+            .map(|(&q, _)| q)
             .filter(|&q| !unread(q))
             .filter(|&q| !unstored(q))
             .collect();
@@ -195,6 +234,7 @@ impl<'p> Part<'p> {
             load,
             vk,
             back,
+            zeroed,
         }
     }
 }
@@ -313,6 +353,7 @@ pub(crate) fn build(
             load,
             vk,
             back,
+            zeroed,
         } = p;
         let (s, t, exit) = (*s, *t, *exit);
         let sec = &plan.sections[s];
@@ -463,20 +504,18 @@ pub(crate) fn build(
                 }
             })
             .collect();
-        // On a walk, a temporary that lives in one level starts every point at zero: a
+        // A temporary that lives in the part starts every point at zero (`Part::zeroed`): a
         // statement may read it before any writes it at the point (a masked assignment keeps
         // its old value where the mask is off; GT4Py's temporary is uninitialised there), and
         // it must not see the point before's value.
-        if walk.is_some() {
-            for (w, &q) in written.iter().enumerate() {
-                if matches!(plan.kinds[q as usize], Kind::Local) {
-                    let v = match reg_ty(q) {
-                        types::F64 => b.ins().f64const(0.0),
-                        types::F32 => b.ins().f32const(0.0),
-                        t => b.ins().iconst(t, 0),
-                    };
-                    b.def_var(vars[w], v);
-                }
+        for (w, &q) in written.iter().enumerate() {
+            if zeroed[w] {
+                let v = match reg_ty(q) {
+                    types::F64 => b.ins().f64const(0.0),
+                    types::F32 => b.ins().f32const(0.0),
+                    t => b.ins().iconst(t, 0),
+                };
+                b.def_var(vars[w], v);
             }
         }
         for j in 0..outs.len() {

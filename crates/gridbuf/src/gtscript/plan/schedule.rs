@@ -80,13 +80,17 @@ pub struct SectionSchedule {
     /// Per statement: where it is the condition of a `while` loop that runs point by point in
     /// blocks (see `range`), one past the loop's last statement.
     pub point_loop: Vec<Option<usize>>,
-    /// Per statement, in float code: where it starts a straight run of statements (see
-    /// `straight`) that tier two fuses into one point function over the block's rows, one
-    /// past the run's last statement. Tier one runs them by their row functions (its point
-    /// functions are scalar, its row functions eight lanes wide), so only tier two's C,
-    /// vectorised by the C compiler across a row's points, has code for them: their values
-    /// stay in registers from statement to statement instead of going through the block's
-    /// buffers (pace's `fix_neg_water`, 54 masked statements).
+    /// Per statement: where it starts a straight run of statements (see `straight`) that
+    /// tier two fuses into one point function over the block's rows, one past the run's last
+    /// statement; only tier two's C has code for them. Their values stay in registers from
+    /// statement to statement instead of going through the block's buffers:
+    /// - in float code, where tier one runs them by their row functions (its point functions
+    ///   are scalar, its row functions eight lanes wide), vectorised by the C compiler across
+    ///   a row's points (pace's `fix_neg_water`, 54 masked statements);
+    /// - in mixed-type code, where tier one runs them in point runs of at most
+    ///   48 statements (Cranelift's compile time), one scalar function for the
+    ///   whole run (pace's satadjust: 817 statements in 17 point runs, which passed 86
+    ///   temporaries through memory at every point).
     pub fused: Vec<Option<usize>>,
 }
 
@@ -207,8 +211,8 @@ impl Schedule {
                     } else {
                         vec![None; sec.stmts.len()]
                     },
-                    fused: if blocks && !wide {
-                        fused_runs(plan, s)
+                    fused: if blocks {
+                        fused_runs(plan, s, wide)
                     } else {
                         vec![None; sec.stmts.len()]
                     },
@@ -367,20 +371,10 @@ pub(crate) fn has_axis(plan: &Plan, q: u32, a: usize) -> bool {
     }
 }
 
-/// Whether statement `v` of section `s` has surely run, in the current pass of every loop that
-/// holds it, when statement `u` runs (`v < u`, both in `range`): every loop in `range` whose
-/// body holds `v` holds `u` too (a loop's body may run no pass).
-fn runs_before(plan: &Plan, s: usize, range: &std::ops::Range<usize>, v: usize, u: usize) -> bool {
-    let flow = &plan.sections[s].flow;
-    v < u
-        && range.clone().all(|c| match flow[c].exit {
-            Some(e) if c < v && v < e => c < u && u < e,
-            _ => true,
-        })
-}
-
 /// The quantities statement `u` (or the range's end, `u == range.end`) can take from earlier
-/// statements of `range` in every pass (see [`runs_before`]).
+/// statements of `range` in every pass: those of the statements `v < u` that surely ran, in
+/// the current pass of every loop that holds them, when `u` runs (every loop in `range` whose
+/// body holds `v` holds `u` too; a loop's body may run no pass).
 pub(crate) fn surely_written(
     plan: &Plan,
     s: usize,
@@ -388,8 +382,16 @@ pub(crate) fn surely_written(
     u: usize,
 ) -> Vec<u32> {
     let sec = &plan.sections[s];
+    let loops: Vec<(usize, usize)> = range
+        .clone()
+        .filter_map(|c| sec.flow[c].exit.map(|e| (c, e)))
+        .collect();
     (range.start..u)
-        .filter(|&v| runs_before(plan, s, range, v, u))
+        .filter(|&v| {
+            loops
+                .iter()
+                .all(|&(c, e)| !(c < v && v < e) || (c < u && u < e))
+        })
         .map(|v| sec.stmts[v].target)
         .collect()
 }
@@ -553,15 +555,21 @@ pub(crate) fn point_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>
     out
 }
 
-/// Per statement of section `s` of a float plan: where it starts a straight run of at least
-/// [`MIN_STRAIGHT`] statements (see [`straight`]), one past its last statement (see
+/// Per statement of section `s`: where it starts a straight run of at least [`MIN_STRAIGHT`]
+/// statements (see [`straight`]; `wide`: mixed-type code), one past its last statement (see
 /// [`SectionSchedule::fused`]).
-fn fused_runs(plan: &Plan, s: usize) -> Vec<Option<usize>> {
+fn fused_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>> {
     let n = plan.sections[s].stmts.len();
     let mut out = vec![None; n];
     let mut t = 0;
     while t < n {
-        let e = straight(plan, s, t, false, MAX_FUSED);
+        let e = straight(
+            plan,
+            s,
+            t,
+            wide,
+            if wide { MAX_FUSED_WIDE } else { MAX_FUSED },
+        );
         out[t] = (e >= t + MIN_STRAIGHT).then_some(e);
         t = out[t].unwrap_or(t + 1);
     }
@@ -580,6 +588,11 @@ const MAX_STRAIGHT: usize = 48;
 /// the background, vectorised, keeps longer runs than Cranelift's point functions (pace's
 /// `fix_neg_water`, 54 statements, in one run: 1.4 ms per call in runs of 48 and 6).
 const MAX_FUSED: usize = 128;
+
+/// The most statements a fused run of mixed-type code has: gcc compiles pace's satadjust,
+/// 817 statements in one run, in 1.4 s more than in runs of [`MAX_STRAIGHT`], and runs it in
+/// 8.9 ms per call instead of 10.2 ms (its temporaries stay in registers).
+const MAX_FUSED_WIDE: usize = 1024;
 
 /// The end of the longest run of statements from `t` of section `s`, outside every loop and
 /// with no loop condition among them, that runs point by point: as [`range`] asks of a loop's
