@@ -20,7 +20,7 @@ use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::schedule::{has_axis, PointWalk};
-use crate::gtscript::plan::{Instr, Lanes, Plan};
+use crate::gtscript::plan::{Instr, Lanes, Op, Plan};
 use std::fmt::Write;
 
 /// What the generated module starts with: types, bit casts, wrapping integer helpers and the
@@ -200,8 +200,13 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
                 walk: None,
             };
             let parts = [(s, range)];
-            // Mixed-type runs stay scalar with their branches, as the loops' above.
-            let vector = plan.lanes != Lanes::Wide;
+            // Mixed-type runs with guarded arms stay scalar with their branches, as the loops'
+            // above; without, they are written for the vectoriser as float runs are.
+            let vector = plan.lanes != Lanes::Wide
+                || plan.sections[s].stmts[t..exit]
+                    .iter()
+                    .flat_map(|st| &st.tape)
+                    .all(|ins| !matches!(ins.op, Op::Guard(_)));
             if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
                 text.push_str(&f);
                 src.fused.push((name, s, t, exit));
