@@ -84,6 +84,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 import typing
 import warnings
@@ -464,7 +465,8 @@ def main() -> None:
     if args.tier_two:
         os.environ["GRIDBUF_TIER2"] = "0"  # read at each definition: tier one unless set around it
     root = _pace.check_checkout(args.pace)
-    plot_dir = _plot.prepare(args.plot)
+    plot_dir = _plot.prepare(os.path.abspath(args.plot) if args.plot else None)
+    args.gt_cache = os.path.abspath(args.gt_cache)
     os.makedirs(args.gt_cache, exist_ok=True)
     os.environ["GT_CACHE_ROOT"] = os.path.abspath(args.gt_cache)  # read when gt4py is imported
     try:
@@ -487,6 +489,9 @@ def main() -> None:
 
     record_path = os.path.join(args.gt_cache, "bench_pace_builds.json")
     record = json.load(open(record_path)) if os.path.exists(record_path) else {}
+    # GT4Py builds its compiled backends with setuptools, whose package discovery looks at the
+    # working directory: from the repository root it stops at `target/` and `crates/`.
+    os.chdir(tempfile.mkdtemp(prefix="bench_pace_"))
 
     # Part 1 ------------------------------------------------------------------------------------
     outcomes: list[Outcome] = []
