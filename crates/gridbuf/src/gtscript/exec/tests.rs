@@ -910,3 +910,82 @@ fn section_runs_walk_columns_as_one_function() {
         [2, 2, 2, 4]
     );
 }
+
+/// PARALLEL sections between FORWARD ones join the run walking columns where what they write
+/// they read at their own point only (`plan::schedule::group`, pace's `fix_tracer`). Every tier, K-fastest (the walk) and
+/// I-fastest (blocks), against direct loops.
+#[test]
+fn parallel_sections_join_column_walks() {
+    use crate::gtscript::plan::schedule::{group, PointWalk};
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil pw float64\nfield q IJK\nfield dp IJK\nfield cnt int64 IJK\ntemp up\n\
+        comp FORWARD\ninterval S 0 E 0\n\
+        stmt 1 f 2 0 lit int64 0\n\
+        stmt 2 t 0 c 0.0\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 3 t 0 mul f 0 0 0 0 0 c 0.5\n\
+        comp FORWARD\ninterval S 1 E 0\n\
+        stmt 4 f 0 0 add f 0 0 0 0 0 t 0 0 0 -1\n\
+        stmt 5 f 2 0 add f 2 0 0 0 -1 lit int64 1\n\
+        comp PARALLEL\ninterval S 0 E -1\n\
+        stmt 6 f 1 0 add f 1 0 0 0 0 t 0 0 0 1\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    assert_eq!(group(&plan, 0, true), 4);
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    let walk = jit
+        .point_section::<Lane>(&plan, 0, PointWalk::Columns)
+        .unwrap()
+        .expect("a column walk");
+    let sections: Vec<usize> = walk.parts.iter().map(|p| p.section).collect();
+    assert_eq!(sections, [0, 1, 2, 3]);
+    let n = [6, 5, 7];
+    let len: usize = n.iter().product();
+    for k_fastest in [true, false] {
+        let strides: [isize; 3] = if k_fastest {
+            [(n[1] * n[2]) as isize, n[2] as isize, 1]
+        } else {
+            [1, n[0] as isize, (n[0] * n[1]) as isize]
+        };
+        let at = |i: usize, j: usize, k: usize| {
+            (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2]) as usize
+        };
+        let mut q0 = vec![0.0; len];
+        let mut dp0 = vec![0.0; len];
+        for (i, j, k) in box_points(n) {
+            q0[at(i, j, k)] = value(i, j, k);
+            dp0[at(i, j, k)] = value(k, i, j) + 2.0;
+        }
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let (mut q, mut dp) = (q0.clone(), dp0.clone());
+            let mut cnt = vec![-1i64; len];
+            let mut fq = field(&mut q, n, [0; 3], true);
+            let mut fdp = field(&mut dp, n, [0; 3], true);
+            let mut fcnt = int_field(&mut cnt, n);
+            (fq.strides, fdp.strides, fcnt.strides) = (strides, strides, strides);
+            fcnt.writable = true;
+            let fields = [fq, fdp, fcnt];
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            for (i, j, k) in box_points(n) {
+                let x = at(i, j, k);
+                let what = format!(
+                    "k_fastest {k_fastest} code {} ({i}, {j}, {k})",
+                    code.is_some()
+                );
+                let up = |k: usize| 0.5 * q0[at(i, j, k)];
+                let qk = if k == 0 { q0[x] } else { q0[x] + up(k - 1) };
+                let dpk = if k + 1 < n[2] {
+                    dp0[x] + up(k + 1)
+                } else {
+                    dp0[x]
+                };
+                assert_eq!(q[x].to_bits(), qk.to_bits(), "q {what}");
+                assert_eq!(dp[x].to_bits(), dpk.to_bits(), "dp {what}");
+                assert_eq!(cnt[x], k as i64, "cnt {what}");
+            }
+        }
+    }
+}

@@ -431,6 +431,24 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     section_rules(plan, s, wide)
 }
 
+/// Whether PARALLEL section `s` can run inside a run walking columns (see [`group`]), level
+/// after level, each level's statements in turn: [`section_rules`]' conditions, and what it
+/// writes it reads at its own point only (not at another level either). Its statements then
+/// compute, level by level, what GT4Py's compute each over the whole column before the next
+/// (pace's `fix_tracer`: four PARALLEL sections between its FORWARD and BACKWARD ones, which
+/// cut its walk in five, each over every column).
+fn parallel_in_walk(plan: &Plan, s: usize, wide: bool) -> bool {
+    let sec = &plan.sections[s];
+    let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
+    sec.order == IterOrder::Parallel
+        && section_rules(plan, s, wide)
+        && sec.stmts.iter().flat_map(|st| &st.tape).all(|ins| {
+            ins.args
+                .iter()
+                .all(|a| !matches!(*a, Src::Q(q, off) if off != [0; 3] && written.contains(&q)))
+        })
+}
+
 /// The rules of [`section`] for section `s` (FORWARD or BACKWARD) apart from its loops: every
 /// statement can run at its point in a point function.
 fn section_rules(plan: &Plan, s: usize, wide: bool) -> bool {
@@ -500,8 +518,9 @@ fn fields_native(plan: &Plan, stmts: &[StmtPlan]) -> bool {
 
 /// The end of the run of sections from `s` that walk columns as one point function (see
 /// [`crate::gtscript::jit::point::build`]), each column through all of them in turn, as GT4Py's code walks a computation's
-/// intervals: consecutive sections that each can (see [`section`]), none of which reads at a
-/// horizontal offset what one of them writes. Each column's result then depends on that
+/// intervals: consecutive sections that each can (see [`section`]; after the first, also
+/// PARALLEL sections that [`parallel_in_walk`] allows), none of which reads at a horizontal
+/// offset what one of them writes. Each column's result then depends on that
 /// column alone, so running a column through every section before the next column computes
 /// what running each section over all columns does, and each column is read from memory
 /// once instead of once per section. `s + 1` when section `s` walks alone; `s` when it
@@ -511,7 +530,7 @@ pub(crate) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
         return s;
     }
     let mut e = s + 1;
-    while e < plan.sections.len() && section(plan, e, wide) {
+    while e < plan.sections.len() && (section(plan, e, wide) || parallel_in_walk(plan, e, wide)) {
         let written: Vec<u32> = plan.sections[s..=e]
             .iter()
             .flat_map(|sec| sec.stmts.iter().map(|st| st.target))
