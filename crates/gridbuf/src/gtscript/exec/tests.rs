@@ -689,15 +689,8 @@ fn section_walks_match_direct_loops() {
         let n = [11, 6, 7];
         let len: usize = n.iter().product();
         for k_fastest in [true, false] {
-            let strides: [isize; 3] = if k_fastest {
-                [(n[1] * n[2]) as isize, n[2] as isize, 1]
-            } else {
-                [1, n[0] as isize, (n[0] * n[1]) as isize]
-            };
-            let at = |i: usize, j: usize, k: usize| {
-                (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2])
-                    as usize
-            };
+            let strides = layout_strides(n, k_fastest);
+            let at = |i: usize, j: usize, k: usize| element(strides, i, j, k);
             let mut a: Vec<f64> = vec![0.0; len];
             for (i, j, k) in box_points(n) {
                 a[at(i, j, k)] = 2.0 * value(i, j, k);
@@ -766,6 +759,20 @@ fn section_walks_match_direct_loops() {
 }
 
 /// Every (i, j, k) of a box of shape `n`.
+/// The element strides of a C-ordered box of shape `n`, K fastest or I fastest.
+fn layout_strides(n: [usize; 3], k_fastest: bool) -> [isize; 3] {
+    if k_fastest {
+        [(n[1] * n[2]) as isize, n[2] as isize, 1]
+    } else {
+        [1, n[0] as isize, (n[0] * n[1]) as isize]
+    }
+}
+
+/// The element index of point `(i, j, k)` with `strides`.
+fn element(strides: [isize; 3], i: usize, j: usize, k: usize) -> usize {
+    (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2]) as usize
+}
+
 fn box_points(n: [usize; 3]) -> impl Iterator<Item = (usize, usize, usize)> {
     (0..n[0]).flat_map(move |i| (0..n[1]).flat_map(move |j| (0..n[2]).map(move |k| (i, j, k))))
 }
@@ -835,14 +842,8 @@ fn section_runs_walk_columns_as_one_function() {
     let n = [7, 5, 9];
     let len: usize = n.iter().product();
     for k_fastest in [true, false] {
-        let strides: [isize; 3] = if k_fastest {
-            [(n[1] * n[2]) as isize, n[2] as isize, 1]
-        } else {
-            [1, n[0] as isize, (n[0] * n[1]) as isize]
-        };
-        let at = |i: usize, j: usize, k: usize| {
-            (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2]) as usize
-        };
+        let strides = layout_strides(n, k_fastest);
+        let at = |i: usize, j: usize, k: usize| element(strides, i, j, k);
         let mut a: Vec<f64> = vec![0.0; len];
         for (i, j, k) in box_points(n) {
             a[at(i, j, k)] = 2.0 * value(i, j, k);
@@ -943,14 +944,8 @@ fn parallel_sections_join_column_walks() {
     let n = [6, 5, 7];
     let len: usize = n.iter().product();
     for k_fastest in [true, false] {
-        let strides: [isize; 3] = if k_fastest {
-            [(n[1] * n[2]) as isize, n[2] as isize, 1]
-        } else {
-            [1, n[0] as isize, (n[0] * n[1]) as isize]
-        };
-        let at = |i: usize, j: usize, k: usize| {
-            (i as isize * strides[0] + j as isize * strides[1] + k as isize * strides[2]) as usize
-        };
+        let strides = layout_strides(n, k_fastest);
+        let at = |i: usize, j: usize, k: usize| element(strides, i, j, k);
         let mut q0 = vec![0.0; len];
         let mut dp0 = vec![0.0; len];
         for (i, j, k) in box_points(n) {

@@ -37,6 +37,7 @@ use cranelift_codegen::ir::{
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId, Linkage, Module};
+use rustc_hash::FxHashSet;
 
 /// The statements `first..exit` of a section that one point function runs, and how it walks.
 pub(crate) struct PointRange {
@@ -105,7 +106,7 @@ impl<'p> Part<'p> {
         // A quantity is loaded at the point's start where some statement reads it before it
         // is surely written, or the point can end without writing it.
         let at_end = surely_written(plan, s, &range, exit);
-        let mut read_first: rustc_hash::FxHashSet<u32> = Default::default();
+        let mut read_first: FxHashSet<u32> = Default::default();
         for u in t..exit {
             let reads: Vec<u32> = operands_of(&sec.stmts[u].tape)
                 .into_iter()
@@ -140,61 +141,53 @@ impl<'p> Part<'p> {
                     })
                 })
         };
-        // A loop or straight run on a block's rows (no walk) stores what it writes for the
-        // statements after it; a block temporary that no other statement reads, and that the
-        // run reads only after writing it, needs no store (pace's neg_adj3.fix_neg_water: 40
-        // temporaries of a 48x48x79 block went through memory, 12 ms of its calls).
-        let read_elsewhere: rustc_hash::FxHashSet<u32> = if walk.is_none() {
+        // The statements outside the part, every section's (asked only of a part on a block's
+        // rows: a walk's temporaries live in one level).
+        let elsewhere = || {
             plan.sections
                 .iter()
                 .enumerate()
-                .flat_map(|(x, other)| {
+                .flat_map(move |(x, other)| {
                     other
                         .stmts
                         .iter()
                         .enumerate()
                         .filter(move |&(u, _)| x != s || u < t || u >= exit)
-                        .flat_map(|(_, st)| &st.tape)
+                        .map(|(_, st)| st)
                 })
-                .flat_map(|ins| {
-                    let k = match ins.op {
-                        Op::LoadK(q, _) | Op::StoreK(q, _) => Some(q),
-                        _ => None,
-                    };
-                    ins.args
-                        .iter()
-                        .filter_map(|a| match *a {
-                            Src::Q(q, _) => Some(q),
-                            _ => None,
-                        })
-                        .chain(k)
-                })
-                .chain(sec.var_reads.iter().copied())
-                .collect()
-        } else {
-            Default::default()
         };
+        // A loop or straight run on a block's rows (no walk) stores what it writes for the
+        // statements after it; a block temporary that no other statement reads, and that the
+        // run reads only after writing it, needs no store (pace's neg_adj3.fix_neg_water: 40
+        // temporaries of a 48x48x79 block went through memory, 12 ms of its calls).
         // A block temporary that no statement outside the part writes or reads gets, before
         // the part writes it at a point, only the uninitialised memory GT4Py gives it (a
         // masked assignment's old value where the mask is off): it starts every point at
         // zero, as on a walk, and is neither loaded nor stored (pace's satadjust: 86 such
         // temporaries through memory at every point).
-        let written_elsewhere: rustc_hash::FxHashSet<u32> = if walk.is_none() {
-            plan.sections
-                .iter()
-                .enumerate()
-                .flat_map(|(x, other)| {
-                    other
-                        .stmts
-                        .iter()
-                        .enumerate()
-                        .filter(move |&(u, _)| x != s || u < t || u >= exit)
-                        .map(|(_, st)| st.target)
-                })
-                .collect()
-        } else {
-            Default::default()
-        };
+        let (read_elsewhere, written_elsewhere): (FxHashSet<u32>, FxHashSet<u32>) =
+            if walk.is_none() {
+                let read = elsewhere()
+                    .flat_map(|st| &st.tape)
+                    .flat_map(|ins| {
+                        let k = match ins.op {
+                            Op::LoadK(q, _) | Op::StoreK(q, _) => Some(q),
+                            _ => None,
+                        };
+                        ins.args
+                            .iter()
+                            .filter_map(|a| match *a {
+                                Src::Q(q, _) => Some(q),
+                                _ => None,
+                            })
+                            .chain(k)
+                    })
+                    .chain(sec.var_reads.iter().copied())
+                    .collect();
+                (read, elsewhere().map(|st| st.target).collect())
+            } else {
+                Default::default()
+            };
         let local = |q: u32| matches!(plan.kinds[q as usize], Kind::Local);
         let zeroed: Vec<bool> = written
             .iter()
