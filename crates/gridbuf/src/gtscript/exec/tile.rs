@@ -471,12 +471,16 @@ fn run_block<'m, T: Elem>(
         (core_hi[2] - core_lo[2]) as usize + sec.halo[2].0 + sec.halo[2].1,
     ];
     let geo = Geo::new(lo, n, inner);
+    let handover = &ctx.code.schedule.sections[s].handover;
+    let receives = |q: u32| handover.iter().flatten().any(|&(_, to)| to == q);
     for &q in &sec.quantities {
-        if direct[q as usize].is_some() {
+        if direct[q as usize].is_some() || receives(q) {
             continue;
         }
         fit_buf(&mut bufs[q as usize], geo.len);
     }
+    // Statements before this one have had their buffers handed over.
+    let mut handed = 0;
     let clips = ctx.clips;
     for t in &sec.loads {
         if direct[t.q as usize].is_some() {
@@ -498,6 +502,13 @@ fn run_block<'m, T: Elem>(
     }
     let mut t = 0;
     while t < sec.stmts.len() {
+        // Once per block: a loop's statements run again.
+        while handed <= t {
+            for &(from, to) in &handover[handed] {
+                bufs.swap(from as usize, to as usize);
+            }
+            handed += 1;
+        }
         let st = &sec.stmts[t];
         let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
         let (rlo, rhi) = clip(rlo, rhi, clips.stmt[s][t]);
@@ -575,6 +586,12 @@ fn run_block<'m, T: Elem>(
             }
             None => flow.next,
         };
+    }
+    // Each buffer back to its first holder, for the next block.
+    for swaps in handover[..handed].iter().rev() {
+        for &(from, to) in swaps.iter().rev() {
+            bufs.swap(from as usize, to as usize);
+        }
     }
     for t in &sec.stores {
         // A quantity written at run-time levels went to memory at every write; its block copy

@@ -8,7 +8,7 @@ pub(crate) mod extents;
 pub(crate) mod model;
 pub mod schedule;
 #[cfg(test)]
-mod schedule_tests;
+pub(crate) mod schedule_tests;
 pub(crate) mod sweep;
 pub(crate) mod tape;
 

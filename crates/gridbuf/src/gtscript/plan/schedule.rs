@@ -92,6 +92,13 @@ pub struct SectionSchedule {
     ///   whole run (pace's satadjust: 817 statements in 17 point runs, which passed 86
     ///   temporaries through memory at every point).
     pub fused: Vec<Option<usize>>,
+    /// Per statement: the block buffers handed over before it runs in blocks, as
+    /// `(from, to)`: `from`, a temporary of the section that no statement reads or writes
+    /// from here on, gives its buffer to `to`, which none read or wrote before (see
+    /// `shared_buffers`). Blocks swap the two buffers, and swap back in reverse order at the
+    /// block's end. pace's `yppm.compute_y_flux` has 39 temporaries in block buffers, 7 MB
+    /// in a tile of 16x16 columns of 80 levels; far fewer live at once.
+    pub handover: Vec<Vec<(u32, u32)>>,
 }
 
 impl SectionSchedule {
@@ -196,7 +203,7 @@ impl Schedule {
             .enumerate()
             .map(|(s, sec)| {
                 let blocks = codegen && !whole[s];
-                SectionSchedule {
+                let mut sch = SectionSchedule {
                     whole: whole[s],
                     column_run: column_run[s],
                     // Column functions compute in one float type.
@@ -216,7 +223,10 @@ impl Schedule {
                     } else {
                         vec![None; sec.stmts.len()]
                     },
-                }
+                    handover: Vec::new(),
+                };
+                sch.handover = shared_buffers(plan, s, &sch);
+                sch
             })
             .collect();
         Schedule { codegen, sections }
@@ -591,6 +601,88 @@ fn fused_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>> {
         );
         out[t] = (e >= t + MIN_STRAIGHT).then_some(e);
         t = out[t].unwrap_or(t + 1);
+    }
+    out
+}
+
+/// Per statement of section `s`: the block buffers handed over before it (see
+/// [`SectionSchedule::handover`]). Statements run in units: a `while` loop, a point run
+/// or a fused run of `sch` (overlapping ones merged) is one unit, as blocks run it whichever
+/// code is ready; any other statement is one. A temporary of the section (`Kind::Local`:
+/// it lives in this section's block buffers only) is live from the start of the unit that
+/// first reads or writes it to the end of the unit that last does; its buffer goes to a
+/// temporary whose life starts at or after that end, the earliest dead one first.
+fn shared_buffers(plan: &Plan, s: usize, sch: &SectionSchedule) -> Vec<Vec<(u32, u32)>> {
+    let sec = &plan.sections[s];
+    let n = sec.stmts.len();
+    // Each statement's unit: [start, end).
+    let mut unit: Vec<(usize, usize)> = (0..n).map(|t| (t, t + 1)).collect();
+    let loops = sec
+        .flow
+        .iter()
+        .enumerate()
+        .filter_map(|(t, f)| f.exit.map(|e| (t, e)));
+    let runs = [&sch.point_loop, &sch.fused]
+        .into_iter()
+        .flat_map(|r| r.iter().enumerate().filter_map(|(t, e)| e.map(|e| (t, e))));
+    let mut spans: Vec<(usize, usize)> = loops.chain(runs).collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (a, b) in spans {
+        match merged.last_mut() {
+            Some(m) if a < m.1 => m.1 = m.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    for &(a, b) in &merged {
+        unit[a..b.min(n)].fill((a, b.min(n)));
+    }
+    let shareable = |q: u32| {
+        matches!(plan.kinds[q as usize], Kind::Local)
+            && !sec.var_reads.contains(&q)
+            && !sec.loads.iter().chain(&sec.stores).any(|x| x.q == q)
+    };
+    // Per quantity: (start of its first unit, end of its last).
+    let mut life: Vec<Option<(usize, usize)>> = vec![None; plan.kinds.len()];
+    for (t, st) in sec.stmts.iter().enumerate() {
+        let touched = st.tape.iter().flat_map(|ins| {
+            let own = match ins.op {
+                Op::LoadK(q, _) | Op::StoreK(q, _) => Some(q),
+                _ => None,
+            };
+            ins.args
+                .iter()
+                .filter_map(|a| match *a {
+                    Src::Q(q, _) => Some(q),
+                    _ => None,
+                })
+                .chain(own)
+        });
+        for q in touched.chain([st.target]) {
+            let (a, b) = unit[t];
+            let l = life[q as usize].get_or_insert((a, b));
+            *l = (l.0.min(a), l.1.max(b));
+        }
+    }
+    let mut order: Vec<(usize, usize, u32)> = life
+        .iter()
+        .enumerate()
+        .filter_map(|(q, l)| l.map(|(a, b)| (a, b, q as u32)))
+        .filter(|&(_, _, q)| shareable(q))
+        .collect();
+    order.sort_unstable();
+    let mut out = vec![Vec::new(); n];
+    // Per buffer: its current holder and the end of the holder's life.
+    let mut held: Vec<(u32, usize)> = Vec::new();
+    for (start, end, q) in order {
+        let free = held.iter_mut().filter(|h| h.1 <= start).min_by_key(|h| h.1);
+        match free {
+            Some(h) => {
+                out[start].push((h.0, q));
+                *h = (q, end);
+            }
+            None => held.push((q, end)),
+        }
     }
     out
 }

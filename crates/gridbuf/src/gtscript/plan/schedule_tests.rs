@@ -129,6 +129,7 @@ fn check_interpreted(plan: &Plan) {
                 row: vec![false; n],
                 point_loop: vec![None; n],
                 fused: vec![None; n],
+                handover: sec.handover.clone(),
             }
         );
     }
@@ -209,6 +210,7 @@ fn parallel_laplacian_runs_rows_in_blocks() {
             point_loop: vec![None, None],
             // The second statement reads the first one's temporary at offsets.
             fused: vec![None, None],
+            handover: vec![vec![]; 2],
         }]
     );
     for (walk, secs) in executors(&on, &plan) {
@@ -256,6 +258,7 @@ fn remap_loops_walk_as_whole_sections() {
                 row: vec![true],
                 point_loop: vec![None],
                 fused: vec![None],
+                handover: vec![vec![]],
             },
             SectionSchedule {
                 whole: true,
@@ -264,6 +267,7 @@ fn remap_loops_walk_as_whole_sections() {
                 row: vec![false, false],
                 point_loop: vec![None, None],
                 fused: vec![None, None],
+                handover: vec![vec![]; 2],
             },
             SectionSchedule {
                 whole: true,
@@ -272,6 +276,7 @@ fn remap_loops_walk_as_whole_sections() {
                 row: vec![false, false],
                 point_loop: vec![None, None],
                 fused: vec![None, None],
+                handover: vec![vec![]; 2],
             },
         ]
     );
@@ -343,6 +348,7 @@ fn parallel_loop_runs_point_by_point_in_blocks() {
             point_loop: vec![None, Some(3), None],
             // Mixed-type code: its straight runs are point loops for both tiers.
             fused: vec![None; 3],
+            handover: vec![vec![]; 3],
         }]
     );
     for (walk, secs) in executors(&on, &plan) {
@@ -462,9 +468,20 @@ fn print_schedule() {
         );
         let reaches: std::collections::BTreeSet<_> = sec.stmts.iter().map(|st| st.reach).collect();
         println!(
-            "  reaches {reaches:?}, regions {}",
-            sec.stmts.iter().filter(|st| st.region.is_some()).count()
+            "  reaches {reaches:?}, regions {}, quantities {}, handed over {}, halo {:?}",
+            sec.stmts.iter().filter(|st| st.region.is_some()).count(),
+            sec.quantities.len(),
+            sch.handover.iter().flatten().count(),
+            sec.halo
         );
+        if std::env::var_os("GRIDBUF_SCHEDULE_STMTS").is_some() {
+            for (t, st) in sec.stmts.iter().enumerate() {
+                println!(
+                    "  {t}: target {} reach {:?} region {:?} fused {:?}",
+                    st.target, st.reach, st.region, sch.fused[t]
+                );
+            }
+        }
     }
 }
 
@@ -512,4 +529,60 @@ fn mixed_type_sweeps_without_loops_walk_columns_where_their_fields_are_read_in_p
     assert_eq!(i, (false, vec![BLOCKS]));
     assert_eq!(k, (false, vec![BLOCKS_COPIED]));
     check_compiled(&plan, &on);
+}
+
+/// A chain of temporaries through a PARALLEL section, each read at an offset by the next (so
+/// none is inlined): `a`, `b`, `c` (written again in a region of one J row) and `d`.
+pub(crate) fn chain() -> Plan {
+    compile(
+        "stencil ch float64\nfield inp IJK\nfield out IJK\ntemp a\ntemp b\ntemp c\ntemp d\n\
+         comp PARALLEL\ninterval S 0 E 0\n\
+         stmt 1 t 0 mul f 0 0 0 0 0 c 2.0\n\
+         stmt 2 t 1 add t 0 1 0 0 t 0 -1 0 0\n\
+         stmt 3 t 2 mul t 1 0 1 0 c 3.0\n\
+         region * * S 1 S 2\n\
+         stmt 4 t 2 add t 2 0 0 0 c 100.0\n\
+         stmt 5 t 3 add t 2 1 0 0 c 1.0\n\
+         stmt 6 f 1 0 mul t 3 -1 0 0 t 2 0 0 0\n",
+    )
+    .unwrap()
+}
+
+/// A temporary `x` read in a `while` loop before the loop's body writes `y`, and `z` after
+/// the loop.
+pub(crate) fn loop_lives() -> Plan {
+    compile(
+        "stencil ll float64\nfield inp IJK\nfield out IJK\nfield acc IJK\ntemp x\ntemp m bool\n\
+         temp y\ntemp z\ncomp PARALLEL\ninterval S 0 E 0\n\
+         stmt 1 t 0 mul f 0 0 0 0 0 c 2.0\n\
+         stmt 2 t 1 gt f 1 0 0 0 0 c 1.0\nwhile\n\
+         stmt 3 f 2 0 sel t 1 0 0 0 add f 2 0 0 0 0 t 0 1 0 0 f 2 0 0 0 0\n\
+         stmt 4 t 2 add c 0.25 mul f 0 0 0 0 0 f 0 0 0 0 0\n\
+         stmt 5 f 1 0 sel t 1 0 0 0 sub f 1 0 0 0 0 t 2 1 0 0 f 1 0 0 0 0\n\
+         endwhile\n\
+         stmt 6 t 3 mul f 0 0 0 0 0 c 3.0\n\
+         stmt 7 f 1 0 add t 3 1 0 0 f 1 0 0 0 0\n",
+    )
+    .unwrap()
+}
+
+/// A temporary's block buffer passes to one whose life starts after its own ends: in
+/// statement order outside loops, and at the end of a `while` loop for what the loop reads
+/// (`y`, written in the loop's body after `x`'s last read, does not take `x`'s buffer: the
+/// next pass reads `x` again). With code generation on and off.
+#[test]
+fn block_buffers_pass_to_temporaries_born_after_their_holders_die() {
+    let (chain, lives) = (chain(), loop_lives());
+    for codegen in [false, true] {
+        let handover = |plan: &Plan| Schedule::new(plan, codegen).sections[0].handover.clone();
+        // a (2) to c (4) where c is first written; b (3) to d (5).
+        assert_eq!(
+            handover(&chain),
+            [vec![], vec![], vec![(2, 4)], vec![], vec![(3, 5)], vec![]]
+        );
+        // x (3) to z (6) after the loop.
+        let mut want = vec![vec![]; 7];
+        want[5] = vec![(3, 6)];
+        assert_eq!(handover(&lives), want);
+    }
 }
