@@ -1014,7 +1014,8 @@ fn shared_block_buffers_match_direct_loops() {
                 layout_strides(ishape, k_fastest),
                 layout_strides(n, k_fastest),
             );
-            let inp_at = |i: usize, j: usize, k: usize| element(si, i + ilo[0], j, k);
+            let inp_at =
+                |i: i64, j: usize, k: usize| element(si, (i + ilo[0] as i64) as usize, j, k);
             let out_at = |i: usize, j: usize, k: usize| element(so, i, j, k);
             let mut inp = vec![0.0; ishape.iter().product()];
             for (i, j, k) in box_points(ishape) {
@@ -1043,8 +1044,7 @@ fn shared_block_buffers_match_direct_loops() {
                             "plan {p} k_fastest {k_fastest} code {} threads {threads:?} ({i}, {j}, {k})",
                             code.is_some()
                         );
-                        let q =
-                            |di: i64, dj: usize| inp[inp_at((i as i64 + di) as usize, j + dj, k)];
+                        let q = |di: i64, dj: usize| inp[inp_at(i as i64 + di, j + dj, k)];
                         if p == 0 {
                             // c = 3 b[0, 1, 0] (+ 100 in row 1), b = a[1] + a[-1], a = 2 inp;
                             // out = d[-1] c with d = c[1] + 1.
