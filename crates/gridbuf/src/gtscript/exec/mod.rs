@@ -15,6 +15,8 @@
 //! rows mix neighbouring rows; they are computed but never reach a stored point. Finally the
 //! block copies what it wrote back to memory.
 
+#[cfg(test)]
+mod buffer_tests;
 pub(crate) mod clip;
 #[cfg(test)]
 mod jit_tests;

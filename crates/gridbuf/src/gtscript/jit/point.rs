@@ -169,19 +169,7 @@ impl<'p> Part<'p> {
             if walk.is_none() {
                 let read = elsewhere()
                     .flat_map(|st| &st.tape)
-                    .flat_map(|ins| {
-                        let k = match ins.op {
-                            Op::LoadK(q, _) | Op::StoreK(q, _) => Some(q),
-                            _ => None,
-                        };
-                        ins.args
-                            .iter()
-                            .filter_map(|a| match *a {
-                                Src::Q(q, _) => Some(q),
-                                _ => None,
-                            })
-                            .chain(k)
-                    })
+                    .flat_map(Instr::quantities)
                     .chain(sec.var_reads.iter().copied())
                     .collect();
                 (read, elsewhere().map(|st| st.target).collect())

@@ -645,19 +645,7 @@ fn shared_buffers(plan: &Plan, s: usize, sch: &SectionSchedule) -> Vec<Vec<(u32,
     // Per quantity: (start of its first unit, end of its last).
     let mut life: Vec<Option<(usize, usize)>> = vec![None; plan.kinds.len()];
     for (t, st) in sec.stmts.iter().enumerate() {
-        let touched = st.tape.iter().flat_map(|ins| {
-            let own = match ins.op {
-                Op::LoadK(q, _) | Op::StoreK(q, _) => Some(q),
-                _ => None,
-            };
-            ins.args
-                .iter()
-                .filter_map(|a| match *a {
-                    Src::Q(q, _) => Some(q),
-                    _ => None,
-                })
-                .chain(own)
-        });
+        let touched = st.tape.iter().flat_map(Instr::quantities);
         for q in touched.chain([st.target]) {
             let (a, b) = unit[t];
             let l = life[q as usize].get_or_insert((a, b));

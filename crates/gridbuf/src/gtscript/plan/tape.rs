@@ -157,6 +157,24 @@ pub struct Instr {
     pub ty: Ty,
 }
 
+impl Instr {
+    /// Every quantity the instruction reads or writes: its operands' block buffers and the
+    /// quantity of a run-time K read or write.
+    pub fn quantities(&self) -> impl Iterator<Item = u32> + '_ {
+        let k = match self.op {
+            Op::LoadK(q, _) | Op::StoreK(q, _) => Some(q),
+            _ => None,
+        };
+        self.args
+            .iter()
+            .filter_map(|a| match *a {
+                Src::Q(q, _) => Some(q),
+                _ => None,
+            })
+            .chain(k)
+    }
+}
+
 /// The index after the [`Op::End`] that closes the guarded run whose instructions start at
 /// `at` in `tape`.
 pub(crate) fn guard_end(tape: &[Instr], mut at: usize) -> usize {
