@@ -433,3 +433,10 @@ pub(crate) fn tier_two_of(plan: &Plan) -> Result<Option<Jit>, String> {
         other => Err(format!("tier two: {other:?}")),
     }
 }
+
+/// For tests: the C source tier two writes for `plan` (compiled by `jit`), as
+/// [`tier_two_of`] compiles it.
+#[cfg(test)]
+pub(crate) fn tier_two_source(plan: &Plan, jit: &Jit) -> String {
+    source::module(plan, jit, &MathTable::new(false)).text
+}

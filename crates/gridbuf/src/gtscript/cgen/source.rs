@@ -20,6 +20,7 @@ use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::schedule::{has_axis, PointWalk};
+use crate::gtscript::plan::tape::{masked_assignment, ZERO_SRC};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan};
 use std::fmt::Write;
 
@@ -476,6 +477,12 @@ fn point_function(
                 format!("L{x}_{u}")
             }
         };
+        // A part without loops runs its statements in order with no jumps, so consecutive
+        // masked assignments under one condition share one C `if`, as GT4Py's compiled
+        // backends run an `if` block: the open one's test, and its condition's quantity.
+        let straight =
+            (p.t..p.exit).all(|u| sec.flow[u].exit.is_none() && sec.flow[u].next == u + 1);
+        let mut open: Option<(String, u32)> = None;
         for u in p.t..p.exit {
             let st = &sec.stmts[u];
             let local = operands_of(&st.tape);
@@ -506,8 +513,32 @@ fn point_function(
                 exprs.push(o);
             }
             let prefix = format!("v{x}_{u}_");
-            let body = Point {
-                tape: &st.tape,
+            // A masked assignment (scalar code only: the vectoriser wants no branches) runs its
+            // tape where its select takes the new value, and leaves the target as it is
+            // elsewhere: its select becomes a move of the new value.
+            let masked = if vector {
+                None
+            } else {
+                masked_assignment(&st.tape, st.target)
+            };
+            let moved: Vec<Instr>;
+            let tape: &[Instr] = match masked {
+                Some((_, then)) => {
+                    let mut t = st.tape.clone();
+                    let last = t.last_mut().ok_or("empty tape")?;
+                    let value = last.args[if then { 1 } else { 2 }];
+                    *last = Instr {
+                        op: Op::Mov,
+                        args: [value, ZERO_SRC, ZERO_SRC],
+                        ..*last
+                    };
+                    moved = t;
+                    &moved
+                }
+                None => &st.tape,
+            };
+            let point = Point {
+                tape,
                 operands: &local,
                 exprs: &exprs,
                 vk: &p.vk,
@@ -516,16 +547,51 @@ fn point_function(
                 math,
                 prefix: &prefix,
                 vector,
-            }
-            .body()?;
+            };
+            let body = point.body()?;
+            let test = match masked {
+                Some((cond, then)) => Some((
+                    format!("{}{}", if then { "" } else { "!" }, point.condition(cond)?),
+                    cond.0,
+                )),
+                None => None,
+            };
             let j = p
                 .written
                 .iter()
                 .position(|&o| o == st.target)
                 .ok_or("a target missing from the part")?;
+            let store = format!("      w{j} = {};\n", body.as_kind(reg(st.target).1));
+            if straight {
+                if open.as_ref().map(|o| &o.0) != test.as_ref().map(|t| &t.0) {
+                    if open.take().is_some() {
+                        f.push_str("      }\n");
+                    }
+                    if let Some(t) = test {
+                        let _ = writeln!(f, "      if ({}) {{", t.0);
+                        open = Some(t);
+                    }
+                }
+                f.push_str("      {\n");
+                f.push_str(&body.code);
+                f.push_str(&store);
+                f.push_str("      }\n");
+                // Writing the condition's quantity ends the shared test.
+                if open.as_ref().is_some_and(|o| o.1 == st.target) {
+                    open = None;
+                    f.push_str("      }\n");
+                }
+                continue;
+            }
             let _ = writeln!(f, "      {}: {{", label(u));
+            if let Some(t) = &test {
+                let _ = writeln!(f, "      if ({}) {{", t.0);
+            }
             f.push_str(&body.code);
-            let _ = writeln!(f, "      w{j} = {};", body.as_kind(reg(st.target).1));
+            f.push_str(&store);
+            if test.is_some() {
+                f.push_str("      }\n");
+            }
             let flow = sec.flow[u];
             match flow.exit {
                 Some(e) => {
@@ -549,6 +615,9 @@ fn point_function(
                     let _ = writeln!(f, "      goto {};", label(c));
                 }
             }
+            f.push_str("      }\n");
+        }
+        if open.is_some() {
             f.push_str("      }\n");
         }
         let _ = writeln!(f, "      {}: ;", label(p.exit));

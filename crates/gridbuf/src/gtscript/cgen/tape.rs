@@ -247,6 +247,18 @@ impl Point<'_> {
         Ok(format!("(({t})gb_m[{i}])({})", args.join(", ")))
     }
 
+    /// The C test of a select's condition read from operand `cond` of the tape, as the
+    /// select itself tests it (nonzero; in mixed-type code, the bits as an integer).
+    pub(super) fn condition(&self, cond: (u32, [i32; 3])) -> Result<String, Refusal> {
+        let o = &self.exprs[self.operand(cond.0, cond.1)?];
+        let e = if self.lanes == Lanes::Wide {
+            convert(&o.expr, o.kind, kind_of(Ty::Bool))
+        } else {
+            o.expr.clone()
+        };
+        Ok(format!("({e} != 0)"))
+    }
+
     pub(super) fn body(&self) -> Result<Body, Refusal> {
         if self.tape.is_empty() {
             return Err("empty tape".into());

@@ -259,3 +259,106 @@ fn masked_temporaries_of_a_straight_run_stay_in_registers() {
         }
     }
 }
+
+/// Consecutive masked assignments under one condition share one C `if` in tier two's scalar
+/// point functions (`plan::tape::masked_assignment`), as GT4Py's compiled backends run an
+/// `if` block: a statement that writes the condition ends the shared test, and an assignment
+/// where the condition does not hold (with a guarded exponential) is tested apart. Every tier
+/// computes the direct loops' values, in sweeps and in blocks.
+#[test]
+fn masked_assignments_under_one_condition_share_one_test() {
+    use crate::gtscript::plan::tape::masked_assignment;
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil mk float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield cnt int64 IJK\n\
+        temp m bool\ntemp x\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 t 0 gt f 0 0 0 0 0 f 1 0 0 0 0\n\
+        stmt 2 t 1 f 1 0 0 0 0\n\
+        stmt 3 t 1 sel t 0 0 0 0 mul t 1 0 0 0 c 2.0 t 1 0 0 0\n\
+        stmt 4 f 3 0 sel t 0 0 0 0 lit int64 7 f 3 0 0 0 0\n\
+        stmt 5 t 0 sel t 0 0 0 0 lt f 0 0 0 0 0 c 0.5 t 0 0 0 0\n\
+        stmt 6 t 1 sel t 0 0 0 0 add t 1 0 0 0 c 1.0 t 1 0 0 0\n\
+        stmt 7 t 1 sel t 0 0 0 0 t 1 0 0 0 exp f 0 0 0 0 0\n\
+        stmt 8 f 2 0 add t 1 0 0 0 f 3 0 0 0 0\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    let sec = &plan.sections[0];
+    let masked: Vec<Option<bool>> = sec
+        .stmts
+        .iter()
+        .map(|st| masked_assignment(&st.tape, st.target).map(|(_, then)| then))
+        .collect();
+    assert_eq!(
+        masked,
+        [
+            None,
+            None,
+            Some(true),
+            Some(true),
+            Some(true),
+            Some(true),
+            Some(false),
+            None
+        ]
+    );
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    assert_eq!(jit.schedule().sections[0].fused[0], Some(8));
+    // The fused run: statements 3 to 5 under one test (5 writes the condition), 6 and 7 each
+    // under their own.
+    let src = crate::gtscript::cgen::tier_two_source(&plan, &jit);
+    let fused = src
+        .split("\nvoid ")
+        .find(|f| f.starts_with("gb_f0_0("))
+        .expect("the fused run's function");
+    let tests = fused
+        .lines()
+        .filter(|l| {
+            let l = l.trim();
+            l.starts_with("if ((w") || l.starts_with("if (!(w")
+        })
+        .count();
+    assert_eq!(tests, 3, "{fused}");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    let n = [9, 7, 5];
+    let len: usize = n.iter().product();
+    let a: Vec<f64> = (0..len)
+        .map(|x| value(x / 35, (x / 5) % 7, x % 5))
+        .collect();
+    let b: Vec<f64> = (0..len)
+        .map(|x| value(x % 5, x / 35, (x / 5) % 7))
+        .collect();
+    for i_fastest_b in [false, true] {
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let mut a = a.clone();
+            let mut bt = laid_out(&b, n, i_fastest_b);
+            let mut out = vec![f64::NAN; len];
+            let mut cnt = vec![-1i64; len];
+            let bm = field_laid_out(&mut bt, n, i_fastest_b);
+            let mut cnt_mem = int_field(&mut cnt, n);
+            cnt_mem.writable = true;
+            let fields = [
+                field(&mut a, n, [0; 3], false),
+                bm,
+                field(&mut out, n, [0; 3], true),
+                cnt_mem,
+            ];
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            let (mut on, mut off) = (0, 0);
+            for p in 0..len {
+                let m0 = a[p] > b[p];
+                let c = if m0 { 7 } else { -1 };
+                let m1 = m0 && a[p] < 0.5;
+                let mut x = if m0 { 2.0 * b[p] } else { b[p] };
+                x = if m1 { x + 1.0 } else { a[p].exp() };
+                let o = x + c as f64;
+                (on, off) = (on + usize::from(m1), off + usize::from(!m1));
+                let at = format!("{p} (b I-fastest {i_fastest_b}, code {})", code.is_some());
+                assert_eq!(cnt[p], c, "cnt at {at}");
+                assert_eq!(out[p].to_bits(), o.to_bits(), "out at {at}");
+            }
+            assert!(on > 0 && off > 0, "both arms taken somewhere");
+        }
+    }
+}

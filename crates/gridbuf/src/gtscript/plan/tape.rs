@@ -175,6 +175,30 @@ impl Instr {
     }
 }
 
+/// Where the tape of a statement writing `target` is a masked assignment (`if mask: target =
+/// value`): its last instruction selects between a new value and `target`'s own at the point,
+/// on a condition read from a quantity, and no instruction reads at a run-time K level. Then
+/// every other instruction computes the new value, so code may run the whole tape only
+/// where the select takes it, as GT4Py's compiled backends run an `if` block. Returns the
+/// condition's quantity and offset, and whether the new value is taken where the condition
+/// holds (else where it does not).
+pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i32; 3]), bool)> {
+    let last = tape.last().filter(|i| i.op == Op::Sel)?;
+    let Src::Q(q, off) = last.args[0] else {
+        return None;
+    };
+    let own = Src::Q(target, [0; 3]);
+    let then = match (last.args[1] == own, last.args[2] == own) {
+        (false, true) => true,
+        (true, false) => false,
+        _ => return None,
+    };
+    let reads_k = tape
+        .iter()
+        .any(|i| matches!(i.op, Op::LoadK(..) | Op::StoreK(..)));
+    (!reads_k).then_some(((q, off), then))
+}
+
 /// The index after the [`Op::End`] that closes the guarded run whose instructions start at
 /// `at` in `tape`.
 pub(crate) fn guard_end(tape: &[Instr], mut at: usize) -> usize {
