@@ -274,6 +274,10 @@ pub(crate) fn transfer<T: Elem>(
             if load {
                 if si == 1 {
                     std::ptr::copy_nonoverlapping(ptr, row.as_mut_ptr(), len);
+                } else if si == 0 {
+                    // A field without the row's axis (a 2-D field in rows along K): one
+                    // value, written as a vector fill.
+                    row.fill(*ptr);
                 } else {
                     for (t, r) in row.iter_mut().enumerate() {
                         *r = *ptr.wrapping_offset(t as isize * si);
