@@ -262,8 +262,10 @@ fn masked_temporaries_of_a_straight_run_stay_in_registers() {
 
 /// Consecutive masked assignments under one condition share one C `if` in tier two's scalar
 /// point functions (`plan::tape::masked_assignment`), as GT4Py's compiled backends run an
-/// `if` block: a statement that writes the condition ends the shared test, and an assignment
-/// where the condition does not hold (with a guarded exponential) is tested apart. Every tier
+/// `if` block: a statement that writes the condition ends the shared test; an assignment
+/// where the condition does not hold (with a guarded exponential) is tested apart; a read at
+/// a run-time level that the condition selects (level 0 elsewhere, as the lowering writes
+/// reads inside an `if`) may be skipped, one at an unselected level may not. Every tier
 /// computes the direct loops' values, in sweeps and in blocks.
 #[test]
 fn masked_assignments_under_one_condition_share_one_test() {
@@ -278,8 +280,10 @@ fn masked_assignments_under_one_condition_share_one_test() {
         stmt 4 f 3 0 sel t 0 0 0 0 lit int64 7 f 3 0 0 0 0\n\
         stmt 5 t 0 sel t 0 0 0 0 lt f 0 0 0 0 0 c 0.5 t 0 0 0 0\n\
         stmt 6 t 1 sel t 0 0 0 0 add t 1 0 0 0 c 1.0 t 1 0 0 0\n\
-        stmt 7 t 1 sel t 0 0 0 0 t 1 0 0 0 exp f 0 0 0 0 0\n\
-        stmt 8 f 2 0 add t 1 0 0 0 f 3 0 0 0 0\n";
+        stmt 7 t 1 sel t 0 0 0 0 add t 1 0 0 0 kabs f 1 0 sel t 0 0 0 0 lit int64 2 lit int64 0 t 1 0 0 0\n\
+        stmt 8 t 1 sel t 0 0 0 0 t 1 0 0 0 exp f 0 0 0 0 0\n\
+        stmt 9 t 1 sel t 0 0 0 0 mul t 1 0 0 0 kabs f 1 0 lit int64 1 t 1 0 0 0\n\
+        stmt 10 f 2 0 add t 1 0 0 0 f 3 0 0 0 0\n";
     let plan = compile(text).unwrap();
     assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
     let sec = &plan.sections[0];
@@ -297,14 +301,16 @@ fn masked_assignments_under_one_condition_share_one_test() {
             Some(true),
             Some(true),
             Some(true),
+            Some(true),
             Some(false),
+            None,
             None
         ]
     );
     let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
-    assert_eq!(jit.schedule().sections[0].fused[0], Some(8));
-    // The fused run: statements 3 to 5 under one test (5 writes the condition), 6 and 7 each
-    // under their own.
+    assert_eq!(jit.schedule().sections[0].fused[0], Some(10));
+    // The fused run: statements 3 to 5 under one test (5 writes the condition), 6 and 7 under
+    // the next, 8 under its own, 9 under none.
     let src = crate::gtscript::cgen::tier_two_source(&plan, &jit);
     let fused = src
         .split("\nvoid ")
@@ -351,7 +357,12 @@ fn masked_assignments_under_one_condition_share_one_test() {
                 let c = if m0 { 7 } else { -1 };
                 let m1 = m0 && a[p] < 0.5;
                 let mut x = if m0 { 2.0 * b[p] } else { b[p] };
-                x = if m1 { x + 1.0 } else { a[p].exp() };
+                // b at absolute levels 2 and 1 of the point's column.
+                let (b2, b1) = (b[p - p % 5 + 2], b[p - p % 5 + 1]);
+                x = if m1 { x + 1.0 + b2 } else { a[p].exp() };
+                if m1 {
+                    x *= b1;
+                }
                 let o = x + c as f64;
                 (on, off) = (on + usize::from(m1), off + usize::from(!m1));
                 let at = format!("{p} (b I-fastest {i_fastest_b}, code {})", code.is_some());

@@ -177,11 +177,13 @@ impl Instr {
 
 /// Where the tape of a statement writing `target` is a masked assignment (`if mask: target =
 /// value`): its last instruction selects between a new value and `target`'s own at the point,
-/// on a condition read from a quantity, and no instruction reads at a run-time K level. Then
-/// every other instruction computes the new value, so code may run the whole tape only
-/// where the select takes it, as GT4Py's compiled backends run an `if` block. Returns the
-/// condition's quantity and offset, and whether the new value is taken where the condition
-/// holds (else where it does not).
+/// on a condition read from a quantity; it writes at no run-time K level, and reads at one
+/// only at a level that the same condition selects, level 0 where it does not take the new
+/// value (the lowering's guard for reads inside an `if`, always inside the field: so skipping
+/// such a read reports no fewer errors than making it). Then every other instruction
+/// computes the new value, so code may run the whole tape only where the select takes it, as
+/// GT4Py's compiled backends run an `if` block. Returns the condition's quantity and offset,
+/// and whether the new value is taken where the condition holds (else where it does not).
 pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i32; 3]), bool)> {
     let last = tape.last().filter(|i| i.op == Op::Sel)?;
     let Src::Q(q, off) = last.args[0] else {
@@ -193,10 +195,26 @@ pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i
         (true, false) => false,
         _ => return None,
     };
-    let reads_k = tape
-        .iter()
-        .any(|i| matches!(i.op, Op::LoadK(..) | Op::StoreK(..)));
-    (!reads_k).then_some(((q, off), then))
+    let zero = Src::Const(Value::I(0));
+    // The instruction that last wrote register `r` before position `at`.
+    let def = |at: usize, r: u32| {
+        tape[..at]
+            .iter()
+            .rev()
+            .find(|i| !i.op.is_marker() && i.dst == r)
+    };
+    let level_guarded = |at: usize, i: &Instr| match i.args[0] {
+        Src::Reg(r) => def(at, r).is_some_and(|d| {
+            d.op == Op::Sel && d.args[0] == last.args[0] && d.args[if then { 2 } else { 1 }] == zero
+        }),
+        _ => false,
+    };
+    let k_ok = tape.iter().enumerate().all(|(at, i)| match i.op {
+        Op::LoadK(..) => level_guarded(at, i),
+        Op::StoreK(..) => false,
+        _ => true,
+    });
+    k_ok.then_some(((q, off), then))
 }
 
 /// The index after the [`Op::End`] that closes the guarded run whose instructions start at
