@@ -129,6 +129,7 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     step_seconds = []
+    states: list[dict[str, np.ndarray]] = []
     # GT4Py's aggregated execution info, which NDSL's stencils fill at every call: per stencil
     # class, its total call time (the whole call, argument handling included: GT4Py's
     # "run_time" leaves that out for its own backends, not for gridbuf's, whose binding and run
@@ -149,13 +150,16 @@ def main() -> None:
             after_first = {k: v["total_call_time"] for k, v in exec_info.items() if isinstance(v, dict) and "total_call_time" in v}
             cpu_after_first = dict(cpu)
         # The compute domain of every quantity (halos are refilled by the next step's halo
-        # updates; the padding beyond them is never written).
+        # updates; the padding beyond them is never written), written after the last step:
+        # files written between steps slowed later steps' own writes (NDSL's log lines) by up
+        # to a second while the system wrote them back.
         quantities = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
-        arrays = {
+        states.append({
             name: np.array(q.data[tuple(slice(o, o + e) for o, e in zip(q.origin, q.extent))])
             for name, q in quantities.items()
             if hasattr(q, "origin")
-        }
+        })
+    for step, arrays in enumerate(states, start=1):
         np.savez(args.out / f"state_rank{rank}_step{step}.npz", **arrays)
     if rank == 0:
         timing = {
