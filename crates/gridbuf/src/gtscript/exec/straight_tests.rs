@@ -35,6 +35,38 @@ fn field_laid_out(data: &mut [f64], shape: [usize; 3], i_fastest: bool) -> Field
     f
 }
 
+/// Runs the mixed-type `plan` (fields `a`, `b`, `out`, and `cnt` of int64 starting at `cnt0`;
+/// `b` I-fastest where `i_fastest_b`, so the stencil runs in blocks, else in sweeps) with
+/// `code` over `n`: `out` and `cnt`.
+fn run_mixed(
+    plan: &crate::gtscript::Plan,
+    code: Option<&crate::gtscript::Jit>,
+    a: &[f64],
+    b: &[f64],
+    n: [usize; 3],
+    i_fastest_b: bool,
+    cnt0: i64,
+) -> (Vec<f64>, Vec<i64>) {
+    let len = a.len();
+    let mut a = a.to_vec();
+    let mut bt = laid_out(b, n, i_fastest_b);
+    let mut out = vec![f64::NAN; len];
+    let mut cnt = vec![cnt0; len];
+    let bm = field_laid_out(&mut bt, n, i_fastest_b);
+    let mut cnt_mem = int_field(&mut cnt, n);
+    cnt_mem.writable = true;
+    let fields = [
+        field(&mut a, n, [0; 3], false),
+        bm,
+        field(&mut out, n, [0; 3], true),
+        cnt_mem,
+    ];
+    // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match their
+    // lengths.
+    unsafe { run::<crate::gtscript::Lane>(plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+    (out, cnt)
+}
+
 /// A straight run of float code (masks, a select with an exponential and a division in its
 /// arm, a logical `or`) is one fused point function on tier two only
 /// (`SectionSchedule::fused`), and every tier computes the direct loops' values bit for bit,
@@ -140,22 +172,7 @@ fn mixed_type_straight_runs_match_direct_loops_in_sweeps_and_blocks() {
         .collect();
     for i_fastest_b in [false, true] {
         for code in [None, Some(&jit), tier2.as_ref()] {
-            let mut a = a.clone();
-            let mut bt = laid_out(&b, n, i_fastest_b);
-            let mut out = vec![f64::NAN; len];
-            let mut cnt = vec![0i64; len];
-            let bm = field_laid_out(&mut bt, n, i_fastest_b);
-            let mut cnt_mem = int_field(&mut cnt, n);
-            cnt_mem.writable = true;
-            let fields = [
-                field(&mut a, n, [0; 3], false),
-                bm,
-                field(&mut out, n, [0; 3], true),
-                cnt_mem,
-            ];
-            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
-            // their lengths.
-            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            let (out, cnt) = run_mixed(&plan, code, &a, &b, n, i_fastest_b, 0);
             for x in 0..len {
                 let m = a[x] > b[x];
                 let c = if m { 7 } else { -3 };
@@ -232,22 +249,7 @@ fn masked_temporaries_of_a_straight_run_stay_in_registers() {
         .collect();
     for i_fastest_b in [false, true] {
         for code in [None, Some(&jit), tier2.as_ref()] {
-            let mut a = a.clone();
-            let mut bt = laid_out(&b, n, i_fastest_b);
-            let mut out = vec![f64::NAN; len];
-            let mut cnt = vec![-1i64; len];
-            let bm = field_laid_out(&mut bt, n, i_fastest_b);
-            let mut cnt_mem = int_field(&mut cnt, n);
-            cnt_mem.writable = true;
-            let fields = [
-                field(&mut a, n, [0; 3], false),
-                bm,
-                field(&mut out, n, [0; 3], true),
-                cnt_mem,
-            ];
-            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
-            // their lengths.
-            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            let (out, cnt) = run_mixed(&plan, code, &a, &b, n, i_fastest_b, -1);
             for p in 0..len {
                 let m = a[p] > b[p];
                 let x = a[p] * 3.0 + if m { 1.0 } else { 0.0 };
@@ -270,7 +272,7 @@ fn masked_temporaries_of_a_straight_run_stay_in_registers() {
 #[test]
 fn masked_assignments_under_one_condition_share_one_test() {
     use crate::gtscript::plan::tape::masked_assignment;
-    use crate::gtscript::{Jit, Lane};
+    use crate::gtscript::Jit;
     let text = "stencil mk float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield cnt int64 IJK\n\
         temp m bool\ntemp x\n\
         comp PARALLEL\ninterval S 0 E 0\n\
@@ -335,22 +337,7 @@ fn masked_assignments_under_one_condition_share_one_test() {
         .collect();
     for i_fastest_b in [false, true] {
         for code in [None, Some(&jit), tier2.as_ref()] {
-            let mut a = a.clone();
-            let mut bt = laid_out(&b, n, i_fastest_b);
-            let mut out = vec![f64::NAN; len];
-            let mut cnt = vec![-1i64; len];
-            let bm = field_laid_out(&mut bt, n, i_fastest_b);
-            let mut cnt_mem = int_field(&mut cnt, n);
-            cnt_mem.writable = true;
-            let fields = [
-                field(&mut a, n, [0; 3], false),
-                bm,
-                field(&mut out, n, [0; 3], true),
-                cnt_mem,
-            ];
-            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
-            // their lengths.
-            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            let (out, cnt) = run_mixed(&plan, code, &a, &b, n, i_fastest_b, -1);
             let (mut on, mut off) = (0, 0);
             for p in 0..len {
                 let m0 = a[p] > b[p];
