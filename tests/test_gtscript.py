@@ -721,6 +721,58 @@ def test_a_function_redefined_is_read_from_its_new_source(tmp_path, monkeypatch)
             assert np.array_equal(out, a * float(factor)), factor
 
 
+def test_functions_inside_blocks_are_read_from_their_own_lines(tmp_path, monkeypatch):
+    """A helper and a definition nested in a class and in a function (indented lines), one of
+    them with a docstring whose lines are indented less than its `def`, are each read from their
+    own lines; the per-file index keeps spans, not syntax trees (a model's every source file
+    would otherwise stay in memory as tree nodes that each garbage collection walks)."""
+    import ast
+    import importlib
+
+    from gridbuf.gtscript import _values
+
+    module = tmp_path / "gb_nested_helpers.py"
+    module.write_text(textwrap.dedent(
+        """
+        from gridbuf import gtscript
+        from gridbuf.gtscript import PARALLEL, Field, computation, interval
+
+        class Holder:
+            @gtscript.function
+            def scale(a):
+                '''A docstring whose second line is
+        at the file's left edge.'''
+                return a * 3.0
+
+            @staticmethod
+            def defn(a: Field[float], out: Field[float]):
+                with computation(PARALLEL), interval(...):
+                    out = Holder.scale(a) + 1.0
+
+        def make():
+            @gtscript.function
+            def shift(a):
+                return a - 2.0
+
+            def defn(a: Field[float], out: Field[float]):
+                with computation(PARALLEL), interval(...):
+                    out = shift(a) * 0.5
+
+            return defn
+        """
+    ))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("gb_nested_helpers")
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for defn, want in ((mod.Holder.defn, a * 3.0 + 1.0), (mod.make(), (a - 2.0) * 0.5)):
+        out = np.zeros_like(a)
+        gtscript.stencil(backend="numpy", definition=defn)(a, out)
+        np.testing.assert_array_equal(out, want)
+    lines, spans = _values._MODULES[str(module)]
+    assert sorted(name for name, _ in spans.values()) == ["defn", "defn", "make", "scale", "shift"]
+    assert not any(isinstance(x, ast.AST) for span in spans.values() for x in span)
+
+
 def test_functions_equal_as_code_objects_are_each_read_from_their_own_file(tmp_path, monkeypatch):
     """Two definitions in different files that differ only in a local's annotation compile to
     code objects that compare equal (annotations of locals are not kept in the code): each is

@@ -8,7 +8,8 @@ baroclinic initial state)::
 or in one process with ``--comm null`` (rank 0 of 6; NDSL's ``NullComm`` fills the halos it
 would receive with zeros). Each rank writes ``DIR/state_rank{R}_step{N}.npz`` (every quantity of
 the dycore state after step N, its compute domain) and rank 0 writes
-``DIR/timing.json`` (seconds: imports, building the dycore, each step); with more than one
+``DIR/timing.json`` (seconds: imports, building the dycore, each step; the objects Python's
+garbage collector tracks after the build, and its collections during the steps); with more than one
 step, each rank writes ``DIR/stencil_times_rank{R}.json`` (seconds per later step, per stencil
 class, from GT4Py's ``exec_info`` that NDSL's stencils fill) and ``DIR/stencil_cpu_rank{R}.json``
 (the same calls' thread CPU seconds per later step); with ``--compare-stencils``,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import resource
@@ -140,6 +142,10 @@ def main() -> None:
     # counts the time its rank waited for a core.
     cpu = thread_cpu_per_stencil()
     cpu_after_first: dict[str, float] = {}
+    # Python's garbage collector during the steps: a full collection walks every object the
+    # process keeps (the engines' caches included) and lands inside some stencil call.
+    gc_objects = len(gc.get_objects())
+    gc_pauses = gc_pause_recorder()
     for step in range(1, args.steps + 1):
         comm.Barrier() if args.comm == "mpi" else None
         t0 = time.perf_counter()
@@ -171,6 +177,10 @@ def main() -> None:
             "steps_s": step_seconds,
             # The largest resident memory of this rank's process so far (Linux reports KiB).
             "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "gc_objects_after_build": gc_objects,
+            # Per generation: collections during the steps and the seconds they took.
+            "gc_collections": [len(p) for p in gc_pauses],
+            "gc_seconds": [sum(p) for p in gc_pauses],
         }
         (args.out / "timing.json").write_text(json.dumps(timing, indent=1))
         print(json.dumps(timing))
@@ -185,6 +195,22 @@ def main() -> None:
         (args.out / f"stencil_times_rank{rank}.json").write_text(json.dumps(per_step, indent=1))
         cpu_per_step = {k: (v - cpu_after_first.get(k, 0.0)) / (args.steps - 1) for k, v in cpu.items()}
         (args.out / f"stencil_cpu_rank{rank}.json").write_text(json.dumps(cpu_per_step, indent=1))
+
+
+def gc_pause_recorder() -> list[list[float]]:
+    """Records every collection of Python's garbage collector from now on: per generation, the
+    wall-clock seconds of each."""
+    pauses: list[list[float]] = [[], [], []]
+    started = [0.0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            pauses[info["generation"]].append(time.perf_counter() - started[0])
+
+    gc.callbacks.append(on_gc)
+    return pauses
 
 
 def thread_cpu_per_stencil() -> dict[str, float]:

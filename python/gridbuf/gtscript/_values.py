@@ -10,7 +10,7 @@ import inspect
 import linecache
 import textwrap
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -171,32 +171,44 @@ def _source(func: Callable[..., Any]) -> tuple[ast.FunctionDef, int]:
 
 def _parse(obj: Any) -> tuple[ast.stmt, int]:
     """The parsed definition of a function or code object and the line its node's line numbers
-    count from: from its module's tree (`_module_functions`) where it is found there, else from
-    its own lines, as `inspect` finds them."""
+    count from: its own lines, found in its file by `_module_functions` (else as `inspect`
+    finds them), dedented and parsed."""
     if isinstance(obj, types.CodeType):
-        node = _module_functions(obj.co_filename).get(obj.co_firstlineno)
-        if node is not None and node.name == obj.co_name:
-            return node, 1  # line numbers of the whole file
+        lines, spans = _module_functions(obj.co_filename)
+        span = spans.get(obj.co_firstlineno)
+        if span is not None and span[0] == obj.co_name:
+            first = obj.co_firstlineno
+            try:
+                return ast.parse(textwrap.dedent("".join(lines[first - 1 : span[1]]))).body[0], first
+            except SyntaxError:
+                # A line indented less than the `def` (inside a string): from the whole file,
+                # whose line numbers the node keeps.
+                for line, node in _functions(ast.parse("".join(lines)).body):
+                    if line == first:
+                        return node, 1
     lines, first = inspect.getsourcelines(obj)
     return ast.parse(textwrap.dedent("".join(lines))).body[0], first
 
 
-#: Per source file: its lines as `linecache` holds them, and its functions' nodes by their first
-#: line (that of their first decorator, as `co_firstlineno` counts).
-_MODULES: dict[str, tuple[list[str], dict[int, ast.FunctionDef]]] = {}
+#: Per source file: its lines as `linecache` holds them, and where its functions are, by their
+#: first line (that of their first decorator, as `co_firstlineno` counts): the name and the last
+#: line. Spans, not the trees: a process keeps these for every file it defines stencils from,
+#: and every tree node is an object Python's garbage collector walks in each full collection
+#: (a model's whole files held 45,000 of them).
+_MODULES: dict[str, tuple[list[str], dict[int, tuple[str, int]]]] = {}
 
 
-def _module_functions(filename: str) -> dict[int, ast.FunctionDef]:
-    """The functions of the file `filename` by their first line, the file parsed once while its
-    lines stay the same (`inspect` tokenizes a function's lines from its first to find where it
-    ends: a quarter of the lowering of pace's 181 definitions); empty where its lines are not
-    available or do not parse."""
+def _module_functions(filename: str) -> tuple[list[str], dict[int, tuple[str, int]]]:
+    """The lines of the file `filename` and its functions' spans by their first line, the file
+    parsed once while its lines stay the same (`inspect` tokenizes a function's lines from its
+    first to find where it ends: a quarter of the lowering of pace's 181 definitions); no spans
+    where its lines are not available or do not parse."""
     linecache.checkcache(filename)
     lines = linecache.getlines(filename)
     entry = _MODULES.get(filename)
     if entry is not None and entry[0] is lines:
-        return entry[1]
-    index: dict[int, ast.FunctionDef] = {}
+        return entry
+    index: dict[int, tuple[str, int]] = {}
     if lines:
         try:
             tree = ast.parse("".join(lines))
@@ -205,19 +217,27 @@ def _module_functions(filename: str) -> dict[int, ast.FunctionDef]:
         if tree is not None:
             _index_functions(tree.body, index)
     _MODULES[filename] = (lines, index)
-    return index
+    return lines, index
 
 
-def _index_functions(stmts: list[ast.stmt], index: dict[int, ast.FunctionDef]) -> None:
-    """The functions defined in `stmts` and in the blocks they hold, by their first line (the
-    statements only: `ast.walk` over every expression took as long as the tokenizing)."""
+def _index_functions(stmts: list[ast.stmt], index: dict[int, tuple[str, int]]) -> None:
+    """The spans of the functions defined in `stmts` and in the blocks they hold, by their first
+    line."""
+    for first, n in _functions(stmts):
+        if n.end_lineno is not None:
+            index[first] = (n.name, n.end_lineno)
+
+
+def _functions(stmts: list[ast.stmt]) -> Iterator[tuple[int, ast.FunctionDef]]:
+    """The functions defined in `stmts` and in the blocks they hold, each with its first line
+    (the statements only: `ast.walk` over every expression took as long as the tokenizing)."""
     for n in stmts:
         if isinstance(n, ast.FunctionDef):
-            index[min([n.lineno, *(d.lineno for d in n.decorator_list)])] = n
+            yield min([n.lineno, *(d.lineno for d in n.decorator_list)]), n
         for block in ("body", "orelse", "finalbody", "handlers"):
             inner = getattr(n, block, None)
             if isinstance(inner, list):
-                _index_functions(inner, index)
+                yield from _functions(inner)
 
 
 #: `_parsed`'s cache: per code object by identity (two functions of different files compare
