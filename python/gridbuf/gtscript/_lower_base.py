@@ -418,9 +418,19 @@ def _dtype_of(low: _LoweringBase, e: Expr, memo: dict[int, Any]) -> np.dtype[Any
         return np.dtype(np.bool_)
     if tag == "sel":
         a, b = _dtype(low, e[2], memo), _dtype(low, e[3], memo)
-        return a if a is not None and a == b else None
+        return a if a is not None and a == b else _float64_with_ints({a, b})
     if tag in _FLOAT_SAME:
         dts = {_dtype(low, x, memo) for x in e[1:]}
-        if len(dts) == 1 and (dt := dts.pop()) is not None and dt.kind == "f":
+        if len(dts) == 1 and (dt := next(iter(dts))) is not None and dt.kind == "f":
             return dt
+        return _float64_with_ints(dts)
+    return None
+
+
+def _float64_with_ints(dts: set[np.dtype[Any] | None]) -> np.dtype[Any] | None:
+    """float64 where the operands are float64 and integers: the core computes in the larger
+    of their types (`bin_types`, and a select's `at.max(bt)`), which is float64."""
+    f64 = np.dtype(np.float64)
+    if f64 in dts and all(d is not None and (d == f64 or d.kind == "i") for d in dts):
+        return f64
     return None

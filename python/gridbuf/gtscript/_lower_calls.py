@@ -162,6 +162,21 @@ class CallsMixin(_LoweringBase):
         return ("t", index, (0, 0, 0))
 
     def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None = None) -> Any:
+        """`func_statements`; under a mask (an `if` branch, a loop body), the locals that read
+        as a constant they were assigned in it (`forward`) read their temporaries again after
+        it."""
+        if mask is None:
+            return self.func_statements(inner, body, top, mask)
+        inner.forwarding.append(set())
+        try:
+            return self.func_statements(inner, body, top, mask)
+        finally:
+            for name in inner.forwarding.pop():
+                after, value = inner.forwarded[name]
+                if inner.local.get(name) is value:  # not assigned again since (a loop's temporary)
+                    inner.local[name] = after
+
+    def func_statements(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None) -> Any:
         """Lowers the statements of an inlined function; returns the value of its `return`
         (None if there is none). As in GT4Py, a function's locals are temporaries typed by their
         first assignment (a parameter's: its argument's): a new local assigned once,
@@ -263,6 +278,9 @@ class CallsMixin(_LoweringBase):
         names = {t.id for b in body for n in ast.walk(b) if isinstance(n, (ast.Assign, ast.AugAssign)) for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets) for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])}
         for name in sorted(names):
             cur = inner.local.get(name)
+            forwarded = inner.forwarded.get(name)
+            if forwarded is not None and cur is forwarded[1]:
+                cur = inner.local[name] = forwarded[0]
             if cur is None or isinstance(cur, _Undefined) or _own_temporary(cur, inner):
                 continue
             value = self.as_expr(inner, s, cur)
@@ -292,10 +310,14 @@ class CallsMixin(_LoweringBase):
         """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
         inner.written.add(name)
         cur = inner.local.get(name)
+        forwarded = inner.forwarded.get(name)
+        if forwarded is not None and cur is forwarded[1]:
+            cur = inner.local[name] = forwarded[0]  # what it reads outside the branch
         if _own_temporary(cur, inner):
             self.freeze_readers(inner, s, name, cur.index, mask)
             old: Expr = ("t", cur.index, (0, 0, 0))
             self.emit(inner, s, ("t", cur.index), value if mask is None else ("sel", mask, value, old))
+            self.forward(inner, s, name, cur, value, mask)
             return
         if isinstance(cur, _Undefined):
             cur = cur.value  # set by the other branch of an `if` (None: by neither)
@@ -313,6 +335,7 @@ class CallsMixin(_LoweringBase):
         if dt is not None and dt == _dtype(self, value) and _shape(new, self.shapes)[1] <= _SPILL_NODES:
             # Same type: no cast, the new value stays an expression.
             inner.local[name] = new
+            self.forward(inner, s, name, new, value, mask)
             return
         # Another type, or one this frontend cannot tell: a temporary typed by the earlier value
         # (GT4Py's function temporaries), to which the new one is cast. Also where the new value
@@ -331,6 +354,24 @@ class CallsMixin(_LoweringBase):
             self.emit(inner, s, ("t", index), before)
         inner.local[name] = _Ref("t", index)
         self.emit(inner, s, ("t", index), value if mask is None else ("sel", mask, value, ref))
+        self.forward(inner, s, name, inner.local[name], value, mask)
+
+    def forward(self, inner: _Ctx, s: ast.stmt, name: str, after: Any, value: Expr, mask: Expr | None) -> None:
+        """After the local `name` is assigned `value` under `mask` (so that it reads `after`, its
+        temporary or a select): where `value` is a constant of the local's type, the rest of the
+        branch reads the local as that constant, which is its value wherever the branch's results
+        are kept, and `after` again once the branch ends (pace's ``qs_table2_fn`` reassigns
+        ``tem0 = tem_lower(1598)`` and takes the table's ``exp`` of it in the same branch: the C
+        compiler then folds it, as it does GT4Py's, instead of keeping a call it cannot prove
+        constant)."""
+        if mask is None or not inner.forwarding or not _constant(value):
+            return
+        dt = _dtype(self, value)
+        if dt is None or dt != _dtype(self, self.as_expr(inner, s, after)):
+            return
+        inner.local[name] = value
+        inner.forwarded[name] = (after, value)
+        inner.forwarding[-1].add(name)
 
     def freeze_readers(self, inner: _Ctx, s: ast.stmt, name: str, index: int, mask: Expr | None) -> None:
         """Before the temporary `index` (the local `name`) is assigned again: the other locals
@@ -364,7 +405,13 @@ class CallsMixin(_LoweringBase):
         m2: Expr | None = None
         outer_written = inner.written
         inner.written = set()
-        self.func_block(inner, s.body, top=False, mask=m)
+        known = self.known_in_branch(inner, s)
+        outside = {name: inner.local[name] for name in known}
+        inner.local.update(known)
+        try:
+            self.func_block(inner, s.body, top=False, mask=m)
+        finally:
+            inner.local.update(outside)
         then = inner.written
         line = inner.line0 + s.lineno - 1
         for name in then - before:
@@ -382,6 +429,35 @@ class CallsMixin(_LoweringBase):
                 value = value.value  # the then-branch's value
             if not self.one_branch_local(inner, s, name, value, m if name in then else m2, start):
                 inner.local[name] = _Undefined(name, line)
+
+    def known_in_branch(self, inner: _Ctx, s: ast.If) -> dict[str, Expr]:
+        """For `if x == c:`, with `x` a local of integer or float type that the branch does not
+        assign and `c` a compile-time constant that `x` can equal exactly (not a float zero,
+        which -0.0 equals too): `x` is `c`, a literal of `x`'s type, inside the branch (pace's
+        ``if i == 1599:`` computes ``tem_upper(i - 1400)`` there, which the C compiler then
+        folds, as it does GT4Py's)."""
+        t = s.test
+        if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)):
+            return {}
+        for var, const in ((t.left, t.comparators[0]), (t.comparators[0], t.left)):
+            if isinstance(var, ast.Name) and isinstance(inner.local.get(var.id), (tuple, _Ref)) and self.is_const(inner, const):
+                break
+        else:
+            return {}
+        name = var.id
+        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for b in s.body for n in ast.walk(b)):
+            return {}
+        c = self.const(inner, const)
+        dt = _dtype(self, self.as_expr(inner, s, inner.local[name]))
+        if dt is None or dt.kind not in "if" or isinstance(c, (bool, np.bool_)):
+            return {}
+        try:
+            v = dt.type(c)
+        except (OverflowError, ValueError):
+            return {}
+        if v != c or (dt.kind == "f" and c == 0):
+            return {}
+        return {name: self.lit(v)}
 
     def one_branch_local(self, inner: _Ctx, s: ast.stmt, name: str, value: Any, branch: Expr | None, start: int) -> bool:
         """A local first assigned in one branch of an `if` only (pace's ``r1`` in
@@ -413,3 +489,20 @@ def _own_temporary(value: Any, inner: _Ctx) -> TypeGuard[_Ref]:
     """Whether a function local's value is a temporary of that function (not an expression, a
     field or another function's temporary): assigning the local writes it."""
     return isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps
+
+
+def _constant(e: Any, budget: int = 64) -> bool:
+    """Whether `e` is an expression of literals only (no field, scalar parameter or temporary
+    read), of at most `budget` nodes."""
+    todo = [e]
+    while todo:
+        x = todo.pop()
+        budget -= 1
+        if budget < 0 or not (isinstance(x, tuple) and x and isinstance(x[0], str)):
+            return False
+        if x[0] == "c":
+            continue
+        if x[0] in ("f", "t", "s", "kvar", "kabs", "let", "ref"):
+            return False
+        todo.extend(y for y in x[1:] if not isinstance(y, str))
+    return True
