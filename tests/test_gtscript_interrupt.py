@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -38,43 +39,22 @@ def forever_forward(inp: Field[np.float64], out: Field[np.float64]):
 
 
 def interrupted_after(delay, call):
-    """Runs `call` while a timer thread interrupts the main thread (`_thread.interrupt_main()`)
-    after `delay` s, and again every `delay` s until the call has raised KeyboardInterrupt (at
-    most `_INTERRUPTS` times): Python itself may lose one, as a Ctrl-C pressed twice shows (a
-    suite of thousands of tests once hung here on its first interrupt, which never reached the
-    call's polling). The seconds from the last interrupt sent before the KeyboardInterrupt to it."""
-    ended = threading.Event()
-    sent: list[float] = []
-
-    def interrupter() -> None:
-        while len(sent) < _INTERRUPTS and not ended.wait(delay):
-            sent.append(time.perf_counter())
-            _thread.interrupt_main()
-
-    timer = threading.Thread(target=interrupter, daemon=True)
+    """Runs `call` with `_thread.interrupt_main()` from a timer after `delay` s, Python's own
+    Ctrl-C handler installed meanwhile; the seconds it took from the interrupt to the
+    KeyboardInterrupt. A process started in the background by a non-interactive shell (`cmd &`)
+    inherits SIGINT ignored, and Python then keeps it ignored: `interrupt_main()` does nothing
+    there, and the loop that never ends would run forever."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(delay, _thread.interrupt_main)
+    t0 = time.perf_counter()
     try:
         timer.start()
         with pytest.raises(KeyboardInterrupt):
             call()
-        caught = time.perf_counter()
     finally:
-        ended.set()
-        timer.join()
-        _absorb_a_late_interrupt()
-    return caught - max(t for t in sent if t <= caught)
-
-
-_INTERRUPTS = 25
-
-
-def _absorb_a_late_interrupt() -> None:
-    """An interrupt sent after the call stopped and before the timer ended is still pending:
-    Python raises it at its next check (a backward jump of this loop), here, not in pytest."""
-    try:
-        for _ in range(1000):
-            pass
-    except KeyboardInterrupt:
-        pass
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    return time.perf_counter() - t0 - delay
 
 
 @pytest.mark.parametrize("stencil", [forever_parallel, forever_forward], ids=["parallel", "forward"])
