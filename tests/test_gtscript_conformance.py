@@ -1113,6 +1113,16 @@ def marked_line(src: str) -> int:
 
 
 BAD_DEFINITIONS = {
+    # Compile-time conditions: what the lowering evaluates now follows GT4Py's rules too (a
+    # random tree drew the first; the lowering folded it with Python's `True + True == 2`).
+    "arithmetic on two boolean literals in a constant condition": (
+        "def bad(a: Field[np.int8], out: Field[bool]):\n    with computation(PARALLEL), interval(...):\n        out = 0 if (True < (True + True)) else True  # BAD\n",
+        ["booleans"],
+    ),
+    "unary minus on a boolean literal in a constant condition": (
+        "def bad(a: Field[np.int8], out: Field[bool]):\n    with computation(PARALLEL), interval(...):\n        out = 0 if (-True < 1) else True  # BAD\n",
+        ["boolean"],
+    ),
     "uint8 field": (
         "def bad(a: Field[np.uint8], out: Field[np.float64]):  # BAD\n    with computation(PARALLEL), interval(...):\n        out = a\n",
         ["uint8"],

@@ -235,11 +235,17 @@ class _LoweringBase:
         if isinstance(node, ast.Attribute):
             return native(getattr(self.const(ctx, node.value), node.attr))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -self.const(ctx, node.operand)
+            v = self.const(ctx, node.operand)
+            if isinstance(v, (bool, np.bool_)):
+                raise self.error(ctx, node, "unary minus on a boolean (GT4Py refuses it)")
+            return -v
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return not self.const_cond(ctx, node.operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
             a, b = self.const(ctx, node.left), self.const(ctx, node.right)
+            if isinstance(a, (bool, np.bool_)) and isinstance(b, (bool, np.bool_)):
+                # As the core's type rules refuse it at run time (GT4Py refuses both).
+                raise self.error(ctx, node, f"{ast.unparse(node)}: arithmetic on two booleans (GT4Py refuses it: a boolean expression is not allowed with an arithmetic operation)")
             return {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b if b else math.nan,
                     "pow": a**b, "mod": a % b if b else math.nan, "floordiv": a // b if b else math.nan}[_BINOPS[type(node.op)]]
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
