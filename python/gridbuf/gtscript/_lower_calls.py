@@ -172,9 +172,7 @@ class CallsMixin(_LoweringBase):
             return self.func_statements(inner, body, top, mask)
         finally:
             for name in inner.forwarding.pop():
-                after, value = inner.forwarded[name]
-                if inner.local.get(name) is value:  # not assigned again since (a loop's temporary)
-                    inner.local[name] = after
+                _unforwarded(inner, name)
 
     def func_statements(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None) -> Any:
         """Lowers the statements of an inlined function; returns the value of its `return`
@@ -275,12 +273,8 @@ class CallsMixin(_LoweringBase):
     def func_locals_to_temps(self, inner: _Ctx, s: ast.stmt, body: list[ast.stmt]) -> None:
         """Locals a region or loop assigns keep their value where (or when) it does not run:
         each that is still an expression becomes a temporary holding it, first."""
-        names = {t.id for b in body for n in ast.walk(b) if isinstance(n, (ast.Assign, ast.AugAssign)) for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets) for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])}
-        for name in sorted(names):
-            cur = inner.local.get(name)
-            forwarded = inner.forwarded.get(name)
-            if forwarded is not None and cur is forwarded[1]:
-                cur = inner.local[name] = forwarded[0]
+        for name in sorted(_assigned_locals(body)):
+            cur = _unforwarded(inner, name)
             if cur is None or isinstance(cur, _Undefined) or _own_temporary(cur, inner):
                 continue
             value = self.as_expr(inner, s, cur)
@@ -309,10 +303,7 @@ class CallsMixin(_LoweringBase):
     def func_local(self, inner: _Ctx, s: ast.stmt, name: str, value: Expr, mask: Expr | None) -> None:
         """Assigns `value` to the function local `name` (under `mask` inside an `if`)."""
         inner.written.add(name)
-        cur = inner.local.get(name)
-        forwarded = inner.forwarded.get(name)
-        if forwarded is not None and cur is forwarded[1]:
-            cur = inner.local[name] = forwarded[0]  # what it reads outside the branch
+        cur = _unforwarded(inner, name)
         if _own_temporary(cur, inner):
             self.freeze_readers(inner, s, name, cur.index, mask)
             old: Expr = ("t", cur.index, (0, 0, 0))
@@ -445,7 +436,7 @@ class CallsMixin(_LoweringBase):
         else:
             return {}
         name = var.id
-        if any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for b in s.body for n in ast.walk(b)):
+        if name in _assigned_locals(s.body):
             return {}
         c = self.const(inner, const)
         dt = _dtype(self, self.as_expr(inner, s, inner.local[name]))
@@ -489,6 +480,29 @@ def _own_temporary(value: Any, inner: _Ctx) -> TypeGuard[_Ref]:
     """Whether a function local's value is a temporary of that function (not an expression, a
     field or another function's temporary): assigning the local writes it."""
     return isinstance(value, _Ref) and value.kind == "t" and value.index in inner.temps
+
+
+def _assigned_locals(body: list[ast.stmt]) -> set[str]:
+    """The local names that the statements of `body` assign, at any depth (a function's locals
+    are assigned by assignments only, tuple targets included)."""
+    return {
+        t.id
+        for b in body
+        for n in ast.walk(b)
+        if isinstance(n, (ast.Assign, ast.AugAssign))
+        for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets)
+        for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])
+    }
+
+
+def _unforwarded(inner: _Ctx, name: str) -> Any:
+    """The local `name`'s value, rebound to what it reads outside the branch if it reads as a
+    constant forwarded there (`CallsMixin.forward`); unchanged if it was assigned again since."""
+    cur = inner.local.get(name)
+    forwarded = inner.forwarded.get(name)
+    if forwarded is not None and cur is forwarded[1]:
+        cur = inner.local[name] = forwarded[0]
+    return cur
 
 
 def _constant(e: Any, budget: int = 64) -> bool:

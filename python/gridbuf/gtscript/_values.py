@@ -154,10 +154,10 @@ class _Ctx:
         # assigned under, with that expression (see Lowering.func_local): its value is read
         # only where that mask holds.
         self.masks: dict[str, tuple[Any, Any]] = {}
-        # In an inlined function: locals whose temporary was assigned a constant expression in
-        # the `if` branch (or loop body) being lowered, which read as that constant until the
-        # branch ends (see Lowering.func_local), with their temporaries; and per branch being
-        # lowered, the names it made read so.
+        # In an inlined function: locals assigned a constant expression in the `if` branch (or
+        # loop body) being lowered, which read as that constant until the branch ends, each with
+        # what it reads outside the branch (its temporary or a select) and the constant (see
+        # Lowering.forward); and per branch being lowered, the names it made read so.
         self.forwarded: dict[str, Any] = {}
         self.forwarding: list[set[str]] = []
 
