@@ -13,6 +13,12 @@ cores, set it to 1). Reported (rank 0's clock, seconds): building the
 and the whole run from the process start. Every configuration runs ``--repeats`` times and the
 table shows medians.
 
+GT4Py's compiled backends take about half an hour to build the dycore's stencils here, and NDSL
+gives every rank a cache of its own (``.gt_cache_00000R``). ``--compiled-cache DIR`` runs them
+warm only, from ``DIR`` (their ``GT_CACHE_ROOT``): fill it once with a one-process cold run
+(``--ranks 1 --compiled``, or the driver with ``--comm null``); the ranks' directories missing
+from it are made from rank 0's, by hard links (the stencils are the same on every rank).
+
 Needs what ``tests/integration/README.md`` lists (NDSL, PyFV3, mpi4py with mpiexec,
 ``FV3_ETA_FILE``); run it with that environment's Python::
 
@@ -53,9 +59,21 @@ def run_once(backend: str, ranks: int, steps: int, cache: Path, out: Path, resol
         raise SystemExit(f"{backend} ({ranks} ranks) failed, rc {done.returncode}:\n{done.stderr[-4000:]}")
     timing = json.loads((out / "timing.json").read_text())
     timing["wall_s"] = wall
-    times = out / "stencil_times_rank0.json"
-    timing["stencils"] = json.loads(times.read_text()) if times.exists() else {}
+    for key, name in (("stencils", "stencil_times_rank0.json"), ("stencils_cpu", "stencil_cpu_rank0.json")):
+        path = out / name
+        timing[key] = json.loads(path.read_text()) if path.exists() else {}
     return timing
+
+
+def fill_rank_caches(cache: Path, ranks: int = 6) -> None:
+    """Makes the per-rank GT4Py cache directories missing from ``cache`` from rank 0's, by hard links."""
+    first = cache / ".gt_cache_000000"
+    if not first.is_dir():
+        raise SystemExit(f"--compiled-cache {cache}: no {first.name} in it (fill it with a one-process cold run first)")
+    for rank in range(1, ranks):
+        other = cache / f".gt_cache_{rank:06d}"
+        if not other.exists():
+            shutil.copytree(first, other, copy_function=os.link)
 
 
 def stencil_name(key: str) -> str:
@@ -71,29 +89,37 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--resolution", type=int, default=12, help="cells per tile edge (C12 by default)")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--compiled-cache", type=Path, help="GT_CACHE_ROOT with GT4Py's compiled stencils already built: the compiled backends run warm only, from it")
     _plot.add_argument(parser)
     args = parser.parse_args()
     plot_dir = _plot.prepare(args.plot)
     backends = args.backends.split(",") + (["gt:cpu_ifirst", "gt:cpu_kfirst"] if args.compiled else [])
     rows = []
     per_stencil: dict[str, dict[str, float]] = {}  # backend -> definition -> seconds per warm step (6 ranks, rank 0)
+    per_stencil_cpu: dict[str, dict[str, float]] = {}  # the same calls' thread CPU seconds
     first_step: dict[tuple[str, str], float] = {}  # (run, backend) -> seconds from the start to the first step's end
     scratch = Path(tempfile.mkdtemp(prefix="gridbuf_bench_fv3_"))
     try:
         for ranks in (int(r) for r in args.ranks.split(",")):
             for backend in backends:
-                runs: dict[str, list[dict]] = {"cold": [], "warm": []}
+                prepared = args.compiled_cache is not None and backend.startswith("gt:")
+                runs: dict[str, list[dict]] = {"warm": []} if prepared else {"cold": [], "warm": []}
                 for rep in range(args.repeats):
                     cache = scratch / f"cache_{backend.replace(':', '_')}_{ranks}_{rep}"
-                    for kind in ("cold", "warm"):
+                    if prepared:
+                        cache = args.compiled_cache.resolve()
+                        fill_rank_caches(cache)
+                    for kind in runs:
                         out = scratch / f"out_{backend.replace(':', '_')}_{ranks}_{rep}_{kind}"
                         runs[kind].append(run_once(backend, ranks, args.steps, cache, out, args.resolution))
                         print(f"{backend} {ranks} {kind}: {runs[kind][-1]}", file=sys.stderr, flush=True)
-                    shutil.rmtree(cache, ignore_errors=True)
+                    if not prepared:
+                        shutil.rmtree(cache, ignore_errors=True)
                 if ranks == 6:
-                    warm = per_stencil.setdefault(backend, {})
-                    for key, seconds in runs["warm"][0]["stencils"].items():
-                        warm[stencil_name(key)] = warm.get(stencil_name(key), 0.0) + seconds
+                    for table, key in ((per_stencil, "stencils"), (per_stencil_cpu, "stencils_cpu")):
+                        warm = table.setdefault(backend, {})
+                        for name, seconds in runs["warm"][0][key].items():
+                            warm[stencil_name(name)] = warm.get(stencil_name(name), 0.0) + seconds
                 for kind, timings in runs.items():
                     med = lambda key: statistics.median(t[key] for t in timings)  # noqa: E731
                     first_step[(f"{'6 ranks' if ranks == 6 else '1 process'}, {kind}", backend)] = statistics.median(
@@ -114,11 +140,18 @@ def main() -> None:
         shutil.rmtree(scratch, ignore_errors=True)
     print(f"FV3 dynamical core, C{args.resolution} x 79 levels, {args.steps} steps, medians of {args.repeats} run(s), seconds")
     print(markdown_table(["backend", "run", "cache", "build dycore", "first step", "later steps", "whole run", "max RSS per rank, MiB"], rows))
-    if per_stencil:
-        first = next(iter(per_stencil))
-        top = sorted(per_stencil[first], key=lambda n: -per_stencil[first][n])[:10]
-        print(f"\nThe 10 stencils taking the most time per warm step on {first} (6 ranks, rank 0, ms per step, every call of the definition, whole calls: GT4Py's `total_call_time`)")
-        print(markdown_table(["stencil", *per_stencil], [[n, *(f"{1e3 * per_stencil[b].get(n, float('nan')):.1f}" for b in per_stencil)] for n in top]))
+    for table, what in (
+        (per_stencil, "whole calls: GT4Py's `total_call_time`, waits for a core included"),
+        (per_stencil_cpu, "the calling thread's CPU time in the same calls"),
+    ):
+        if not table:
+            continue
+        first = next(iter(table))
+        top = sorted(table[first], key=lambda n: -table[first][n])[:10]
+        rows_top = [[n, *(f"{1e3 * table[b].get(n, float('nan')):.2f}" for b in table)] for n in top]
+        rows_top.append(["all stencils", *(f"{1e3 * sum(table[b].values()):.1f}" for b in table)])
+        print(f"\nThe 10 stencils taking the most time per warm step on {first} (6 ranks, rank 0, ms per step, every call of the definition; {what})")
+        print(markdown_table(["stencil", *table], rows_top))
     if plot_dir:
         _plot.bar_chart(
             _plot.path(plot_dir, __file__, "first_step"), benchmark="bench_fv3.py",

@@ -65,9 +65,13 @@ fn parse_origin(origin: Option<&Bound<'_, PyAny>>) -> PyResult<CallOrigin> {
                     "expected field names (str) as the keys of an origin dict",
                 )
             })?;
-            // The message names the entry: `origin["out"]`.
-            let v =
-                crate::convert::isize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?.into_vec();
+            // The message names the entry, `origin["out"]`: that name is written only for the
+            // message (formatting it at every call cost a tenth of a small stencil's call).
+            let v = match crate::convert::isize_seq(&v, "origin") {
+                Ok(v) => v,
+                Err(_) => crate::convert::isize_seq(&v, &format!("origin[{:?}]", k.to_str()?))?,
+            }
+            .into_vec();
             if k.to_str()? == "_all_" {
                 default = Some(v);
             } else {

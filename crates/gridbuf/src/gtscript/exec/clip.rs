@@ -10,8 +10,10 @@ use crate::gtscript::plan::{Plan, Reach};
 pub(crate) struct Clips {
     /// Per quantity.
     pub(crate) quantity: Vec<[i64; 4]>,
-    /// Per section, per statement.
-    pub(crate) stmt: Vec<Vec<[i64; 4]>>,
+    /// Per statement, section after section (`stmt` gives a section's).
+    stmts: Vec<[i64; 4]>,
+    /// Where each section's statements start in `stmts`, and where the last ends.
+    starts: Vec<usize>,
 }
 
 impl Clips {
@@ -28,26 +30,34 @@ impl Clips {
                 ]
             })
             .collect();
-        let stmt = plan
-            .sections
-            .iter()
-            .map(|sec| {
-                sec.stmts
-                    .iter()
-                    .map(|st| {
-                        let r = region_box(st.region.as_ref(), [domain[0], domain[1]]);
-                        let q = quantity[st.target as usize];
-                        [
-                            r[0].max(q[0]),
-                            r[1].min(q[1]),
-                            r[2].max(q[2]),
-                            r[3].min(q[3]),
-                        ]
-                    })
-                    .collect()
-            })
-            .collect();
-        Clips { quantity, stmt }
+        // One allocation for all statements (a call of a stencil of many sections made one per
+        // section).
+        let mut starts = Vec::with_capacity(plan.sections.len() + 1);
+        let mut stmts = Vec::new();
+        for sec in &plan.sections {
+            starts.push(stmts.len());
+            stmts.extend(sec.stmts.iter().map(|st| {
+                let r = region_box(st.region.as_ref(), [domain[0], domain[1]]);
+                let q = quantity[st.target as usize];
+                [
+                    r[0].max(q[0]),
+                    r[1].min(q[1]),
+                    r[2].max(q[2]),
+                    r[3].min(q[3]),
+                ]
+            }));
+        }
+        starts.push(stmts.len());
+        Clips {
+            quantity,
+            stmts,
+            starts,
+        }
+    }
+
+    /// The boxes of section `s`'s statements, in order.
+    pub(crate) fn stmt(&self, s: usize) -> &[[i64; 4]] {
+        &self.stmts[self.starts[s]..self.starts[s + 1]]
     }
 }
 

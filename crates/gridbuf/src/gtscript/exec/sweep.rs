@@ -81,7 +81,7 @@ pub(crate) fn run_sweep_tile<T: Elem>(
         let regions: Vec<([i64; 3], [i64; 3])> = sec
             .stmts
             .iter()
-            .zip(&ctx.clips.stmt[s])
+            .zip(ctx.clips.stmt(s))
             .map(|(st, &c)| {
                 let (rlo, rhi) =
                     crate::gtscript::exec::clip::reach_box(core_lo, core_hi, st.reach, (0, 0));

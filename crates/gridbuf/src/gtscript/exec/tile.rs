@@ -74,7 +74,8 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     let nq = plan.kinds.len();
     // Stored temporaries of this tile, I fastest.
     let mut stored: Vec<Vec<T>> = vec![Vec::new(); nq];
-    let mut mems: Vec<Mem> = ctx.mems.to_vec();
+    let mut mems: Vec<Mem> = Vec::with_capacity(ctx.mems.len() + nq);
+    mems.extend_from_slice(ctx.mems);
     for (q, kind) in plan.kinds.iter().enumerate() {
         if let Kind::Stored {
             reach,
@@ -147,6 +148,9 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     // The tape's registers and one scratch register for streamed stores.
     let mut regs: Vec<Vec<T>> = (0..plan.max_regs + 1).map(|_| take_buf(STRIP)).collect();
     let mut table = Vec::new();
+    // What sections in blocks along `ctx.inner` read and write in place: the same for every
+    // such section of the tile, so made once, when the first needs it.
+    let mut direct_inner: Option<Vec<Option<Mem>>> = None;
     // Sections up to here ran as part of a run walking columns.
     let mut ran_until = 0;
     for (s, (sec, &(ks, ke))) in plan.sections.iter().zip(ctx.ranges).enumerate() {
@@ -225,7 +229,6 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
             IterOrder::Forward => (ks..ke).map(|k| (k, k + 1)).collect(),
             IterOrder::Backward => (ks..ke).rev().map(|k| (k, k + 1)).collect(),
         };
-        let inner = if copy_columns { 0 } else { ctx.inner };
         // Fields and stored temporaries with unit stride along the inner axis are read and
         // written straight in memory. A statement's target row is only borrowed after every
         // operand that could reach it has been read (see `run_stmt`), and rows at other
@@ -233,26 +236,32 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
         // FORWARD and BACKWARD levels run one after another along rows of I, which a layout
         // with unit stride along K strides through: the tile's columns of each field go to an
         // I-fastest buffer once, in memory order, and the written ones come back at the end.
-        let columns = if copy_columns {
-            columns_in::<T>(plan, sec, &mems, tile, ks, ke)?
+        let (columns, inner) = if copy_columns {
+            (columns_in::<T>(plan, sec, &mems, tile, ks, ke)?, 0)
         } else {
-            Vec::new()
+            (Vec::new(), ctx.inner)
         };
-        let direct: Vec<Option<Mem>> = (0..nq)
-            .map(|q| {
-                if let Some(c) = columns.iter().find(|c| c.q == q) {
-                    return Some(c.mem);
-                }
-                if matches!(plan.kinds[q], Kind::Local) {
-                    return None;
-                }
-                let m = *mem_of(q);
-                (m.native && m.axes[inner] && m.strides[inner] == 1).then_some(m)
-            })
-            .collect();
+        let with_columns;
+        let direct: &[Option<Mem>] = if copy_columns {
+            with_columns = direct_mems(plan, &mem_of, &columns, inner);
+            &with_columns
+        } else {
+            direct_inner.get_or_insert_with(|| direct_mems::<T>(plan, &mem_of, &[], inner))
+        };
+        let mut shared = SharedBoxes::new();
         for (k0, k1) in levels {
             run_block(
-                ctx, s, &mut bufs, &mut regs, &mem_of, &direct, &vmem, tile, k0, k1, inner,
+                ctx,
+                s,
+                &mut bufs,
+                &mut regs,
+                &mem_of,
+                direct,
+                &vmem,
+                tile,
+                (k0, k1),
+                inner,
+                &mut shared,
             )?;
         }
         for mut c in columns {
@@ -266,6 +275,30 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
     give_bufs(bufs);
     give_bufs(regs);
     Ok(())
+}
+
+/// Per quantity: the memory a block reads and writes in place, where it can (see
+/// `run_tile`): a field's columns copied for the section, else a field or stored temporary of
+/// the element type with unit stride along `inner`; `None` for the rest, which go through
+/// block buffers.
+fn direct_mems<'m, T>(
+    plan: &Plan,
+    mem_of: &impl Fn(usize) -> &'m Mem,
+    columns: &[Columns<T>],
+    inner: usize,
+) -> Vec<Option<Mem>> {
+    (0..plan.kinds.len())
+        .map(|q| {
+            if let Some(c) = columns.iter().find(|c| c.q == q) {
+                return Some(c.mem);
+            }
+            if matches!(plan.kinds[q], Kind::Local) {
+                return None;
+            }
+            let m = *mem_of(q);
+            (m.native && m.axes[inner] && m.strides[inner] == 1).then_some(m)
+        })
+        .collect()
 }
 
 /// Per quantity: the memory its reads at run-time K levels take values from, where it has any:
@@ -442,6 +475,12 @@ fn columns_in<T: Elem>(
     Ok(out)
 }
 
+/// Per point function of a section of one tile (its first statement and the one after its
+/// last): whether all its statements run over the first one's box. Every block of the section
+/// asks the same question with the same answer: blocks differ only in K, where the boxes of all
+/// statements are the block's levels.
+type SharedBoxes = smallvec::SmallVec<[((usize, usize), bool); 4]>;
+
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn run_block<'m, T: Elem>(
@@ -453,9 +492,9 @@ fn run_block<'m, T: Elem>(
     direct: &[Option<Mem>],
     vmem: &[Option<VarMem<'_>>],
     tile: Tile,
-    k0: usize,
-    k1: usize,
+    (k0, k1): (usize, usize),
     inner: usize,
+    shared: &mut SharedBoxes,
 ) -> Result<()> {
     let sec: &SectionPlan = &ctx.plan.sections[s];
     let core_lo = [tile.lo[0], tile.lo[1], k0 as i64];
@@ -511,20 +550,29 @@ fn run_block<'m, T: Elem>(
         }
         let st = &sec.stmts[t];
         let (rlo, rhi) = reach_box(core_lo, core_hi, st.reach, (0, 0));
-        let (rlo, rhi) = clip(rlo, rhi, clips.stmt[s][t]);
+        let (rlo, rhi) = clip(rlo, rhi, clips.stmt(s)[t]);
         let live = (0..3).all(|a| rhi[a] > rlo[a]);
         // A `while` loop or straight run compiled to run point by point (a straight run of
         // float code only once tier two has fused it), where all its statements share this
         // box (regions and extents can cut them differently).
-        let shares_box = |lc: &&LoopCode| {
-            live && (t..lc.exit).all(|u| {
+        let mut shares_box = |lc: &&LoopCode| {
+            if !live {
+                return false;
+            }
+            let key = (t, lc.exit);
+            if let Some(&(_, yes)) = shared.iter().find(|&&(k, _)| k == key) {
+                return yes;
+            }
+            let yes = (t..lc.exit).all(|u| {
                 let (lo, hi) = reach_box(core_lo, core_hi, sec.stmts[u].reach, (0, 0));
-                clip(lo, hi, clips.stmt[s][u]) == (rlo, rhi)
-            })
+                clip(lo, hi, clips.stmt(s)[u]) == (rlo, rhi)
+            });
+            shared.push((key, yes));
+            yes
         };
-        let point_loop = match ctx.code.fused::<T>(s, t).filter(shares_box) {
+        let point_loop = match ctx.code.fused::<T>(s, t).filter(&mut shares_box) {
             Some(lc) => Some(lc),
-            None => ctx.code.point_loop::<T>(s, t)?.filter(shares_box),
+            None => ctx.code.point_loop::<T>(s, t)?.filter(&mut shares_box),
         };
         if let Some(lc) = point_loop {
             run_loop_code(
@@ -572,7 +620,7 @@ fn run_block<'m, T: Elem>(
                 // Read at run-time levels later: to memory now (see `SectionPlan::write_through`).
                 let k = (-st.k_offset, st.k_offset);
                 let (blo, bhi) = reach_box(core_lo, core_hi, st.reach, k);
-                let (blo, bhi) = clip(blo, bhi, clips.stmt[s][t]);
+                let (blo, bhi) = clip(blo, bhi, clips.stmt(s)[t]);
                 transfer(mem_of(q), &geo, &mut bufs[q], blo, bhi, false)?;
             }
         }

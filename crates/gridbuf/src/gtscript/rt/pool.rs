@@ -19,6 +19,10 @@ pub trait Pooled: Copy + Default + 'static {
 /// faults. The pool keeps no more memory than the largest call used.
 const POOL_MAX: usize = 2048;
 
+/// Distinct capacities a pool keeps lists for, emptied ones included, before it drops the
+/// emptied ones (which it then has to search past).
+const MAX_CAPACITIES: usize = 64;
+
 /// A buffer of at least `len` elements from this thread's pool (values left by earlier use,
 /// zero where it grows), or a new zeroed one. A buffer is never shortened: a later request
 /// for more of it then fills nothing (pace's and PyFV3's stencils took the same buffers for
@@ -53,25 +57,30 @@ impl<T> Pool<T> {
     /// small register would leave the next large request to reallocate and zero memory), else
     /// the largest, to be grown; None when the pool is empty.
     fn take(&mut self, len: usize) -> Option<Vec<T>> {
-        let cap = match self.by_capacity.range(len..).next() {
-            Some((&c, _)) => c,
-            None => *self.by_capacity.keys().next_back()?,
+        let held = |(_, same): &(&usize, &mut Vec<Vec<T>>)| !same.is_empty();
+        let same = match self.by_capacity.range_mut(len..).find(held) {
+            Some((_, same)) => same,
+            None => self.by_capacity.iter_mut().rev().find(held)?.1,
         };
-        let same = self.by_capacity.get_mut(&cap)?;
         let b = same.pop();
-        if same.is_empty() {
-            self.by_capacity.remove(&cap);
-        }
         self.count -= usize::from(b.is_some());
         b
     }
 
     /// Keeps `b` unless the pool is full or `b` holds no memory.
     fn give(&mut self, b: Vec<T>) {
-        if b.capacity() > 0 && self.count < POOL_MAX {
-            self.by_capacity.entry(b.capacity()).or_default().push(b);
-            self.count += 1;
+        if b.capacity() == 0 || self.count >= POOL_MAX {
+            return;
         }
+        // A capacity's list stays when emptied, so that a call that takes and gives back the
+        // same buffers allocates nothing for the lists themselves; the emptied ones go when
+        // there are many.
+        if self.by_capacity.len() >= MAX_CAPACITIES && !self.by_capacity.contains_key(&b.capacity())
+        {
+            self.by_capacity.retain(|_, same| !same.is_empty());
+        }
+        self.by_capacity.entry(b.capacity()).or_default().push(b);
+        self.count += 1;
     }
 }
 
