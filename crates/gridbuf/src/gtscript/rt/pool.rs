@@ -107,7 +107,7 @@ pub(crate) fn give_bufs<T: Pooled>(bufs: impl IntoIterator<Item = Vec<T>>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{fit_buf, give_bufs, take_buf};
+    use super::{fit_buf, give_bufs, take_buf, Pool, MAX_CAPACITIES};
 
     #[test]
     fn a_call_holding_hundreds_of_buffers_gets_them_all_back_next_time() {
@@ -134,6 +134,33 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn emptied_capacity_lists_stay_but_only_a_few() {
+        let mut p = Pool::<f64>::new();
+        p.give(vec![1.0; 10]);
+        let b = p.take(10).unwrap();
+        // Its list stays, empty, for the buffer's return.
+        assert_eq!((p.count, p.by_capacity.len()), (0, 1));
+        p.give(b);
+        assert_eq!((p.count, p.by_capacity.len()), (1, 1));
+        // Many capacities taken and given back once each: the emptied lists are dropped once
+        // there are too many.
+        for n in 100..400 {
+            p.give(vec![2.0; n]);
+            assert_eq!(p.take(n).unwrap().capacity(), n);
+            assert!(p.by_capacity.len() <= MAX_CAPACITIES);
+        }
+        // A take passes over emptied lists: the smallest buffer held that fits...
+        assert_eq!(p.take(5).unwrap().capacity(), 10);
+        // ...and with none that fits, the largest held (to be grown); none at all: None.
+        p.give(vec![3.0; 50]);
+        p.give(vec![3.0; 20]);
+        assert_eq!(p.take(1000).unwrap().capacity(), 50);
+        assert_eq!(p.take(1000).unwrap().capacity(), 20);
+        assert!(p.take(1).is_none());
+        assert_eq!(p.count, 0);
     }
 
     #[test]
