@@ -507,6 +507,38 @@ def test_one_array_as_input_and_output_matches_gt4py_numpy(backend, case):
     assert len(type(st)._gt_impl_._aliased) == 1
 
 
+def alias_scaled(q_in: F64, q_out: F64):  # type: ignore[valid-type]
+    from __externals__ import SCALE
+
+    with computation(PARALLEL), interval(...):
+        with horizontal(region[I[0], J[0]]):
+            q_out = q_in[1, 1, 0] * SCALE  # noqa: F841
+
+
+@pytest.mark.parametrize("case", ["region", "corners", "scaled"])
+def test_stencils_lowered_alike_share_their_one_array_variant(case):
+    """A model builds many stencil objects of one definition (PyFV3's dycore: 35 variants of
+    13 on one rank) and calls each with one array as two fields: the variant is made once for
+    the stencils that lower alike, a stencil whose externals change its IR gets its own, and
+    every call computes what GT4Py's numpy backend computes."""
+    definition, origin, domain = ONE_ARRAY_CASES[case] if case != "scaled" else (alias_scaled, (1, 1, 0), (4, 3, 4))
+    q0 = np.random.default_rng(11).uniform(size=(6, 5, 4))
+    impls = []
+    for scale in (2.0, 2.0, 2.0, 3.0):
+        externals = {"SCALE": scale} if case == "scaled" else {}
+        want = q0.copy()
+        gtscript.stencil(backend="numpy", definition=definition, externals=externals, rebuild=True)(want, want, origin=origin, domain=domain)
+        st = gtscript.stencil(backend="gridbuf:cpu_kfirst", definition=definition, externals=externals, rebuild=True)
+        got = gt_storage.from_array(q0, backend="gridbuf:cpu_kfirst")
+        st(got, got, origin=origin, domain=domain)
+        np.testing.assert_array_equal(np.asarray(got), want)
+        impls.append(type(st)._gt_impl_)
+    assert len({id(i) for i in impls}) == 4
+    variants = [next(iter(i._aliased.values())) for i in impls]
+    assert variants[1] is variants[0] and variants[2] is variants[0]
+    assert (variants[3] is variants[0]) == (case != "scaled")
+
+
 def test_one_array_as_fields_whose_merged_stencil_is_refused_writes_nothing():
     q = np.ones((6, 5, 4))
     # A read that reaches what a statement before it wrote: GT4Py's numpy backend reads the

@@ -444,6 +444,14 @@ def _copy_of(array: Any) -> np.ndarray:
     return np.array(np.asarray(array), order="K", copy=True)
 
 
+# The variants of stencils for calls that pass one array as several fields (`_variant`), by
+# definition, name, IR, layout map, warnings and alias map: the IR holds every external's
+# effect on the definition, so stencils that agree on all of these lower each alias map alike.
+# The oldest go first beyond `_VARIANTS_KEPT` (each stencil keeps its own in `_aliased`).
+_VARIANTS: dict[tuple[Any, ...], Any] = {}
+_VARIANTS_KEPT = 256
+
+
 class GTStencil:
     """A gtscript stencil run by gridbuf: call it like a GT4Py stencil object.
 
@@ -686,20 +694,30 @@ class GTStencil:
         per alias map): built with them as one field, or else, where that is refused, this
         stencil with the fields that only read the array bound to a copy of it, for the domains
         where no read reaches what a statement before it wrote (`_snapshot.CopyPlan`: there it
-        reads what GT4Py's numpy backend reads)."""
+        reads what GT4Py's numpy backend reads).
+
+        Stencil objects of one definition lowered to the same IR share their variants
+        (`_VARIANTS`): a model builds many (PyFV3's dycore, 35 variants of 13 on one rank, each
+        lowered twice at its first call)."""
         key = frozenset(aliases.items())
         variant = self._aliased.get(key)
         if variant is None:
             definition, externals, name, dtypes, layout_map, warnings = self._build_args
-            try:
-                variant = GTStencil(definition, externals, name, dtypes, layout_map=layout_map, warnings=warnings, aliases=aliases)
-            except GridbufValueError as exc:
-                variant = self._readers_of_copies(aliases)
-                if variant is None:
-                    pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
-                    raise GridbufValueError(
-                        f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
-                    ) from None
+            shared_key = (definition, self.name, self.ir, layout_map, warnings, key)
+            variant = _VARIANTS.get(shared_key)
+            if variant is None:
+                try:
+                    variant = GTStencil(definition, externals, name, dtypes, layout_map=layout_map, warnings=warnings, aliases=aliases)
+                except GridbufValueError as exc:
+                    variant = self._readers_of_copies(aliases)
+                    if variant is None:
+                        pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
+                        raise GridbufValueError(
+                            f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
+                        ) from None
+                _VARIANTS[shared_key] = variant
+                if len(_VARIANTS) > _VARIANTS_KEPT:
+                    del _VARIANTS[next(iter(_VARIANTS))]
             self._aliased[key] = variant
         return variant
 
