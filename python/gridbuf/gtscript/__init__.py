@@ -71,6 +71,7 @@ from ._frontend import Lowering
 from . import _snapshot
 from ._values import K_LEVELS_FIELD as _K_LEVELS_FIELD
 from ._values import FieldType, TableType
+from ._values import bounded_insert as _bounded_insert
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Literal
@@ -447,7 +448,7 @@ def _copy_of(array: Any) -> np.ndarray:
 # The variants of stencils for calls that pass one array as several fields (`_variant`), by
 # definition, name, IR, layout map, warnings and alias map: the IR holds every external's
 # effect on the definition, so stencils that agree on all of these lower each alias map alike.
-# The oldest go first beyond `_VARIANTS_KEPT` (each stencil keeps its own in `_aliased`).
+# At most `_VARIANTS_KEPT`, the oldest dropped first (each stencil keeps its own in `_aliased`).
 _VARIANTS: dict[tuple[Any, ...], Any] = {}
 _VARIANTS_KEPT = 256
 
@@ -702,24 +703,29 @@ class GTStencil:
         key = frozenset(aliases.items())
         variant = self._aliased.get(key)
         if variant is None:
-            definition, externals, name, dtypes, layout_map, warnings = self._build_args
+            definition, _, _, _, layout_map, warnings = self._build_args
             shared_key = (definition, self.name, self.ir, layout_map, warnings, key)
             variant = _VARIANTS.get(shared_key)
             if variant is None:
-                try:
-                    variant = GTStencil(definition, externals, name, dtypes, layout_map=layout_map, warnings=warnings, aliases=aliases)
-                except GridbufValueError as exc:
-                    variant = self._readers_of_copies(aliases)
-                    if variant is None:
-                        pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
-                        raise GridbufValueError(
-                            f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
-                        ) from None
-                _VARIANTS[shared_key] = variant
-                if len(_VARIANTS) > _VARIANTS_KEPT:
-                    del _VARIANTS[next(iter(_VARIANTS))]
+                variant = self._new_variant(aliases)
+                _bounded_insert(_VARIANTS, shared_key, variant, _VARIANTS_KEPT)
             self._aliased[key] = variant
         return variant
+
+    def _new_variant(self, aliases: dict[str, str]) -> GTStencil | _snapshot.CopyPlan:
+        """`_variant`'s answer, made: the stencil built with the fields of `aliases` as one,
+        else the copy plan; an error naming the fields where neither is possible."""
+        definition, externals, name, dtypes, layout_map, warnings = self._build_args
+        try:
+            return GTStencil(definition, externals, name, dtypes, layout_map=layout_map, warnings=warnings, aliases=aliases)
+        except GridbufValueError as exc:
+            plan = self._readers_of_copies(aliases)
+            if plan is None:
+                pairs = ", ".join(f"{a!r} and {t!r}" for a, t in aliases.items())
+                raise GridbufValueError(
+                    f"stencil {self.name!r} called with one array as the fields {pairs}: with them as one field it is not a stencil gridbuf runs ({exc}); pass separate arrays, e.g. a copy"
+                ) from None
+            return plan
 
     def _readers_of_copies(self, aliases: dict[str, str]) -> _snapshot.CopyPlan | None:
         """How the fields of `aliases` (groups of fields passed one array) may read a copy of

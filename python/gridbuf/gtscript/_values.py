@@ -267,10 +267,17 @@ def _parsed(code: types.CodeType) -> tuple[ast.stmt, int]:
         _PARSED[key] = hit  # the most recently used again
         return hit[1]
     got = _parse(code)
-    while len(_PARSED) >= _PARSED_MAX:
+    bounded_insert(_PARSED, key, (code, got), _PARSED_MAX)
+    return got
+
+
+def bounded_insert(cache: dict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Puts `value` in `cache` as its newest entry, first dropping the oldest (first inserted)
+    entries so that at most `limit` remain; a cache that moves an entry to the end when it is read
+    drops the least recently used."""
+    while len(cache) >= limit:
         try:
-            _PARSED.pop(next(iter(_PARSED)), None)
+            cache.pop(next(iter(cache)), None)
         except (StopIteration, RuntimeError):  # emptied or changed by another thread meanwhile
             break
-    _PARSED[key] = (code, got)
-    return got
+    cache[key] = value
