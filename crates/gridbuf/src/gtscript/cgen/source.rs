@@ -72,6 +72,10 @@ static inline float gb_self(float c, float a, float b) {
   memcpy(&x, &a, 4); memcpy(&y, &b, 4); x = (x & m) | (y & ~m); memcpy(&r, &x, 4);
   return r;
 }
+static inline double gb_bld(int64_t m, double a, double b) {
+  return gb_d((gb_u(a) & (uint64_t)m) | (gb_u(b) & ~(uint64_t)m));
+}
+static inline int64_t gb_bli(int64_t m, int64_t a, int64_t b) { return (a & m) | (b & ~m); }
 static inline double gb_td(int c) { return gb_d(((uint64_t)0 - (uint64_t)c) & 0x3ff0000000000000ULL); }
 static inline float gb_tf(int c) {
   uint32_t u = ((uint32_t)0 - (uint32_t)c) & 0x3f800000u; float r; memcpy(&r, &u, 4);
@@ -202,7 +206,9 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
             };
             let parts = [(s, range)];
             // Mixed-type runs with guarded arms stay scalar with their branches, as the loops'
-            // above; without, they are written for the vectoriser as float runs are.
+            // above; without, they are written for the vectoriser (masks and blends): PyFV3's
+            // set_interpolation_coefficients took 14 % longer per call with scalar code's
+            // masked-assignment `if`s than with the vectorised loop computing every arm.
             let vector = plan.lanes != Lanes::Wide
                 || plan.sections[s].stmts[t..exit]
                     .iter()

@@ -31,6 +31,7 @@ impl Body {
     pub(super) fn lane(&self) -> String {
         match self.kind {
             Kind::F => format!("gb_u({})", self.result),
+            Kind::M => format!("(uint64_t)({} & 1)", self.result),
             _ => format!("(uint64_t){}", self.result),
         }
     }
@@ -41,9 +42,12 @@ impl Body {
     }
 }
 
-/// `e` (of kind `from`) as kind `to`, the same bits (`jit::wide`'s `as_ty`).
+/// `e` (of kind `from`) as kind `to`, the same bits (`jit::wide`'s `as_ty`); a mask as the
+/// boolean it stands for (1 or 0).
 fn convert(e: &str, from: Kind, to: Kind) -> String {
     match (to, from) {
+        (Kind::M, Kind::M) => e.to_string(),
+        (_, Kind::M) => convert(&format!("({e} & 1)"), Kind::I, to),
         (Kind::F, Kind::Lane) => format!("gb_d({e})"),
         (Kind::I, Kind::Lane) => format!("((int64_t){e})"),
         (Kind::F, Kind::I) => format!("gb_di({e})"),
@@ -62,6 +66,14 @@ pub(super) enum Kind {
     Lane,
     /// The single float type's element (one-float-type code).
     T,
+    /// A boolean as a mask (`int64_t`): -1 for true, 0 for false. In code for the vectoriser
+    /// ([`Point::vector`]), comparisons, `not` and conversions to bool make masks, which
+    /// `and`, `or`, `not` and selects (blends) use as they are and every other use reads as 1
+    /// or 0: gcc 12 vectorises a loop mixing such masks with float blends, where it leaves one
+    /// with 0/1 integers and conditional expressions scalar (pace's remap profile). Scalar
+    /// code keeps 0/1, which its branches test as they are (a walk of `lagrangian_contributions`
+    /// took 8 % longer with masks).
+    M,
 }
 
 /// An operand of a tape as C: an expression and its kind.
@@ -166,11 +178,12 @@ pub(super) struct Point<'a> {
     pub(super) math: &'a MathTable,
     /// What the point's variables are named after (unique per statement of a function).
     pub(super) prefix: &'a str,
-    /// Float code written for the C compiler's vectoriser, as straight-line code: guarded
-    /// runs computed at every point (their values are only selected where the guard holds;
-    /// float operations do not trap), selects as blends of bits, truths and logic without
-    /// branches. Mixed-type code ignores it. gcc 12 left a loop over 48 masked statements scalar for each of the
-    /// branchy forms (`fix_neg_water`).
+    /// Code written for the C compiler's vectoriser. Float code as straight-line code:
+    /// guarded runs computed at every point (their values are only selected where the guard
+    /// holds; float operations do not trap), selects as blends of bits, truths and logic
+    /// without branches; gcc 12 left a loop over 48 masked statements scalar for each of the
+    /// branchy forms (`fix_neg_water`). Mixed-type code keeps its guarded runs and writes its
+    /// selects as blends under masks.
     pub(super) vector: bool,
 }
 
@@ -381,9 +394,9 @@ impl Point<'_> {
         // The kind of each instruction's variable.
         let mut kinds: Vec<Kind> = vec![Kind::I; self.tape.len()];
         for (at, ins) in self.tape.iter().enumerate() {
-            // Operand `n` as the kind of `want`, the same bits (`jit::wide`'s `as_ty`).
-            let arg = |n: usize, want: Ty| -> Result<String, Refusal> {
-                let (e, k) = match ins.args[n] {
+            // Operand `n` and its kind.
+            let raw = |n: usize| -> Result<(String, Kind), Refusal> {
+                Ok(match ins.args[n] {
                     Src::Reg(r) => {
                         let v = out.regs[r as usize];
                         (format!("{}{v}", self.prefix), kinds[v])
@@ -395,8 +408,20 @@ impl Point<'_> {
                     Src::Scalar(s) => (format!("sc[{s}]"), Kind::Lane),
                     Src::Const(Value::F(x)) => (f64_lit(x), Kind::F),
                     Src::Const(Value::I(x)) => (i64_lit(x), Kind::I),
-                };
+                })
+            };
+            // Operand `n` as the kind of `want`, the same bits (`jit::wide`'s `as_ty`).
+            let arg = |n: usize, want: Ty| -> Result<String, Refusal> {
+                let (e, k) = raw(n)?;
                 Ok(convert(&e, k, kind_of(want)))
+            };
+            // Operands `n` (one or more) as masks, where each is one.
+            let masks = |n: &[usize]| -> Result<Option<Vec<String>>, Refusal> {
+                let ops = n.iter().map(|&n| raw(n)).collect::<Result<Vec<_>, _>>()?;
+                Ok(ops
+                    .iter()
+                    .all(|o| o.1 == Kind::M)
+                    .then(|| ops.into_iter().map(|o| o.0).collect()))
             };
             let ty = ins.ty;
             let a0 = |n: usize| {
@@ -420,7 +445,15 @@ impl Point<'_> {
                     e
                 }
             };
-            let boolean = |c: String| format!("((int64_t)({c}))");
+            // A condition as a boolean: a mask in code for the vectoriser, else 1 or 0 (which
+            // branches test as they are).
+            let boolean = |c: String| -> (String, Kind) {
+                if self.vector {
+                    (format!("(-(int64_t)({c}))"), Kind::M)
+                } else {
+                    (format!("((int64_t)({c}))"), Kind::I)
+                }
+            };
             let (v, kind) = match ins.op {
                 Op::Guard(then) => {
                     let a = a0(0)?;
@@ -489,26 +522,47 @@ impl Point<'_> {
                     (load, kind_of(mem))
                 }
                 Op::StoreK(..) => return Err("a run-time K write".into()),
-                Op::Mov => (a0(0)?, kind_of(ty)),
+                Op::Mov => match masks(&[0])? {
+                    Some(m) => (m[0].clone(), Kind::M),
+                    None => (a0(0)?, kind_of(ty)),
+                },
+                Op::Cast(Ty::Bool) => match masks(&[0])? {
+                    Some(m) => (m[0].clone(), Kind::M),
+                    None if ty.is_float() => boolean(format!("{} != 0.0", a0(0)?)),
+                    None => boolean(format!("{} != 0", a0(0)?)),
+                },
                 Op::Cast(to) => (cast(&a0(0)?, ty, to), kind_of(to)),
-                Op::Sel => (
-                    format!("(({} != 0) ? {} : {})", a0(0)?, a0(1)?, a0(2)?),
-                    kind_of(ty),
-                ),
+                Op::Sel => {
+                    let c = match masks(&[0])? {
+                        Some(m) => m[0].clone(),
+                        None if self.vector => boolean(format!("{} != 0", a0(0)?)).0,
+                        None => a0(0)?,
+                    };
+                    let (x, y, kind) = match masks(&[1, 2])? {
+                        Some(m) => (m[0].clone(), m[1].clone(), Kind::M),
+                        None => (a0(1)?, a0(2)?, kind_of(ty)),
+                    };
+                    // For the vectoriser, a blend of bits under the mask: a conditional
+                    // expression stays a branch (control flow in the loop) where gcc cannot
+                    // prove the arms free of traps.
+                    let v = match (self.vector, kind) {
+                        (true, Kind::F) => format!("gb_bld({c}, {x}, {y})"),
+                        (true, _) => format!("gb_bli({c}, {x}, {y})"),
+                        (false, _) => format!("(({c} != 0) ? {x} : {y})"),
+                    };
+                    (v, kind)
+                }
                 Op::Un(u) if ty.is_float() => {
                     let a = a0(0)?;
                     let f32 = ty == Ty::F32;
                     match ops::un(u).code {
                         UnCode::Test(t) if t.abs => {
                             let inf = f64_lit(f64::INFINITY);
-                            (
-                                boolean(float_cc(t.cc, &format!("__builtin_fabs({a})"), &inf)?),
-                                Kind::I,
-                            )
+                            boolean(float_cc(t.cc, &format!("__builtin_fabs({a})"), &inf)?)
                         }
                         UnCode::Test(t) => {
                             let v = narrow(a);
-                            (boolean(float_cc(t.cc, &v, &v)?), Kind::I)
+                            boolean(float_cc(t.cc, &v, &v)?)
                         }
                         UnCode::Inst(_) => (widen(float_inst(u, &narrow(a), f32)?), Kind::F),
                         UnCode::RoundAway => {
@@ -525,12 +579,15 @@ impl Point<'_> {
                         UnCode::Call(_) => (widen(self.call(ins.op, ty, &[&narrow(a)])?), Kind::F),
                     }
                 }
+                Op::Un(UnOp::Not) => match masks(&[0])? {
+                    Some(m) => (format!("(~{})", m[0]), Kind::M),
+                    None => boolean(format!("{} == 0", a0(0)?)),
+                },
                 Op::Un(u) => {
                     let a = a0(0)?;
                     let v = match u {
                         UnOp::Neg => wrap(&format!("gb_neg({a})"), ty),
                         UnOp::Abs => wrap(&format!("gb_abs({a})"), ty),
-                        UnOp::Not => boolean(format!("{a} == 0")),
                         UnOp::IsNan | UnOp::IsInf => "((int64_t)0)".into(),
                         UnOp::IsFinite => "((int64_t)1)".into(),
                         _ => a,
@@ -542,7 +599,7 @@ impl Point<'_> {
                     let f32 = ty == Ty::F32;
                     let code = ops::bin(o).code;
                     if let BinCode::Cmp(cc, _) = code {
-                        (boolean(float_cc(cc, &a, &x)?), Kind::I)
+                        boolean(float_cc(cc, &a, &x)?)
                     } else {
                         let r = match code {
                             BinCode::MinMax => min_max(o, &a, &x, f32),
@@ -559,24 +616,34 @@ impl Point<'_> {
                         (widen(r), Kind::F)
                     }
                 }
+                Op::Bin(o @ (BinOp::And | BinOp::Or))
+                    if ty == Ty::Bool && masks(&[0, 1])?.is_some() =>
+                {
+                    let m = masks(&[0, 1])?.ok_or("masks")?;
+                    let c = if o == BinOp::And { "&" } else { "|" };
+                    (format!("({} {c} {})", m[0], m[1]), Kind::M)
+                }
                 Op::Bin(o) => {
                     let (a, x) = (a0(0)?, a0(1)?);
+                    let cmp = |c: &str| boolean(format!("{a} {c} {x}"));
                     let v = match o {
-                        BinOp::Lt => boolean(format!("{a} < {x}")),
-                        BinOp::Le => boolean(format!("{a} <= {x}")),
-                        BinOp::Gt => boolean(format!("{a} > {x}")),
-                        BinOp::Ge => boolean(format!("{a} >= {x}")),
-                        BinOp::Eq => boolean(format!("{a} == {x}")),
-                        BinOp::Ne => boolean(format!("{a} != {x}")),
-                        BinOp::Add => wrap(&format!("gb_add({a}, {x})"), ty),
-                        BinOp::Sub => wrap(&format!("gb_sub({a}, {x})"), ty),
-                        BinOp::Mul => wrap(&format!("gb_mul({a}, {x})"), ty),
-                        BinOp::Min => wrap(&format!("gb_min({a}, {x})"), ty),
-                        BinOp::Max => wrap(&format!("gb_max({a}, {x})"), ty),
-                        BinOp::And => wrap(&format!("({a} & {x})"), ty),
-                        BinOp::Or => wrap(&format!("({a} | {x})"), ty),
-                        BinOp::FloorDiv | BinOp::Div => wrap(&format!("gb_floordiv({a}, {x})"), ty),
-                        BinOp::Mod => wrap(&format!("gb_mod({a}, {x})"), ty),
+                        BinOp::Lt => cmp("<"),
+                        BinOp::Le => cmp("<="),
+                        BinOp::Gt => cmp(">"),
+                        BinOp::Ge => cmp(">="),
+                        BinOp::Eq => cmp("=="),
+                        BinOp::Ne => cmp("!="),
+                        BinOp::Add => (wrap(&format!("gb_add({a}, {x})"), ty), Kind::I),
+                        BinOp::Sub => (wrap(&format!("gb_sub({a}, {x})"), ty), Kind::I),
+                        BinOp::Mul => (wrap(&format!("gb_mul({a}, {x})"), ty), Kind::I),
+                        BinOp::Min => (wrap(&format!("gb_min({a}, {x})"), ty), Kind::I),
+                        BinOp::Max => (wrap(&format!("gb_max({a}, {x})"), ty), Kind::I),
+                        BinOp::And => (wrap(&format!("({a} & {x})"), ty), Kind::I),
+                        BinOp::Or => (wrap(&format!("({a} | {x})"), ty), Kind::I),
+                        BinOp::FloorDiv | BinOp::Div => {
+                            (wrap(&format!("gb_floordiv({a}, {x})"), ty), Kind::I)
+                        }
+                        BinOp::Mod => (wrap(&format!("gb_mod({a}, {x})"), ty), Kind::I),
                         BinOp::Pow => {
                             let Src::Const(Value::I(e)) = ins.args[1] else {
                                 return Err("an integer power by a run-time exponent".into());
@@ -603,10 +670,10 @@ impl Point<'_> {
                                     n += 1;
                                 }
                             }
-                            wrap(&r, ty)
+                            (wrap(&r, ty), Kind::I)
                         }
                     };
-                    (v, Kind::I)
+                    v
                 }
                 Op::Bin2(..) => return Err("a fused integer operation".into()),
             };

@@ -24,8 +24,11 @@ enum Raw {
 const UN: [&str; 10] = [
     "neg", "abs", "sqrt", "floor", "ceil", "trunc", "isnan", "isinf", "exp", "log",
 ];
-const BIN: [&str; 14] = [
-    "add", "sub", "mul", "div", "mod", "floordiv", "min", "max", "lt", "le", "gt", "ge", "eq", "ne",
+// `and`, `or`, `not` and comparisons make tier two's boolean masks (`cgen::tape::Kind::M`),
+// which every other use reads as 1 or 0.
+const BIN: [&str; 16] = [
+    "add", "sub", "mul", "div", "mod", "floordiv", "min", "max", "lt", "le", "gt", "ge", "eq",
+    "ne", "and", "or",
 ];
 const LITS: [&str; 10] = [
     "int64 0",
@@ -89,6 +92,16 @@ fn render(e: &Raw, tys: &[Ty], out: &mut String) -> bool {
             let (mut x, mut y) = (String::new(), String::new());
             let (bx, by) = (render(a, tys, &mut x), render(b, tys, &mut y));
             let cmp = matches!(op, "lt" | "le" | "gt" | "ge" | "eq" | "ne");
+            if matches!(op, "and" | "or") {
+                // Logic on booleans only: others compared with zero first.
+                for (v, b) in [(&mut x, bx), (&mut y, by)] {
+                    if !b {
+                        *v = format!("ne {v} lit int64 0");
+                    }
+                }
+                out.push_str(&format!("{op} {x} {y}"));
+                return true;
+            }
             if bx && by && !cmp {
                 // Arithmetic on two booleans is refused: make one an int8.
                 x = format!("cast int8 {x}");
@@ -274,7 +287,11 @@ fn check_text(text: &str, tys: &[Ty], n_in: usize, seed: u64) -> Result<(), Test
         results.push(bufs);
     }
     let want = &results[0];
-    for got in &results[1..] {
+    // Runners after the interpreter: tier one on 1 and 2 threads, tier two.
+    for (runner, got) in ["tier one", "tier one, 2 threads", "tier two"]
+        .iter()
+        .zip(&results[1..])
+    {
         for f in n_in..want.len() {
             for i in 0..n {
                 let same = match (float_at(&want[f], i), float_at(&got[f], i)) {
@@ -287,7 +304,7 @@ fn check_text(text: &str, tys: &[Ty], n_in: usize, seed: u64) -> Result<(), Test
                         ab[i * sz..(i + 1) * sz] == bb[i * sz..(i + 1) * sz]
                     }
                 };
-                prop_assert!(same, "field {f} element {i} differs\n{text}");
+                prop_assert!(same, "field {f} element {i} differs on {runner}\n{text}");
             }
         }
     }
