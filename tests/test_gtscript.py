@@ -525,10 +525,19 @@ def test_bad_calls_write_nothing(tmp_path):
         st_(inp, 3.0, origin=(1, 0, 0), domain=(6, 6, 3))
     with pytest.raises(GridbufTypeError):
         st_(inp, "out", origin=(1, 0, 0), domain=(6, 6, 3))
-    with pytest.raises(GridbufTypeError):
+    with pytest.raises(GridbufTypeError, match="misses the arguments 'out'"):
         st_(inp)
-    with pytest.raises(GridbufTypeError):
+    with pytest.raises(GridbufTypeError, match="has no parameter 'nonsense'"):
         st_(inp, out, nonsense=1)
+    with pytest.raises(GridbufTypeError, match="has no parameter 'nonsense'"):
+        st_(inp=inp, nonsense=1, out=out)
+    with pytest.raises(GridbufTypeError, match="got parameter 'inp' twice"):
+        st_(inp, out, inp=inp)
+    # The first bad keyword in the call's order is the one named.
+    with pytest.raises(GridbufTypeError, match="got parameter 'out' twice"):
+        st_(inp, out, out=out, nonsense=1)
+    with pytest.raises(GridbufTypeError, match="takes 2 arguments"):
+        st_(inp, out, out)
     with pytest.raises(GridbufError):
         st_(inp.astype(np.float32), out, origin=(1, 0, 0), domain=(6, 6, 3))
     ro = np.zeros((8, 8, 4))
@@ -538,6 +547,11 @@ def test_bad_calls_write_nothing(tmp_path):
     assert (out == 0).all()
     st_(inp, out, origin=(1, 0, 0), domain=(6, 6, 3))
     assert (out[1:7, :6, :3] == 3).all() and out.sum() == 3 * 6 * 6 * 3
+    # Keywords alone, in any order, and positions with keywords bind alike.
+    for call in (lambda o: st_(out=o, inp=inp, origin=(1, 0, 0), domain=(6, 6, 3)), lambda o: st_(inp, out=o, origin=(1, 0, 0), domain=(6, 6, 3))):
+        o = np.zeros((8, 8, 4))
+        call(o)
+        np.testing.assert_array_equal(o, out)
 
 
 def test_scalar_type_and_missing(tmp_path):

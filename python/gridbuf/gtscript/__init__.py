@@ -491,6 +491,7 @@ class GTStencil:
         self.__name__ = self.name = lowering.name
         self.__doc__ = definition.__doc__
         self._params = lowering.params
+        self._param_set = frozenset(self._params)
         self._defaults: dict[str, Any] = {
             n: p.default for n, p in inspect.signature(definition).parameters.items() if p.default is not inspect.Parameter.empty
         }
@@ -612,21 +613,21 @@ class GTStencil:
         if len(args) > len(self._params):
             raise GridbufTypeError(f"stencil {self.name!r} takes {len(self._params)} arguments ({', '.join(self._params)}), got {len(args)}")
         values = dict(zip(self._params, args))
-        for k, v in kwargs.items():
-            if k not in self._params:
-                raise GridbufTypeError(f"stencil {self.name!r} has no parameter {k!r} (parameters: {', '.join(self._params)})")
-            if k in values:
-                raise GridbufTypeError(f"stencil {self.name!r} got parameter {k!r} twice")
-            values[k] = v
-        missing = [p for p in self._params if p not in values]
-        for p in list(missing):
-            # A parameter left out takes the definition's default (`par2=7.0`), as in GT4Py's
-            # call signature (which also requires every parameter without one, used or not).
-            if p in self._defaults:
-                values[p] = self._defaults[p]
-                missing.remove(p)
-        if missing:
-            raise GridbufTypeError(f"stencil {self.name!r} misses the arguments {', '.join(map(repr, missing))}")
+        # Set operations first (every call pays them), the loop naming the bad keyword only
+        # where they fail.
+        if kwargs and not (kwargs.keys() <= self._param_set and kwargs.keys().isdisjoint(values)):
+            self._refuse_keywords(values, kwargs)
+        values.update(kwargs)
+        if len(values) < len(self._params):
+            missing = [p for p in self._params if p not in values]
+            for p in list(missing):
+                # A parameter left out takes the definition's default (`par2=7.0`), as in GT4Py's
+                # call signature (which also requires every parameter without one, used or not).
+                if p in self._defaults:
+                    values[p] = self._defaults[p]
+                    missing.remove(p)
+            if missing:
+                raise GridbufTypeError(f"stencil {self.name!r} misses the arguments {', '.join(map(repr, missing))}")
         for t, tt in self._tables.items():
             table = values[t]
             if not isinstance(table, np.ndarray) or table.shape != tt.shape or table.dtype != tt.dtype:
@@ -644,15 +645,15 @@ class GTStencil:
             v = scalars[s]
             if not 0 <= v < n:
                 raise GridbufValueError(f"invalid value for scalar parameter {s!r} of stencil {self.name!r} ({v!r}): it indexes data dims of {n} components, so it must be from 0 to {n - 1}")
-        if len(self.field_names) > 1 and len({id(values.get(f)) for f in self.field_names}) < len(self.field_names):
+        # The hidden field of K levels (last, when `K` is a value) is added below.
+        fields = [values[f] for f in self.field_names[: len(self.field_names) - self._k_levels]]
+        if len(set(map(id, fields))) < len(fields):
             aliases = self._aliases(values, origin)
             if aliases is not None:
                 variant = self._variant(aliases)
                 if isinstance(variant, GTStencil):
                     return variant._arguments(args, kwargs, origin, domain)
                 copy_plan = variant
-        # The hidden field of K levels (last, when `K` is a value) is added below.
-        fields = [values[f] for f in self.field_names[: len(self.field_names) - self._k_levels]]
         for f, v in zip(self.field_names, fields):
             if v is None:
                 # A ValueError, as GT4Py's argument check raises for it.
@@ -668,6 +669,15 @@ class GTStencil:
         if copy_plan is not None:
             fields = self._with_copies(copy_plan, fields, origin, domain)
         return self, fields, scalars, origin
+
+    def _refuse_keywords(self, values: dict[str, Any], kwargs: dict[str, Any]) -> None:
+        """Raises for the first keyword of `kwargs` that names no parameter, or one `values`
+        (the positional arguments) already has."""
+        for k in kwargs:
+            if k not in self._param_set:
+                raise GridbufTypeError(f"stencil {self.name!r} has no parameter {k!r} (parameters: {', '.join(self._params)})")
+            if k in values:
+                raise GridbufTypeError(f"stencil {self.name!r} got parameter {k!r} twice")
 
     def _with_copies(self, plan: _snapshot.CopyPlan, fields: list[Any], origin: Any, domain: Any) -> list[Any]:
         """`fields` with those of `plan` bound to a copy of their array (one per array), taken
