@@ -119,11 +119,11 @@ class GridbufStencilObject(StencilObject):
     def __call__(self, *args: Any, domain: Any = None, origin: Any = None, validate_args: bool = True, exec_info: dict[str, Any] | None = None, **kwargs: Any) -> None:
         exec_info = _checked_exec_info(type(self).__name__, exec_info)
         if exec_info is None:
-            type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, **kwargs)
+            type(self)._gt_impl_._call(args, kwargs, origin, domain, validate_args, None)
             return
         exec_info["call_start_time"] = exec_info["call_run_start_time"] = exec_info["run_start_time"] = time.perf_counter()
         # (The call sets exec_info's "domain" and "origin" from its own binding.)
-        type(self)._gt_impl_(*args, origin=origin, domain=domain, validate_args=validate_args, exec_info=exec_info, **kwargs)
+        type(self)._gt_impl_._call(args, kwargs, origin, domain, validate_args, exec_info)
         exec_info["run_end_time"] = exec_info["call_run_end_time"] = time.perf_counter()
         exec_info["call_end_time"] = time.perf_counter()
         if exec_info.setdefault("__aggregate_data", False):
@@ -136,7 +136,7 @@ class GridbufStencilObject(StencilObject):
         if exec_info is not None:
             exec_info["domain"], exec_info["origin"] = _domain_, _origin_
             exec_info["run_start_time"] = time.perf_counter()
-        type(self)._gt_impl_(origin=_origin_, domain=_domain_, validate_args=False, **kwargs)
+        type(self)._gt_impl_._call((), kwargs, _origin_, _domain_, False, None)
         if exec_info is not None:
             exec_info["run_end_time"] = time.perf_counter()
 

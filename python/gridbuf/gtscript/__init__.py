@@ -480,6 +480,7 @@ class GTStencil:
         # Fields the body never reads or writes (e.g. uses pruned by externals): left out of the
         # program, so that they may be passed as None, as GT4Py allows.
         self.unused_fields: tuple[str, ...] = tuple(lowering.unused_fields)
+        self._unused_set = frozenset(self.unused_fields)
         self.unused_scalars: tuple[str, ...] = tuple(lowering.unused_scalars)
         self._tables = dict(lowering.tables)
         # Integer scalar parameters that index data dims at run time, and how many components
@@ -522,7 +523,11 @@ class GTStencil:
         self.min_k: int = self._program.min_k
 
     def __call__(self, *args: Any, origin: Any = None, domain: Any = None, validate_args: bool = True, exec_info: Any = None, **kwargs: Any) -> None:
-        exec_info = _checked_exec_info(self.name, exec_info)
+        self._call(args, kwargs, origin, domain, validate_args, _checked_exec_info(self.name, exec_info))
+
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any], origin: Any, domain: Any, validate_args: bool, exec_info: dict[str, Any] | None) -> None:
+        """A call with its arguments as the caller passed them (``exec_info`` checked): the
+        GT4Py backend's stencil objects call it with theirs, not packed again."""
         impl, fields, scalars, checked = self._arguments(args, kwargs, origin, domain)
         if exec_info is None:
             impl._stencil(*fields, origin=checked, domain=domain, validate_args=validate_args, **scalars)
@@ -655,14 +660,16 @@ class GTStencil:
                     return variant._arguments(args, kwargs, origin, domain)
                 copy_plan = variant
         for f, v in zip(self.field_names, fields):
+            if type(v) is np.ndarray:
+                continue
             if v is None:
                 # A ValueError, as GT4Py's argument check raises for it.
                 raise GridbufValueError(f"field {f!r} of stencil {self.name!r} is None, but the stencil uses it: only a field whose every use the externals prune may be None")
             if isinstance(v, (int, float, np.number)):
                 raise GridbufTypeError(f"invalid type for field {f!r} of stencil {self.name!r} ({type(v).__name__}): expected an array")
-        if isinstance(origin, dict) and self.unused_fields:
+        if isinstance(origin, dict) and not self._unused_set.isdisjoint(origin):
             # A field the program left out takes no origin (the binder refuses other unknown names).
-            origin = {k: v for k, v in origin.items() if k not in self.unused_fields}
+            origin = {k: v for k, v in origin.items() if k not in self._unused_set}
         if self._k_levels:
             levels, origin = self._k_level_field(fields, origin)
             fields.append(levels)
