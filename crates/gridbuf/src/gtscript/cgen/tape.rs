@@ -522,7 +522,7 @@ impl Point<'_> {
                     (load, kind_of(mem))
                 }
                 Op::StoreK(..) => return Err("a run-time K write".into()),
-                Op::Mov => match masks(&[0])? {
+                Op::Mov => match masks(&[0])?.filter(|_| ty == Ty::Bool) {
                     Some(m) => (m[0].clone(), Kind::M),
                     None => (a0(0)?, kind_of(ty)),
                 },
