@@ -616,12 +616,13 @@ impl Point<'_> {
                         (widen(r), Kind::F)
                     }
                 }
-                Op::Bin(o @ (BinOp::And | BinOp::Or))
-                    if ty == Ty::Bool && masks(&[0, 1])?.is_some() =>
-                {
-                    let m = masks(&[0, 1])?.ok_or("masks")?;
+                Op::Bin(o @ (BinOp::And | BinOp::Or)) if ty == Ty::Bool => {
+                    // Of two masks a mask; else of the booleans as 1 or 0.
                     let c = if o == BinOp::And { "&" } else { "|" };
-                    (format!("({} {c} {})", m[0], m[1]), Kind::M)
+                    match masks(&[0, 1])? {
+                        Some(m) => (format!("({} {c} {})", m[0], m[1]), Kind::M),
+                        None => (format!("({} {c} {})", a0(0)?, a0(1)?), Kind::I),
+                    }
                 }
                 Op::Bin(o) => {
                     let (a, x) = (a0(0)?, a0(1)?);
