@@ -36,21 +36,31 @@ def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[
     return out
 
 
-def _reads_temp(e: Any, index: int, seen: set[int] | None = None) -> bool:
-    """Whether an expression reads the temporary `index`; each shared part looked at once
-    (`seen`, by identity)."""
+_NO_TEMPS: frozenset[int] = frozenset()
+
+
+def _temps_read(e: Any, memo: dict[int, tuple[Any, frozenset[int]]]) -> frozenset[int]:
+    """The temporaries an expression reads; `memo` by identity, holding each tuple with its
+    answer (so no identity in it is reused while it lives: one memo may serve a whole lowering,
+    where a function's locals are asked about at every reassignment of another)."""
     if not (isinstance(e, tuple) and e):
-        return False
-    if e[0] == "t":
-        return e[1] == index
-    if e[0] in ("f", "s", "c"):
-        return False
-    if seen is None:
-        seen = set()
-    elif id(e) in seen:
-        return False
-    seen.add(id(e))
-    return any(_reads_temp(x, index, seen) for x in e[1:])
+        return _NO_TEMPS
+    tag = e[0]
+    if tag == "t":
+        return frozenset((e[1],))
+    if tag in ("f", "s", "c"):
+        return _NO_TEMPS
+    key = id(e)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out = _NO_TEMPS
+    for x in e[1:]:
+        got = _temps_read(x, memo)
+        if got and not got <= out:
+            out = out | got
+    memo[key] = (e, out)
+    return out
 
 
 def _uses_once(e: Any, tag: str, seen: set[int]) -> Any:
@@ -200,6 +210,7 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
     costly: dict[int, bool] = {}
     kreads: dict[int, bool] = {}
     reads: dict[int, frozenset] = {}
+    quantities: dict[int, Any] = {}
     avail: dict[int, tuple] = {}  # id of a shared value -> (the value, its temporary's read)
     out: list[tuple] = []
     # Each statement's select arms, found where a hoisted value's readers need them only.
@@ -240,8 +251,8 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
                 index = len(temps)
                 temps.append(f"__shared{index}")
                 ref = ("t", index, (0, 0, 0))
-                when = _needed_where(key, [p for p in readers if p >= pos], pos, guards, writes, single)
-                if when is not None and _quantities(when) & set(writes[pos:]):
+                when = _needed_where(key, [p for p in readers if p >= pos], pos, guards, writes, single, quantities)
+                if when is not None and _quantities(when, quantities) & set(writes[pos:]):
                     # A condition carried back from masks computed later: computed once, into a
                     # temporary of its own, for every value shared before this statement.
                     text = repr(when)
@@ -264,7 +275,7 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
                     other = ("cast", dt.name, ("c", 0)) if dt is not None else ref
                     out.append((line, ("t", index), ("sel", when, inner, other)))
                 avail[key] = (e, ref)
-                reads[key] = _quantities(e)
+                reads[key] = _quantities(e, quantities)
                 memo[key] = ref
                 return ref
             new = _rebuild(e, lambda x: rewrite(x, cover))
@@ -339,7 +350,7 @@ def _written(target: tuple) -> tuple[str, int]:
     return (target[0], target[1])
 
 
-def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int], dict[int, _Arm | None]], writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]]) -> Any:
+def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int], dict[int, _Arm | None]], writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], quantities: dict[int, Any]) -> Any:
     """Where the shared value `key`, computed before statement `pos` of a run, is needed: the
     condition of the innermost select arm holding it in each reader, as an expression that
     has that value before statement `pos` (see `_carried_back`), or-ed; None where some reader
@@ -354,7 +365,7 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int]
         # more points: still every point that needs the value).
         c = None
         while a is not None:
-            c = _carried_back(a.cond, pos, p, writes, single, 4)
+            c = _carried_back(a.cond, pos, p, writes, single, 4, quantities)
             if c is not None:
                 break
             a = a.outer
@@ -369,7 +380,7 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int]
     return when
 
 
-def _carried_back(e: Any, pos: int, at: int, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], depth: int) -> Any:
+def _carried_back(e: Any, pos: int, at: int, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], depth: int, quantities: dict[int, Any]) -> Any:
     """The expression `e` as read before statement `at` of a run, as an expression with the
     same value before statement `pos` (`pos <= at`): `e` itself where no statement between
     writes what it reads; else each temporary written there by its one statement of the run
@@ -378,7 +389,7 @@ def _carried_back(e: Any, pos: int, at: int, writes: list[tuple], single: dict[t
     None where that fails, or where it would read at run-time K levels (computed at every
     point, such a read could leave the column where the reader's was guarded)."""
     between = set(writes[pos:at])
-    if between.isdisjoint(_quantities(e)):
+    if between.isdisjoint(_quantities(e, quantities)):
         return e
     if not (isinstance(e, tuple) and e):
         return e
@@ -386,10 +397,10 @@ def _carried_back(e: Any, pos: int, at: int, writes: list[tuple], single: dict[t
         got = single.get(("t", e[1]))
         if depth == 0 or got is None or e[2] != (0, 0, 0) or not pos <= got[0] < at or _kreads_any(got[1], {}):
             return None
-        return _carried_back(got[1], pos, got[0], writes, single, depth - 1)
+        return _carried_back(got[1], pos, got[0], writes, single, depth - 1, quantities)
     if e[0] in ("f", "s", "c") or e[0] in ("kvar", "kabs"):
         return None
-    parts = [_carried_back(x, pos, at, writes, single, depth) for x in _operands(e)]
+    parts = [_carried_back(x, pos, at, writes, single, depth, quantities) for x in _operands(e)]
     if any(x is None for x in parts):
         return None
     return (e[0], e[1], parts[0]) if e[0] == "cast" else (e[0], *parts)
@@ -454,20 +465,57 @@ def _reads(e: Any) -> Iterator[tuple]:
             stack.extend(_operands(x))
 
 
-def _neighbourhood(e: Any) -> bool:
+def _neighbourhood(e: Any, memo: dict[int, tuple[Any, frozenset[tuple[int, int]]]]) -> bool:
     """Whether an expression reads fields or temporaries at two or more horizontal offsets (a
-    stencil's neighbourhood, not a point's value)."""
-    offsets: set[tuple[int, int]] = set()
-    for x in _reads(e):
-        offsets.add((x[-1][0], x[-1][1]))
-        if len(offsets) > 1:
-            return True
-    return False
+    stencil's neighbourhood, not a point's value); `memo` as `_offsets` takes it."""
+    return len(_offsets(e, memo)) > 1
 
 
-def _quantities(e: Any) -> frozenset:
-    """The fields and temporaries (kind, index) an expression reads."""
-    return frozenset((x[0], x[1]) for x in _reads(e))
+def _offsets(e: Any, memo: dict[int, tuple[Any, frozenset[tuple[int, int]]]]) -> frozenset[tuple[int, int]]:
+    """The horizontal offsets at which an expression reads fields and temporaries (the reads
+    `_reads` finds); `memo` by identity, holding each tuple with its answer (one memo may serve
+    a whole lowering)."""
+    if not (isinstance(e, tuple) and e):
+        return frozenset()
+    tag = e[0]
+    if tag in ("f", "t"):
+        return frozenset(((e[-1][0], e[-1][1]),))
+    if tag in ("s", "c"):
+        return frozenset()
+    key = id(e)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out: frozenset[tuple[int, int]] = frozenset()
+    for x in _operands(e):
+        got = _offsets(x, memo)
+        if got and not got <= out:
+            out = out | got
+    memo[key] = (e, out)
+    return out
+
+
+def _quantities(e: Any, memo: dict[int, tuple[Any, frozenset[tuple[str, int]]]]) -> frozenset[tuple[str, int]]:
+    """The fields and temporaries (kind, index) an expression reads (the reads `_reads` finds);
+    `memo` by identity, holding each tuple with its answer."""
+    if not (isinstance(e, tuple) and e):
+        return frozenset()
+    tag = e[0]
+    if tag in ("f", "t"):
+        return frozenset(((tag, e[1]),))
+    if tag in ("s", "c"):
+        return frozenset()
+    key = id(e)
+    hit = memo.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    out: frozenset[tuple[str, int]] = frozenset()
+    for x in _operands(e):
+        got = _quantities(x, memo)
+        if got and not got <= out:
+            out = out | got
+    memo[key] = (e, out)
+    return out
 
 
 def _intern(e: Any, table: dict[tuple, tuple], memo: dict[int, tuple]) -> Any:

@@ -90,6 +90,12 @@ class _LoweringBase:
         # `_irtext._shape` of every expression part measured so far: each function's value is
         # measured again inside the values of the functions that call it.
         self.shapes: dict[int, tuple[Any, tuple[int, int, bool]]] = {}
+        # `_irtext._temps_read` of every expression part asked about so far.
+        self.temps_read: dict[int, tuple[Any, frozenset[int]]] = {}
+        # `_irtext._offsets` of every expression part asked about so far.
+        self.read_offsets: dict[int, tuple[Any, frozenset[tuple[int, int]]]] = {}
+        # `_typed`'s final answers: by identity, the expression and its plain dtype (or None).
+        self.typed: dict[int, tuple[Any, np.dtype[Any] | None]] = {}
         # A function's local held in a temporary where it is read at a horizontal offset (see
         # `ExpressionsMixin.shifted_local`): by identity, the expression, its temporary and how
         # many IR lines there were after it.
@@ -386,51 +392,68 @@ _FLOAT_SAME = {
 _BOOL_OPS = {"lt", "le", "gt", "ge", "eq", "ne", "and", "or", "not", "isfinite", "isnan", "isinf"}
 
 
-def _dtype(low: _LoweringBase, e: Expr, memo: dict[int, Any] | None = None) -> np.dtype[Any] | None:
+def _dtype(low: _LoweringBase, e: Expr) -> np.dtype[Any] | None:
     """The dtype of `e` where it is plain (one float type throughout, or a boolean), else None:
     a conservative subset of the core's typing, enough to tell that a reassignment needs no
     cast. The typing itself is the core's (``crates/gridbuf/src/gtscript/types.rs``:
     ``bin_types``, ``un_types``, ``type_of``), which the binding does not expose; where this
-    returns a dtype, the core gives the same one. Shared subexpressions are typed once (`memo`,
-    by identity: the lowering's expressions share their parts)."""
-    if memo is None:
-        memo = {}
+    returns a dtype, the core gives the same one."""
+    return _typed(low, e, {})[0]
+
+
+def _typed(low: _LoweringBase, e: Expr, memo: dict[int, tuple[Any, bool]]) -> tuple[Any, bool]:
+    """`_dtype` of `e`, and whether that answer is final: it is unless it read the type of a
+    temporary not yet typed (its first value, still to come, types it). Final answers are kept
+    for the whole lowering (`low.typed`, by identity, each with its expression so that no
+    identity is reused while it lives): a function's locals are typed again inside every value
+    that reads them (pace's saturation adjustment typed 92,000 parts for 2,000 questions). The
+    others are kept for this question only (`memo`)."""
     key = id(e)
-    if key in memo:
-        return memo[key]
+    hit = low.typed.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1], True
+    got = memo.get(key)
+    if got is not None:
+        return got
     out = _dtype_of(low, e, memo)
-    memo[key] = out
+    if out[1]:
+        low.typed[key] = (e, out[0])
+    else:
+        memo[key] = out
     return out
 
 
-def _dtype_of(low: _LoweringBase, e: Expr, memo: dict[int, Any]) -> np.dtype[Any] | None:
+def _dtype_of(low: _LoweringBase, e: Expr, memo: dict[int, tuple[Any, bool]]) -> tuple[Any, bool]:
     tag = e[0]
     if tag == "f":
-        return low.fields[e[1]][1].dtype
+        return low.fields[e[1]][1].dtype, True
     if tag == "s":
-        return low.scalar_types[e[1]]
+        return low.scalar_types[e[1]], True
     if tag == "c":
         v = e[1]
         if isinstance(v, np.generic):  # a literal typed by `dtypes=` or a NumPy scalar
-            return v.dtype
-        return np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)
+            return v.dtype, True
+        return (np.dtype(np.bool_) if isinstance(v, bool) else np.dtype(np.int64) if isinstance(v, int) else np.dtype(np.float64)), True
     if tag == "t":
-        return low.temp_types.get(e[1], (None, ""))[0] or low.known_types.get(e[1])
+        dt = low.temp_types.get(e[1], (None, ""))[0] or low.known_types.get(e[1])
+        return dt, dt is not None
     if tag == "cast":
-        return np.dtype(e[1])
+        return np.dtype(e[1]), True
     if tag in ("kvar", "kabs"):
-        return _dtype(low, e[1], memo)
+        return _typed(low, e[1], memo)
     if tag in _BOOL_OPS:
-        return np.dtype(np.bool_)
+        return np.dtype(np.bool_), True
     if tag == "sel":
-        a, b = _dtype(low, e[2], memo), _dtype(low, e[3], memo)
-        return a if a is not None and a == b else _float64_with_ints({a, b})
+        (a, fa), (b, fb) = _typed(low, e[2], memo), _typed(low, e[3], memo)
+        return (a if a is not None and a == b else _float64_with_ints({a, b})), fa and fb
     if tag in _FLOAT_SAME:
-        dts = {_dtype(low, x, memo) for x in e[1:]}
+        parts = [_typed(low, x, memo) for x in e[1:]]
+        dts = {dt for dt, _ in parts}
+        final = all(f for _, f in parts)
         if len(dts) == 1 and (dt := next(iter(dts))) is not None and dt.kind == "f":
-            return dt
-        return _float64_with_ints(dts)
-    return None
+            return dt, final
+        return _float64_with_ints(dts), final
+    return None, True
 
 
 def _float64_with_ints(dts: set[np.dtype[Any] | None]) -> np.dtype[Any] | None:

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import GridbufValueError
 from . import _vectors
 from ._gt4py_objects import is_gtscript_function
-from ._irtext import _SHIFTED_NODES, Expr, _neighbourhood, _reads_temp, _shape
+from ._irtext import _SHIFTED_NODES, Expr, _neighbourhood, _shape, _temps_read
 from ._lower_base import _BINOPS, _dtype, _load, _LoweringBase
 from ._lower_statements import _guard_levels
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
@@ -151,7 +151,7 @@ class CallsMixin(_LoweringBase):
             return ret
         depth, size, kread = _shape(ret, self.shapes)
         large = depth > _SPILL_DEPTH or size > _SPILL_NODES
-        spread = self.region is None and size > _SHIFTED_NODES and _neighbourhood(ret)
+        spread = self.region is None and size > _SHIFTED_NODES and _neighbourhood(ret, self.read_offsets)
         if kread or not (large or spread):
             return ret
         dt = _dtype(self, ret)
@@ -340,7 +340,7 @@ class CallsMixin(_LoweringBase):
         first = inner.masks.get(name)
         if first is not None and first[1] is cur:
             # The earlier value is read only where the mask it was assigned under holds.
-            self.emit(inner, s, ("t", index), ("sel", first[0], _guard_levels(before, first[0]), ref))
+            self.emit(inner, s, ("t", index), ("sel", first[0], _guard_levels(before, first[0], self.shapes), ref))
         else:
             self.emit(inner, s, ("t", index), before)
         inner.local[name] = _Ref("t", index)
@@ -369,7 +369,7 @@ class CallsMixin(_LoweringBase):
         that are still expressions reading it get temporaries of their own, holding the value
         they had (`w = z; z = z + 1; return w` returns the old z)."""
         for other, v in list(inner.local.items()):
-            if other == name or not (isinstance(v, tuple) and v and v[0] not in ("c", "s")) or not _reads_temp(v, index):
+            if other == name or not (isinstance(v, tuple) and v and v[0] not in ("c", "s")) or index not in _temps_read(v, self.temps_read):
                 continue
             t = len(self.temps)
             self.temps.append(f"__{inner.name}_{other}{t}")
@@ -379,9 +379,9 @@ class CallsMixin(_LoweringBase):
                 # A local first assigned under a mask is read only where it holds (see
                 # `func_local`): computed only there (pace's saturation adjustment computed a
                 # table's exp for a single index at every point).
-                self.emit(inner, s, ("t", t), ("sel", first[0], _guard_levels(v, first[0]), ("t", t, (0, 0, 0))))
+                self.emit(inner, s, ("t", t), ("sel", first[0], _guard_levels(v, first[0], self.shapes), ("t", t, (0, 0, 0))))
             else:
-                self.emit(inner, s, ("t", t), _guard_levels(v, mask))
+                self.emit(inner, s, ("t", t), _guard_levels(v, mask, self.shapes))
             inner.local[other] = _Ref("t", t)
 
     def func_if(self, inner: _Ctx, s: ast.If, mask: Expr | None) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _vectors
-from ._irtext import _SHIFTED_NODES, Expr, _reads_temp, _shape
+from ._irtext import _SHIFTED_NODES, Expr, _shape, _temps_read
 from ._lower_base import _BINOPS, _CMPOPS, _dtype, _is_axis_value, _LoweringBase
 from ._values import K_LEVELS_FIELD, FieldType, _Ctx, _describe, _Ref, _RunTimeComponent, _Table
 
@@ -226,7 +226,7 @@ class ExpressionsMixin(_LoweringBase):
         hit = self.shifted.get(id(e))
         if hit is not None and hit[0] is e:
             later = {item[1] for item in self.lines[hit[2] :] if isinstance(item, tuple)}
-            if not any(t[0] == "f" or _reads_temp(e, t[1]) for t in later):
+            if not any(t[0] == "f" or t[1] in _temps_read(e, self.temps_read) for t in later):
                 return ("t", hit[1], (0, 0, 0))
         dt = _dtype(self, e)
         if dt is None:

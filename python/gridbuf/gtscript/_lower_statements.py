@@ -415,7 +415,7 @@ class StatementsMixin(_LoweringBase):
                 kindex = ("sel", mask, kindex, ("c", 0))
                 old = ("f", index, comp, (0, 0, 0)) if kind == "f" else ("t", index, (0, 0, 0))
                 value = ("sel", mask, value, old)
-            self.emit(ctx, node, ("kv", _guard_levels(kindex, None), tgt), value, noted=True)
+            self.emit(ctx, node, ("kv", _guard_levels(kindex, None, self.shapes), tgt), value, noted=True)
             return
         self.note_access(value, tgt)
         if mask is not None:
@@ -455,7 +455,7 @@ class StatementsMixin(_LoweringBase):
         depth = _shape(value, self.shapes)[0]
         if depth > IR_MAX_DEPTH:
             raise self.error(ctx, node, f"an expression nested {depth} levels deep (gtscript functions inlined): the IR takes at most {IR_MAX_DEPTH}; assign a part of it to a temporary")
-        value = _guard_levels(value, None)
+        value = _guard_levels(value, None, self.shapes)
         if self.region is not None:
             self.lines.append(f"region {self.region}")
         else:
@@ -510,45 +510,32 @@ class StatementsMixin(_LoweringBase):
         self.lines.append("endwhile")
 
 
-def _guard_levels(e: Any, cond: Expr | None, memo: dict[int, bool] | None = None) -> Any:
+def _guard_levels(e: Any, cond: Expr | None, shapes: dict[int, tuple[Any, tuple[int, int, bool]]]) -> Any:
     """Reads at run-time K levels in a value that is thrown away (the branch of a select not
     taken, the right operand of an `and` whose left is false: masked assignments, `if`, `while`)
     read their own level instead: their level may be out of range there without being an error.
     GT4Py's compiled backends never compute such values; its numpy backend computes them from a
     level clipped into the array, and throws them away too. A part with no such read is returned
-    as it is, not copied, so the parts the lowering's expressions share stay shared (`memo`:
-    whether a part has one, by identity)."""
-    if memo is None:
-        memo = {}
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c") or not _kreads(e, memo):
+    as it is, not copied, so the parts the lowering's expressions share stay shared (whether a
+    part has one: `_shape`, with the lowering's memo `shapes`)."""
+    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c") or not _shape(e, shapes)[2]:
         return e
     if e[0] in ("kvar", "kabs"):
-        index = _guard_levels(e[2], cond, memo)
+        index = _guard_levels(e[2], cond, shapes)
         if cond is not None:
             index = ("sel", cond, index, ("c", 0))
         return (e[0], e[1], index)
     both = (lambda a, b: b if a is None else ("and", a, b))
     if e[0] == "sel":
-        c = _guard_levels(e[1], cond, memo)
-        return ("sel", c, _guard_levels(e[2], both(cond, e[1]), memo), _guard_levels(e[3], both(cond, ("not", e[1])), memo))
+        c = _guard_levels(e[1], cond, shapes)
+        return ("sel", c, _guard_levels(e[2], both(cond, e[1]), shapes), _guard_levels(e[3], both(cond, ("not", e[1])), shapes))
     if e[0] in ("and", "or"):
-        left = _guard_levels(e[1], cond, memo)
+        left = _guard_levels(e[1], cond, shapes)
         taken = e[1] if e[0] == "and" else ("not", e[1])
-        return (e[0], left, _guard_levels(e[2], both(cond, taken), memo))
+        return (e[0], left, _guard_levels(e[2], both(cond, taken), shapes))
     if e[0] == "cast":
-        return ("cast", e[1], _guard_levels(e[2], cond, memo))
-    return (e[0], *(_guard_levels(x, cond, memo) for x in e[1:]))
-
-
-def _kreads(e: Any, memo: dict[int, bool]) -> bool:
-    """Whether an expression reads at a run-time K level; each shared part looked at once."""
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
-        return False
-    key = id(e)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = e[0] in ("kvar", "kabs") or any(_kreads(x, memo) for x in e[1:])
-    return found
+        return ("cast", e[1], _guard_levels(e[2], cond, shapes))
+    return (e[0], *(_guard_levels(x, cond, shapes) for x in e[1:]))
 
 
 def _reads(value: Any) -> set[tuple[str, int]]:
