@@ -63,17 +63,23 @@ def _temps_read(e: Any, memo: dict[int, tuple[Any, frozenset[int]]]) -> frozense
     return out
 
 
-def _uses_once(e: Any, tag: str, seen: set[int]) -> Any:
+def _uses_once(e: Any, tag: str, seen: set[int]) -> list[Any]:
     """The indices of the fields (`tag` "f") or scalars ("s") an expression, target or
-    statement names, each shared subexpression walked once (`seen`, by identity, may be shared
-    between calls): linear in the distinct nodes, where the expressions share their parts."""
-    if isinstance(e, tuple) and e and id(e) not in seen:
-        seen.add(id(e))
-        if e[0] == tag:
-            yield e[1]
-        elif e[0] not in ("f", "s", "c"):
-            for x in e:
-                yield from _uses_once(x, tag, seen)
+    statement names, in the order a walk from the left meets them, each shared subexpression
+    walked once (`seen`, by identity, may be shared between calls): linear in the distinct
+    nodes, where the expressions share their parts. A loop, not recursion: this runs on every
+    statement a lowering writes."""
+    out = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple) and x and id(x) not in seen:
+            seen.add(id(x))
+            if x[0] == tag:
+                out.append(x[1])
+            elif x[0] not in ("f", "s", "c"):
+                stack.extend(reversed(x))
+    return out
 
 
 _Remap = tuple[dict[int, int], dict[int, int]]

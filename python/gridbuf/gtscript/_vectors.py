@@ -33,6 +33,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._values import _Ref
+
 if TYPE_CHECKING:  # pragma: no cover
     from ._lower_base import _LoweringBase
     from ._values import _Ctx
@@ -69,8 +71,6 @@ def lift(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
     """``v`` as a :class:`Vec` when it is a whole vector or matrix, else None."""
     if isinstance(v, Vec):
         return v
-    from ._values import _Ref
-
     if isinstance(v, _Ref) and v.kind == "t" and v.comp is None and v.index in low.temp_vectors:
         tshape = low.temp_vectors[v.index]
         if len(tshape) > 2:
@@ -90,8 +90,6 @@ def lift(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any) -> Vec | None:
 def is_vector(low: _LoweringBase, v: Any) -> bool:
     if isinstance(v, Vec):
         return True
-    from ._values import _Ref
-
     return isinstance(v, _Ref) and v.comp is None and (bool(low.fields[v.index][1].data_shape) if v.kind == "f" else v.index in low.temp_vectors)
 
 
@@ -159,8 +157,6 @@ def scalar_error(low: _LoweringBase, ctx: _Ctx, node: ast.AST, v: Any) -> Except
 
 def target_error(low: _LoweringBase, ctx: _Ctx, node: ast.stmt, target: ast.expr, value: Any) -> Exception:
     """The error for a whole vector or matrix assigned to something that holds one scalar."""
-    from ._values import _Ref
-
     a = lift(low, ctx, node, value)
     assert a is not None
     ref = low.value(ctx, target) if isinstance(target, ast.Subscript) else ctx.local.get(target.id) if isinstance(target, ast.Name) else None
@@ -183,8 +179,6 @@ def _reject_components(low: _LoweringBase, ctx: _Ctx, node: ast.stmt) -> None:
     """Refuses a data-dim component (``a[0, 0, 0][1]``) on the right of a whole-vector assignment:
     GT4Py 1.1.12 unrolls it as the whole field ``a``, its index ignored, which computes something
     else than it reads (``out = a + a[0, 0, 0][1]`` gives ``out = a + a``)."""
-    from ._values import _Ref
-
     value = getattr(node, "value", None)
     if value is None:
         return
