@@ -12,6 +12,7 @@ random programs, the Rust property tests (``jit_tests``, ``typed_tests``).
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import math
 import os
@@ -106,12 +107,35 @@ def test_a_warm_cache_gives_tier_two_from_the_first_call(monkeypatch, tmp_path):
     first = define(monkeypatch, None)
     first(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
     assert first.wait_tier_two(120.0) == "ready: 1"
+    # Gone, as in a new process: a stencil defined from the same text while `first` lived
+    # would share its compiled program (the next test).
+    del first
+    gc.collect()
     again = define(monkeypatch, None)
     assert again.tier_two == "idle"
     out[...] = np.nan
     again(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
     assert again.tier_two == "ready: 1"
     assert np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+
+
+@NEEDS_CC
+def test_a_stencil_defined_again_shares_the_compiled_program(monkeypatch, tmp_path):
+    """A definition whose IR text another live stencil was compiled from gets that stencil's
+    program, its tier two included (a model builds one definition many times); under other
+    settings (here tier two off) it gets a program of its own."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    a, b = inputs(seed=5)
+    out = np.zeros_like(a)
+    first = define(monkeypatch, None)
+    first(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert first.wait_tier_two(120.0) == "ready: 1"
+    again = define(monkeypatch, None)
+    assert again.tier_two == "ready: 1"
+    out[...] = np.nan
+    again(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
+    assert np.array_equal(out[1:-1, 1:-1], lap_numpy(a, b))
+    assert define(monkeypatch, "0").tier_two == "idle"
 
 
 @NEEDS_CC

@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex};
 /// A compiled gtscript stencil body.
 #[pyclass(frozen, module = "gridbuf", name = "GtProgram")]
 pub struct GtProgram {
+    /// The plan and machine code, shared with the other stencils defined from the same IR
+    /// text (`gtscript::programs`): held here so that the core keeps sharing it.
+    _shared: Arc<gtscript::programs::Compiled>,
     plan: Arc<Plan>,
     /// Machine code of its statements (None where this machine has no code generator).
     jit: Option<Arc<Jit>>,
@@ -23,15 +26,16 @@ pub struct GtProgram {
     whole_k: Vec<bool>,
 }
 
-/// Compiles the IR text of a gtscript definition (see `gridbuf::gtscript::ir`).
+/// Compiles the IR text of a gtscript definition (see `gridbuf::gtscript::ir`), or finds it
+/// compiled for a stencil defined from the same text (`gtscript::programs`).
 #[pyfunction]
 pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
-    let plan = gtscript::compile(ir).py(py)?;
-    let jit = gtscript::machine_code(&plan).py(py)?;
-    let whole_k = var_k_read(&plan);
+    let shared = gtscript::programs::compile_shared(ir).py(py)?;
+    let whole_k = var_k_read(&shared.plan);
     Ok(GtProgram {
-        plan: Arc::new(plan),
-        jit: jit.map(Arc::new),
+        plan: Arc::clone(&shared.plan),
+        jit: shared.jit.clone(),
+        _shared: shared,
         whole_k,
     })
 }

@@ -16,6 +16,7 @@ pub mod ops;
 pub mod parse;
 pub mod passes;
 pub mod plan;
+pub mod programs;
 pub mod rt;
 #[cfg(test)]
 mod scale_tests;
