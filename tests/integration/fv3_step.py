@@ -148,12 +148,22 @@ def main() -> None:
     # process keeps (the engines' caches included) and lands inside some stencil call.
     gc_objects = len(gc.get_objects())
     gc_pauses = gc_pause_recorder()
+    # Per step, this rank's CPU seconds (user, system) and minor page faults: memory an engine
+    # touches for the first time shows as system time and faults in the first step.
+    step_usage: list[dict[str, float]] = []
     for step in range(1, args.steps + 1):
         comm.Barrier() if args.comm == "mpi" else None
         t0 = time.perf_counter()
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
         dycore.step_dynamics(state)
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
         comm.Barrier() if args.comm == "mpi" else None
         step_seconds.append(time.perf_counter() - t0)
+        step_usage.append({
+            "user_s": r1.ru_utime - r0.ru_utime,
+            "system_s": r1.ru_stime - r0.ru_stime,
+            "minor_faults": r1.ru_minflt - r0.ru_minflt,
+        })
         if step == 1:
             after_first = {k: v["total_call_time"] for k, v in exec_info.items() if isinstance(v, dict) and "total_call_time" in v}
             cpu_after_first = dict(cpu)
@@ -177,6 +187,7 @@ def main() -> None:
             "setup_s": t_setup - t_imported,
             "build_dycore_s": t_built - t_setup,
             "steps_s": step_seconds,
+            "step_usage": step_usage,
             # The largest resident memory of this rank's process so far (Linux reports KiB).
             "max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "gc_objects_after_build": gc_objects,
