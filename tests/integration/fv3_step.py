@@ -8,8 +8,9 @@ baroclinic initial state)::
 or in one process with ``--comm null`` (rank 0 of 6; NDSL's ``NullComm`` fills the halos it
 would receive with zeros). Each rank writes ``DIR/state_rank{R}_step{N}.npz`` (every quantity of
 the dycore state after step N, its compute domain) and rank 0 writes
-``DIR/timing.json`` (seconds: imports, building the dycore, each step; the objects Python's
-garbage collector tracks after the build, and its collections during the steps); with more than one
+``DIR/timing.json`` (seconds: imports, building the dycore, each step; per step, rank 0's CPU
+seconds (user, system) and minor page faults; the objects Python's garbage collector tracks after
+the build, and its collections during the steps); with more than one
 step, each rank writes ``DIR/stencil_times_rank{R}.json`` (seconds per later step, per stencil
 class, from GT4Py's ``exec_info`` that NDSL's stencils fill) and ``DIR/stencil_cpu_rank{R}.json``
 (the same calls' thread CPU seconds per later step), and always
