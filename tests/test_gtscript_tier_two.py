@@ -97,16 +97,23 @@ def test_background_tier_two_starts_at_first_call_and_swaps_under_load(monkeypat
     assert list((tmp_path / "cache").glob("*.so")), "the shared object is in the cache"
 
 
-@NEEDS_CC
-def test_a_warm_cache_gives_tier_two_from_the_first_call(monkeypatch, tmp_path):
-    """Where the cache already holds a stencil's module (a second run of a model), the first
-    call loads it before it returns: no call of that stencil runs tier one after the first."""
+def first_with_tier_two(monkeypatch, tmp_path, seed):
+    """A stencil defined with the cache in `tmp_path`, called once and waited for until its tier
+    two is in place; its inputs and output."""
     monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
-    a, b = inputs(seed=4)
+    a, b = inputs(seed=seed)
     out = np.zeros_like(a)
     first = define(monkeypatch, None)
     first(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
     assert first.wait_tier_two(120.0) == "ready: 1"
+    return first, (a, b, out)
+
+
+@NEEDS_CC
+def test_a_warm_cache_gives_tier_two_from_the_first_call(monkeypatch, tmp_path):
+    """Where the cache already holds a stencil's module (a second run of a model), the first
+    call loads it before it returns: no call of that stencil runs tier one after the first."""
+    first, (a, b, out) = first_with_tier_two(monkeypatch, tmp_path, seed=4)
     # Gone, as in a new process: a stencil defined from the same text while `first` lived
     # would share its compiled program (the next test).
     del first
@@ -124,12 +131,7 @@ def test_a_stencil_defined_again_shares_the_compiled_program(monkeypatch, tmp_pa
     """A definition whose IR text another live stencil was compiled from gets that stencil's
     program, its tier two included (a model builds one definition many times); under other
     settings (here tier two off) it gets a program of its own."""
-    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
-    a, b = inputs(seed=5)
-    out = np.zeros_like(a)
-    first = define(monkeypatch, None)
-    first(a, b, out, origin=(1, 1, 0), domain=(32, 20, 9))
-    assert first.wait_tier_two(120.0) == "ready: 1"
+    first, (a, b, out) = first_with_tier_two(monkeypatch, tmp_path, seed=5)
     again = define(monkeypatch, None)
     assert again.tier_two == "ready: 1"
     out[...] = np.nan

@@ -471,53 +471,43 @@ def _reads(e: Any) -> Iterator[tuple]:
             stack.extend(_operands(x))
 
 
-def _neighbourhood(e: Any, memo: dict[int, tuple[Any, frozenset[tuple[int, int]]]]) -> bool:
+def _neighbourhood(e: Any, memo: dict[int, tuple[Any, frozenset[Any]]]) -> bool:
     """Whether an expression reads fields or temporaries at two or more horizontal offsets (a
     stencil's neighbourhood, not a point's value); `memo` as `_offsets` takes it."""
     return len(_offsets(e, memo)) > 1
 
 
-def _offsets(e: Any, memo: dict[int, tuple[Any, frozenset[tuple[int, int]]]]) -> frozenset[tuple[int, int]]:
+def _offsets(e: Any, memo: dict[int, tuple[Any, frozenset[Any]]]) -> frozenset[tuple[int, int]]:
     """The horizontal offsets at which an expression reads fields and temporaries (the reads
-    `_reads` finds); `memo` by identity, holding each tuple with its answer (one memo may serve
-    a whole lowering)."""
+    `_reads` finds); `memo` as `_read_union` takes it."""
+    return _read_union(e, memo, lambda x: (x[-1][0], x[-1][1]))
+
+
+def _quantities(e: Any, memo: dict[int, tuple[Any, frozenset[Any]]]) -> frozenset[tuple[str, int]]:
+    """The fields and temporaries (kind, index) an expression reads (the reads `_reads`
+    finds); `memo` as `_read_union` takes it."""
+    return _read_union(e, memo, lambda x: (x[0], x[1]))
+
+
+def _read_union(e: Any, memo: dict[int, tuple[Any, frozenset[Any]]], of: Callable[[tuple], Any]) -> frozenset[Any]:
+    """`of` each field and temporary read (`("f", ...)`, `("t", ...)` nodes, as `_reads` finds
+    them) of an expression, as a set; `memo` by identity, holding each tuple with its answer (so
+    no identity in it is reused while it lives: one memo, for one `of`, may serve a whole
+    lowering)."""
     if not (isinstance(e, tuple) and e):
         return frozenset()
     tag = e[0]
     if tag in ("f", "t"):
-        return frozenset(((e[-1][0], e[-1][1]),))
+        return frozenset((of(e),))
     if tag in ("s", "c"):
         return frozenset()
     key = id(e)
     hit = memo.get(key)
     if hit is not None and hit[0] is e:
         return hit[1]
-    out: frozenset[tuple[int, int]] = frozenset()
+    out: frozenset[Any] = frozenset()
     for x in _operands(e):
-        got = _offsets(x, memo)
-        if got and not got <= out:
-            out = out | got
-    memo[key] = (e, out)
-    return out
-
-
-def _quantities(e: Any, memo: dict[int, tuple[Any, frozenset[tuple[str, int]]]]) -> frozenset[tuple[str, int]]:
-    """The fields and temporaries (kind, index) an expression reads (the reads `_reads` finds);
-    `memo` by identity, holding each tuple with its answer."""
-    if not (isinstance(e, tuple) and e):
-        return frozenset()
-    tag = e[0]
-    if tag in ("f", "t"):
-        return frozenset(((tag, e[1]),))
-    if tag in ("s", "c"):
-        return frozenset()
-    key = id(e)
-    hit = memo.get(key)
-    if hit is not None and hit[0] is e:
-        return hit[1]
-    out: frozenset[tuple[str, int]] = frozenset()
-    for x in _operands(e):
-        got = _quantities(x, memo)
+        got = _read_union(x, memo, of)
         if got and not got <= out:
             out = out | got
     memo[key] = (e, out)

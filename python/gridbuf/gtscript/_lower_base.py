@@ -93,7 +93,7 @@ class _LoweringBase:
         # `_irtext._temps_read` of every expression part asked about so far.
         self.temps_read: dict[int, tuple[Any, frozenset[int]]] = {}
         # `_irtext._offsets` of every expression part asked about so far.
-        self.read_offsets: dict[int, tuple[Any, frozenset[tuple[int, int]]]] = {}
+        self.read_offsets: dict[int, tuple[Any, frozenset[Any]]] = {}
         # `_typed`'s final answers: by identity, the expression and its plain dtype (or None).
         self.typed: dict[int, tuple[Any, np.dtype[Any] | None]] = {}
         # A function's local held in a temporary where it is read at a horizontal offset (see
