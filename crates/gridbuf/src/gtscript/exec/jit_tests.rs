@@ -815,6 +815,19 @@ fn vertical_solver_walks_columns() {
     one::<f32>("float32");
 }
 
+/// A fresh code's first call with several threads compiles what its layout runs side by side
+/// (`Jit::prepare`: the solver's column functions on the K-unit layout, its row groups on the
+/// I-unit one), then runs it: the results are the reference's on both layouts.
+#[test]
+fn a_first_call_with_threads_compiles_its_code_side_by_side() {
+    for fortran in [false, true] {
+        let plan = compile(TRIDIAG).expect("plan");
+        let jit = Jit::compile(&plan).expect("jit");
+        check_one::<f64>(&plan, jit.as_ref(), None, LARGE, fortran, &[3], 7)
+            .unwrap_or_else(|e| panic!("fortran {fortran}: {e}"));
+    }
+}
+
 /// A FORWARD section that computes a temporary beyond the core (read at a horizontal offset)
 /// cannot walk columns: it keeps the level-by-level schedule, and agrees with the reference.
 #[test]

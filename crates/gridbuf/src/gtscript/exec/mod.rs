@@ -216,6 +216,8 @@ pub unsafe fn run_interruptible<T: Elem>(
     let layout = Layout::from_axis(inner);
     let jit = jit.filter(|j| j.lanes() == T::LANES);
     if let Some(j) = jit {
+        // At the first call on this layout, what only calls compile is compiled side by side.
+        j.prepare::<T>(plan, layout, threads);
         // Tier two starts in the background at the first call (it never waits for it).
         crate::gtscript::cgen::start(plan, j, layout);
     }
