@@ -3,7 +3,7 @@
 //! field's extent, in the field's dims order).
 
 use crate::errors::{to_py, IntoPyResult};
-use gridbuf::gtscript::{self, FieldMem, Jit, Lane, Lanes, Plan, Ty, Value};
+use gridbuf::gtscript::{self, FieldMem, Lane, Lanes, Plan, Ty, Value};
 use gridbuf::kernels::PARALLEL_MIN_POINTS;
 use gridbuf::runtime::interrupt::{run_watched, Interrupt};
 use gridbuf::Error;
@@ -15,12 +15,10 @@ use std::sync::{Arc, Mutex};
 /// A compiled gtscript stencil body.
 #[pyclass(frozen, module = "gridbuf", name = "GtProgram")]
 pub struct GtProgram {
-    /// The plan and machine code, shared with the other stencils defined from the same IR
-    /// text (`gtscript::programs`): held here so that the core keeps sharing it.
-    _shared: Arc<gtscript::programs::Compiled>,
-    plan: Arc<Plan>,
-    /// Machine code of its statements (None where this machine has no code generator).
-    jit: Option<Arc<Jit>>,
+    /// The plan and the machine code of its statements (None where this machine has no code
+    /// generator), shared with the other stencils defined from the same IR text
+    /// (`gtscript::programs`).
+    shared: Arc<gtscript::programs::Compiled>,
     /// Per field: whether the stencil reads it at K levels computed at run time (its view then
     /// spans the array's whole K axis: such reads may reach any level inside the array).
     whole_k: Vec<bool>,
@@ -32,12 +30,7 @@ pub struct GtProgram {
 pub fn gtscript_compile(py: Python<'_>, ir: &str) -> PyResult<GtProgram> {
     let shared = gtscript::programs::compile_shared(ir).py(py)?;
     let whole_k = var_k_read(&shared.plan);
-    Ok(GtProgram {
-        plan: Arc::clone(&shared.plan),
-        jit: shared.jit.clone(),
-        _shared: shared,
-        whole_k,
-    })
+    Ok(GtProgram { shared, whole_k })
 }
 
 /// Tier two's state as the text `GtProgram.tier_two` gives.
@@ -74,15 +67,15 @@ impl GtProgram {
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let out = PyList::empty(py);
-        let p = &self.plan.program;
-        let k_boundary = self.plan.k_boundary();
+        let p = &self.shared.plan.program;
+        let k_boundary = self.shared.plan.k_boundary();
         let whole_k = &self.whole_k;
         for (i, f) in p.fields.iter().enumerate() {
             let d = PyDict::new(py);
             let mut dims = f.dims();
             let mut extent: Vec<(i64, i64)> = (0..3)
                 .filter(|&a| f.axes[a])
-                .map(|a| self.plan.field_extent[i][a])
+                .map(|a| self.shared.plan.field_extent[i][a])
                 .collect();
             for n in 0..f.data_shape.len() {
                 dims.push_str(&n.to_string());
@@ -95,7 +88,7 @@ impl GtProgram {
             d.set_item("extent", extent)?;
             d.set_item(
                 "intent",
-                if self.plan.field_written[i] {
+                if self.shared.plan.field_written[i] {
                     "inout"
                 } else {
                     "in"
@@ -118,7 +111,8 @@ impl GtProgram {
     /// Names of the scalar parameters.
     #[getter]
     fn scalars(&self) -> Vec<String> {
-        self.plan
+        self.shared
+            .plan
             .program
             .scalars
             .iter()
@@ -130,14 +124,14 @@ impl GtProgram {
     /// `min_sequential_axis_size`).
     #[getter]
     fn min_k(&self) -> usize {
-        self.plan.min_k
+        self.shared.plan.min_k
     }
 
     /// Where tier two (C compiled in the background) stands: "idle", "pending", "ready: N" (N
     /// functions replaced), "failed: why", or "none" without tier-one code.
     #[getter]
     fn tier_two(&self) -> String {
-        match &self.jit {
+        match &self.shared.jit {
             Some(j) => tier_text(j.tier_two_state()),
             None => "none".into(),
         }
@@ -152,7 +146,7 @@ impl GtProgram {
                 Error::invalid("timeout", timeout, "a non-negative number of seconds"),
             )
         })?;
-        Ok(match &self.jit {
+        Ok(match &self.shared.jit {
             Some(j) => {
                 let j = Arc::clone(j);
                 tier_text(py.detach(move || j.wait_tier_two(t)))
@@ -164,7 +158,8 @@ impl GtProgram {
     /// NumPy names of the scalar parameters' types.
     #[getter]
     fn scalar_dtypes(&self) -> Vec<&'static str> {
-        self.plan
+        self.shared
+            .plan
             .program
             .scalars
             .iter()
@@ -206,7 +201,7 @@ impl GtProgram {
         call: Option<&gridbuf::binding::BoundCall>,
         scalars: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<()> {
-        let plan = &self.plan;
+        let plan = &self.shared.plan;
         let p = &plan.program;
         if views.len() != p.fields.len() {
             return Err(to_py(
@@ -349,8 +344,8 @@ impl GtProgram {
                 domain[a] = 1;
             }
         }
-        let plan = Arc::clone(&self.plan);
-        let jit = self.jit.clone();
+        let plan = Arc::clone(&self.shared.plan);
+        let jit = self.shared.jit.clone();
         // Ctrl-C: the thread that called polls Python's signal handlers (see
         // `gridbuf::runtime::interrupt`); the handler's exception (KeyboardInterrupt) is raised after
         // the stencil stopped at its next tile or loop pass.
@@ -414,6 +409,6 @@ impl GtProgram {
     }
 
     fn __repr__(&self) -> String {
-        format!("GtProgram({:?})", self.plan.program.name)
+        format!("GtProgram({:?})", self.shared.plan.program.name)
     }
 }

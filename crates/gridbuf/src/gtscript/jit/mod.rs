@@ -257,20 +257,38 @@ impl Jit {
         plan: &Plan,
         layout: Option<Layout>,
     ) -> Result<()> {
-        for (s, groups) in self.groups.iter().enumerate() {
-            let runs = layout.is_none_or(|l| {
-                matches!(
-                    self.layout_schedule(plan, l).sections[s],
-                    SectionExec::Blocks { .. }
-                )
-            });
-            for (g, group) in groups.iter().enumerate() {
-                if runs && group.run.is_none() {
-                    self.group_row(plan, s, g, group.stmts[0])?;
-                }
-            }
+        for (s, g) in self.section_row_groups(plan, layout) {
+            self.group_row(plan, s, g, self.groups[s][g].stmts[0])?;
         }
         Ok(())
+    }
+
+    /// The row groups (section, group) of whole sections, not of point runs (see
+    /// [`RowGroup::run`]), that calls on `layout` run (those of every layout, for `None`): the
+    /// sections that run in blocks there.
+    fn section_row_groups(
+        &self,
+        plan: &Plan,
+        layout: Option<Layout>,
+    ) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let runs: Vec<bool> = (0..self.groups.len())
+            .map(|s| {
+                layout.is_none_or(|l| {
+                    matches!(
+                        self.layout_schedule(plan, l).sections[s],
+                        SectionExec::Blocks { .. }
+                    )
+                })
+            })
+            .collect();
+        self.groups.iter().enumerate().flat_map(move |(s, groups)| {
+            let run = runs[s];
+            groups
+                .iter()
+                .enumerate()
+                .filter(move |(_, group)| run && group.run.is_none())
+                .map(move |(g, _)| (s, g))
+        })
     }
 
     /// The code of the `while` loop whose condition is statement `stmt` of section `sec`, if
@@ -437,7 +455,10 @@ impl Jit {
             Column(usize),
             Walk(usize, PointWalk),
         }
-        let mut tasks = Vec::new();
+        let mut tasks: Vec<Lazy> = self
+            .section_row_groups(plan, Some(layout))
+            .map(|(s, g)| Lazy::Rows(s, g))
+            .collect();
         for (s, exec) in self
             .layout_schedule(plan, layout)
             .sections
@@ -445,14 +466,9 @@ impl Jit {
             .enumerate()
         {
             match *exec {
-                SectionExec::Blocks { .. } => tasks.extend(
-                    (0..self.groups[s].len())
-                        .filter(|&g| self.groups[s][g].run.is_none())
-                        .map(|g| Lazy::Rows(s, g)),
-                ),
                 SectionExec::Columns => tasks.push(Lazy::Column(s)),
                 SectionExec::Points { walk, .. } => tasks.push(Lazy::Walk(s, walk)),
-                SectionExec::InRun { .. } => {}
+                SectionExec::Blocks { .. } | SectionExec::InRun { .. } => {}
             }
         }
         crate::runtime::threads::run_each(threads, tasks, |task| {
