@@ -512,6 +512,10 @@ class GTStencil:
                 # GT4Py names them: the axes, then the data dims "0", "1", ...).
                 f["layout"] = tuple(layout_map(tuple(f["dims"])))
             fields.append(f)
+        if layout_map is not None:
+            # The code calls compile on first need, compiled now for the layout the backend
+            # allocates: the first call runs as fast as later ones (a model's first step).
+            self._program.prepare(tuple(layout_map(("I", "J", "K"))))
         self.field_names: tuple[str, ...] = tuple(f["name"] for f in fields)
         # `K` read as a value: the hidden field of level numbers the program reads it from.
         self._k_levels = _K_LEVELS_FIELD in self.field_names

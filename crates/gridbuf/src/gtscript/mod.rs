@@ -21,7 +21,7 @@ pub mod rt;
 #[cfg(test)]
 mod scale_tests;
 
-pub use exec::{run, run_interruptible};
+pub use exec::{prepare_layout, run, run_interruptible};
 pub use ir::{Program, Ty, Value};
 pub use jit::Jit;
 pub use ops::num::Num;

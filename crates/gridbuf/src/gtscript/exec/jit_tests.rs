@@ -828,6 +828,28 @@ fn a_first_call_with_threads_compiles_its_code_side_by_side() {
     }
 }
 
+/// A stencil's definition compiles what calls on its backend's layout compile on first need
+/// (`prepare_layout`), with one thread too: on the I-unit layout the solver's row groups are
+/// compiled before any call, the call that follows compiles no more of them, and it computes
+/// the reference's values.
+#[test]
+fn a_definition_compiles_what_its_layout_runs_before_the_first_call() {
+    let plan = compile(TRIDIAG).expect("plan");
+    let Some(jit) = Jit::compile(&plan).expect("jit") else {
+        return;
+    };
+    let before = jit.stmts().count();
+    crate::gtscript::prepare_layout(&plan, &jit, 0, Threads::ONE);
+    let prepared = jit.stmts().count();
+    assert!(prepared > before, "row functions {before} -> {prepared}");
+    check_one::<f64>(&plan, Some(&jit), None, LARGE, true, &[1], 7).expect("agree");
+    assert_eq!(
+        jit.stmts().count(),
+        prepared,
+        "the call compiled more row functions"
+    );
+}
+
 /// A FORWARD section that computes a temporary beyond the core (read at a horizontal offset)
 /// cannot walk columns: it keeps the level-by-level schedule, and agrees with the reference.
 #[test]

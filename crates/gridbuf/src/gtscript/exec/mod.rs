@@ -39,8 +39,8 @@ use crate::gtscript::exec::tile::{Ctx, Tile, TileTask, BLOCK_POINTS};
 use crate::gtscript::ir::Value;
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::schedule::{Layout, Schedule};
-use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Plan};
-use crate::gtscript::rt::lane::Elem;
+use crate::gtscript::plan::{k_bounds_error, k_write_error, Kind, Lanes, Plan};
+use crate::gtscript::rt::lane::{Elem, Lane};
 use crate::gtscript::rt::mem::{FieldMem, Mem};
 use crate::kernels::exec::{self, Threads};
 use crate::runtime::interrupt::Interrupt;
@@ -77,6 +77,21 @@ pub unsafe fn run<T: Elem>(
             threads,
             &Interrupt::never(),
         )
+    }
+}
+
+/// Compiles now what calls on memory with unit stride along `axis` (0, 1, 2: I, J, K) in
+/// the plan's first written field would compile when they first need it (see
+/// [`Jit::compile_for_layout`]), spread over `threads`: a stencil's definition does this for
+/// the layout its backend allocates, so that its first call runs at the speed of later ones.
+/// `jit` must be the code made from `plan`. Nothing is compiled twice; errors stay where a
+/// call asks for the code.
+pub fn prepare_layout(plan: &Plan, jit: &Jit, axis: usize, threads: Threads) {
+    let layout = Layout::from_axis(axis);
+    match jit.lanes() {
+        Lanes::F64 => jit.compile_for_layout::<f64>(plan, layout, threads),
+        Lanes::F32 => jit.compile_for_layout::<f32>(plan, layout, threads),
+        Lanes::Wide => jit.compile_for_layout::<Lane>(plan, layout, threads),
     }
 }
 

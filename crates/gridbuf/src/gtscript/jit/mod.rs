@@ -440,14 +440,27 @@ impl Jit {
     /// section's column function, row group or walk), which the call would otherwise compile
     /// one after another as it reaches each section (pace's `fv_subgridz.m_loop` on an
     /// I-first layout: 412 statements' row functions, 98 ms before its first result). With
-    /// one thread nothing is gained: they are compiled as reached. A compilation that fails
-    /// keeps its error where the section asks for its code, as before. `plan` is the plan this
+    /// one thread nothing is gained: they are compiled as reached. `plan` is the plan this
     /// code was made for.
     pub(crate) fn prepare<T: Elem>(&self, plan: &Plan, layout: Layout, threads: Threads) {
-        if threads.get() < 2
-            || self.lanes != T::LANES
-            || self.prepared[layout.axis()].set(()).is_err()
-        {
+        if threads.get() >= 2 {
+            self.compile_for_layout::<T>(plan, layout, threads);
+        }
+    }
+
+    /// Compiles now, spread over `threads` (one after another with one), the code that calls
+    /// on `layout` run and that is otherwise compiled when first needed (see [`Jit::prepare`]),
+    /// once per layout: what a stencil's definition does for the layout its backend allocates
+    /// (PyFV3's dynamical core compiled it during its first step, 0.17 s of each rank's CPU
+    /// time there). A compilation that fails keeps its error where the section asks for its
+    /// code, as before.
+    pub(crate) fn compile_for_layout<T: Elem>(
+        &self,
+        plan: &Plan,
+        layout: Layout,
+        threads: Threads,
+    ) {
+        if self.lanes != T::LANES || self.prepared[layout.axis()].set(()).is_err() {
             return;
         }
         enum Lazy {
