@@ -14,7 +14,7 @@
 use crate::gtscript::cgen::tape::{
     float_type, vector_math_prelude, Kind, MathTable, Operand, Point, Refusal, VkMode,
 };
-use crate::gtscript::ir::IterOrder;
+use crate::gtscript::ir::{IterOrder, Ty};
 use crate::gtscript::jit::abi::StmtCode;
 use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
@@ -68,6 +68,15 @@ static inline double gb_seld(double c, double a, double b) {
   return gb_d((gb_u(a) & m) | (gb_u(b) & ~m));
 }
 static inline float gb_self(float c, float a, float b) {
+  uint32_t m = (uint32_t)0 - (uint32_t)(c != 0), x, y; float r;
+  memcpy(&x, &a, 4); memcpy(&y, &b, 4); x = (x & m) | (y & ~m); memcpy(&r, &x, 4);
+  return r;
+}
+static inline double gb_seldi(int c, double a, double b) {
+  uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+  return gb_d((gb_u(a) & m) | (gb_u(b) & ~m));
+}
+static inline float gb_selfi(int c, float a, float b) {
   uint32_t m = (uint32_t)0 - (uint32_t)(c != 0), x, y; float r;
   memcpy(&x, &a, 4); memcpy(&y, &b, 4); x = (x & m) | (y & ~m); memcpy(&r, &x, 4);
   return r;
@@ -325,12 +334,22 @@ fn point_function(
     let t_elem = if wide { "uint64_t" } else { float_type(lanes) };
     let size = if lanes == Lanes::F32 { 4 } else { 8 };
     let ps: Vec<Part<'_>> = parts.iter().map(|(s, r)| Part::new(plan, *s, r)).collect();
-    // A quantity's variable: its C type and kind.
+    // A quantity's variable: its C type and kind (a boolean's an `int` truth in code for the
+    // vectoriser, see `Kind::B`).
     let reg = |q: u32| -> (&'static str, Kind) {
         match (wide, plan.quantity_ty(q).is_float()) {
+            (false, _) if vector && plan.quantity_ty(q) == Ty::Bool => ("int", Kind::B),
             (false, _) => (float_type(lanes), Kind::T),
             (true, true) => ("double", Kind::F),
             (true, false) => ("int64_t", Kind::I),
+        }
+    };
+    // A quantity's element in memory.
+    let mem = |q: u32| -> &'static str {
+        match (wide, plan.quantity_ty(q).is_float()) {
+            (false, _) => float_type(lanes),
+            (true, true) => "double",
+            (true, false) => "int64_t",
         }
     };
     let mut f = String::new();
@@ -411,7 +430,7 @@ fn point_function(
             let _ = writeln!(f, "    if (n == 0) goto after{x};");
             for (g, c) in carried.iter().enumerate() {
                 if let Some(w) = *c {
-                    let (t, _) = reg(p.operands[g].0);
+                    let t = mem(p.operands[g].0);
                     let _ = writeln!(f, "    w{w} = *(const {t} *)b{g};");
                 }
             }
@@ -432,20 +451,20 @@ fn point_function(
         }
         let _ = writeln!(f, "      intptr_t at = (intptr_t)i * {step}; (void)at;");
         for (g, &(q, _)) in p.operands.iter().enumerate() {
-            let (t, _) = reg(q);
+            let (t, m) = (reg(q).0, mem(q));
             let v = match carried[g] {
                 Some(w) => format!("w{w}"),
                 // Typed indexing where the compiler should see contiguous accesses (with
                 // byte offsets gcc 12 vectorised a fused run with gathers and scatters).
-                None if moves(q) && vector => format!("((const {t} *)b{g})[i]"),
-                None if moves(q) => format!("*(const {t} *)(b{g} + at)"),
-                None => format!("*(const {t} *)b{g}"),
+                None if moves(q) && vector => format!("((const {m} *)b{g})[i]"),
+                None if moves(q) => format!("*(const {m} *)(b{g} + at)"),
+                None => format!("*(const {m} *)b{g}"),
             };
             let _ = writeln!(f, "      {t} val{g} = {v}; (void)val{g};");
         }
         for (j, &q) in p.outs.iter().enumerate() {
             if p.load[j] {
-                let (t, _) = reg(q);
+                let t = mem(q);
                 let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
                 let _ = match (moves(q), vector) {
                     (true, true) => writeln!(f, "      w{w} = ((const {t} *)ob{j})[i];"),
@@ -628,7 +647,7 @@ fn point_function(
         }
         let _ = writeln!(f, "      {}: ;", label(p.exit));
         for (j, &q) in p.outs.iter().enumerate() {
-            let (t, _) = reg(q);
+            let t = mem(q);
             let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
             let _ = match (moves(q), vector) {
                 (true, true) => writeln!(f, "      (({t} *)ob{j})[i] = w{w};"),

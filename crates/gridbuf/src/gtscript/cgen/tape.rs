@@ -66,6 +66,9 @@ pub(super) enum Kind {
     Lane,
     /// The single float type's element (one-float-type code).
     T,
+    /// A truth as a C `int`, 1 or 0, in one-float-type code for the vectoriser (see
+    /// `Point::float_body`): every float use converts it to the float 1 or 0.
+    B,
     /// A boolean as a mask (`int64_t`): -1 for true, 0 for false. In code for the vectoriser
     /// ([`Point::vector`]), comparisons, `not` and conversions to bool make masks, which
     /// `and`, `or`, `not` and selects (blends) use as they are and every other use reads as 1
@@ -297,6 +300,8 @@ impl Point<'_> {
             }
         };
         let mut out = Code::default();
+        // Per instruction: whether its variable is an `int` truth (see `truth` below).
+        let mut ints = vec![false; self.tape.len()];
         for (at, ins) in self.tape.iter().enumerate() {
             let arg = |n: usize| -> Result<String, Refusal> {
                 Ok(match ins.args[n] {
@@ -307,12 +312,25 @@ impl Point<'_> {
                 })
             };
             let sfx = if f32 { "f" } else { "d" };
+            // A truth: in code for the vectoriser an `int` 1 or 0 (a mask gcc keeps in mask
+            // registers; every float use converts it to the float 1 or 0 tier one computes:
+            // pace's fix_neg_water took twice as long with 1.0/0.0 floats compared again at
+            // each use), else the float 1 or 0.
             let truth = |c: String| {
                 if self.vector {
-                    format!("gb_t{sfx}({c})")
+                    format!("(int)({c})")
                 } else {
                     format!("({c} ? {} : {})", lit(1.0), lit(0.0))
                 }
+            };
+            // Whether operand `n` is an `int` truth (a register or a boolean quantity's
+            // variable, see `Operand::kind`).
+            let is_int = |n: usize| -> Result<bool, Refusal> {
+                Ok(match ins.args[n] {
+                    Src::Reg(r) => ints[out.regs[r as usize]],
+                    Src::Q(q, off) => self.exprs[self.operand(q, off)?].kind == Kind::B,
+                    _ => false,
+                })
             };
             let v = match ins.op {
                 Op::Guard(_) | Op::End if self.vector => continue,
@@ -367,16 +385,24 @@ impl Point<'_> {
                     arith(o2, &format!("({})", arith(o1, &a, &x)?), &y)?
                 }
                 Op::Sel if self.vector => {
-                    format!("gb_sel{sfx}({}, {}, {})", arg(0)?, arg(1)?, arg(2)?)
+                    let c = if is_int(0)? { "i" } else { "" };
+                    format!("gb_sel{sfx}{c}({}, {}, {})", arg(0)?, arg(1)?, arg(2)?)
                 }
                 Op::Sel => format!("(({} != 0) ? {} : {})", arg(0)?, arg(1)?, arg(2)?),
                 Op::LoadK(..) | Op::StoreK(..) => {
                     return Err("run-time K access on one float type".into())
                 }
             };
-            out.define(self.prefix, ins.dst, at, t, &v);
+            // A truth, or a move of one, stays an `int`.
+            let truthy =
+                self.vector && (v.starts_with("(int)(") || (ins.op == Op::Mov && is_int(0)?));
+            ints[at] = truthy;
+            out.define(self.prefix, ins.dst, at, if truthy { "int" } else { t }, &v);
         }
-        out.finish(self.prefix, |_| Kind::T)
+        out.finish(
+            self.prefix,
+            |last| if ints[last] { Kind::B } else { Kind::T },
+        )
     }
 
     /// The position of operand (`q`, `off`) in the function's operand list.

@@ -95,6 +95,17 @@ fn fused_runs_match_direct_loops_on_every_tier() {
     if let Some(t2) = &tier2 {
         assert_eq!(t2.fused::<f64>(0, 0).expect("tier two's fused run").exit, 4);
     }
+    // In the fused run's C the truths are `int`s (`cgen::tape::Kind::B`): the boolean
+    // temporary's variable, and the selects on them `gb_seldi`.
+    let src = crate::gtscript::cgen::tier_two_source(&plan, &jit);
+    let fused = src
+        .split("\nvoid ")
+        .find(|f| f.starts_with("gb_f0_0("))
+        .expect("the fused run's function");
+    assert!(
+        fused.contains("int w") && fused.contains("gb_seldi("),
+        "{fused}"
+    );
     let n = [11, 9, 6];
     let len: usize = n.iter().product();
     let a: Vec<f64> = (0..len)
