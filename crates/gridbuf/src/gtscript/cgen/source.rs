@@ -63,15 +63,6 @@ static inline double gb_minf(double a, double x) { return a != a ? a : (a < x ? 
 static inline double gb_maxf(double a, double x) { return a != a ? a : (x < a ? a : x); }
 static inline float gb_minf32(float a, float x) { return a != a ? a : (a < x ? a : x); }
 static inline float gb_maxf32(float a, float x) { return a != a ? a : (x < a ? a : x); }
-static inline double gb_seld(double c, double a, double b) {
-  uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
-  return gb_d((gb_u(a) & m) | (gb_u(b) & ~m));
-}
-static inline float gb_self(float c, float a, float b) {
-  uint32_t m = (uint32_t)0 - (uint32_t)(c != 0), x, y; float r;
-  memcpy(&x, &a, 4); memcpy(&y, &b, 4); x = (x & m) | (y & ~m); memcpy(&r, &x, 4);
-  return r;
-}
 static inline double gb_seldi(int c, double a, double b) {
   uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
   return gb_d((gb_u(a) & m) | (gb_u(b) & ~m));
@@ -81,6 +72,8 @@ static inline float gb_selfi(int c, float a, float b) {
   memcpy(&x, &a, 4); memcpy(&y, &b, 4); x = (x & m) | (y & ~m); memcpy(&r, &x, 4);
   return r;
 }
+static inline double gb_seld(double c, double a, double b) { return gb_seldi(c != 0, a, b); }
+static inline float gb_self(float c, float a, float b) { return gb_selfi(c != 0, a, b); }
 static inline double gb_bld(int64_t m, double a, double b) {
   return gb_d((gb_u(a) & (uint64_t)m) | (gb_u(b) & ~(uint64_t)m));
 }
