@@ -160,17 +160,12 @@ impl GtProgram {
     /// unit-stride axis), the GIL released: a stencil's definition calls it with its backend's
     /// layout. Nothing without tier-one code or without a written field.
     fn prepare(&self, py: Python<'_>, order: [i64; 3]) {
-        let (Some(jit), Some(first)) = (&self.shared.jit, self.shared.plan.first_output) else {
-            return;
-        };
-        let axes = self.shared.plan.program.fields[first].axes;
-        // The first written field's unit-stride axis, as `gtscript::run` picks a call's layout.
-        let Some(axis) = (0..3).filter(|&a| axes[a]).max_by_key(|&a| order[a]) else {
+        let Some(jit) = &self.shared.jit else {
             return;
         };
         let plan = &self.shared.plan;
         let threads = gridbuf::runtime::threads::configured();
-        py.detach(|| gtscript::prepare_layout(plan, jit, axis, threads));
+        py.detach(|| gtscript::prepare_layout(plan, jit, order, threads));
     }
 
     /// NumPy names of the scalar parameters' types.

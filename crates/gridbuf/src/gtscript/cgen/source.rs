@@ -78,11 +78,6 @@ static inline double gb_bld(int64_t m, double a, double b) {
   return gb_d((gb_u(a) & (uint64_t)m) | (gb_u(b) & ~(uint64_t)m));
 }
 static inline int64_t gb_bli(int64_t m, int64_t a, int64_t b) { return (a & m) | (b & ~m); }
-static inline double gb_td(int c) { return gb_d(((uint64_t)0 - (uint64_t)c) & 0x3ff0000000000000ULL); }
-static inline float gb_tf(int c) {
-  uint32_t u = ((uint32_t)0 - (uint32_t)c) & 0x3f800000u; float r; memcpy(&r, &u, 4);
-  return r;
-}
 #if defined(__clang__)
 #define GB_IVDEP _Pragma("clang loop vectorize(assume_safety)")
 #elif defined(__GNUC__)
@@ -329,14 +324,6 @@ fn point_function(
     let ps: Vec<Part<'_>> = parts.iter().map(|(s, r)| Part::new(plan, *s, r)).collect();
     // A quantity's variable: its C type and kind (a boolean's an `int` truth in code for the
     // vectoriser, see `Kind::B`).
-    let reg = |q: u32| -> (&'static str, Kind) {
-        match (wide, plan.quantity_ty(q).is_float()) {
-            (false, _) if vector && plan.quantity_ty(q) == Ty::Bool => ("int", Kind::B),
-            (false, _) => (float_type(lanes), Kind::T),
-            (true, true) => ("double", Kind::F),
-            (true, false) => ("int64_t", Kind::I),
-        }
-    };
     // A quantity's element in memory.
     let mem = |q: u32| -> &'static str {
         match (wide, plan.quantity_ty(q).is_float()) {
@@ -344,6 +331,15 @@ fn point_function(
             (true, true) => "double",
             (true, false) => "int64_t",
         }
+    };
+    let reg = |q: u32| -> (&'static str, Kind) {
+        let kind = match (wide, plan.quantity_ty(q)) {
+            (false, Ty::Bool) if vector => return ("int", Kind::B),
+            (false, _) => Kind::T,
+            (true, ty) if ty.is_float() => Kind::F,
+            (true, _) => Kind::I,
+        };
+        (mem(q), kind)
     };
     let mut f = String::new();
     let _ = writeln!(

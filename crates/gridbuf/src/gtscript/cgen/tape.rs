@@ -393,9 +393,15 @@ impl Point<'_> {
                     return Err("run-time K access on one float type".into())
                 }
             };
-            // A truth, or a move of one, stays an `int`.
-            let truthy =
-                self.vector && (v.starts_with("(int)(") || (ins.op == Op::Mov && is_int(0)?));
+            // A truth (see `truth` above), or a move of one, stays an `int`.
+            let truthy = self.vector
+                && match ins.op {
+                    Op::Cast(Ty::Bool) => true,
+                    Op::Un(u) => matches!(ops::un(u).code, UnCode::Test(_)),
+                    Op::Bin(o) => matches!(ops::bin(o).code, BinCode::Cmp(..) | BinCode::Logic(_)),
+                    Op::Mov => is_int(0)?,
+                    _ => false,
+                };
             ints[at] = truthy;
             out.define(self.prefix, ins.dst, at, if truthy { "int" } else { t }, &v);
         }

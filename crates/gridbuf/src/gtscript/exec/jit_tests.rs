@@ -839,7 +839,8 @@ fn a_definition_compiles_what_its_layout_runs_before_the_first_call() {
         return;
     };
     let before = jit.stmts().count();
-    crate::gtscript::prepare_layout(&plan, &jit, 0, Threads::ONE);
+    // GT4Py's layout map with I innermost.
+    crate::gtscript::prepare_layout(&plan, &jit, [2, 1, 0], Threads::ONE);
     let prepared = jit.stmts().count();
     assert!(prepared > before, "row functions {before} -> {prepared}");
     check_one::<f64>(&plan, Some(&jit), None, LARGE, true, &[1], 7).expect("agree");

@@ -80,13 +80,21 @@ pub unsafe fn run<T: Elem>(
     }
 }
 
-/// Compiles now what calls on memory with unit stride along `axis` (0, 1, 2: I, J, K) in
-/// the plan's first written field would compile when they first need it (see
-/// [`Jit::compile_for_layout`]), spread over `threads`: a stencil's definition does this for
-/// the layout its backend allocates, so that its first call runs at the speed of later ones.
-/// `jit` must be the code made from `plan`. Nothing is compiled twice; errors stay where a
-/// call asks for the code.
-pub fn prepare_layout(plan: &Plan, jit: &Jit, axis: usize, threads: Threads) {
+/// Compiles now what calls on memory laid out by `order` (GT4Py's layout map of I, J and K:
+/// the axis with the largest value has unit stride) would compile when they first need it
+/// (see [`Jit::compile_for_layout`]), spread over `threads`: a stencil's definition does this
+/// for the layout its backend allocates, so that its first call runs at the speed of later
+/// ones. The layout is the one [`run`] picks: the unit-stride axis of the plan's first written
+/// field. `jit` must be the code made from `plan`. Nothing is compiled twice; errors stay
+/// where a call asks for the code.
+pub fn prepare_layout(plan: &Plan, jit: &Jit, order: [i64; 3], threads: Threads) {
+    let Some(first) = plan.first_output else {
+        return;
+    };
+    let axes = plan.program.fields[first].axes;
+    let Some(axis) = (0..3).filter(|&a| axes[a]).max_by_key(|&a| order[a]) else {
+        return;
+    };
     let layout = Layout::from_axis(axis);
     match jit.lanes() {
         Lanes::F64 => jit.compile_for_layout::<f64>(plan, layout, threads),
