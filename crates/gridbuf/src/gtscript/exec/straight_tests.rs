@@ -371,3 +371,121 @@ fn masked_assignments_under_one_condition_share_one_test() {
         }
     }
 }
+
+/// A FORWARD section of mixed-type code (an int64 counter beside floats) walks each level's
+/// rows on the I-unit layout. On tier two that walk is written for the vectoriser (the loop
+/// marked free of dependences, blends for masks) where its guarded arms call no math
+/// function, and stays scalar code with branches where one does
+/// (`cgen::source::levels_walk_vectorises`). Both agree with direct loops on every tier, on
+/// the I-unit and the K-unit layout.
+#[test]
+fn mixed_type_walks_of_levels_vectorise_unless_guarded_math_and_match_direct_loops() {
+    use crate::gtscript::plan::Op;
+    use crate::gtscript::{Jit, Lane};
+    // An arm of 26 operations (weighty enough to be guarded), or an exponential (guarded).
+    let mut long = "f 0 0 0 0 0".to_string();
+    for _ in 0..13 {
+        long = format!("add mul {long} c 0.5 f 1 0 0 0 0");
+    }
+    let cases = [
+        (long, false, "long"),
+        ("exp f 0 0 0 0 0".to_string(), true, "exp"),
+    ];
+    let n = [9, 4, 6];
+    let len: usize = n.iter().product();
+    let a: Vec<f64> = (0..len)
+        .map(|x| value(x / 24, (x / 6) % 4, x % 6) * 0.1)
+        .collect();
+    let b: Vec<f64> = (0..len)
+        .map(|x| value(x % 6, x / 24, (x / 6) % 4) * 0.5)
+        .collect();
+    for (arm, math, label) in cases {
+        let text = format!(
+            "stencil wl float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield cnt int64 IJK\n\
+             temp m bool\n\
+             comp FORWARD\ninterval S 0 S 1\n\
+             stmt 1 f 2 0 f 0 0 0 0 0\nstmt 2 f 3 0 lit int64 0\n\
+             interval S 1 E 0\n\
+             stmt 3 t 0 lt f 2 0 0 0 -1 f 1 0 0 0 0\n\
+             stmt 4 f 2 0 sel t 0 0 0 0 add f 2 0 0 0 -1 {arm} f 0 0 0 0 0\n\
+             stmt 5 f 3 0 sel t 0 0 0 0 add f 3 0 0 0 -1 lit int64 1 f 3 0 0 0 -1\n"
+        );
+        let plan = compile(&text).unwrap();
+        assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+        let guarded = plan
+            .sections
+            .iter()
+            .flat_map(|s| &s.stmts)
+            .flat_map(|st| &st.tape)
+            .any(|ins| matches!(ins.op, Op::Guard(_)));
+        assert!(guarded, "{label}: the arm is not guarded");
+        let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+        let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+        let src = crate::gtscript::cgen::tier_two_source(&plan, &jit);
+        // The walks of levels (`_1`): every one vectorised, or the guarded exponential's not.
+        let walks: Vec<&str> = src
+            .split("\nvoid ")
+            .filter(|f| f.starts_with("gb_w") && f.contains("_1("))
+            .collect();
+        assert!(!walks.is_empty(), "{label}: no walk of levels in\n{src}");
+        let all = walks.iter().all(|f| f.contains("GB_IVDEP"));
+        assert_eq!(all, !math, "{label}:\n{}", walks.join("\n"));
+        // The direct loops, C-ordered.
+        let mut out_ref = vec![0.0; len];
+        let mut cnt_ref = vec![0i64; len];
+        for x in (0..len).filter(|x| x % n[2] == 0) {
+            out_ref[x] = a[x];
+            for k in 1..n[2] {
+                let (p, y) = (x + k - 1, x + k);
+                let m = out_ref[p] < b[y];
+                let v = if math {
+                    a[y].exp()
+                } else {
+                    (0..13).fold(a[y], |v, _| v * 0.5 + b[y])
+                };
+                out_ref[y] = if m { out_ref[p] + v } else { a[y] };
+                cnt_ref[y] = if m { cnt_ref[p] + 1 } else { cnt_ref[p] };
+            }
+        }
+        for i_fastest in [true, false] {
+            let strides = if i_fastest {
+                [1, n[0] as isize, (n[0] * n[1]) as isize]
+            } else {
+                [(n[1] * n[2]) as isize, n[2] as isize, 1]
+            };
+            for code in [None, Some(&jit), tier2.as_ref()] {
+                let mut at = laid_out(&a, n, i_fastest);
+                let mut bt = laid_out(&b, n, i_fastest);
+                let mut out = vec![f64::NAN; len];
+                let mut cnt = vec![-7i64; len];
+                let mut fields = [
+                    field(&mut at, n, [0; 3], false),
+                    field(&mut bt, n, [0; 3], false),
+                    field(&mut out, n, [0; 3], true),
+                    int_field(&mut cnt, n),
+                ];
+                fields[3].writable = true;
+                for f in &mut fields {
+                    f.strides = strides;
+                }
+                // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+                // their lengths.
+                unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+                let back = laid_out(&out_ref, n, i_fastest);
+                let cnt_back: Vec<i64> = laid_out(
+                    &cnt_ref.iter().map(|&c| c as f64).collect::<Vec<_>>(),
+                    n,
+                    i_fastest,
+                )
+                .iter()
+                .map(|&c| c as i64)
+                .collect();
+                let at = format!("{label}, I-fastest {i_fastest}, code {}", code.is_some());
+                for y in 0..len {
+                    assert_eq!(out[y].to_bits(), back[y].to_bits(), "out at {y} ({at})");
+                    assert_eq!(cnt[y], cnt_back[y], "cnt at {y} ({at})");
+                }
+            }
+        }
+    }
+}
