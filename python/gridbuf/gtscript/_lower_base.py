@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import inspect
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,7 @@ class _LoweringBase:
         # Each inlined function's parsed source, read once per definition: `inspect` tokenizes
         # the module's lines again at every call (pace's satadjust inlines 734 calls of 48
         # functions; reading each again took a third of its lowering).
-        self.sources: dict[Any, tuple[ast.FunctionDef, int]] = {}
+        self.sources: dict[Any, tuple[ast.FunctionDef, int, inspect.Signature]] = {}
         # `_irtext._shape` of every expression part measured so far: each function's value is
         # measured again inside the values of the functions that call it.
         self.shapes: dict[int, tuple[Any, tuple[int, int, bool]]] = {}

@@ -93,9 +93,10 @@ class CallsMixin(_LoweringBase):
 
     def inline(self, ctx: _Ctx, node: ast.Call, fn: Callable[..., Any]) -> Any:
         if fn not in self.sources:
-            self.sources[fn] = _source(fn)
-        fdef, first = self.sources[fn]
-        sig = inspect.signature(fn)
+            # The signature kept with the source: pace's satadjust calls its functions 733
+            # times (its lowering 151 -> 147 ms).
+            self.sources[fn] = (*_source(fn), inspect.signature(fn))
+        fdef, first, sig = self.sources[fn]
         try:
             bound = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords if k.arg})
         except TypeError as exc:
