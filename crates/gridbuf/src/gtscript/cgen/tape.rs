@@ -348,7 +348,13 @@ impl Point<'_> {
                 Op::Cast(Ty::Bool) => truth(format!("({} != 0)", arg(0)?)),
                 Op::Cast(_) => arg(0)?,
                 Op::Un(u) => {
-                    let a = arg(0)?;
+                    // An `int` truth as the float 1 or 0 (C's type-generic tests, such as
+                    // `__builtin_isunordered`, take no integers).
+                    let a = if is_int(0)? {
+                        format!("(({t}){})", arg(0)?)
+                    } else {
+                        arg(0)?
+                    };
                     match ops::un(u).code {
                         UnCode::Inst(_) => float_inst(u, &a, f32)?,
                         UnCode::RoundAway => {
