@@ -19,10 +19,9 @@ use crate::gtscript::jit::abi::StmtCode;
 use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
-use crate::gtscript::ops::{self, BinCode, UnCode};
 use crate::gtscript::plan::schedule::{has_axis, PointWalk};
 use crate::gtscript::plan::tape::{masked_assignment, ZERO_SRC};
-use crate::gtscript::plan::{Instr, Lanes, Op, Plan, StmtPlan};
+use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, StmtPlan};
 use std::fmt::Write;
 
 /// What the generated module starts with: types, bit casts, wrapping integer helpers and the
@@ -227,16 +226,14 @@ fn for_vectoriser(plan: &Plan, stmts: &[StmtPlan]) -> bool {
     let tape = || stmts.iter().flat_map(|st| &st.tape);
     plan.lanes != Lanes::Wide
         || tape().all(|ins| !matches!(ins.op, Op::Guard(_)))
-        || tape().all(|ins| !calls_math(ins))
+        || tape().all(|ins| !ins.op.calls_math(ins.ty))
 }
 
-/// Whether an instruction calls a math function.
-fn calls_math(ins: &Instr) -> bool {
-    match ins.op {
-        Op::Un(u) => matches!(ops::un(u).code, UnCode::Call(_)),
-        Op::Bin(o) => matches!(ops::bin(o).code, BinCode::Call(_)),
-        _ => false,
-    }
+/// Whether statements `range` of section `sec` run in order with no jumps (no loops).
+fn straight(sec: &SectionPlan, range: std::ops::Range<usize>) -> bool {
+    range
+        .into_iter()
+        .all(|u| sec.flow[u].exit.is_none() && sec.flow[u].next == u + 1)
 }
 
 /// Whether a walk of levels (points along I: no point reads what another point of its level
@@ -249,10 +246,8 @@ fn levels_walk_vectorises(plan: &Plan, parts: &[(usize, PointRange)]) -> bool {
     let axis = PointWalk::Levels.axis();
     parts.iter().all(|(s, r)| {
         let sec = &plan.sections[*s];
-        let straight =
-            (r.first..r.exit).all(|u| sec.flow[u].exit.is_none() && sec.flow[u].next == u + 1);
         let stmts = &sec.stmts[r.first..r.exit];
-        straight
+        straight(sec, r.first..r.exit)
             && stmts.iter().all(|st| has_axis(plan, st.target, axis))
             && stmts
                 .iter()
@@ -363,8 +358,6 @@ fn point_function(
     let t_elem = if wide { "uint64_t" } else { float_type(lanes) };
     let size = if lanes == Lanes::F32 { 4 } else { 8 };
     let ps: Vec<Part<'_>> = parts.iter().map(|(s, r)| Part::new(plan, *s, r)).collect();
-    // A quantity's variable: its C type and kind (a boolean's an `int` truth in code for the
-    // vectoriser, see `Kind::B`).
     // A quantity's element in memory.
     let mem = |q: u32| -> &'static str {
         match (wide, plan.quantity_ty(q).is_float()) {
@@ -373,6 +366,8 @@ fn point_function(
             (true, false) => "int64_t",
         }
     };
+    // A quantity's variable: its C type and kind (a boolean's an `int` truth in code for the
+    // vectoriser, see `Kind::B`).
     let reg = |q: u32| -> (&'static str, Kind) {
         let kind = match (wide, plan.quantity_ty(q)) {
             (false, Ty::Bool) if vector => return ("int", Kind::B),
@@ -535,8 +530,7 @@ fn point_function(
         // A part without loops runs its statements in order with no jumps, so consecutive
         // masked assignments under one condition share one C `if`, as GT4Py's compiled
         // backends run an `if` block: the open one's test, and its condition's quantity.
-        let straight =
-            (p.t..p.exit).all(|u| sec.flow[u].exit.is_none() && sec.flow[u].next == u + 1);
+        let straight = straight(sec, p.t..p.exit);
         let mut open: Option<(String, u32)> = None;
         for u in p.t..p.exit {
             let st = &sec.stmts[u];

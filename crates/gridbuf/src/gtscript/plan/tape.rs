@@ -3,6 +3,7 @@
 //! machine-code generator both run), and the quantity numbering the tapes address.
 
 use crate::gtscript::ir::{Access, BinOp, Expr, KIndex, Program, Ty, UnOp, Value};
+use crate::gtscript::ops;
 use crate::gtscript::passes::types::{bin_types, type_of, un_types};
 use std::collections::HashMap;
 
@@ -61,6 +62,17 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether this operation on values of type `ty` calls a math function (no instruction
+    /// computes it): what makes an arm worth guarding, and what tier two keeps behind its
+    /// branch.
+    pub(crate) fn calls_math(self, ty: Ty) -> bool {
+        match self {
+            Op::Un(u) => ops::un(u).math().is_some(),
+            Op::Bin(o) => ty.is_float() && ops::bin(o).math().is_some(),
+            _ => false,
+        }
+    }
+
     /// Whether this is a guarded run's start or end, not an operation.
     pub fn is_marker(self) -> bool {
         matches!(self, Op::Guard(_) | Op::End)
@@ -460,7 +472,6 @@ pub(crate) fn compile(expr: &Expr, p: &Program, tape: &mut Vec<Instr>, regs: &mu
 /// never guarded, so every point's level is still checked.
 mod guard {
     use crate::gtscript::ir::Ty;
-    use crate::gtscript::ops;
     use crate::gtscript::plan::tape::{Arg, Op, Src};
 
     /// What a guarded run's operations must weigh at least (each operation 1, a math
@@ -489,12 +500,7 @@ mod guard {
     }
 
     fn weight(op: Op, ty: Ty) -> u32 {
-        let call = match op {
-            Op::Un(u) => ops::un(u).math().is_some(),
-            Op::Bin(o) => ty.is_float() && ops::bin(o).math().is_some(),
-            _ => false,
-        };
-        if call {
+        if op.calls_math(ty) {
             CALL
         } else {
             1
