@@ -12,7 +12,7 @@
 //! whole vectors (glibc's libmvec: a few ulps from tier one's, see the README).
 
 use crate::gtscript::cgen::tape::{
-    float_type, vector_math_prelude, Kind, MathTable, Operand, Point, Refusal, VkMode,
+    float_type, vector_math_prelude, Body, Kind, MathTable, Operand, Point, Refusal, VkMode,
 };
 use crate::gtscript::ir::{IterOrder, Ty};
 use crate::gtscript::jit::abi::StmtCode;
@@ -274,7 +274,7 @@ fn row_function(
             kind: if wide { Kind::Lane } else { Kind::T },
         })
         .collect();
-    let body = Point {
+    let point = |skip| Point {
         tape,
         operands: &code.operands,
         exprs: &exprs,
@@ -284,8 +284,11 @@ fn row_function(
         math,
         prefix: "v",
         vector: true,
-    }
-    .body()?;
+        skip,
+    };
+    let body = point(None).body()?;
+    // Guarded math runs only in the chunks of points where some point takes it (see `CHUNK`).
+    let chunked = guarded_math(tape) && code.vk.is_empty();
     let mut f = String::new();
     let _ = writeln!(
         f,
@@ -322,15 +325,62 @@ fn row_function(
     // No point of a row reads what another point of it writes (the caller computes into
     // scratch where the tape reads its target along the row), so the loop may be vectorised;
     // run-time K reads report errors into one slot, in point order, so their loops are not.
+    let result = |b: &Body| if wide { b.lane() } else { b.result.clone() };
+    if chunked {
+        let taken = point(Some("gb_any")).body()?;
+        let skipped = point(Some("gb_none")).body()?;
+        let _ = writeln!(
+            f,
+            "    for (size_t i0 = 0; i0 < n; i0 += {CHUNK}) {{\n    size_t i1 = n - i0 < {CHUNK} ? n : i0 + {CHUNK};\n    int gb_any = 0;\n    for (size_t i = i0; i < i1; i++) {{"
+        );
+        f.push_str(&taken.code);
+        let _ = writeln!(
+            f,
+            "    }}\n    if (gb_any) {{\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{"
+        );
+        f.push_str(&body.code);
+        let _ = writeln!(
+            f,
+            "      d[i] = {};\n    }}\n    }} else {{\n    int gb_none = 0; (void)gb_none;\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{",
+            result(&body)
+        );
+        f.push_str(&skipped.code);
+        let _ = writeln!(
+            f,
+            "      d[i] = {};\n    }}\n    }}\n    }}",
+            result(&skipped)
+        );
+        f.push_str("  }\n}\n");
+        return Ok(f);
+    }
     if code.vk.is_empty() {
         f.push_str("    GB_IVDEP\n");
     }
     let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
     f.push_str(&body.code);
-    let result = if wide { body.lane() } else { body.result };
-    let _ = writeln!(f, "      d[i] = {result};");
+    let _ = writeln!(f, "      d[i] = {};", result(&body));
     f.push_str("    }\n  }\n}\n");
     Ok(f)
+}
+
+/// The points of a chunk in code for the vectoriser whose guarded runs hold math: first the
+/// runs' conditions at every point of the chunk, then every run computed at every point where
+/// one point takes one, else none (`Point::skip`), as tier one skips a vector step's guarded
+/// run where no lane takes it. Computed everywhere, pace's `ray_fast_wind_compute` (`sin` and
+/// `log` in the top levels only) took longer on tier two than on tier one.
+const CHUNK: usize = 8;
+
+/// Whether a guarded run of `tape` calls a math function.
+fn guarded_math(tape: &[Instr]) -> bool {
+    let mut depth = 0usize;
+    tape.iter().any(|ins| {
+        match ins.op {
+            Op::Guard(_) => depth += 1,
+            Op::End => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth > 0 && ins.op.calls_math(ins.ty)
+    })
 }
 
 /// A point function ([`crate::gtscript::jit::abi::LoopFn`]) of `parts` (see `jit::point::build`, whose
@@ -465,219 +515,255 @@ fn point_function(
             _ => size,
         };
         let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
-        if vector {
-            f.push_str("    GB_IVDEP\n");
-        }
-        let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
-        if vector {
-            let _ = writeln!(f, "     {decls}");
-        } else if !zeros.is_empty() {
-            let _ = writeln!(f, "     {zeros}");
-        }
-        let _ = writeln!(f, "      intptr_t at = (intptr_t)i * {step}; (void)at;");
-        for (g, &(q, _)) in p.operands.iter().enumerate() {
-            let (t, m) = (reg(q).0, mem(q));
-            let v = match carried[g] {
-                Some(w) => format!("w{w}"),
-                // Typed indexing where the compiler should see contiguous accesses (with
-                // byte offsets gcc 12 vectorised a fused run with gathers and scatters).
-                None if moves(q) && vector => format!("((const {m} *)b{g})[i]"),
-                None if moves(q) => format!("*(const {m} *)(b{g} + at)"),
-                None => format!("*(const {m} *)b{g}"),
+        // Each point's code, its guarded runs left out where `skip` names a flag (see
+        // `CHUNK`), its results stored where `store` says.
+        let point = |skip: Option<&str>, store: bool| -> Result<String, Refusal> {
+            let mut f = String::new();
+            if vector {
+                let _ = writeln!(f, "     {decls}");
+            } else if !zeros.is_empty() {
+                let _ = writeln!(f, "     {zeros}");
+            }
+            let _ = writeln!(f, "      intptr_t at = (intptr_t)i * {step}; (void)at;");
+            for (g, &(q, _)) in p.operands.iter().enumerate() {
+                let (t, m) = (reg(q).0, mem(q));
+                let v = match carried[g] {
+                    Some(w) => format!("w{w}"),
+                    // Typed indexing where the compiler should see contiguous accesses (with
+                    // byte offsets gcc 12 vectorised a fused run with gathers and scatters).
+                    None if moves(q) && vector => format!("((const {m} *)b{g})[i]"),
+                    None if moves(q) => format!("*(const {m} *)(b{g} + at)"),
+                    None => format!("*(const {m} *)b{g}"),
+                };
+                let _ = writeln!(f, "      {t} val{g} = {v}; (void)val{g};");
+            }
+            for (j, &q) in p.outs.iter().enumerate() {
+                if p.load[j] {
+                    let t = mem(q);
+                    let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
+                    let _ = match (moves(q), vector) {
+                        (true, true) => writeln!(f, "      w{w} = ((const {t} *)ob{j})[i];"),
+                        (true, false) => writeln!(f, "      w{w} = *(const {t} *)(ob{j} + at);"),
+                        (false, _) => writeln!(f, "      w{w} = *(const {t} *)ob{j};"),
+                    };
+                }
+            }
+            let level_dir = if step < 0 { -1 } else { 1 };
+            for slot in 0..p.vk.len() {
+                let b = slot * 13;
+                let (base, rel) = match walk {
+                    Some(PointWalk::Columns) => (
+                        format!("rb{slot}"),
+                        format!("rr{slot} + (int64_t)i * {level_dir}"),
+                    ),
+                    Some(PointWalk::Levels) => (
+                        format!("rb{slot} + (int64_t)i * vk[{}]", b + 2),
+                        format!("rr{slot}"),
+                    ),
+                    None => (
+                        format!("rb{slot} + (int64_t)i * vk[{}]", b + 2),
+                        format!("rr{slot} + (int64_t)i * vk[{}]", b + 6),
+                    ),
+                };
+                let _ = writeln!(
+                    f,
+                    "      int64_t sb{slot} = {base}, sr{slot} = {rel}; (void)sb{slot}; (void)sr{slot};"
+                );
+            }
+            let label = |u: usize| {
+                if u == p.exit {
+                    format!("D{x}")
+                } else {
+                    format!("L{x}_{u}")
+                }
             };
-            let _ = writeln!(f, "      {t} val{g} = {v}; (void)val{g};");
-        }
-        for (j, &q) in p.outs.iter().enumerate() {
-            if p.load[j] {
+            // A part without loops runs its statements in order with no jumps, so consecutive
+            // masked assignments under one condition share one C `if`, as GT4Py's compiled
+            // backends run an `if` block: the open one's test, and its condition's quantity.
+            let straight = straight(sec, p.t..p.exit);
+            let mut open: Option<(String, u32)> = None;
+            for u in p.t..p.exit {
+                let st = &sec.stmts[u];
+                let local = operands_of(&st.tape);
+                let mut exprs = Vec::with_capacity(local.len());
+                for &(q, off) in &local {
+                    let o = match p
+                        .written
+                        .iter()
+                        .position(|&o| o == q)
+                        .filter(|_| off == [0; 3])
+                    {
+                        Some(j) => Operand {
+                            expr: format!("w{j}"),
+                            kind: reg(q).1,
+                        },
+                        None => {
+                            let g = p
+                                .operands
+                                .iter()
+                                .position(|&o| o == (q, off))
+                                .ok_or("an operand missing from the part")?;
+                            Operand {
+                                expr: format!("val{g}"),
+                                kind: reg(q).1,
+                            }
+                        }
+                    };
+                    exprs.push(o);
+                }
+                let prefix = format!("v{x}_{u}_");
+                // A masked assignment (scalar code only: the vectoriser wants no branches) runs its
+                // tape where its select takes the new value, and leaves the target as it is
+                // elsewhere: its select becomes a move of the new value.
+                let masked = if vector {
+                    None
+                } else {
+                    masked_assignment(&st.tape, st.target)
+                };
+                let moved: Vec<Instr>;
+                let tape: &[Instr] = match masked {
+                    Some((_, then)) => {
+                        let mut t = st.tape.clone();
+                        let last = t.last_mut().ok_or("empty tape")?;
+                        let value = last.args[if then { 1 } else { 2 }];
+                        *last = Instr {
+                            op: Op::Mov,
+                            args: [value, ZERO_SRC, ZERO_SRC],
+                            ..*last
+                        };
+                        moved = t;
+                        &moved
+                    }
+                    None => &st.tape,
+                };
+                let point = Point {
+                    tape,
+                    operands: &local,
+                    exprs: &exprs,
+                    vk: &p.vk,
+                    vk_mode: VkMode::Point,
+                    lanes,
+                    math,
+                    prefix: &prefix,
+                    vector,
+                    skip,
+                };
+                let body = point.body()?;
+                let test = match masked {
+                    Some((cond, then)) => Some((
+                        format!("{}{}", if then { "" } else { "!" }, point.condition(cond)?),
+                        cond.0,
+                    )),
+                    None => None,
+                };
+                let j = p
+                    .written
+                    .iter()
+                    .position(|&o| o == st.target)
+                    .ok_or("a target missing from the part")?;
+                let store = format!("      w{j} = {};\n", body.as_kind(reg(st.target).1));
+                if straight {
+                    if open.as_ref().map(|o| &o.0) != test.as_ref().map(|t| &t.0) {
+                        if open.take().is_some() {
+                            f.push_str("      }\n");
+                        }
+                        if let Some(t) = test {
+                            let _ = writeln!(f, "      if ({}) {{", t.0);
+                            open = Some(t);
+                        }
+                    }
+                    f.push_str("      {\n");
+                    f.push_str(&body.code);
+                    f.push_str(&store);
+                    f.push_str("      }\n");
+                    // Writing the condition's quantity ends the shared test.
+                    if open.as_ref().is_some_and(|o| o.1 == st.target) {
+                        open = None;
+                        f.push_str("      }\n");
+                    }
+                    continue;
+                }
+                let _ = writeln!(f, "      {}: {{", label(u));
+                if let Some(t) = &test {
+                    let _ = writeln!(f, "      if ({}) {{", t.0);
+                }
+                f.push_str(&body.code);
+                f.push_str(&store);
+                if test.is_some() {
+                    f.push_str("      }\n");
+                }
+                let flow = sec.flow[u];
+                match flow.exit {
+                    Some(e) => {
+                        let _ = writeln!(
+                            f,
+                            "      if (w{j} != 0) goto {}; else goto {};",
+                            label(flow.next),
+                            label(e)
+                        );
+                    }
+                    None => {
+                        // A body's last statement going back to its loop's condition: the call's
+                        // interrupt flag is read at every pass.
+                        let c = flow.next;
+                        if (p.t..=u).contains(&c) && sec.flow[c].exit.is_some() {
+                            let _ = writeln!(
+                                f,
+                                "      if (*(volatile const unsigned char *)stop) return;"
+                            );
+                        }
+                        let _ = writeln!(f, "      goto {};", label(c));
+                    }
+                }
+                f.push_str("      }\n");
+            }
+            if open.is_some() {
+                f.push_str("      }\n");
+            }
+            if !straight {
+                let _ = writeln!(f, "      {}: ;", label(p.exit));
+            }
+            for (j, &q) in p.outs.iter().enumerate().filter(|_| store) {
                 let t = mem(q);
                 let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
                 let _ = match (moves(q), vector) {
-                    (true, true) => writeln!(f, "      w{w} = ((const {t} *)ob{j})[i];"),
-                    (true, false) => writeln!(f, "      w{w} = *(const {t} *)(ob{j} + at);"),
-                    (false, _) => writeln!(f, "      w{w} = *(const {t} *)ob{j};"),
+                    (true, true) => writeln!(f, "      (({t} *)ob{j})[i] = w{w};"),
+                    (true, false) => writeln!(f, "      *({t} *)(ob{j} + at) = w{w};"),
+                    (false, _) => writeln!(f, "      *({t} *)ob{j} = w{w};"),
                 };
             }
-        }
-        let level_dir = if step < 0 { -1 } else { 1 };
-        for slot in 0..p.vk.len() {
-            let b = slot * 13;
-            let (base, rel) = match walk {
-                Some(PointWalk::Columns) => (
-                    format!("rb{slot}"),
-                    format!("rr{slot} + (int64_t)i * {level_dir}"),
-                ),
-                Some(PointWalk::Levels) => (
-                    format!("rb{slot} + (int64_t)i * vk[{}]", b + 2),
-                    format!("rr{slot}"),
-                ),
-                None => (
-                    format!("rb{slot} + (int64_t)i * vk[{}]", b + 2),
-                    format!("rr{slot} + (int64_t)i * vk[{}]", b + 6),
-                ),
-            };
+            Ok(f)
+        };
+        // Guarded math runs only in the chunks of points where some point takes it.
+        let chunked = vector
+            && p.vk.is_empty()
+            && carried.iter().all(Option::is_none)
+            && sec.stmts[p.t..p.exit]
+                .iter()
+                .any(|st| guarded_math(&st.tape));
+        if chunked {
             let _ = writeln!(
                 f,
-                "      int64_t sb{slot} = {base}, sr{slot} = {rel}; (void)sb{slot}; (void)sr{slot};"
+                "    for (size_t i0 = 0; i0 < n; i0 += {CHUNK}) {{\n    size_t i1 = n - i0 < {CHUNK} ? n : i0 + {CHUNK};\n    int gb_any = 0;\n    for (size_t i = i0; i < i1; i++) {{"
             );
-        }
-        let label = |u: usize| {
-            if u == p.exit {
-                format!("D{x}")
-            } else {
-                format!("L{x}_{u}")
+            f.push_str(&point(Some("gb_any"), false)?);
+            let _ = writeln!(
+                f,
+                "    }}\n    if (gb_any) {{\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{"
+            );
+            f.push_str(&point(None, true)?);
+            let _ = writeln!(
+                f,
+                "    }}\n    }} else {{\n    int gb_none = 0; (void)gb_none;\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{"
+            );
+            f.push_str(&point(Some("gb_none"), true)?);
+            f.push_str("    }\n    }\n");
+        } else {
+            if vector {
+                f.push_str("    GB_IVDEP\n");
             }
-        };
-        // A part without loops runs its statements in order with no jumps, so consecutive
-        // masked assignments under one condition share one C `if`, as GT4Py's compiled
-        // backends run an `if` block: the open one's test, and its condition's quantity.
-        let straight = straight(sec, p.t..p.exit);
-        let mut open: Option<(String, u32)> = None;
-        for u in p.t..p.exit {
-            let st = &sec.stmts[u];
-            let local = operands_of(&st.tape);
-            let mut exprs = Vec::with_capacity(local.len());
-            for &(q, off) in &local {
-                let o = match p
-                    .written
-                    .iter()
-                    .position(|&o| o == q)
-                    .filter(|_| off == [0; 3])
-                {
-                    Some(j) => Operand {
-                        expr: format!("w{j}"),
-                        kind: reg(q).1,
-                    },
-                    None => {
-                        let g = p
-                            .operands
-                            .iter()
-                            .position(|&o| o == (q, off))
-                            .ok_or("an operand missing from the part")?;
-                        Operand {
-                            expr: format!("val{g}"),
-                            kind: reg(q).1,
-                        }
-                    }
-                };
-                exprs.push(o);
-            }
-            let prefix = format!("v{x}_{u}_");
-            // A masked assignment (scalar code only: the vectoriser wants no branches) runs its
-            // tape where its select takes the new value, and leaves the target as it is
-            // elsewhere: its select becomes a move of the new value.
-            let masked = if vector {
-                None
-            } else {
-                masked_assignment(&st.tape, st.target)
-            };
-            let moved: Vec<Instr>;
-            let tape: &[Instr] = match masked {
-                Some((_, then)) => {
-                    let mut t = st.tape.clone();
-                    let last = t.last_mut().ok_or("empty tape")?;
-                    let value = last.args[if then { 1 } else { 2 }];
-                    *last = Instr {
-                        op: Op::Mov,
-                        args: [value, ZERO_SRC, ZERO_SRC],
-                        ..*last
-                    };
-                    moved = t;
-                    &moved
-                }
-                None => &st.tape,
-            };
-            let point = Point {
-                tape,
-                operands: &local,
-                exprs: &exprs,
-                vk: &p.vk,
-                vk_mode: VkMode::Point,
-                lanes,
-                math,
-                prefix: &prefix,
-                vector,
-            };
-            let body = point.body()?;
-            let test = match masked {
-                Some((cond, then)) => Some((
-                    format!("{}{}", if then { "" } else { "!" }, point.condition(cond)?),
-                    cond.0,
-                )),
-                None => None,
-            };
-            let j = p
-                .written
-                .iter()
-                .position(|&o| o == st.target)
-                .ok_or("a target missing from the part")?;
-            let store = format!("      w{j} = {};\n", body.as_kind(reg(st.target).1));
-            if straight {
-                if open.as_ref().map(|o| &o.0) != test.as_ref().map(|t| &t.0) {
-                    if open.take().is_some() {
-                        f.push_str("      }\n");
-                    }
-                    if let Some(t) = test {
-                        let _ = writeln!(f, "      if ({}) {{", t.0);
-                        open = Some(t);
-                    }
-                }
-                f.push_str("      {\n");
-                f.push_str(&body.code);
-                f.push_str(&store);
-                f.push_str("      }\n");
-                // Writing the condition's quantity ends the shared test.
-                if open.as_ref().is_some_and(|o| o.1 == st.target) {
-                    open = None;
-                    f.push_str("      }\n");
-                }
-                continue;
-            }
-            let _ = writeln!(f, "      {}: {{", label(u));
-            if let Some(t) = &test {
-                let _ = writeln!(f, "      if ({}) {{", t.0);
-            }
-            f.push_str(&body.code);
-            f.push_str(&store);
-            if test.is_some() {
-                f.push_str("      }\n");
-            }
-            let flow = sec.flow[u];
-            match flow.exit {
-                Some(e) => {
-                    let _ = writeln!(
-                        f,
-                        "      if (w{j} != 0) goto {}; else goto {};",
-                        label(flow.next),
-                        label(e)
-                    );
-                }
-                None => {
-                    // A body's last statement going back to its loop's condition: the call's
-                    // interrupt flag is read at every pass.
-                    let c = flow.next;
-                    if (p.t..=u).contains(&c) && sec.flow[c].exit.is_some() {
-                        let _ = writeln!(
-                            f,
-                            "      if (*(volatile const unsigned char *)stop) return;"
-                        );
-                    }
-                    let _ = writeln!(f, "      goto {};", label(c));
-                }
-            }
-            f.push_str("      }\n");
-        }
-        if open.is_some() {
-            f.push_str("      }\n");
-        }
-        let _ = writeln!(f, "      {}: ;", label(p.exit));
-        for (j, &q) in p.outs.iter().enumerate() {
-            let t = mem(q);
-            let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
-            let _ = match (moves(q), vector) {
-                (true, true) => writeln!(f, "      (({t} *)ob{j})[i] = w{w};"),
-                (true, false) => writeln!(f, "      *({t} *)(ob{j} + at) = w{w};"),
-                (false, _) => writeln!(f, "      *({t} *)ob{j} = w{w};"),
-            };
+            let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
+            f.push_str(&point(None, true)?);
         }
         f.push_str("    }\n");
         let _ = writeln!(f, "    after{x}: ;\n  }}");

@@ -188,6 +188,12 @@ pub(super) struct Point<'a> {
     /// branchy forms (`fix_neg_water`). Mixed-type code keeps its guarded runs and writes its
     /// selects as blends under masks.
     pub(super) vector: bool,
+    /// In code for the vectoriser, the guarded runs left out, each outermost run's condition
+    /// OR-ed into the named `int` instead (`flag |= taken;`), every value inside a run zero:
+    /// where no point of a chunk takes any run, this computes what the whole tape does (a run's
+    /// values only reach the select after it, which then takes its other arm), without the
+    /// math the runs hold (see `cgen::source::CHUNK`).
+    pub(super) skip: Option<&'a str>,
 }
 
 /// `0x...` bits of an `f64`, as a C `double` expression (exact, NaN payloads and `-0.0`
@@ -275,6 +281,35 @@ impl Point<'_> {
         Ok(format!("({e} != 0)"))
     }
 
+    /// Where guarded runs are left out (`skip`), whether instruction `ins` is one of their
+    /// markers or inside one (`depth` runs open): an outermost run's `Guard` ORs its
+    /// condition (`cond`, the select's operand) into the flag; an instruction inside a run
+    /// is the caller's to define as zero.
+    fn skipped(
+        &self,
+        ins: &Instr,
+        depth: &mut usize,
+        code: &mut String,
+        cond: impl FnOnce() -> Result<String, Refusal>,
+    ) -> Result<bool, Refusal> {
+        let Some(flag) = self.skip else {
+            return Ok(false);
+        };
+        match ins.op {
+            Op::Guard(then) => {
+                if *depth == 0 {
+                    let op = if then { "!=" } else { "==" };
+                    let _ = writeln!(code, "      {flag} |= ({} {op} 0);", cond()?);
+                }
+                *depth += 1;
+            }
+            Op::End => *depth = depth.checked_sub(1).ok_or("unbalanced guarded run")?,
+            _ if *depth > 0 => {}
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     pub(super) fn body(&self) -> Result<Body, Refusal> {
         if self.tape.is_empty() {
             return Err("empty tape".into());
@@ -302,6 +337,8 @@ impl Point<'_> {
         let mut out = Code::default();
         // Per instruction: whether its variable is an `int` truth (see `truth` below).
         let mut ints = vec![false; self.tape.len()];
+        // Guarded runs open, where they are left out (`skip`).
+        let mut depth = 0;
         for (at, ins) in self.tape.iter().enumerate() {
             let arg = |n: usize| -> Result<String, Refusal> {
                 Ok(match ins.args[n] {
@@ -332,6 +369,16 @@ impl Point<'_> {
                     _ => false,
                 })
             };
+            let mut line = String::new();
+            let skipped = self.skipped(ins, &mut depth, &mut line, || arg(0))?;
+            out.code.push_str(&line);
+            if skipped {
+                ints[at] = false;
+                if depth > 0 && !ins.op.is_marker() {
+                    out.define(self.prefix, ins.dst, at, t, &lit(0.0));
+                }
+                continue;
+            }
             let v = match ins.op {
                 Op::Guard(_) | Op::End if self.vector => continue,
                 Op::Guard(then) => {
@@ -431,6 +478,8 @@ impl Point<'_> {
         let mut out = Code::default();
         // The kind of each instruction's variable.
         let mut kinds: Vec<Kind> = vec![Kind::I; self.tape.len()];
+        // Guarded runs open, where they are left out (`skip`).
+        let mut depth = 0;
         for (at, ins) in self.tape.iter().enumerate() {
             // Operand `n` and its kind.
             let raw = |n: usize| -> Result<(String, Kind), Refusal> {
@@ -492,6 +541,22 @@ impl Point<'_> {
                     (format!("((int64_t)({c}))"), Kind::I)
                 }
             };
+            let mut line = String::new();
+            let skipped = self.skipped(ins, &mut depth, &mut line, || a0(0))?;
+            out.code.push_str(&line);
+            if skipped {
+                if depth > 0 && !ins.op.is_marker() {
+                    let k = kind_of(ty);
+                    kinds[at] = k;
+                    let (t, zero) = if k == Kind::F {
+                        ("double", "0.0")
+                    } else {
+                        ("int64_t", "((int64_t)0)")
+                    };
+                    out.define(self.prefix, ins.dst, at, t, zero);
+                }
+                continue;
+            }
             let (v, kind) = match ins.op {
                 Op::Guard(then) => {
                     let a = a0(0)?;

@@ -489,3 +489,102 @@ fn mixed_type_walks_of_levels_vectorise_unless_guarded_math_and_match_direct_loo
         }
     }
 }
+
+/// Guarded math in tier two's code for the vectoriser (a row function, a fused run) runs only
+/// in the chunks of points where some point takes it (`cgen::source::CHUNK`), and every tier
+/// computes the direct loops' values bit for bit: chunks that take no arm, some, and all; the
+/// last chunk of a row shorter; rows along I and along K.
+#[test]
+fn guarded_math_runs_only_in_chunks_that_take_it_and_matches_direct_loops() {
+    use crate::gtscript::Jit;
+    let text = "stencil gm float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield out2 IJK\n\
+        temp x\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 1 f 2 0 sel lt f 0 0 0 0 0 c 0.0 exp f 0 0 0 0 0 f 1 0 0 0 0\n\
+        comp PARALLEL\ninterval S 0 E 0\n\
+        stmt 2 t 0 sel gt f 1 0 0 0 0 c 0.25 log f 1 0 0 0 0 f 0 0 0 0 0\n\
+        stmt 3 f 3 0 add t 0 0 0 0 mul t 0 0 0 0 c 2.0\n";
+    let plan = compile(text).unwrap();
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    let src = crate::gtscript::cgen::tier_two_source(&plan, &jit);
+    // Every function calling a math function (through the table: no vector math here) tests
+    // its chunks first; a row function and a fused run among them.
+    let calling: Vec<&str> = src
+        .split("\nvoid ")
+        .filter(|f| f.starts_with("gb_") && !f.starts_with("gb_init") && f.contains("gb_m["))
+        .collect();
+    assert!(calling.iter().all(|f| f.contains("if (gb_any)")), "{src}");
+    for kind in ["gb_s", "gb_f"] {
+        assert!(calling.iter().any(|f| f.starts_with(kind)), "no {kind}: {src}");
+    }
+    // Rows of 19 points along I: chunks of 8, 8 and 3; `a` negative (the exponential) at
+    // every point of some chunks, at a few of others, at none of the rest; `b` above 0.25
+    // (the logarithm) likewise, elsewhere.
+    let n = [19, 5, 4];
+    let len: usize = n.iter().product();
+    let ijk = |x: usize| (x / (n[1] * n[2]), (x / n[2]) % n[1], x % n[2]);
+    let a: Vec<f64> = (0..len)
+        .map(|x| {
+            let (i, j, k) = ijk(x);
+            let neg = match j {
+                0 => i < 8,
+                1 => i % 7 == k,
+                2 => i >= 16,
+                _ => false,
+            };
+            let v = 0.1 + (i + 3 * j + 7 * k) as f64 * 0.01;
+            if neg {
+                -v
+            } else {
+                v
+            }
+        })
+        .collect();
+    let b: Vec<f64> = (0..len)
+        .map(|x| {
+            let (i, j, k) = ijk(x);
+            let high = match k {
+                0 => (8..16).contains(&i),
+                1 => i == j,
+                3 => true,
+                _ => false,
+            };
+            0.2 + if high { 0.5 } else { 0.0 } + (i * j) as f64 * 1e-3
+        })
+        .collect();
+    let expect = |x: usize| {
+        let o = if a[x] < 0.0 { a[x].exp() } else { b[x] };
+        let t = if b[x] > 0.25 { b[x].ln() } else { a[x] };
+        (o, t + t * 2.0)
+    };
+    for i_fastest in [false, true] {
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let mut at = laid_out(&a, n, i_fastest);
+            let mut bt = laid_out(&b, n, i_fastest);
+            let mut out = vec![f64::NAN; len];
+            let mut out2 = vec![f64::NAN; len];
+            let mut fields = [
+                field_laid_out(&mut at, n, i_fastest),
+                field_laid_out(&mut bt, n, i_fastest),
+                field(&mut out, n, [0; 3], true),
+                field(&mut out2, n, [0; 3], true),
+            ];
+            for f in &mut fields[2..] {
+                if i_fastest {
+                    f.strides = [1, n[0] as isize, (n[0] * n[1]) as isize];
+                }
+            }
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<f64>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            let (o, o2): (Vec<f64>, Vec<f64>) = (0..len).map(expect).unzip();
+            let (o, o2) = (laid_out(&o, n, i_fastest), laid_out(&o2, n, i_fastest));
+            for y in 0..len {
+                let at = format!("{y} (I-fastest {i_fastest}, code {})", code.is_some());
+                assert_eq!(out[y].to_bits(), o[y].to_bits(), "out at {at}");
+                assert_eq!(out2[y].to_bits(), o2[y].to_bits(), "out2 at {at}");
+            }
+        }
+    }
+}
