@@ -269,3 +269,71 @@ def test_a_value_two_ifs_share_is_computed_only_where_one_of_them_runs():
         t, q = _in_layout(t0.copy(), layout), _in_layout(q0.copy(), layout)
         st(t, q)
         assert (np.asarray(t) == want_t).all() and (np.asarray(q) == want_q).all(), layout
+
+
+@gtscript.function
+def _evaporation(t, q):
+    if q > 0.5:
+        qsat = 611.21 * exp(17.5 * log(t / 273.16) + (t - 273.16) / (t - 35.86))
+        if qsat > q:
+            q = q + 1e-6 * (qsat - q)
+    return q
+
+
+def nested_test_reads_a_local(t: Field[np.float64], q: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        q = _evaporation(t, q)
+
+
+def test_a_nested_ifs_test_is_computed_only_where_the_outer_test_holds():
+    """A gtscript function tests, inside an `if`, a local holding `exp` and `log` in an `if` of
+    its own (pace's ``revap_racc``: ``qsat``, under ``qr > QRMIN``): the nested test
+    is computed only where the outer test holds, as GT4Py's compiled backends compute it, so
+    the local's math is guarded too (it was computed at every point, for the nested test's
+    mask); values as a point-by-point reference on every layout."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=nested_test_reads_a_local)
+    with_math = [line for line in st.ir.splitlines() if line.startswith("stmt") and (" exp " in line or " log " in line)]
+    assert with_math and all(line.split()[4] == "sel" for line in with_math), with_math
+    rng = np.random.default_rng(5)
+    t0 = rng.uniform(250.0, 300.0, SHAPE)
+    q0 = rng.uniform(0.0, 2000.0, SHAPE) / 1000.0
+
+    def point(t: float, q: float) -> float:
+        if q > 0.5:
+            qsat = 611.21 * math.exp(17.5 * math.log(t / 273.16) + (t - 273.16) / (t - 35.86))
+            if qsat > q:
+                q = q + 1e-6 * (qsat - q)
+        return q
+
+    want = np.vectorize(point)(t0, q0)
+    for layout in LAYOUTS:
+        q = _in_layout(q0.copy(), layout)
+        st(_in_layout(t0, layout), q)
+        assert (np.asarray(q) == want).all(), layout
+
+
+def nested_test_reads_at_a_run_time_level(pe: Field[np.float64], lev: Field[np.int64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        if lev < 3:
+            if pe[0, 0, lev] > 0.5:
+                out = 1.0
+
+
+def test_a_nested_ifs_run_time_level_read_is_checked_only_where_the_outer_test_holds():
+    """The nested test reads ``pe`` ``lev`` levels up, which leaves the array where the outer
+    test fails (``lev`` 100): GT4Py's compiled backends never read there, and neither does
+    gridbuf (it raised "level 105" when it computed the nested test everywhere)."""
+    st = gtscript.stencil(backend="gt:cpu_ifirst", definition=nested_test_reads_at_a_run_time_level)
+    shape = (4, 3, 6)
+    pe0 = np.random.default_rng(0).random(shape)
+    lev0 = np.zeros(shape, np.int64)
+    lev0[:, :, 3:] = 100
+    want = np.zeros(shape)
+    for i, j, k in np.ndindex(*shape):
+        if lev0[i, j, k] < 3 and pe0[i, j, k + lev0[i, j, k]] > 0.5:
+            want[i, j, k] = 1.0
+    assert want.any()
+    for layout in LAYOUTS:
+        out = _in_layout(np.zeros(shape), layout)
+        st(_in_layout(pe0, layout), _in_layout(lev0, layout), out)
+        assert (np.asarray(out) == want).all(), layout

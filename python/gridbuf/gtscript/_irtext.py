@@ -377,13 +377,38 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int]
             a = a.outer
         if a is None:
             return None
-        c = c if a.then else ("not", c)
-        if all(c is not x for x in conds):
+        c = _outer_test(c, key) if a.then else ("not", c)
+        if all(c is not x and not (c[0] == "t" and c == x) for x in conds):
             conds.append(c)
     when = conds[0]
     for c in conds[1:]:
         when = ("or", when, c)
     return when
+
+
+def _outer_test(c: Any, key: int) -> Any:
+    """A nested `if`'s mask carried back, ``sel outer test False``, where its test reads the
+    shared value `key` itself: the outer test, a condition holding at every point the mask
+    does (the value is computed there anyway, for the test; with the test in its condition it
+    was computed twice)."""
+    while isinstance(c, tuple) and c[0] == "sel" and c[3] == ("c", False) and _holds(c[2], key):
+        c = c[1]
+    return c
+
+
+def _holds(e: Any, key: int) -> bool:
+    """Whether the expression `e` holds the operation `key` (by identity)."""
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if not (isinstance(x, tuple) and x) or x[0] in ("f", "t", "s", "c") or id(x) in seen:
+            continue
+        if id(x) == key:
+            return True
+        seen.add(id(x))
+        stack.extend(_operands(x))
+    return False
 
 
 def _carried_back(e: Any, pos: int, at: int, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], depth: int, quantities: dict[int, Any]) -> Any:

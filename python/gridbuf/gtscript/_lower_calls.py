@@ -391,10 +391,8 @@ class CallsMixin(_LoweringBase):
         and as GT4Py does); the locals the branches assign are selected by it. A local first
         assigned in one branch only cannot be read after the `if` (nor in the other branch)."""
         start = len(self.lines)  # where a local first assigned in one branch starts at zero
-        cond = self.new_mask(inner, s, ("sel", self.expr(inner, s.test), ("c", True), ("c", False)))
-        m = cond if mask is None else self.new_mask(inner, s, ("and", mask, cond))
+        m, m2 = self.branch_masks(inner, s, mask)
         before = {n for n, v in inner.local.items() if not isinstance(v, _Undefined)}
-        m2: Expr | None = None
         outer_written = inner.written
         inner.written = set()
         known = self.known_in_branch(inner, s)
@@ -409,9 +407,7 @@ class CallsMixin(_LoweringBase):
         for name in then - before:
             inner.local[name] = _Undefined(name, line, inner.local[name])
         inner.written = set()
-        if s.orelse:
-            notc = ("not", cond)
-            m2 = self.new_mask(inner, s, notc if mask is None else ("and", mask, notc))
+        if m2 is not None:
             self.func_block(inner, s.orelse, top=False, mask=m2)
         other = inner.written
         inner.written = outer_written | then | other

@@ -196,13 +196,7 @@ class StatementsMixin(_LoweringBase):
             # The condition is evaluated once per point, before either branch runs (GT4Py's
             # rule): a branch may write what the condition reads, so both masks are computed
             # from the one value stored here.
-            # `sel c True False`: the types pass checks that `c` is a boolean, at this line.
-            cond = self.new_mask(ctx, s, ("sel", self.expr(ctx, s.test), ("c", True), ("c", False)))
-            m = cond if mask is None else self.new_mask(ctx, s, ("and", mask, cond))
-            m2 = None
-            if s.orelse:
-                notc = ("not", cond)
-                m2 = self.new_mask(ctx, s, notc if mask is None else ("and", mask, notc))
+            m, m2 = self.branch_masks(ctx, s, mask)
             for b in s.body:
                 self.stmt(ctx, b, m)
             for b in s.orelse:
@@ -302,6 +296,20 @@ class StatementsMixin(_LoweringBase):
         self.temps.append(name)
         ctx.local[name] = _Ref("t", index)
         self.temp_types[index] = (dt, axes)
+
+    def branch_masks(self, ctx: _Ctx, s: ast.If, mask: Expr | None) -> tuple[Expr, Expr | None]:
+        """The masks of the branches of `s` (the second None without an ``else``) inside a block
+        under `mask`: the test stored once, computed only where `mask` holds, as GT4Py's
+        compiled backends test a nested ``if`` inside the outer one (tested at every point, a
+        condition reading a function's local made the core compute the local's ``exp`` and
+        ``log`` at every point: pace's ``warm_rain`` tests ``qsat`` under ``qr > QRMIN``)."""
+        # `sel c True False`: the types pass checks that `c` is a boolean, at this line.
+        test: Expr = ("sel", self.expr(ctx, s.test), ("c", True), ("c", False))
+        m = self.new_mask(ctx, s, test if mask is None else ("sel", mask, test, ("c", False)))
+        if not s.orelse:
+            return m, None
+        notc = ("not", m)
+        return m, self.new_mask(ctx, s, notc if mask is None else ("and", mask, notc))
 
     def new_mask(self, ctx: _Ctx, node: ast.AST, cond: Expr) -> Expr:
         name = f"__mask{self.masks}"

@@ -516,7 +516,10 @@ fn guarded_math_runs_only_in_chunks_that_take_it_and_matches_direct_loops() {
         .collect();
     assert!(calling.iter().all(|f| f.contains("if (gb_any)")), "{src}");
     for kind in ["gb_s", "gb_f"] {
-        assert!(calling.iter().any(|f| f.starts_with(kind)), "no {kind}: {src}");
+        assert!(
+            calling.iter().any(|f| f.starts_with(kind)),
+            "no {kind}: {src}"
+        );
     }
     // Rows of 19 points along I: chunks of 8, 8 and 3; `a` negative (the exponential) at
     // every point of some chunks, at a few of others, at none of the rest; `b` above 0.25
