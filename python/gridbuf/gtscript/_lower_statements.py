@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _regions, _vectors
 from ._gt4py_objects import native
-from ._irtext import IR_MAX_DEPTH, Expr, _shape
+from ._irtext import IR_MAX_DEPTH, Expr, _costly, _kreads_any, _shape
 from ._lower_base import _BINOPS, _dtype, _is_axis_value, _load, _LoweringBase
 from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref, _RunTimeComponent
 
@@ -299,16 +299,25 @@ class StatementsMixin(_LoweringBase):
 
     def branch_masks(self, ctx: _Ctx, s: ast.If, mask: Expr | None) -> tuple[Expr, Expr | None]:
         """The masks of the branches of `s` (the second None without an ``else``) inside a block
-        under `mask`: the test stored once, computed only where `mask` holds, as GT4Py's
-        compiled backends test a nested ``if`` inside the outer one (tested at every point, a
-        condition reading a function's local made the core compute the local's ``exp`` and
-        ``log`` at every point: pace's ``warm_rain`` tests ``qsat`` under ``qr > QRMIN``)."""
+        under `mask`, from the test stored once. A test that calls a math function or reads at
+        run-time K levels is computed only where `mask` holds (``sel mask test False``), as
+        GT4Py's compiled backends test a nested ``if`` inside the outer one: tested at every
+        point, a condition reading a function's local made the core compute the local's
+        ``exp`` and ``log`` at every point (pace's ``warm_rain`` tests ``qsat`` under
+        ``qr > QRMIN``), and a run-time K read raised where the outer test excludes it. Any
+        other test is and-ed with `mask` (the core computes both at every point in vectorised
+        code, where a select of truths cost pace's ``fix_neg_water`` 1.7x)."""
+        value = self.expr(ctx, s.test)
         # `sel c True False`: the types pass checks that `c` is a boolean, at this line.
-        test: Expr = ("sel", self.expr(ctx, s.test), ("c", True), ("c", False))
-        m = self.new_mask(ctx, s, test if mask is None else ("sel", mask, test, ("c", False)))
+        test: Expr = ("sel", value, ("c", True), ("c", False))
+        if mask is not None and (_costly(value, {}) or _kreads_any(value, {})):
+            m = self.new_mask(ctx, s, ("sel", mask, test, ("c", False)))
+            return m, (self.new_mask(ctx, s, ("and", mask, ("not", m))) if s.orelse else None)
+        cond = self.new_mask(ctx, s, test)
+        m = cond if mask is None else self.new_mask(ctx, s, ("and", mask, cond))
         if not s.orelse:
             return m, None
-        notc = ("not", m)
+        notc = ("not", cond)
         return m, self.new_mask(ctx, s, notc if mask is None else ("and", mask, notc))
 
     def new_mask(self, ctx: _Ctx, node: ast.AST, cond: Expr) -> Expr:
