@@ -515,6 +515,31 @@ fn point_function(
             _ => size,
         };
         let moves = |q: u32| point_axis.is_none_or(|a| has_axis(plan, q, a));
+        // Per output: whether a column walk keeps it in its variable from the column's first
+        // level to its last, loaded before and stored after (a quantity without the K axis,
+        // one place in memory for the whole column, which no operand or run-time K read of
+        // the part reads from memory): a store and a load per level were a dependence through
+        // memory, carried from level to level (pace's `lagrangian_contributions`, `lev`).
+        let held: Vec<bool> = p
+            .outs
+            .iter()
+            .map(|&q| {
+                walk == Some(PointWalk::Columns)
+                    && !moves(q)
+                    && p.operands.iter().all(|&(o, _)| o != q)
+                    && p.vk.iter().all(|&(o, _)| o != q)
+            })
+            .collect();
+        if held.iter().any(|&h| h) {
+            let _ = writeln!(f, "    if (n == 0) goto after{x};");
+            for (j, &q) in p.outs.iter().enumerate() {
+                if held[j] && p.load[j] {
+                    let t = mem(q);
+                    let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
+                    let _ = writeln!(f, "    w{w} = *(const {t} *)ob{j};");
+                }
+            }
+        }
         // Each point's code, its guarded runs left out where `skip` names a flag (see
         // `CHUNK`), its results stored where `store` says.
         let point = |skip: Option<&str>, store: bool| -> Result<String, Refusal> {
@@ -538,7 +563,7 @@ fn point_function(
                 let _ = writeln!(f, "      {t} val{g} = {v}; (void)val{g};");
             }
             for (j, &q) in p.outs.iter().enumerate() {
-                if p.load[j] {
+                if p.load[j] && !held[j] {
                     let t = mem(q);
                     let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
                     let _ = match (moves(q), vector) {
@@ -723,7 +748,12 @@ fn point_function(
             if !straight {
                 let _ = writeln!(f, "      {}: ;", label(p.exit));
             }
-            for (j, &q) in p.outs.iter().enumerate().filter(|_| store) {
+            for (j, &q) in p
+                .outs
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| store && !held[j])
+            {
                 let t = mem(q);
                 let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
                 let _ = match (moves(q), vector) {
@@ -766,6 +796,11 @@ fn point_function(
             f.push_str(&point(None, true)?);
         }
         f.push_str("    }\n");
+        for (j, &q) in p.outs.iter().enumerate().filter(|&(j, _)| held[j]) {
+            let t = mem(q);
+            let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
+            let _ = writeln!(f, "    *({t} *)ob{j} = w{w};");
+        }
         let _ = writeln!(f, "    after{x}: ;\n  }}");
         o_ops += p.operands.len();
         o_outs += p.outs.len();

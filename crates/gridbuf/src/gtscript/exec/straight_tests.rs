@@ -591,3 +591,98 @@ fn guarded_math_runs_only_in_chunks_that_take_it_and_matches_direct_loops() {
         }
     }
 }
+
+/// A column walk keeps an output without the K axis (an IJ int field counting levels, pace's
+/// `lev`) in its variable over the whole column, loaded before the first level and stored after
+/// the last (`cgen::source::point_function`'s `held`), and every tier computes the direct loops'
+/// values on K-fastest memory (the walk) and I-fastest memory (blocks).
+#[test]
+fn column_walks_hold_an_ij_output_over_the_column_and_match_direct_loops() {
+    use crate::gtscript::exec::tests::{element, layout_strides};
+    use crate::gtscript::{Jit, Lane};
+    let text = "stencil hl float64\nfield a IJK\nfield out IJK\nfield lev int64 IJ\n\
+        comp FORWARD\ninterval S 0 S 1\n\
+        stmt 1 f 2 0 lit int64 0\nstmt 2 f 1 0 f 0 0 0 0 0\n\
+        interval S 1 E 0\n\
+        stmt 3 f 2 0 sel lt f 0 0 0 0 0 c 0.0 add f 2 0 0 0 0 lit int64 1 f 2 0 0 0 0\n\
+        stmt 4 f 1 0 add f 1 0 0 0 -1 mul f 0 0 0 0 0 cast float64 f 2 0 0 0 0\n";
+    let plan = compile(text).unwrap();
+    assert_eq!(plan.lanes, crate::gtscript::plan::Lanes::Wide);
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    let src = crate::gtscript::cgen::tier_two_source(&plan, &jit);
+    let walk = src
+        .split("\nvoid ")
+        .find(|f| f.starts_with("gb_w0_0("))
+        .expect("the column walk");
+    // `lev`: loaded before the second section's levels (the first writes it first), stored
+    // after each section's, never inside a level (the loops' lines are indented by six).
+    assert!(
+        walk.contains("    w0 = *(const int64_t *)ob0;\n    for (size_t i"),
+        "{walk}"
+    );
+    assert!(
+        walk.contains("    }\n    *(int64_t *)ob0 = w0;\n    after1: ;"),
+        "{walk}"
+    );
+    assert!(
+        walk.lines()
+            .filter(|l| l.starts_with("      "))
+            .all(|l| !l.contains("int64_t *)ob")),
+        "{walk}"
+    );
+    let n = [5, 4, 9];
+    let len: usize = n.iter().product();
+    for k_fastest in [true, false] {
+        let strides = layout_strides(n, k_fastest);
+        let at = |i: usize, j: usize, k: usize| element(strides, i, j, k);
+        let mut a = vec![0.0; len];
+        for (i, j, k) in crate::gtscript::exec::tests::box_points(n) {
+            a[at(i, j, k)] = value(i, j, k);
+        }
+        let mut want = vec![0.0; len];
+        let mut want_lev = vec![0i64; n[0] * n[1]];
+        for i in 0..n[0] {
+            for j in 0..n[1] {
+                let mut lev = 0i64;
+                want[at(i, j, 0)] = a[at(i, j, 0)];
+                for k in 1..n[2] {
+                    if a[at(i, j, k)] < 0.0 {
+                        lev += 1;
+                    }
+                    want[at(i, j, k)] = want[at(i, j, k - 1)] + a[at(i, j, k)] * lev as f64;
+                }
+                want_lev[i * n[1] + j] = lev;
+            }
+        }
+        for code in [None, Some(&jit), tier2.as_ref()] {
+            let mut a = a.clone();
+            let mut out = vec![f64::NAN; len];
+            let mut lev = vec![-7i64; n[0] * n[1]];
+            let mut fields = [
+                field(&mut a, n, [0; 3], false),
+                field(&mut out, n, [0; 3], true),
+                FieldMem {
+                    addr: lev.as_mut_ptr().expose_provenance(),
+                    shape: [n[0], n[1], 1],
+                    strides: [n[1] as isize, 1, 0],
+                    origin: [0; 3],
+                    axes: [true, true, false],
+                    writable: true,
+                    ty: crate::gtscript::ir::Ty::I64,
+                },
+            ];
+            for f in &mut fields[..2] {
+                f.strides = strides;
+            }
+            // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+            // their lengths.
+            unsafe { run::<Lane>(&plan, code, &fields, &[], n, Threads::ONE).unwrap() };
+            let label = format!("K-fastest {k_fastest}, code {}", code.is_some());
+            for y in 0..len {
+                assert_eq!(out[y].to_bits(), want[y].to_bits(), "out at {y} ({label})");
+            }
+            assert_eq!(lev, want_lev, "lev ({label})");
+        }
+    }
+}
