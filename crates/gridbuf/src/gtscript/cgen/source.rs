@@ -329,27 +329,8 @@ fn row_function(
     if chunked {
         let taken = point(Some("gb_any")).body()?;
         let skipped = point(Some("gb_none")).body()?;
-        let _ = writeln!(
-            f,
-            "    for (size_t i0 = 0; i0 < n; i0 += {CHUNK}) {{\n    size_t i1 = n - i0 < {CHUNK} ? n : i0 + {CHUNK};\n    int gb_any = 0;\n    for (size_t i = i0; i < i1; i++) {{"
-        );
-        f.push_str(&taken.code);
-        let _ = writeln!(
-            f,
-            "    }}\n    if (gb_any) {{\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{"
-        );
-        f.push_str(&body.code);
-        let _ = writeln!(
-            f,
-            "      d[i] = {};\n    }}\n    }} else {{\n    int gb_none = 0; (void)gb_none;\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{",
-            result(&body)
-        );
-        f.push_str(&skipped.code);
-        let _ = writeln!(
-            f,
-            "      d[i] = {};\n    }}\n    }}\n    }}",
-            result(&skipped)
-        );
+        let store = |b: &Body| format!("{}      d[i] = {};\n", b.code, result(b));
+        f.push_str(&chunk_loops(&taken.code, &store(&body), &store(&skipped)));
         f.push_str("  }\n}\n");
         return Ok(f);
     }
@@ -369,6 +350,16 @@ fn row_function(
 /// run where no lane takes it. Computed everywhere, pace's `ray_fast_wind_compute` (`sin` and
 /// `log` in the top levels only) took longer on tier two than on tier one.
 const CHUNK: usize = 8;
+
+/// The loop over a row's `n` points in chunks of [`CHUNK`]: per chunk, the points' `test` code
+/// (which ORs the guarded runs' conditions into `gb_any`), then the `taken` code at each point
+/// where one holds, else the `skipped` code (its flag `gb_none` unread); each the code inside
+/// the loop over the chunk's points `i`.
+fn chunk_loops(test: &str, taken: &str, skipped: &str) -> String {
+    format!(
+        "    for (size_t i0 = 0; i0 < n; i0 += {CHUNK}) {{\n    size_t i1 = n - i0 < {CHUNK} ? n : i0 + {CHUNK};\n    int gb_any = 0;\n    for (size_t i = i0; i < i1; i++) {{\n{test}    }}\n    if (gb_any) {{\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{\n{taken}    }}\n    }} else {{\n    int gb_none = 0; (void)gb_none;\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{\n{skipped}    }}\n    }}\n    }}\n"
+    )
+}
 
 /// Whether a guarded run of `tape` calls a math function.
 fn guarded_math(tape: &[Instr]) -> bool {
@@ -501,15 +492,6 @@ fn point_function(
                     .flatten()
             })
             .collect();
-        if carried.iter().any(Option::is_some) {
-            let _ = writeln!(f, "    if (n == 0) goto after{x};");
-            for (g, c) in carried.iter().enumerate() {
-                if let Some(w) = *c {
-                    let t = mem(p.operands[g].0);
-                    let _ = writeln!(f, "    w{w} = *(const {t} *)b{g};");
-                }
-            }
-        }
         let step = match walk {
             Some(PointWalk::Columns) if sec.order == IterOrder::Backward => -size,
             _ => size,
@@ -530,8 +512,19 @@ fn point_function(
                     && p.vk.iter().all(|&(o, _)| o != q)
             })
             .collect();
-        if held.iter().any(|&h| h) {
+        // A row without points loads and stores nothing.
+        if carried.iter().any(Option::is_some) || held.iter().any(|&h| h) {
             let _ = writeln!(f, "    if (n == 0) goto after{x};");
+        }
+        if carried.iter().any(Option::is_some) {
+            for (g, c) in carried.iter().enumerate() {
+                if let Some(w) = *c {
+                    let t = mem(p.operands[g].0);
+                    let _ = writeln!(f, "    w{w} = *(const {t} *)b{g};");
+                }
+            }
+        }
+        if held.iter().any(|&h| h) {
             for (j, &q) in p.outs.iter().enumerate() {
                 if held[j] && p.load[j] {
                     let t = mem(q);
@@ -772,30 +765,19 @@ fn point_function(
                 .iter()
                 .any(|st| guarded_math(&st.tape));
         if chunked {
-            let _ = writeln!(
-                f,
-                "    for (size_t i0 = 0; i0 < n; i0 += {CHUNK}) {{\n    size_t i1 = n - i0 < {CHUNK} ? n : i0 + {CHUNK};\n    int gb_any = 0;\n    for (size_t i = i0; i < i1; i++) {{"
-            );
-            f.push_str(&point(Some("gb_any"), false)?);
-            let _ = writeln!(
-                f,
-                "    }}\n    if (gb_any) {{\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{"
-            );
-            f.push_str(&point(None, true)?);
-            let _ = writeln!(
-                f,
-                "    }}\n    }} else {{\n    int gb_none = 0; (void)gb_none;\n    GB_IVDEP\n    for (size_t i = i0; i < i1; i++) {{"
-            );
-            f.push_str(&point(Some("gb_none"), true)?);
-            f.push_str("    }\n    }\n");
+            f.push_str(&chunk_loops(
+                &point(Some("gb_any"), false)?,
+                &point(None, true)?,
+                &point(Some("gb_none"), true)?,
+            ));
         } else {
             if vector {
                 f.push_str("    GB_IVDEP\n");
             }
             let _ = writeln!(f, "    for (size_t i = 0; i < n; i++) {{");
             f.push_str(&point(None, true)?);
+            f.push_str("    }\n");
         }
-        f.push_str("    }\n");
         for (j, &q) in p.outs.iter().enumerate().filter(|&(j, _)| held[j]) {
             let t = mem(q);
             let w = p.written.iter().position(|&o| o == q).ok_or("listed")?;
