@@ -288,7 +288,7 @@ fn row_function(
     };
     let body = point(None).body()?;
     // Guarded math runs only in the chunks of points where some point takes it (see `CHUNK`).
-    let chunked = guarded_math(tape) && code.vk.is_empty();
+    let chunked = chunks_pay([tape]) && code.vk.is_empty();
     let mut f = String::new();
     let _ = writeln!(
         f,
@@ -361,17 +361,34 @@ fn chunk_loops(test: &str, taken: &str, skipped: &str) -> String {
     )
 }
 
-/// Whether a guarded run of `tape` calls a math function.
-fn guarded_math(tape: &[Instr]) -> bool {
-    let mut depth = 0usize;
-    tape.iter().any(|ins| {
-        match ins.op {
-            Op::Guard(_) => depth += 1,
-            Op::End => depth = depth.saturating_sub(1),
-            _ => {}
+/// What a math function's call costs, in operations (see [`chunks_pay`]): a call of the vector
+/// library takes about as long as a few dozen arithmetic instructions on the same vector.
+const MATH_COST: usize = 32;
+
+/// Whether the points of the code for the vectoriser of `tapes` (one statement's, or a run's)
+/// go in chunks ([`CHUNK`]): where a guarded run calls a math function, and the guarded runs'
+/// operations (each math call counted as [`MATH_COST`]) are at least as many as those outside
+/// them, which a chunk's test loop computes a second time. pace's `m_loop` has a fused run of
+/// over 500 operations whose guarded runs hold a few dozen: in chunks its call took 1.5 times
+/// as long.
+fn chunks_pay<'t>(tapes: impl IntoIterator<Item = &'t [Instr]>) -> bool {
+    let (mut inside, mut outside, mut math) = (0usize, 0usize, false);
+    for tape in tapes {
+        let mut depth = 0usize;
+        for ins in tape {
+            match ins.op {
+                Op::Guard(_) => depth += 1,
+                Op::End => depth = depth.saturating_sub(1),
+                _ if depth == 0 => outside += 1,
+                op if op.calls_math(ins.ty) => {
+                    math = true;
+                    inside += MATH_COST;
+                }
+                _ => inside += 1,
+            }
         }
-        depth > 0 && ins.op.calls_math(ins.ty)
-    })
+    }
+    math && inside >= outside
 }
 
 /// A point function ([`crate::gtscript::jit::abi::LoopFn`]) of `parts` (see `jit::point::build`, whose
@@ -382,8 +399,9 @@ fn guarded_math(tape: &[Instr]) -> bool {
 /// `vector`: a straight run of float code on a block's rows (see
 /// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]), written for the C compiler's
 /// vectoriser: each point's values declared in the loop, the loop marked free of
-/// dependences between points (what the run writes it reads only at the point itself, and
-/// distinct quantities are distinct memory), the statements as straight-line code (see
+/// dependences between points (what the run writes it reads only at the point itself, or at
+/// other levels of a one-level block, and distinct quantities are distinct memory), the
+/// statements as straight-line code (see
 /// [`Point::vector`]).
 fn point_function(
     name: &str,
@@ -761,9 +779,7 @@ fn point_function(
         let chunked = vector
             && p.vk.is_empty()
             && carried.iter().all(Option::is_none)
-            && sec.stmts[p.t..p.exit]
-                .iter()
-                .any(|st| guarded_math(&st.tape));
+            && chunks_pay(sec.stmts[p.t..p.exit].iter().map(|st| st.tape.as_slice()));
         if chunked {
             f.push_str(&chunk_loops(
                 &point(Some("gb_any"), false)?,

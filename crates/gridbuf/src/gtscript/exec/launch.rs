@@ -685,8 +685,10 @@ pub(crate) fn run_loop_code<T: Elem>(
         // `out_first[j] + r * out_steps[j]`: the first and the last row of each were checked
         // above to hold `row_len` elements inside a block buffer or a (writable, for outputs)
         // view, and rows in between lie between them along the same axis of the same box. The
-        // outputs are quantities the loop writes, which it reads only at the point itself and
-        // through its own registers, never through the operand rows; distinct quantities have
+        // outputs are quantities the loop writes, which it reads at the point itself only
+        // through its own registers, and through the operand rows only at other levels of a
+        // FORWARD or BACKWARD section's one-level block (`schedule::straight`): other memory
+        // than the level the block writes. Distinct quantities have
         // distinct buffers, and the binder keeps written fields apart from the other
         // arguments. `vk` holds one slot per run-time K read (`vk_slots` checked that every
         // point's column lies inside the memory; the code loads only levels inside it);

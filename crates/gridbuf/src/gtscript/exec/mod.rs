@@ -271,7 +271,11 @@ pub unsafe fn run_interruptible<T: Elem>(
     } else {
         Threads::ONE
     };
-    let want = exec::tasks_wanted(threads);
+    let want = if code.layout.tile_per_thread {
+        threads.get()
+    } else {
+        exec::tasks_wanted(threads)
+    };
     // Slabs where the schedule allows them (`LayoutSchedule::slabs`) and every field is
     // read and written in place (unit stride along `inner`, of the element type); else
     // sweeps where the plan has them along the axis memory and domain pick; else I/J tiles.

@@ -521,6 +521,18 @@ fn guarded_math_runs_only_in_chunks_that_take_it_and_matches_direct_loops() {
             "no {kind}: {src}"
         );
     }
+    // Where the work outside the guarded runs outweighs theirs (a test of 40 additions, one
+    // guarded exponential), chunks do not pay: the test loop would compute it twice.
+    let sum = "add f 0 0 0 0 0 ".repeat(40) + "f 1 0 0 0 0";
+    let heavy = compile(&format!(
+        "stencil gh float64\nfield a IJK\nfield b IJK\nfield out IJK\n\
+         comp PARALLEL\ninterval S 0 E 0\n\
+         stmt 1 f 2 0 sel lt {sum} c 0.0 exp f 0 0 0 0 0 f 1 0 0 0 0\n"
+    ))
+    .unwrap();
+    let hj = Jit::compile(&heavy).unwrap().expect("a Cranelift backend");
+    let hsrc = crate::gtscript::cgen::tier_two_source(&heavy, &hj);
+    assert!(hsrc.contains("gb_m[") && !hsrc.contains("gb_any"), "{hsrc}");
     // Rows of 19 points along I: chunks of 8, 8 and 3; `a` negative (the exponential) at
     // every point of some chunks, at a few of others, at none of the rest; `b` above 0.25
     // (the logarithm) likewise, elsewhere.
@@ -683,6 +695,103 @@ fn column_walks_hold_an_ij_output_over_the_column_and_match_direct_loops() {
                 assert_eq!(out[y].to_bits(), want[y].to_bits(), "out at {y} ({label})");
             }
             assert_eq!(lev, want_lev, "lev ({label})");
+        }
+    }
+}
+
+/// A FORWARD section's statements under one region, reading at other levels of the column
+/// what they write (`acc = acc[0, 0, -1]`, then a masked update; `out` read one level up before
+/// that level is written), with a K-only operand: one fused run on tier two
+/// (`schedule::straight`: its blocks are one level each), and tiles one per thread
+/// (`LayoutSchedule::tile_per_thread`); every tier computes the direct loops' values bit for
+/// bit on I-fastest memory (blocks in place) and K-fastest memory (blocks on copied columns),
+/// on one thread and on three.
+#[test]
+fn vertical_runs_read_other_levels_of_what_they_write_and_match_direct_loops() {
+    use crate::gtscript::exec::tests::{element, layout_strides};
+    use crate::gtscript::plan::schedule::Layout;
+    use crate::gtscript::Jit;
+    let text = "stencil vr float64\nfield a IJK\nfield p K\nfield out IJK\ntemp acc\n\
+        comp FORWARD\ninterval S 0 S 1\n\
+        region * E -1 * *\nstmt 1 t 0 mul f 0 0 0 0 0 f 1 0 0 0 0\n\
+        region * E -1 * *\nstmt 2 f 2 0 t 0 0 0 0\n\
+        interval S 1 E -1\n\
+        region * E -1 * *\nstmt 3 t 0 t 0 0 0 -1\n\
+        region * E -1 * *\n\
+        stmt 4 t 0 sel lt f 1 0 0 0 0 c 0.5 add t 0 0 0 0 mul f 0 0 0 0 0 f 1 0 0 0 0 t 0 0 0 0\n\
+        region * E -1 * *\nstmt 5 f 2 0 add t 0 0 0 0 f 2 0 0 0 1\n";
+    let plan = compile(text).unwrap();
+    let jit = Jit::compile(&plan).unwrap().expect("a Cranelift backend");
+    let tier2 = crate::gtscript::cgen::tier_two_of(&plan).unwrap();
+    let last = plan.sections[1].stmts.len();
+    assert!(last >= 2, "{:?}", plan.sections[1].stmts);
+    assert_eq!(jit.schedule().sections[1].fused[0], Some(last));
+    assert!(jit.layout_schedule(&plan, Layout::I).tile_per_thread);
+    if let Some(t2) = &tier2 {
+        assert_eq!(
+            t2.fused::<f64>(1, 0).expect("tier two's fused run").exit,
+            last
+        );
+    }
+    let n = [7, 5, 6];
+    let len: usize = n.iter().product();
+    let p: Vec<f64> = (0..n[2])
+        .map(|k| [0.25, 0.75, 0.1, 0.4, 0.9, 0.3][k])
+        .collect();
+    for k_fastest in [false, true] {
+        let strides = layout_strides(n, k_fastest);
+        let at = |i: usize, j: usize, k: usize| element(strides, i, j, k);
+        let mut a = vec![0.0; len];
+        let mut out0 = vec![0.0; len];
+        for (i, j, k) in crate::gtscript::exec::tests::box_points(n) {
+            a[at(i, j, k)] = value(i, j, k);
+            out0[at(i, j, k)] = value(j, k, i) + 3.0;
+        }
+        let mut want = out0.clone();
+        for i in 0..n[0] - 1 {
+            for j in 0..n[1] {
+                let mut acc = a[at(i, j, 0)] * p[0];
+                want[at(i, j, 0)] = acc;
+                for k in 1..n[2] - 1 {
+                    if p[k] < 0.5 {
+                        acc += a[at(i, j, k)] * p[k];
+                    }
+                    want[at(i, j, k)] = acc + out0[at(i, j, k + 1)];
+                }
+            }
+        }
+        for threads in [1, 3] {
+            for code in [None, Some(&jit), tier2.as_ref()] {
+                let mut a = a.clone();
+                let mut pk = p.clone();
+                let mut out = out0.clone();
+                let mut fields = [
+                    field(&mut a, n, [0; 3], false),
+                    FieldMem {
+                        addr: pk.as_mut_ptr().expose_provenance(),
+                        shape: [1, 1, n[2]],
+                        strides: [0, 0, 1],
+                        origin: [0; 3],
+                        axes: [false, false, true],
+                        writable: false,
+                        ty: crate::gtscript::ir::Ty::F64,
+                    },
+                    field(&mut out, n, [0; 3], true),
+                ];
+                fields[0].strides = strides;
+                fields[2].strides = strides;
+                let th = Threads::new(threads).unwrap();
+                // SAFETY: the arrays are alive, aligned and disjoint; shapes and strides match
+                // their lengths.
+                unsafe { run::<f64>(&plan, code, &fields, &[], n, th).unwrap() };
+                let label = format!(
+                    "K-fastest {k_fastest}, {threads} threads, code {}",
+                    code.is_some()
+                );
+                for y in 0..len {
+                    assert_eq!(out[y].to_bits(), want[y].to_bits(), "out at {y} ({label})");
+                }
+            }
         }
     }
 }

@@ -177,6 +177,10 @@ pub struct LayoutSchedule {
     pub slabs: bool,
     /// Per section: its executor in I/J tiles.
     pub sections: Vec<SectionExec>,
+    /// Whether I/J tiles are one per thread rather than several: where a FORWARD or BACKWARD
+    /// section runs in blocks, one level per block, and no `while` loop makes the work per
+    /// point uneven (see `for_layout`).
+    pub tile_per_thread: bool,
 }
 
 impl Schedule {
@@ -256,7 +260,7 @@ impl Schedule {
             && (0..n).all(|s| {
                 !vertical(s) || self.sections[s].column || self.sections[s].column_run.is_some()
             });
-        let sections = (0..n)
+        let sections: Vec<SectionExec> = (0..n)
             .map(|s| {
                 let sec = &self.sections[s];
                 match sec.column_run {
@@ -294,11 +298,23 @@ impl Schedule {
         let slabs = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
             && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
             && (along_k || !written_read_along_k);
+        // A FORWARD or BACKWARD section in blocks runs one level per block, and every block
+        // pays its set-up (buffers, transfers, each statement's or run's rows) whatever its
+        // size: tiles as large as the threads allow have the fewest blocks. Several tiles per
+        // thread only even out uneven work, which comes from `while` loops (pace's
+        // `ray_fast_wind_compute`, six such sections at C48 on gt:cpu_ifirst: 0.83 -> 0.58 ms
+        // per call with 2 threads; its microphysics with loops was slower).
+        let tile_per_thread = sections
+            .iter()
+            .enumerate()
+            .any(|(s, e)| vertical(s) && matches!(e, SectionExec::Blocks { .. }))
+            && plan.program.sections.iter().all(|p| p.loops.is_empty());
         LayoutSchedule {
             layout,
             walk_columns,
             slabs,
             sections,
+            tile_per_thread,
         }
     }
 
@@ -695,8 +711,9 @@ const MAX_FUSED_WIDE: usize = 1024;
 
 /// The end of the longest run of statements from `t` of section `s`, outside every loop and
 /// with no loop condition among them, that runs point by point: as [`range`] asks of a loop's
-/// statements (compiled, at their own point over one box, not written through, what the run
-/// writes read only at the point itself), at most `max` statements. `t` where statement `t`
+/// statements (compiled, at their own point over one box and one region, not written through,
+/// what the run writes read only at the point itself or, in a FORWARD or BACKWARD section, at
+/// other levels of its column), at most `max` statements. `t` where statement `t`
 /// cannot start one. `wide`: mixed-type code (see [`supported`]).
 fn straight(plan: &Plan, s: usize, t: usize, wide: bool, max: usize) -> usize {
     let sec = &plan.sections[s];
@@ -704,7 +721,21 @@ fn straight(plan: &Plan, s: usize, t: usize, wide: bool, max: usize) -> usize {
         return t;
     }
     // What the run writes, and what it reads away from the point (at an offset or a run-time
-    // level): the two must stay apart, whichever statement comes first.
+    // level): the two must stay apart, whichever statement comes first. Blocks of a FORWARD
+    // or BACKWARD section are one level each, run in the section's order: a read at another
+    // level of the point's column is of memory no statement of the run writes at this level
+    // (a level before it, final; or one after it, not yet written), so it is not apart,
+    // where the quantity has levels in memory: not one that lives in one level's block
+    // buffer (`Kind::Local`), nor one without the K axis (pace's `ray_fast_wind_compute`:
+    // `dmdir = dmdir[0, 0, -1]`, then masked updates of `dmdir`). (A PARALLEL section never
+    // reads at a K offset what it writes: the planner refuses that race, as GT4Py does.)
+    let vertical = sec.order != IterOrder::Parallel;
+    let along_column = |q: u32, off: [i32; 3]| {
+        vertical
+            && off[..2] == [0, 0]
+            && !matches!(plan.kinds[q as usize], Kind::Local)
+            && has_axis(plan, q, 2)
+    };
     let mut written: Vec<u32> = Vec::new();
     let mut apart: Vec<u32> = Vec::new();
     let mut e = t;
@@ -717,7 +748,7 @@ fn straight(plan: &Plan, s: usize, t: usize, wide: bool, max: usize) -> usize {
             }
             for a in ins.args {
                 if let Src::Q(q, off) = a {
-                    if off != [0; 3] {
+                    if off != [0; 3] && !along_column(q, off) {
                         reads_apart.push(q);
                     }
                 }
@@ -728,7 +759,7 @@ fn straight(plan: &Plan, s: usize, t: usize, wide: bool, max: usize) -> usize {
             && !st.tape.is_empty()
             && supported(&st.tape, wide)
             && st.k_offset == 0
-            && st.region.is_none()
+            && st.region == sec.stmts[t].region
             && st.reach == sec.stmts[t].reach
             && !sec.write_through.contains(&st.target)
             && !apart.contains(&st.target)
