@@ -24,7 +24,7 @@ use crate::gtscript::cgen::tape::MathTable;
 use crate::gtscript::jit::abi::{LoopCode, LoopFn, PartCode, RowFn, SwapFn, TierState, TierTwo};
 use crate::gtscript::jit::point::{self, Part, PointRange};
 use crate::gtscript::jit::Jit;
-use crate::gtscript::plan::schedule::Layout;
+use crate::gtscript::plan::schedule::{Layout, PointWalk};
 use crate::gtscript::plan::Plan;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
@@ -157,7 +157,23 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
         .iter()
         .map(|(name, s, w)| (name.clone(), (*s, *w as usize)))
         .collect();
-    // The fused runs' interfaces, as tier one's point functions of the same parts have.
+    // The fused runs' and tier-two-only walks' interfaces, as tier one's point functions of
+    // the same parts have.
+    let interface = |name: &String, s: usize, range: PointRange| {
+        let (t, exit) = (range.first, range.exit);
+        let part = Part::new(plan, s, &range);
+        let (operands, outs, vk, parts) = point::interface(std::slice::from_ref(&part));
+        let run = FusedRun {
+            s,
+            t,
+            exit,
+            operands,
+            outs,
+            vk,
+            parts,
+        };
+        (name.clone(), run)
+    };
     let fused = src
         .fused
         .iter()
@@ -167,18 +183,19 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
                 exit: *exit,
                 walk: None,
             };
-            let part = Part::new(plan, *s, &range);
-            let (operands, outs, vk, parts) = point::interface(std::slice::from_ref(&part));
-            let interface = FusedRun {
-                s: *s,
-                t: *t,
-                exit: *exit,
-                operands,
-                outs,
-                vk,
-                parts,
+            interface(name, *s, range)
+        })
+        .collect();
+    let levels = src
+        .levels
+        .iter()
+        .map(|(name, s)| {
+            let range = PointRange {
+                first: 0,
+                exit: plan.sections[*s].stmts.len(),
+                walk: Some(PointWalk::Levels),
             };
-            (name.clone(), interface)
+            interface(name, *s, range)
         })
         .collect();
     let statements = plan.sections.iter().map(|sec| sec.stmts.len()).collect();
@@ -190,6 +207,7 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
         loops,
         walks,
         fused,
+        levels,
         statements,
         tier: Arc::downgrade(tier),
         name: plan.program.name.clone(),
@@ -208,6 +226,8 @@ struct Job {
     walks: Vec<(String, (usize, usize))>,
     /// The fused straight runs' functions' names and what they are handed.
     fused: Vec<(String, FusedRun)>,
+    /// The tier-two-only walks of levels, likewise (each a whole section).
+    levels: Vec<(String, FusedRun)>,
     /// The number of statements of each section (the shape of [`TierTwo::fused`]).
     statements: Vec<usize>,
     /// The stencil's tier two (gone when the stencil is dropped first: then nothing is done).
@@ -217,7 +237,9 @@ struct Job {
 }
 
 /// A fused straight run of float code (see
-/// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]): its section, first statement,
+/// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]), or a walk of a section's
+/// levels that tier two alone has (see
+/// [`crate::gtscript::plan::schedule::SectionSchedule::levels`]): its section, first statement,
 /// one past its last, and what its point function is handed (see [`LoopCode`]).
 struct FusedRun {
     s: usize,
@@ -227,6 +249,20 @@ struct FusedRun {
     outs: Vec<u32>,
     vk: Vec<(u32, crate::gtscript::ir::Ty)>,
     parts: Vec<PartCode>,
+}
+
+impl FusedRun {
+    /// Its code, with tier two's function `f`.
+    fn code(&self, f: LoopFn) -> LoopCode {
+        LoopCode {
+            f: Arc::new(SwapFn::new(f)),
+            operands: self.operands.clone(),
+            outs: self.outs.clone(),
+            vk: self.vk.clone(),
+            exit: self.exit,
+            parts: self.parts.clone(),
+        }
+    }
 }
 
 impl Job {
@@ -280,7 +316,7 @@ fn install(job: &Job, tier: &TierTwo, lib: libloading::Library) -> Result<usize,
     // with exactly these C signatures: `void gb_init(void *const *)`, which copies as many
     // addresses as `math_symbols` has (the table's length, written into the module), and the
     // signatures of `RowFn` and `LoopFn`.
-    let (rows, loops, walks, fused) = unsafe {
+    let (rows, loops, walks, fused, levels) = unsafe {
         let init = lib
             .get::<unsafe extern "C" fn(*const *const u8)>(b"gb_init\0")
             .map_err(|e| e.to_string())?;
@@ -289,7 +325,8 @@ fn install(job: &Job, tier: &TierTwo, lib: libloading::Library) -> Result<usize,
         let loops = symbols::<LoopFn>(&lib, job.loops.iter().map(|r| &r.0))?;
         let walks = symbols::<LoopFn>(&lib, job.walks.iter().map(|r| &r.0))?;
         let fused = symbols::<LoopFn>(&lib, job.fused.iter().map(|r| &r.0))?;
-        (rows, loops, walks, fused)
+        let levels = symbols::<LoopFn>(&lib, job.levels.iter().map(|r| &r.0))?;
+        (rows, loops, walks, fused, levels)
     };
     // The library lives as long as `tier`, which the stencil's code keeps beside the slots.
     if tier.code.set(Box::new(lib)).is_err() {
@@ -320,19 +357,21 @@ fn install(job: &Job, tier: &TierTwo, lib: libloading::Library) -> Result<usize,
             .get_mut(run.s)
             .and_then(|sec| sec.get_mut(run.t))
             .ok_or("a fused run outside the plan")?;
-        *slot = Some(LoopCode {
-            f: Arc::new(SwapFn::new(f)),
-            operands: run.operands.clone(),
-            outs: run.outs.clone(),
-            vk: run.vk.clone(),
-            exit: run.exit,
-            parts: run.parts.clone(),
-        });
+        *slot = Some(run.code(f));
     }
     if tier.fused.set(table).is_err() {
         return Err("tier two's fused runs installed twice".into());
     }
-    Ok(job.rows.len() + job.loops.len() + job.walks.len() + job.fused.len())
+    // Likewise the walks of levels tier one lacks, per section.
+    let mut table: Vec<Option<LoopCode>> = job.statements.iter().map(|_| None).collect();
+    for ((_, run), f) in job.levels.iter().zip(levels) {
+        let slot = table.get_mut(run.s).ok_or("a walk outside the plan")?;
+        *slot = Some(run.code(f));
+    }
+    if tier.levels.set(table).is_err() {
+        return Err("tier two's walks of levels installed twice".into());
+    }
+    Ok(job.rows.len() + job.loops.len() + job.walks.len() + job.fused.len() + job.levels.len())
 }
 
 /// The functions `names` of `lib`, as `F`.

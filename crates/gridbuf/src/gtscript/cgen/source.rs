@@ -101,6 +101,8 @@ pub(crate) struct Source {
     /// Per fused straight run of float code (tier two's only): its name, section, first
     /// statement and one past its last.
     pub(crate) fused: Vec<(String, usize, usize, usize)>,
+    /// Per walk of levels of a section that only tier two walks: its name and section.
+    pub(crate) levels: Vec<(String, usize)>,
 }
 
 impl Source {
@@ -110,6 +112,7 @@ impl Source {
             && self.loops.is_empty()
             && self.walks.is_empty()
             && self.fused.is_empty()
+            && self.levels.is_empty()
     }
 }
 
@@ -134,6 +137,7 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
         loops: Vec::new(),
         walks: Vec::new(),
         fused: Vec::new(),
+        levels: Vec::new(),
     };
     // Statements that a point function runs (a `while` loop, a straight run, a fused run) keep
     // tier one's row functions: those run only where the run's statements are cut to
@@ -207,6 +211,15 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
             if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
                 text.push_str(&f);
                 src.fused.push((name, s, t, exit));
+            }
+        }
+        if sec.levels {
+            let name = format!("gb_v{s}");
+            let parts = walk_parts(plan, s..s + 1, PointWalk::Levels);
+            let vector = levels_walk_vectorises(plan, &parts);
+            if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
+                text.push_str(&f);
+                src.levels.push((name, s));
             }
         }
     }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::gtscript::exec::strip::{row_error, run_stmt, vk_errors, vk_slots, written, Strip};
 use crate::gtscript::jit::abi::{ColumnCode, LoopCode, PartCode, StmtCode, VkSlot};
 use crate::gtscript::jit::Jit;
-use crate::gtscript::plan::schedule::{LayoutSchedule, PointWalk, Schedule};
+use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
 use crate::gtscript::plan::Plan;
 use crate::gtscript::plan::{Instr, Op, Src, StmtPlan};
 use crate::gtscript::rt::interp::{Arg, STRIP};
@@ -78,6 +78,17 @@ impl<'a> Code<'a> {
     pub(crate) fn fused<T: Elem>(&self, s: usize, t: usize) -> Option<&'a LoopCode> {
         self.schedule.sections[s].fused[t]?;
         self.jit?.fused::<T>(s, t)
+    }
+
+    /// Tier two's walk of the levels of section `s` (see
+    /// [`crate::gtscript::plan::schedule::SectionSchedule::levels`]) on a layout with unit
+    /// stride along I, once tier two is in place; until then the section runs in blocks.
+    #[inline]
+    pub(crate) fn levels_walk<T: Elem>(&self, s: usize) -> Option<&'a LoopCode> {
+        if !self.schedule.sections[s].levels || self.layout.layout != Layout::I {
+            return None;
+        }
+        self.jit?.levels_walk::<T>(s)
     }
 
     /// The column function of section `s` (for [`crate::gtscript::plan::schedule::SectionExec::Columns`]).

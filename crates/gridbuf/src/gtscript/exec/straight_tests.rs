@@ -701,11 +701,11 @@ fn column_walks_hold_an_ij_output_over_the_column_and_match_direct_loops() {
 
 /// A FORWARD section's statements under one region, reading at other levels of the column
 /// what they write (`acc = acc[0, 0, -1]`, then a masked update; `out` read one level up before
-/// that level is written), with a K-only operand: one fused run on tier two
-/// (`schedule::straight`: its blocks are one level each), and tiles one per thread
-/// (`LayoutSchedule::tile_per_thread`); every tier computes the direct loops' values bit for
-/// bit on I-fastest memory (blocks in place) and K-fastest memory (blocks on copied columns),
-/// on one thread and on three.
+/// that level is written), with a K-only operand: on tier two, a walk of its levels cut to the
+/// region on I-fastest memory (`SectionSchedule::levels`) and one fused run in blocks on
+/// K-fastest memory (`schedule::straight`: its blocks are one level each); tiles one per thread
+/// (`LayoutSchedule::tile_per_thread`). Every tier computes the direct loops' values bit for
+/// bit on both, on one thread and on three.
 #[test]
 fn vertical_runs_read_other_levels_of_what_they_write_and_match_direct_loops() {
     use crate::gtscript::exec::tests::{element, layout_strides};
@@ -727,12 +727,19 @@ fn vertical_runs_read_other_levels_of_what_they_write_and_match_direct_loops() {
     assert!(last >= 2, "{:?}", plan.sections[1].stmts);
     assert_eq!(jit.schedule().sections[1].fused[0], Some(last));
     assert!(jit.layout_schedule(&plan, Layout::I).tile_per_thread);
+    assert!(jit.schedule().sections.iter().all(|sec| sec.levels));
+    assert!(jit.levels_walk::<f64>(1).is_none(), "tier one has no walk");
     if let Some(t2) = &tier2 {
         assert_eq!(
             t2.fused::<f64>(1, 0).expect("tier two's fused run").exit,
             last
         );
+        assert!(t2.levels_walk::<f64>(1).is_some(), "tier two's walk");
     }
+    // Statements under different regions are not walked as one.
+    let apart = compile(&text.replacen("region * E -1 * *\nstmt 5", "stmt 5", 1)).unwrap();
+    let aj = Jit::compile(&apart).unwrap().expect("a Cranelift backend");
+    assert!(!aj.schedule().sections[1].levels);
     let n = [7, 5, 6];
     let len: usize = n.iter().product();
     let p: Vec<f64> = (0..n[2])

@@ -8,7 +8,7 @@ use crate::gtscript::exec::launch::{run_columns, run_loop_code, run_points, run_
 use crate::gtscript::exec::strip::any_set;
 use crate::gtscript::ir::IterOrder;
 use crate::gtscript::jit::abi::LoopCode;
-use crate::gtscript::plan::schedule::{Schedule, SectionExec};
+use crate::gtscript::plan::schedule::{PointWalk, Schedule, SectionExec};
 use crate::gtscript::plan::{Kind, Plan, SectionPlan};
 use crate::gtscript::rt::interp::STRIP;
 use crate::gtscript::rt::lane::Elem;
@@ -213,6 +213,32 @@ fn run_tile<T: Elem>(ctx: &Ctx<'_, T>, tile: Tile) -> Result<()> {
                 continue;
             }
             exec = blocks;
+        }
+        // Tier two's walk of the section's levels, where it has one (its statements share one
+        // region: the walk covers their one box of the tile, where they all have the same).
+        if let (SectionExec::Blocks { .. }, Some(code)) = (exec, ctx.code.levels_walk::<T>(s)) {
+            let (lo, hi) = ([tile.lo[0], tile.lo[1], 0], [tile.hi[0], tile.hi[1], 0]);
+            let boxes = ctx.clips.stmt(s);
+            let (blo, bhi) = clip(lo, hi, boxes[0]);
+            if boxes.iter().all(|&b| clip(lo, hi, b) == (blo, bhi)) {
+                if bhi[0] <= blo[0] || bhi[1] <= blo[1] {
+                    continue;
+                }
+                let backward = sec.order == IterOrder::Backward;
+                if run_points(
+                    code,
+                    &mem_of,
+                    &vmem,
+                    [blo[0], blo[1]],
+                    [bhi[0], bhi[1]],
+                    &[((ks, ke), backward)],
+                    PointWalk::Levels,
+                    ctx.scalars,
+                    ctx.stop,
+                )? {
+                    continue;
+                }
+            }
         }
         let SectionExec::Blocks { copy_columns } = exec else {
             return Err(Error::invalid(

@@ -224,6 +224,10 @@ pub(crate) struct TierTwo {
     /// [`crate::gtscript::plan::schedule::SectionSchedule::fused`]), per section and first
     /// statement: set once, when tier two is in place (tier one has none).
     pub(crate) fused: std::sync::OnceLock<Vec<Vec<Option<LoopCode>>>>,
+    /// Tier two's walks of levels of the sections it walks alone (see
+    /// [`crate::gtscript::plan::schedule::SectionSchedule::levels`]), per section: set once,
+    /// when tier two is in place (tier one has none).
+    pub(crate) levels: std::sync::OnceLock<Vec<Option<LoopCode>>>,
 }
 
 impl TierTwo {

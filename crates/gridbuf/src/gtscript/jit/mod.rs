@@ -312,6 +312,16 @@ impl Jit {
         self.tier2.fused.get()?.get(sec)?.get(stmt)?.as_ref()
     }
 
+    /// Tier two's walk of the levels of section `sec` (see
+    /// [`crate::gtscript::plan::schedule::SectionSchedule::levels`]), once it is in place and
+    /// where it is for `T`.
+    pub(crate) fn levels_walk<T: Elem>(&self, sec: usize) -> Option<&LoopCode> {
+        if self.lanes != T::LANES {
+            return None;
+        }
+        self.tier2.levels.get()?.get(sec)?.as_ref()
+    }
+
     /// The point function of the whole section `sec` for `walk`, if it has one for `T` (see
     /// [`schedule::section`](crate::gtscript::plan::schedule::section); along columns, that of the run of sections `sec` starts, see
     /// [`schedule::group`](crate::gtscript::plan::schedule::group)), compiled from `plan` (the plan this code was made for) when it

@@ -74,6 +74,10 @@ pub struct SectionSchedule {
     pub column_run: Option<usize>,
     /// Whether the section has a column function (`jit::column`, see `walkable`).
     pub column: bool,
+    /// Whether tier two walks the section's levels as one point function on layouts with unit
+    /// stride along I, where no point function of tier one runs it (see [`levels_walk`]):
+    /// only tier two's C has code for it; tier one runs the section in blocks.
+    pub levels: bool,
     /// Per statement: whether its row function runs it in blocks and sweeps (else the
     /// interpreter).
     pub row: Vec<bool>,
@@ -212,6 +216,7 @@ impl Schedule {
                     column_run: column_run[s],
                     // Column functions compute in one float type.
                     column: codegen && !wide && walkable(plan, s),
+                    levels: blocks && levels_walk(plan, s, wide),
                     row: sec
                         .stmts
                         .iter()
@@ -478,17 +483,27 @@ fn parallel_in_walk(plan: &Plan, s: usize, wide: bool) -> bool {
 /// The rules of [`section`] for section `s` (FORWARD or BACKWARD) apart from its loops: every
 /// statement can run at its point in a point function.
 fn section_rules(plan: &Plan, s: usize, wide: bool) -> bool {
+    section_rules_in(plan, s, wide, false)
+}
+
+/// [`section_rules`], where `one_region` allows every statement the first one's region.
+fn section_rules_in(plan: &Plan, s: usize, wide: bool, one_region: bool) -> bool {
     let sec = &plan.sections[s];
     let n = sec.stmts.len();
     if n == 0 || (wide && !fields_native(plan, &sec.stmts)) {
         return false;
     }
+    let region = if one_region {
+        sec.stmts[0].region
+    } else {
+        None
+    };
     let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
     for st in &sec.stmts {
         if st.tape.is_empty()
             || !supported(&st.tape, wide)
             || st.k_offset != 0
-            || st.region.is_some()
+            || st.region != region
             || st.reach != [0; 4]
             || sec.write_through.contains(&st.target)
         {
@@ -516,6 +531,19 @@ fn section_rules(plan: &Plan, s: usize, wide: bool) -> bool {
     sec.flow
         .iter()
         .all(|f| f.next <= n && f.exit.is_none_or(|e| e <= n))
+}
+
+/// Whether tier two walks section `s` (code for `wide` lanes or not) level after level, each
+/// level's rows of I in one call, as one point function ([`SectionSchedule::levels`]): a
+/// FORWARD or BACKWARD section without loops, whose statements all meet [`section_rules`]
+/// and share one region, which the walk's box is cut to. Its blocks are one level each, and
+/// every block pays its set-up (buffers, K-only fields spread over the block, each run's
+/// rows): pace's `ray_fast_wind_compute`, six such sections under regions over 79 levels.
+pub(crate) fn levels_walk(plan: &Plan, s: usize, wide: bool) -> bool {
+    let sec = &plan.sections[s];
+    sec.order != IterOrder::Parallel
+        && plan.program.sections[s].loops.is_empty()
+        && section_rules_in(plan, s, wide, true)
 }
 
 /// Whether every field that the statements `stmts` read and write has an element type the

@@ -126,6 +126,7 @@ fn check_interpreted(plan: &Plan) {
                 whole: false,
                 column_run: None,
                 column: false,
+                levels: false,
                 row: vec![false; n],
                 point_loop: vec![None; n],
                 fused: vec![None; n],
@@ -206,6 +207,7 @@ fn parallel_laplacian_runs_rows_in_blocks() {
             whole: false,
             column_run: None,
             column: false,
+            levels: false,
             row: vec![true, true],
             point_loop: vec![None, None],
             // The second statement reads the first one's temporary at offsets.
@@ -246,8 +248,9 @@ fn tridiagonal_solve_walks_columns_where_k_has_unit_stride() {
 fn remap_loops_walk_as_whole_sections() {
     let plan = remap();
     let on = Schedule::new(&plan, true);
-    // The first section has no loop: a column function. The two with loops are one point
-    // function walking columns (one run), or each its own walking levels.
+    // The first section has no loop: a column function, and tier two's walk of levels (on
+    // memory with unit stride along I, where tier one runs it in blocks). The two with loops
+    // are one point function walking columns (one run), or each its own walking levels.
     assert_eq!(
         on.sections,
         [
@@ -255,6 +258,7 @@ fn remap_loops_walk_as_whole_sections() {
                 whole: false,
                 column_run: None,
                 column: true,
+                levels: true,
                 row: vec![true],
                 point_loop: vec![None],
                 fused: vec![None],
@@ -264,6 +268,7 @@ fn remap_loops_walk_as_whole_sections() {
                 whole: true,
                 column_run: Some(1),
                 column: false,
+                levels: false,
                 row: vec![false, false],
                 point_loop: vec![None, None],
                 fused: vec![None, None],
@@ -273,6 +278,7 @@ fn remap_loops_walk_as_whole_sections() {
                 whole: true,
                 column_run: Some(1),
                 column: false,
+                levels: false,
                 row: vec![false, false],
                 point_loop: vec![None, None],
                 fused: vec![None, None],
@@ -344,6 +350,7 @@ fn parallel_loop_runs_point_by_point_in_blocks() {
             whole: false,
             column_run: None,
             column: false,
+            levels: false,
             row: vec![true, true, true],
             point_loop: vec![None, Some(3), None],
             // Mixed-type code: its straight runs are point loops for both tiers.
