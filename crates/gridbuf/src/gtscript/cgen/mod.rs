@@ -135,7 +135,7 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
         tier.set(TierState::Failed(e.to_string()));
         return None;
     }
-    let src = source::module(plan, jit, &MathTable::new(vector_math));
+    let src = source::module(plan, jit, &MathTable::new(vector_math), layout);
     if src.is_empty() {
         tier.set(TierState::Failed("no function to compile".into()));
         return None;
@@ -477,5 +477,5 @@ pub(crate) fn tier_two_of(plan: &Plan) -> Result<Option<Jit>, String> {
 /// [`tier_two_of`] compiles it.
 #[cfg(test)]
 pub(crate) fn tier_two_source(plan: &Plan, jit: &Jit) -> String {
-    source::module(plan, jit, &MathTable::new(false)).text
+    source::module(plan, jit, &MathTable::new(false), None).text
 }

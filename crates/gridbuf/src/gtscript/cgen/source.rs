@@ -19,7 +19,7 @@ use crate::gtscript::jit::abi::StmtCode;
 use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
-use crate::gtscript::plan::schedule::{has_axis, PointWalk};
+use crate::gtscript::plan::schedule::{has_axis, Layout, PointWalk};
 use crate::gtscript::plan::tape::{masked_assignment, ZERO_SRC};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, StmtPlan};
 use std::fmt::Write;
@@ -117,9 +117,10 @@ impl Source {
 }
 
 /// The C module of `jit`'s functions (made from `plan`): its row functions, its `while` loops'
-/// point functions, and every whole sections' walk it may compile; a function whose tape holds
-/// something this generator does not write is left out.
-pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
+/// point functions, every whole sections' walk it may compile, the schedule's fused runs, and
+/// its walks of levels that only tier two has where calls on `layout` run them; a function whose
+/// tape holds something this generator does not write is left out.
+pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<Layout>) -> Source {
     let symbols = &math.symbols;
     let mut text = String::from(PRELUDE);
     if math.vector {
@@ -213,7 +214,9 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable) -> Source {
                 src.fused.push((name, s, t, exit));
             }
         }
-        if sec.levels {
+        // Walks of levels only where calls on `layout` run them (every layout's, for `None`),
+        // as tier one compiles rows.
+        if sec.levels && layout.is_none_or(|l| l == Layout::I) {
             let name = format!("gb_v{s}");
             let parts = walk_parts(plan, s..s + 1, PointWalk::Levels);
             let vector = levels_walk_vectorises(plan, &parts);
