@@ -216,7 +216,7 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<La
         }
         // Walks of levels only where calls on `layout` run them (every layout's, for `None`),
         // as tier one compiles rows.
-        if sec.levels && layout.is_none_or(|l| l == Layout::I) {
+        if sec.levels_on(layout) {
             let name = format!("gb_v{s}");
             let parts = walk_parts(plan, s..s + 1, PointWalk::Levels);
             let vector = levels_walk_vectorises(plan, &parts);

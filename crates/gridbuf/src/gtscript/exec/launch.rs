@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::gtscript::exec::strip::{row_error, run_stmt, vk_errors, vk_slots, written, Strip};
 use crate::gtscript::jit::abi::{ColumnCode, LoopCode, PartCode, StmtCode, VkSlot};
 use crate::gtscript::jit::Jit;
-use crate::gtscript::plan::schedule::{Layout, LayoutSchedule, PointWalk, Schedule};
+use crate::gtscript::plan::schedule::{LayoutSchedule, PointWalk, Schedule};
 use crate::gtscript::plan::Plan;
 use crate::gtscript::plan::{Instr, Op, Src, StmtPlan};
 use crate::gtscript::rt::interp::{Arg, STRIP};
@@ -85,7 +85,7 @@ impl<'a> Code<'a> {
     /// stride along I, once tier two is in place; until then the section runs in blocks.
     #[inline]
     pub(crate) fn levels_walk<T: Elem>(&self, s: usize) -> Option<&'a LoopCode> {
-        if !self.schedule.sections[s].levels || self.layout.layout != Layout::I {
+        if !self.schedule.sections[s].levels_on(Some(self.layout.layout)) {
             return None;
         }
         self.jit?.levels_walk::<T>(s)

@@ -106,6 +106,12 @@ pub struct SectionSchedule {
 }
 
 impl SectionSchedule {
+    /// Whether calls on `layout` run tier two's walk of the section's levels (see
+    /// [`SectionSchedule::levels`]; `None`: on some layout): it walks rows of I.
+    pub fn levels_on(&self, layout: Option<Layout>) -> bool {
+        self.levels && layout.is_none_or(|l| l == Layout::I)
+    }
+
     /// Per statement: the first statement of the point run (a `while` loop's, or a straight
     /// run of mixed-type code: see [`SectionSchedule::point_loop`]) it belongs to, where it
     /// belongs to one.
