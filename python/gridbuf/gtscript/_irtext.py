@@ -378,12 +378,21 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int]
         if a is None:
             return None
         c = _outer_test(c, key) if a.then else ("not", c)
-        if all(c is not x and not (c[0] == "t" and c == x) for x in conds):
+        if not any(_same_cond(c, x) for x in conds):
             conds.append(c)
     when = conds[0]
     for c in conds[1:]:
         when = ("or", when, c)
     return when
+
+
+def _same_cond(a: Any, b: Any) -> bool:
+    """Whether the conditions `a` and `b` are one: the same operation, the same temporary's
+    read, or the negations of such (each reader in an `else` arm makes a negation of its own:
+    pace's icloud or-ed one 95 times)."""
+    if a is b or (a[0] == b[0] == "t" and a == b):
+        return True
+    return a[0] == b[0] == "not" and _same_cond(a[1], b[1])
 
 
 def _outer_test(c: Any, key: int) -> Any:

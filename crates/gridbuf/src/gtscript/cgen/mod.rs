@@ -104,7 +104,7 @@ pub fn start(plan: &Plan, jit: &Jit, layout: Layout) {
     }
     let vector_math = tier.vector_math.load(Ordering::Relaxed);
     if let Some(job) = prepare(plan, jit, vector_math, Some(layout)) {
-        match compiler::load_cached(&job.text, job.vector_math) {
+        match compiler::load_cached(&job.text, job.build) {
             Some(lib) => job.finish(Ok(lib)),
             None => queue(job),
         }
@@ -200,9 +200,17 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
         .collect();
     let statements = plan.sections.iter().map(|sec| sec.stmts.len()).collect();
     tier.set(TierState::Pending);
+    // Scalar loops want other tuning than straight code (see `compiler::Build::loops`).
+    let build = compiler::Build {
+        vector_math,
+        loops: plan
+            .sections
+            .iter()
+            .any(|sec| sec.flow.iter().any(|f| f.exit.is_some())),
+    };
     Some(Job {
         text: src.text,
-        vector_math,
+        build,
         rows,
         loops,
         walks,
@@ -217,8 +225,9 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
 /// One stencil's tier two, waiting for the worker.
 struct Job {
     text: String,
-    /// Whether `text` calls the vector math functions (it is linked with libmvec).
-    vector_math: bool,
+    /// How `text` is built: linked with libmvec where it calls the vector math functions,
+    /// tuned for `while` loops where it has them.
+    build: compiler::Build,
     /// The row functions' and loops' slots, by their functions' names in `text`.
     rows: Vec<(String, Arc<SwapFn<RowFn>>)>,
     loops: Vec<(String, Arc<SwapFn<LoopFn>>)>,
@@ -268,14 +277,14 @@ impl FusedRun {
 impl Job {
     /// Compiles (or finds in the cache) the job's module and installs it.
     fn run(self) {
-        let lib = compiler::load(&self.text, self.vector_math);
+        let lib = compiler::load(&self.text, self.build);
         self.finish(lib);
     }
 
     /// As [`Job::run`], but gives the job back where another process is compiling its module
     /// (the worker runs its other jobs meanwhile).
     fn try_run(self) -> Option<Job> {
-        match compiler::try_load(&self.text, self.vector_math) {
+        match compiler::try_load(&self.text, self.build) {
             Ok(None) => Some(self),
             Ok(Some(lib)) => {
                 self.finish(Ok(lib));

@@ -746,25 +746,21 @@ fn point_function(
                 }
                 let flow = sec.flow[u];
                 match flow.exit {
+                    // A `while` loop's condition: the call's interrupt flag is read at every
+                    // pass, as the pass begins. (Read at the end of the body instead, on the way
+                    // back to the condition, it stood between the body and the test, and gcc
+                    // kept the test waiting on the body's last value: the vertical remap's tier
+                    // two 15.0 -> 13.2 ms, 128 x 128 x 80, one thread.)
                     Some(e) => {
                         let _ = writeln!(
                             f,
-                            "      if (w{j} != 0) goto {}; else goto {};",
+                            "      if (w{j} != 0) {{ if (*(volatile const unsigned char *)stop) return; goto {}; }} else goto {};",
                             label(flow.next),
                             label(e)
                         );
                     }
                     None => {
-                        // A body's last statement going back to its loop's condition: the call's
-                        // interrupt flag is read at every pass.
-                        let c = flow.next;
-                        if (p.t..=u).contains(&c) && sec.flow[c].exit.is_some() {
-                            let _ = writeln!(
-                                f,
-                                "      if (*(volatile const unsigned char *)stop) return;"
-                            );
-                        }
-                        let _ = writeln!(f, "      goto {};", label(c));
+                        let _ = writeln!(f, "      goto {};", label(flow.next));
                     }
                 }
                 f.push_str("      }\n");
