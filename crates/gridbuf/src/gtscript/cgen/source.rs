@@ -59,10 +59,21 @@ static inline int64_t gb_mod(int64_t x, int64_t y) {
 static inline int64_t gb_ftoi(double v, double lo, double hi, int64_t bad) {
   return (v >= lo && v < hi) ? (int64_t)v : bad;
 }
-static inline double gb_minf(double a, double x) { return a != a ? a : (a < x ? a : x); }
-static inline double gb_maxf(double a, double x) { return a != a ? a : (x < a ? a : x); }
-static inline float gb_minf32(float a, float x) { return a != a ? a : (a < x ? a : x); }
-static inline float gb_maxf32(float a, float x) { return a != a ? a : (x < a ? a : x); }
+/* NumPy's NaN-propagating minimum and maximum, in two forms that give the same bits. Where
+   the comparison `a < x` was made only where `a` is a number, gcc (which may not move a
+   comparison that can raise an exception) left every loop holding one unvectorised.
+   For code written for the vectoriser: x86's min/max, then `a` where it is NaN. */
+static inline double gb_minfv(double a, double x) { double m = a < x ? a : x; return a != a ? a : m; }
+static inline double gb_maxfv(double a, double x) { double m = x < a ? a : x; return a != a ? a : m; }
+static inline float gb_minf32v(float a, float x) { float m = a < x ? a : x; return a != a ? a : m; }
+static inline float gb_maxf32v(float a, float x) { float m = x < a ? a : x; return a != a ? a : m; }
+/* For scalar point code: both tests or-ed, on which gcc branches (pace's saturation adjustment
+   35.7 -> 28.9 ms and icloud 18.1 -> 17.0 ms against the form above; warm_rain's vector code
+   that stays scalar, for its run-time K reads, was 7 % slower with this one). */
+static inline double gb_minf(double a, double x) { int keep = (a != a) | (a < x); return keep ? a : x; }
+static inline double gb_maxf(double a, double x) { int keep = (a != a) | (x < a); return keep ? a : x; }
+static inline float gb_minf32(float a, float x) { int keep = (a != a) | (a < x); return keep ? a : x; }
+static inline float gb_maxf32(float a, float x) { int keep = (a != a) | (x < a); return keep ? a : x; }
 static inline double gb_seldi(int c, double a, double b) {
   uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
   return gb_d((gb_u(a) & m) | (gb_u(b) & ~m));

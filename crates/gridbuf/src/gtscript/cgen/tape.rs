@@ -420,7 +420,7 @@ impl Point<'_> {
                     match ops::bin(o).code {
                         BinCode::Arith(_) => arith(o, &a, &x)?,
                         BinCode::Call(_) => self.call(ins.op, ty, &[&a, &x])?,
-                        BinCode::MinMax => min_max(o, &a, &x, f32),
+                        BinCode::MinMax => min_max(o, &a, &x, f32, self.vector),
                         BinCode::Cmp(cc, _) => truth(float_cc(cc, &a, &x)?),
                         BinCode::Logic(_) => {
                             let c = match (o == BinOp::And, self.vector) {
@@ -705,7 +705,7 @@ impl Point<'_> {
                         boolean(float_cc(cc, &a, &x)?)
                     } else {
                         let r = match code {
-                            BinCode::MinMax => min_max(o, &a, &x, f32),
+                            BinCode::MinMax => min_max(o, &a, &x, f32, self.vector),
                             BinCode::Call(_) => self.call(Op::Bin(o), ty, &[&a, &x])?,
                             BinCode::Arith(_) => arith(o, &a, &x)?,
                             BinCode::Logic(_) | BinCode::Cmp(..) => {
@@ -932,13 +932,15 @@ fn arith(op: BinOp, a: &str, x: &str) -> Result<String, Refusal> {
 }
 
 /// NumPy's `minimum`/`maximum` (NaN in `a` wins, else the ordered choice, a tie or a NaN in
-/// `x` giving `x`).
-fn min_max(op: BinOp, a: &str, x: &str, f32: bool) -> String {
+/// `x` giving `x`): the prelude's form for code written for the vectoriser where `vector`
+/// says, else its form for scalar code (the same bits; see the prelude).
+fn min_max(op: BinOp, a: &str, x: &str, f32: bool, vector: bool) -> String {
     let f = match (op == BinOp::Min, f32) {
         (true, false) => "gb_minf",
         (false, false) => "gb_maxf",
         (true, true) => "gb_minf32",
         (false, true) => "gb_maxf32",
     };
-    format!("{f}({a}, {x})")
+    let v = if vector { "v" } else { "" };
+    format!("{f}{v}({a}, {x})")
 }
