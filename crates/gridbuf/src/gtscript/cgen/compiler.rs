@@ -435,12 +435,13 @@ fn run(c: &Compiler, src: &Path, so: &Path, err: &Path, build: Build) -> Result<
 #[cfg(test)]
 mod tests {
     use super::{claim, compiler, is_gcc, key, load_in, try_load_in, Build};
+    use std::time::{Duration, Instant};
 
+    /// A module without vector math or loops.
     const PLAIN: Build = Build {
         vector_math: false,
         loops: false,
     };
-    use std::time::{Duration, Instant};
 
     #[test]
     fn gcc_is_told_from_clang_by_its_version_text_under_any_name() {
