@@ -469,25 +469,19 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
 }
 
 /// Whether PARALLEL section `s` can run inside a run walking columns (see [`group`]), level
-/// after level, each level's statements in turn: [`section_rules`]' conditions, and what it
-/// writes it reads at its own point only (not at another level either). Its statements then
-/// compute, level by level, what GT4Py's compute each over the whole column before the next
-/// (pace's `fix_tracer`: four PARALLEL sections between its FORWARD and BACKWARD ones, which
-/// cut its walk in five, each over every column).
+/// after level, each level's statements in turn: [`section_rules`]' conditions (for a PARALLEL
+/// section, what it writes it reads at its own point only). Its statements then compute, level
+/// by level, what GT4Py's compute each over the whole column before the next (pace's
+/// `fix_tracer`: four PARALLEL sections between its FORWARD and BACKWARD ones, which cut its
+/// walk in five, each over every column).
 fn parallel_in_walk(plan: &Plan, s: usize, wide: bool) -> bool {
-    let sec = &plan.sections[s];
-    let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
-    sec.order == IterOrder::Parallel
-        && section_rules(plan, s, wide)
-        && sec.stmts.iter().flat_map(|st| &st.tape).all(|ins| {
-            ins.args
-                .iter()
-                .all(|a| !matches!(*a, Src::Q(q, off) if off != [0; 3] && written.contains(&q)))
-        })
+    plan.sections[s].order == IterOrder::Parallel && section_rules(plan, s, wide)
 }
 
-/// The rules of [`section`] for section `s` (FORWARD or BACKWARD) apart from its loops: every
-/// statement can run at its point in a point function.
+/// The rules of [`section`] for section `s` apart from its loops: every statement can run at
+/// its point in a point function, the section's levels one after another. In a PARALLEL
+/// section a statement sees what the statements before it wrote at every level, so there what
+/// the section writes is read at its own point only (not at another level either).
 fn section_rules(plan: &Plan, s: usize, wide: bool) -> bool {
     section_rules_in(plan, s, wide, false)
 }
@@ -526,8 +520,9 @@ fn section_rules_in(plan: &Plan, s: usize, wide: bool, one_region: bool) -> bool
                 if !written.contains(&q) {
                     continue;
                 }
+                let local = matches!(plan.kinds[q as usize], Kind::Local);
                 if off[..2] != [0, 0]
-                    || (matches!(plan.kinds[q as usize], Kind::Local) && off != [0; 3])
+                    || ((local || sec.order == IterOrder::Parallel) && off != [0; 3])
                 {
                     return false;
                 }
@@ -551,15 +546,7 @@ fn section_rules_in(plan: &Plan, s: usize, wide: bool, one_region: bool) -> bool
 pub(crate) fn levels_walk(plan: &Plan, s: usize, wide: bool) -> bool {
     let sec = &plan.sections[s];
     let regional = sec.stmts.first().is_some_and(|st| st.region.is_some());
-    // In a PARALLEL section a statement sees what the statements before it wrote at every
-    // level: a walk of levels may run it only where nothing written is read at another level.
-    let written: Vec<u32> = sec.stmts.iter().map(|st| st.target).collect();
-    let reads_other_levels = sec.stmts.iter().flat_map(|st| &st.tape).any(|ins| {
-        ins.args
-            .iter()
-            .any(|a| matches!(*a, Src::Q(q, off) if off != [0; 3] && written.contains(&q)))
-    });
-    (sec.order != IterOrder::Parallel || (regional && !reads_other_levels))
+    (sec.order != IterOrder::Parallel || regional)
         && plan.program.sections[s].loops.is_empty()
         && section_rules_in(plan, s, wide, true)
 }
