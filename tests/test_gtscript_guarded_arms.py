@@ -312,6 +312,156 @@ def test_a_nested_ifs_test_is_computed_only_where_the_outer_test_holds():
         assert (np.asarray(q) == want).all(), layout
 
 
+@gtscript.function
+def _swell(x):
+    return 0.5 * x**0.75 + 0.25 * x + 0.125 * x * x
+
+
+@gtscript.function
+def _swell2(x):
+    return _swell(_swell(x) + 0.1)
+
+
+@gtscript.function
+def _swell4(x):
+    return _swell2(_swell2(x) + 0.1)
+
+
+@gtscript.function
+def _swell8(x):
+    return _swell4(_swell4(x) + 0.1)
+
+
+def spilled_under_an_if(c: Field[np.float64], a: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        if c > 0.5:
+            out = _swell8(a) - 1.0
+
+
+def test_a_function_value_spilled_under_an_if_is_computed_only_where_the_if_runs():
+    """A function's value too large to stay an expression goes to a temporary (`spill`); called
+    inside an `if`, it is computed only where the `if` runs (pace's icloud computed graupel
+    melt's `pow` at every point), zero elsewhere, where nothing reads it; values as a
+    point-by-point reference on every layout."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=spilled_under_an_if)
+    with_pow = [line for line in st.ir.splitlines() if line.startswith("stmt") and " pow " in line]
+    assert with_pow and all(line.split()[4] == "sel" for line in with_pow), with_pow
+    rng = np.random.default_rng(6)
+    c0 = rng.uniform(0.0, 1.0, SHAPE)
+    a0 = rng.uniform(0.0, 2.0, SHAPE)
+
+    def swell(x: float) -> float:
+        return 0.5 * x**0.75 + 0.25 * x + 0.125 * x * x
+
+    def point(c: float, a: float, out: float) -> float:
+        if c > 0.5:
+            v = swell(a)
+            for _ in range(7):  # _swell8: _swell applied 8 times, 0.1 added between
+                v = swell(v + 0.1)
+            return v - 1.0
+        return out
+
+    want = np.vectorize(point)(c0, a0, np.full(SHAPE, -7.0))
+    for layout in LAYOUTS:
+        out = _in_layout(np.full(SHAPE, -7.0), layout)
+        st(_in_layout(c0, layout), _in_layout(a0, layout), out)
+        assert (np.asarray(out) == want).all(), layout
+
+
+@gtscript.function
+def _melt(t, q):
+    tc = t - 273.16
+    if tc > 0.0:
+        m = exp(0.5 * log(q + 1.0))
+        q = q - 0.1 * m
+        tc = tc - m
+    if tc > 1.0:
+        q = q + 0.01 * tc
+    return q
+
+
+def melt(t: Field[np.float64], q: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        q = _melt(t, q)
+
+
+def test_a_value_read_under_one_test_at_several_depths_is_computed_only_where_it_holds():
+    """`m`, local to the first `if`, is read through `q` and `tc` in both arms of the second
+    `if` (pace's icloud reads its snow melt so): each place sits in an arm of the first test,
+    at different depths, so the value shared between the statements is computed only where
+    that test holds (it was computed at every point); values as a point-by-point reference."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=melt)
+    with_exp = [line for line in st.ir.splitlines() if line.startswith("stmt") and " exp " in line]
+    assert with_exp and all(line.split()[4] == "sel" for line in with_exp), with_exp
+    rng = np.random.default_rng(7)
+    t0 = rng.uniform(270.0, 277.0, SHAPE)
+    q0 = rng.uniform(0.0, 2.0, SHAPE)
+
+    def point(t: float, q: float) -> float:
+        tc = t - 273.16
+        if tc > 0.0:
+            m = math.exp(0.5 * math.log(q + 1.0))
+            q = q - 0.1 * m
+            tc = tc - m
+        if tc > 1.0:
+            q = q + 0.01 * tc
+        return q
+
+    want = np.vectorize(point)(t0, q0)
+    for layout in LAYOUTS:
+        q = _in_layout(q0.copy(), layout)
+        st(_in_layout(t0, layout), q)
+        assert (np.asarray(q) == want).all(), layout
+
+
+@gtscript.function
+def _qs(p):
+    return 611.21 * exp(17.5 * (p - 273.16) / (p - 35.86))
+
+
+def deposit(t: Field[np.float64], p: Field[np.float64], q: Field[np.float64], out: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        if t < 273.16:
+            q = q + 1e-3 * _qs(p)
+            t = t - 0.5
+            if t < 272.9:
+                out = out + 1e-3 * _qs(p)
+
+
+def test_a_value_shared_with_an_if_whose_test_changed_is_computed_under_the_outer_test():
+    """`_qs(p)` is shared by two statements; the second sits in a nested `if` whose test reads
+    `t` after the branch wrote it, so that test cannot be computed where the shared value is
+    (before the first statement). The outer test, and-ed into the nested mask, can: the value
+    is computed only where it holds (it was computed at every point; pace's icloud tests its
+    temperature so after the melting changed it); values as a point-by-point reference."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=deposit)
+    with_exp = [line for line in st.ir.splitlines() if line.startswith("stmt") and " exp " in line]
+    assert len(with_exp) == 1 and with_exp[0].split()[4:8] == ["sel", "t", "0", "0"], with_exp
+    rng = np.random.default_rng(9)
+    t0 = rng.uniform(272.0, 274.5, SHAPE)
+    p0 = rng.uniform(250.0, 300.0, SHAPE)
+    q0 = rng.uniform(0.0, 1.0, SHAPE)
+    out0 = rng.uniform(0.0, 1.0, SHAPE)
+
+    def qs(p: float) -> float:
+        return 611.21 * math.exp(17.5 * (p - 273.16) / (p - 35.86))
+
+    def point(t: float, p: float, q: float, out: float) -> tuple[float, float, float]:
+        if t < 273.16:
+            q = q + 1e-3 * qs(p)
+            t = t - 0.5
+            if t < 272.9:
+                out = out + 1e-3 * qs(p)
+        return t, q, out
+
+    want = np.vectorize(point)(t0, p0, q0, out0)
+    for layout in LAYOUTS:
+        got = [_in_layout(x.copy(), layout) for x in (t0, p0, q0, out0)]
+        st(*got)
+        for g, w in zip((got[0], got[2], got[3]), want):
+            assert (np.asarray(g) == w).all(), layout
+
+
 def nested_test_reads_at_a_run_time_level(pe: Field[np.float64], lev: Field[np.int64], out: Field[np.float64]):
     with computation(PARALLEL), interval(...):
         if lev < 3:

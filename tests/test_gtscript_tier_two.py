@@ -236,6 +236,39 @@ def test_fused_runs_compute_tier_one_bits_inside_the_domain(monkeypatch, tmp_pat
     assert all(np.array_equal(a, b) for a, b in zip(results["0"], results["define"]))
 
 
+def squares_def(a: Field["DT"], b: Field["DT"], out: Field["DT"]):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        out = a**2 + b**2.0 * 0.5  # noqa: F841
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("vector_math", ["0", "1"])
+def test_tier_two_squares_without_calling_pow(monkeypatch, tmp_path, dtype, vector_math):
+    """`x ** 2` is `x * x` wherever gridbuf computes it (NumPy's square); tier two's C
+    multiplies instead of calling `pow` and dropping its result (pace's icloud made 161,000
+    such calls per call): the literal 2 is gone from the module's C, and the values are tier
+    one's bit for bit (and NumPy's, in float64; in float32 GT4Py's float64 literals make some
+    operations float64)."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("GRIDBUF_VECTOR_MATH", vector_math)
+    monkeypatch.setenv("GRIDBUF_TIER2", "define")
+    st = gtscript.stencil(backend="gt:cpu_ifirst", definition=squares_def, dtypes={"DT": dtype})
+    assert st.tier_two.startswith("ready"), st.tier_two
+    (src,) = (tmp_path / "cache").glob("*.c")
+    assert "0x4000000000000000ULL" not in src.read_text()
+    rng = np.random.default_rng(8)
+    a, b = (rng.uniform(-3.0, 3.0, (19, 6, 4)).astype(dtype) for _ in range(2))
+    out = np.zeros_like(a)
+    st(a, b, out)
+    monkeypatch.setenv("GRIDBUF_TIER2", "0")
+    want = np.zeros_like(a)
+    gtscript.stencil(backend="gt:cpu_ifirst", definition=squares_def, dtypes={"DT": dtype})(a, b, want)
+    assert np.array_equal(out, want)
+    if dtype == np.float64:
+        assert np.array_equal(out, a**2 + b**2 * 0.5)
+
+
 def regional_walk_def(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]
     with computation(PARALLEL), interval(...):
         with horizontal(region[I[0] + 1 : I[0] + 3, :]):

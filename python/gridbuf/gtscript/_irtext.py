@@ -234,6 +234,7 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
     for w in writes:
         counts[w] = counts.get(w, 0) + 1
     single = {(t[0], t[1]): (p, v) for p, (_, t, v) in enumerate(run) if t[0] == "t" and counts[(t[0], t[1])] == 1}
+    carry = _Carry(writes, single, quantities)
     conds_at: dict[tuple[int, str], tuple] = {}
     for pos, (line, target, value) in enumerate(run):
         memo: dict[int, Any] = {}
@@ -257,7 +258,7 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
                 index = len(temps)
                 temps.append(f"__shared{index}")
                 ref = ("t", index, (0, 0, 0))
-                when = _needed_where(key, [p for p in readers if p >= pos], pos, guards, writes, single, quantities)
+                when = _needed_where(key, [p for p in readers if p >= pos], pos, guards, carry)
                 if when is not None and _quantities(when, quantities) & set(writes[pos:]):
                     # A condition carried back from masks computed later: computed once, into a
                     # temporary of its own, for every value shared before this statement.
@@ -328,14 +329,28 @@ def _guards(value: Any) -> dict[int, _Arm | None]:
     arm: dict[int, _Arm | None] = {id(value): None}
 
     def common(a: _Arm | None, b: _Arm | None) -> _Arm | None:
-        while a is not b:
-            if a is None or b is None:
-                return None
-            if a.depth >= b.depth:
-                a = a.outer
-            else:
-                b = b.outer
-        return a
+        # The innermost arm of `a`'s chain that `b`'s chain holds too, or an arm of the same
+        # test and side: the value is needed only where that test holds (pace's icloud reads
+        # its snow melt in selects of one mask at several depths, and computed its `pow` at
+        # every point).
+        if a is b:
+            return a
+        if a is None or b is None:
+            return None
+        chain = []
+        y: _Arm | None = b
+        while y is not None:
+            chain.append(y)
+            y = y.outer
+        x: _Arm | None = a
+        while x is not None:
+            for y in chain:
+                if y is x:
+                    return x
+                if y.then == x.then and _same_cond(x.cond, y.cond):
+                    return _Arm(x.cond, x.then, common(x.outer, y.outer))
+            x = x.outer
+        return None
 
     for e in reversed(order):  # every operation before its operands
         here = arm[id(e)]
@@ -356,14 +371,15 @@ def _written(target: tuple) -> tuple[str, int]:
     return (target[0], target[1])
 
 
-def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int], dict[int, _Arm | None]], writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], quantities: dict[int, Any]) -> Any:
+def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int], dict[int, _Arm | None]], carry: _Carry) -> Any:
     """Where the shared value `key`, computed before statement `pos` of a run, is needed: the
     condition of the innermost select arm holding it in each reader, as an expression that
-    has that value before statement `pos` (see `_carried_back`), or-ed; None where some reader
-    needs it outside every such arm. Its temporary then takes it only where the condition
-    holds, so the core's guarded run computes it only there (pace's saturation adjustment
-    shared 294 values of exp and log, computed at every point where the statements reading
-    them are each inside an `if`)."""
+    has that value before statement `pos` (see `_Carry`), weakened to its sides that call no
+    math function (`_cheapened`), or-ed; None where some reader needs it outside every such
+    arm. Its temporary then takes it only where the condition holds, so the core's guarded
+    run computes it only there (pace's saturation adjustment shared 294 values of exp and
+    log, computed at every point where the statements reading them are each inside an
+    `if`)."""
     conds: list[Any] = []
     for p in readers:
         a = guards(p).get(key)
@@ -371,19 +387,39 @@ def _needed_where(key: int, readers: list[int], pos: int, guards: Callable[[int]
         # more points: still every point that needs the value).
         c = None
         while a is not None:
-            c = _carried_back(a.cond, pos, p, writes, single, 4, quantities)
+            c = carry.implied(a.cond, a.then, pos, p, 4)
             if c is not None:
-                break
+                c = _cheapened(_outer_test(c, key) if a.then else c, carry.costly)
+                if c is not None:
+                    break
             a = a.outer
         if a is None:
             return None
-        c = _outer_test(c, key) if a.then else ("not", c)
         if not any(_same_cond(c, x) for x in conds):
             conds.append(c)
     when = conds[0]
     for c in conds[1:]:
         when = ("or", when, c)
     return when
+
+
+def _cheapened(c: Any, costly: dict[int, bool]) -> Any:
+    """The condition `c`, or where it calls a math function, a condition that holds wherever
+    it does and calls none (the sides of an `and` that call none); None where there is none.
+    A shared value computed only where a test of itself holds costs the value twice (pace's
+    icloud tests its ice saturation's difference in an `else`)."""
+    if not _costly(c, costly):
+        return c
+    if c[0] == "and" or (c[0] == "sel" and c[3] == ("c", False)):
+        sides = (c[1], c[2])
+    elif c[0] == "not" and c[1][0] == "or":
+        sides = (("not", c[1][1]), ("not", c[1][2]))
+    else:
+        return None
+    parts = [x for x in (_cheapened(y, costly) for y in sides) if x is not None]
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else ("and", parts[0], parts[1])
 
 
 def _same_cond(a: Any, b: Any) -> bool:
@@ -420,30 +456,86 @@ def _holds(e: Any, key: int) -> bool:
     return False
 
 
-def _carried_back(e: Any, pos: int, at: int, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], depth: int, quantities: dict[int, Any]) -> Any:
-    """The expression `e` as read before statement `at` of a run, as an expression with the
-    same value before statement `pos` (`pos <= at`): `e` itself where no statement between
-    writes what it reads; else each temporary written there by its one statement of the run
-    replaced by that statement's value (carried back in turn, `depth` times at most), as
-    masks are: a mask temporary is computed once, from values that do not change before it.
-    None where that fails, or where it would read at run-time K levels (computed at every
-    point, such a read could leave the column where the reader's was guarded)."""
-    between = set(writes[pos:at])
-    if between.isdisjoint(_quantities(e, quantities)):
-        return e
-    if not (isinstance(e, tuple) and e):
-        return e
-    if e[0] == "t":
-        got = single.get(("t", e[1]))
-        if depth == 0 or got is None or e[2] != (0, 0, 0) or not pos <= got[0] < at or _kreads_any(got[1], {}):
+class _Carry:
+    """Conditions of a run's masks carried back to earlier statements, over the run's targets
+    (`writes`), the temporaries it writes once (`single`: position and value) and the
+    quantities each expression reads (`quantities`, a memo); memoised, since every shared
+    value's readers ask about the same masks."""
+
+    def __init__(self, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], quantities: dict[int, Any]) -> None:
+        self.writes = writes
+        self.single = single
+        self.quantities = quantities
+        self.costly: dict[int, bool] = {}
+        self._between: dict[tuple[int, int], set[tuple]] = {}
+        self._back: dict[tuple[int, int, int, int], Any] = {}
+        self._implied: dict[tuple[int, bool, int, int, int], Any] = {}
+
+    def between(self, pos: int, at: int) -> set[tuple]:
+        got = self._between.get((pos, at))
+        if got is None:
+            got = self._between[(pos, at)] = set(self.writes[pos:at])
+        return got
+
+    def back(self, e: Any, pos: int, at: int, depth: int) -> Any:
+        """The expression `e` as read before statement `at` of the run, as an expression with
+        the same value before statement `pos` (`pos <= at`): `e` itself where no statement
+        between writes what it reads; else each temporary written there by its one statement
+        of the run replaced by that statement's value (carried back in turn, `depth` times at
+        most), as masks are: a mask temporary is computed once, from values that do not change
+        before it. None where that fails, or where it would read at run-time K levels
+        (computed at every point, such a read could leave the column where the reader's was
+        guarded)."""
+        if self.between(pos, at).isdisjoint(_quantities(e, self.quantities)):
+            return e
+        if not (isinstance(e, tuple) and e):
+            return e
+        memo = (id(e), pos, at, depth)
+        if memo in self._back:
+            return self._back[memo]
+        got: Any = None
+        if e[0] == "t":
+            w = self.single.get(("t", e[1]))
+            if depth > 0 and w is not None and e[2] == (0, 0, 0) and pos <= w[0] < at and not _kreads_any(w[1], {}):
+                got = self.back(w[1], pos, w[0], depth - 1)
+        elif e[0] not in ("f", "s", "c", "kvar", "kabs"):
+            parts = [self.back(x, pos, at, depth) for x in _operands(e)]
+            if all(x is not None for x in parts):
+                got = (e[0], e[1], parts[0]) if e[0] == "cast" else (e[0], *parts)
+        self._back[memo] = got
+        return got
+
+    def implied(self, e: Any, then: bool, pos: int, at: int, depth: int) -> Any:
+        """A condition, computed before statement `pos`, that holds wherever `e` read before
+        statement `at` holds (`then`) or fails (not `then`): `e` carried back (`back`) where
+        it can be, else one side of an `and` (of an `or`, where it fails) that can, through the
+        masks written once in between. A mask computed after values it tests changed (pace's
+        icloud: `tz`, updated by the melting, tested again for deposition) cannot be carried
+        back, but the outer test and-ed into it can; None where nothing can."""
+        memo = (id(e), then, pos, at, depth)
+        if memo not in self._implied:
+            self._implied[memo] = self._implied_now(e, then, pos, at, depth)
+        return self._implied[memo]
+
+    def _implied_now(self, e: Any, then: bool, pos: int, at: int, depth: int) -> Any:
+        c = self.back(e, pos, at, depth)
+        if c is not None:
+            return c if then else ("not", c)
+        if not (isinstance(e, tuple) and e):
             return None
-        return _carried_back(got[1], pos, got[0], writes, single, depth - 1, quantities)
-    if e[0] in ("f", "s", "c") or e[0] in ("kvar", "kabs"):
+        if e[0] == "not":
+            return self.implied(e[1], not then, pos, at, depth)
+        if e[0] == "t":
+            w = self.single.get(("t", e[1]))
+            if depth == 0 or w is None or e[2] != (0, 0, 0) or not pos <= w[0] < at:
+                return None
+            return self.implied(w[1], then, pos, w[0], depth - 1)
+        if (then and e[0] == "and") or (not then and e[0] == "or") or (then and e[0] == "sel" and e[3] == ("c", False)):
+            # `sel c x False` is `c and x`; a side that is a constant restricts nothing
+            parts = [x for x in (self.implied(y, then, pos, at, depth) for y in (e[1], e[2])) if x is not None and x[0] != "c"]
+            if parts:
+                return parts[0] if len(parts) == 1 else ("and", parts[0], parts[1])
         return None
-    parts = [_carried_back(x, pos, at, writes, single, depth, quantities) for x in _operands(e)]
-    if any(x is None for x in parts):
-        return None
-    return (e[0], e[1], parts[0]) if e[0] == "cast" else (e[0], *parts)
 
 
 def _rebuild(e: tuple, f: Any) -> tuple:

@@ -73,6 +73,10 @@ class _LoweringBase:
         # are being lowered.
         self.inlining: list[Callable[..., Any]] = []
         self.loop_depth = 0
+        # The mask of the statement being lowered (None: every point): a function's value
+        # spilled to a temporary is needed only where it holds (see `spill`). Inside an inlined
+        # function, its own `if`'s mask where it has one, else its caller's.
+        self.statement_mask: Expr | None = None
         self.dtypes: dict[Any, Any] = dict(dtypes or {})
         # The types of Python literals and externals, as GT4Py keys them: `dtypes=` with type
         # keys (NDSL's `{float: np.float32, int: np.int32}`), else int64 and float64.

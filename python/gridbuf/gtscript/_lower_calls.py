@@ -159,7 +159,11 @@ class CallsMixin(_LoweringBase):
         if dt is None:
             return ret
         index = self.typed_temp(f"__{fn.__name__}_value", dt)
-        self.emit(ctx, node, ("t", index), ret)
+        mask = self.statement_mask
+        # Under a mask, the call's value is read only where it holds (a masked assignment, a
+        # local first assigned there, a nested test and-ed with it): computed only there, as
+        # GT4Py's `if` does (pace's icloud took gmlt's `pow` at every point), zero elsewhere.
+        self.emit(ctx, node, ("t", index), ret if mask is None else ("sel", mask, ret, ("cast", dt.name, ("c", 0))))
         return ("t", index, (0, 0, 0))
 
     def func_block(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None = None) -> Any:
@@ -183,7 +187,15 @@ class CallsMixin(_LoweringBase):
         parameter assigned again or inside an `if` becomes a temporary, whose later assignments
         are cast to its type (`z = int_field; z *= 2.5` truncates), and an `if` writes it under a
         mask computed once, like the stencil's `if`."""
+        caller = self.statement_mask
+        try:
+            return self._func_statements(inner, body, top, mask, caller)
+        finally:
+            self.statement_mask = caller
+
+    def _func_statements(self, inner: _Ctx, body: list[ast.stmt], top: bool, mask: Expr | None, caller: Expr | None) -> Any:
         for s in body:
+            self.statement_mask = caller if mask is None else mask
             if isinstance(s, ast.ImportFrom):
                 self.import_from(inner, s)
             elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) or isinstance(s, ast.Pass):

@@ -174,6 +174,13 @@ class StatementsMixin(_LoweringBase):
             self.stmt(ctx, s, None)
 
     def stmt(self, ctx: _Ctx, s: ast.stmt, mask: Expr | None) -> None:
+        outer, self.statement_mask = self.statement_mask, mask
+        try:
+            self._stmt(ctx, s, mask)
+        finally:
+            self.statement_mask = outer
+
+    def _stmt(self, ctx: _Ctx, s: ast.stmt, mask: Expr | None) -> None:
         if isinstance(s, ast.Assign):
             if len(s.targets) != 1:
                 raise self.error(ctx, s, "chained assignment (a = b = ...)")
