@@ -462,6 +462,52 @@ def test_a_value_shared_with_an_if_whose_test_changed_is_computed_under_the_oute
             assert (np.asarray(g) == w).all(), layout
 
 
+@gtscript.function
+def _accrete(q, r, s):
+    if q > 0.5:
+        if r > 0.2:
+            f = exp(0.8 * log(r))
+        else:
+            f = 0.0
+        q = q + 0.1 * f
+        s = s + 0.2 * f
+    return q, s
+
+
+def accrete(q: Field[np.float64], r: Field[np.float64], s: Field[np.float64]):
+    with computation(PARALLEL), interval(...):
+        q, s = _accrete(q, r, s)
+
+
+def test_a_local_set_in_both_branches_keeps_the_first_branchs_math_under_its_mask():
+    """`f` is set in the `then` branch (math) and the `else` branch (0.0): its first value is
+    read only where the `then` branch's mask holds (the `else` arm of the second select also
+    covers the points outside the outer `if`, where it was computed; pace's icloud so took
+    `psacw`'s exp and log where `qlz > QRMIN` failed); values as a point-by-point reference."""
+    st = gtscript.stencil(backend="gt:cpu_kfirst", definition=accrete)
+    lines = [line.split() for line in st.ir.splitlines() if line.startswith("stmt")]
+    # the `then` branch's mask: `and` of the outer mask and the test, no `not`
+    (then_mask,) = [w[3] for w in lines if w[4] == "and" and len(w) == 15 and "not" not in w]
+    (with_exp,) = [w for w in lines if "exp" in w]
+    at = with_exp.index("exp")
+    assert with_exp[at - 6 : at] == ["sel", "t", then_mask, "0", "0", "0"], " ".join(with_exp)
+    rng = np.random.default_rng(10)
+    q0, r0, s0 = (rng.uniform(0.0, 1.0, SHAPE) for _ in range(3))
+
+    def point(q: float, r: float, s: float) -> tuple[float, float]:
+        if q > 0.5:
+            f = math.exp(0.8 * math.log(r)) if r > 0.2 else 0.0
+            q = q + 0.1 * f
+            s = s + 0.2 * f
+        return q, s
+
+    want_q, want_s = np.vectorize(point)(q0, r0, s0)
+    for layout in LAYOUTS:
+        q, s = _in_layout(q0.copy(), layout), _in_layout(s0.copy(), layout)
+        st(q, _in_layout(r0, layout), s)
+        assert (np.asarray(q) == want_q).all() and (np.asarray(s) == want_s).all(), layout
+
+
 def nested_test_reads_at_a_run_time_level(pe: Field[np.float64], lev: Field[np.int64], out: Field[np.float64]):
     with computation(PARALLEL), interval(...):
         if lev < 3:

@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import GridbufValueError
 from . import _vectors
 from ._gt4py_objects import is_gtscript_function
-from ._irtext import _SHIFTED_NODES, Expr, _neighbourhood, _shape, _temps_read
+from ._irtext import _SHIFTED_NODES, Expr, _costly, _neighbourhood, _shape, _temps_read
 from ._lower_base import _BINOPS, _dtype, _load, _LoweringBase
 from ._lower_statements import _guard_levels
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
@@ -335,6 +335,13 @@ class CallsMixin(_LoweringBase):
             return
         before = self.as_expr(inner, s, cur)
         dt = _dtype(self, before)
+        first = inner.masks.get(name)
+        if mask is not None and dt is not None and first is not None and first[1] is cur and _costly(before, {}):
+            # Set in one branch of an `if` and now in the other: the first value is read only
+            # where its branch's mask holds (elsewhere, outside the `if`, the local is never
+            # read), so its math is computed only there (pace's icloud took `psacw`'s exp and
+            # log wherever `qlz > QRMIN` failed, the points outside its branch included).
+            before = ("sel", first[0], _guard_levels(before, first[0], self.shapes), ("cast", dt.name, ("c", 0)))
         new = value if mask is None else ("sel", mask, value, before)
         if dt is not None and dt == _dtype(self, value) and _shape(new, self.shapes)[1] <= _SPILL_NODES:
             # Same type: no cast, the new value stays an expression.
