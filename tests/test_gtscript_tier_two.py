@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import gridbuf as gb
 from gridbuf import gtscript
-from gridbuf.gtscript import FORWARD, PARALLEL, Field, I, computation, exp, horizontal, interval, region
+from gridbuf.gtscript import FORWARD, PARALLEL, Field, I, K, computation, exp, horizontal, interval, region
 
 HERE = Path(__file__).parent
 NEEDS_CC = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc").split()[0]) is None, reason="no C compiler")
@@ -267,6 +268,46 @@ def test_tier_two_squares_without_calling_pow(monkeypatch, tmp_path, dtype, vect
     assert np.array_equal(out, want)
     if dtype == np.float64:
         assert np.array_equal(out, a**2 + b**2 * 0.5)
+
+
+def sponge_def(u: Field[np.float64], w: Field[np.float64], pfull: Field[K, np.float64], *, cutoff: float):  # type: ignore[valid-type]
+    with computation(FORWARD), interval(...):
+        if pfull < cutoff:
+            u = u * 0.5 + w
+            w = w * 0.25
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("backend", ["gt:cpu_ifirst", "gt:cpu_kfirst"])
+def test_rows_where_no_point_takes_a_branch_are_skipped_on_tier_two(monkeypatch, tmp_path, backend):
+    """A branch on a K field (pace's Rayleigh damping: `if pfull < rf_cutoff`, the sponge's top
+    levels only): where tier two walks levels (I-unit memory), a row of a level whose test
+    fails is skipped, loads and stores included. Both tiers give NumPy's values inside the
+    domain, and outside it nothing changes (canaries), whether no level, some or every level
+    takes the branch."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(12)
+    shape, origin, domain = (13, 9, 8), (2, 1, 1), (9, 6, 6)
+    inner = tuple(slice(o, o + d) for o, d in zip(origin, domain))
+    u0, w0 = (rng.uniform(-1.0, 1.0, shape) for _ in range(2))
+    pfull = np.linspace(100.0, 1000.0, shape[2])
+    for cutoff in (50.0, 400.0, 2000.0):
+        want_u, want_w = u0.copy(), w0.copy()
+        take = (pfull < cutoff)[None, None, origin[2] : origin[2] + domain[2]]
+        uu, ww = u0[inner], w0[inner]
+        want_u[inner] = np.where(take, uu * 0.5 + ww, uu)
+        want_w[inner] = np.where(take, ww * 0.25, ww)
+        for tier in ("0", "define"):
+            monkeypatch.setenv("GRIDBUF_TIER2", tier)
+            st = gtscript.stencil(backend=backend, definition=sponge_def)
+            if tier == "define":
+                assert st.tier_two.startswith("ready"), st.tier_two
+            u, w = gb.from_array(u0, backend=backend), gb.from_array(w0, backend=backend)
+            st(u, w, pfull, cutoff=cutoff, origin=origin, domain=domain)
+            assert np.array_equal(np.asarray(u), want_u) and np.array_equal(np.asarray(w), want_w), (tier, cutoff)
+    (src,) = (tmp_path / "cache").glob("*.c")
+    if backend == "gt:cpu_ifirst":
+        assert "goto after0;" in src.read_text() and "if (!(" in src.read_text()
 
 
 def regional_walk_def(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]

@@ -21,7 +21,7 @@ use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::schedule::{has_axis, Layout, PointWalk};
 use crate::gtscript::plan::tape::{masked_assignment, ZERO_SRC};
-use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, StmtPlan};
+use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, Src, StmtPlan};
 use std::fmt::Write;
 
 /// What the generated module starts with: types, bit casts, wrapping integer helpers and the
@@ -282,6 +282,153 @@ fn levels_walk_vectorises(plan: &Plan, parts: &[(usize, PointRange)]) -> bool {
                 .all(|ins| !matches!(ins.op, Op::LoadK(..) | Op::StoreK(..)))
             && for_vectoriser(plan, stmts)
     })
+}
+
+/// For a part of code for the vectoriser whose rows can be skipped, the C computing, once per
+/// row, the test that some point of the row takes one of its statements, and that test; None
+/// where they cannot be. A row is skipped where each statement of the part either computes a
+/// temporary of the part's own (not an output, written once) from values the same at every
+/// point of the row (literals, scalars, quantities that do not move along the row and that
+/// the part does not write, such temporaries), computed once per row, or is a masked
+/// assignment of its own target (`t = c ? new : t`) whose condition is such a value; and every
+/// output is loaded and stored back (no run-time K reads, no values carried from point to
+/// point or held over a column): where no condition holds, the row's loop would store what it
+/// loaded. pace's Rayleigh damping (`if pfull < rf_cutoff`, a K field: the sponge's few top
+/// levels) ran its loads, blends and stores on all 79 levels.
+#[allow(clippy::too_many_arguments)]
+fn uniform_rows(
+    p: &Part<'_>,
+    sec: &SectionPlan,
+    x: usize,
+    held: &[bool],
+    carried: &[Option<usize>],
+    moves: &dyn Fn(u32) -> bool,
+    reg: &dyn Fn(u32) -> (&'static str, Kind),
+    mem: &dyn Fn(u32) -> &'static str,
+    math: &MathTable,
+    lanes: Lanes,
+) -> Result<Option<(String, String)>, Refusal> {
+    let stored = p.outs.iter().enumerate().all(|(j, &q)| {
+        p.load[j]
+            && p.written
+                .iter()
+                .position(|&o| o == q)
+                .is_some_and(|w| !p.zeroed[w])
+    });
+    if !p.vk.is_empty() || held.iter().any(|&h| h) || carried.iter().any(Option::is_some) || !stored
+    {
+        return Ok(None);
+    }
+    let stmts = &sec.stmts[p.t..p.exit];
+    // The part's temporaries computed once per row so far: quantity -> their C.
+    let mut rowwise: Vec<(u32, String)> = Vec::new();
+    let (mut code, mut tests) = (String::new(), Vec::new());
+    for (u, st) in stmts.iter().enumerate() {
+        // An operand the same at every point of the row: its C, once per row.
+        let fixed = |q: u32, off: [i32; 3]| -> Option<String> {
+            if let Some((_, e)) = rowwise.iter().find(|(t, _)| *t == q) {
+                return (off == [0; 3]).then(|| e.clone());
+            }
+            if moves(q) || p.written.contains(&q) {
+                return None;
+            }
+            let g = p.operands.iter().position(|&o| o == (q, off))?;
+            Some(format!("(({})*(const {} *)b{g})", reg(q).0, mem(q)))
+        };
+        // The C, once per row, of the value of register `r` of the statement's tape (of all
+        // of it where None), where it reads only such operands.
+        let value = |r: Option<u32>, code: &mut String| -> Result<Option<String>, Refusal> {
+            let mut need = vec![r.is_none(); st.tape.len()];
+            let def = |r: u32| {
+                st.tape
+                    .iter()
+                    .rposition(|i| !i.op.is_marker() && i.dst == r)
+            };
+            let mut stack: Vec<usize> = match r {
+                Some(r) => def(r).into_iter().collect(),
+                None => (0..st.tape.len()).collect(),
+            };
+            if stack.is_empty() {
+                return Ok(None);
+            }
+            while let Some(at) = stack.pop() {
+                need[at] = true;
+                let ins = &st.tape[at];
+                if ins.op.is_marker() || matches!(ins.op, Op::LoadK(..) | Op::StoreK(..)) {
+                    return Ok(None);
+                }
+                for a in &ins.args {
+                    match *a {
+                        Src::Reg(r) => match def(r) {
+                            Some(d) if !need[d] => stack.push(d),
+                            Some(_) => {}
+                            None => return Ok(None),
+                        },
+                        Src::Q(q, off) if fixed(q, off).is_none() => return Ok(None),
+                        _ => {}
+                    }
+                }
+            }
+            let tape: Vec<Instr> = st
+                .tape
+                .iter()
+                .zip(&need)
+                .filter(|(_, &n)| n)
+                .map(|(i, _)| *i)
+                .collect();
+            let operands = operands_of(&tape);
+            let exprs = operands
+                .iter()
+                .map(|&(q, off)| {
+                    Ok(Operand {
+                        expr: fixed(q, off).ok_or("a moving operand")?,
+                        kind: reg(q).1,
+                    })
+                })
+                .collect::<Result<Vec<_>, Refusal>>()?;
+            let prefix = format!("u{x}_{u}_");
+            let body = Point {
+                tape: &tape,
+                operands: &operands,
+                exprs: &exprs,
+                vk: &p.vk,
+                vk_mode: VkMode::Point,
+                lanes,
+                math,
+                prefix: &prefix,
+                vector: true,
+                skip: None,
+            }
+            .body()?;
+            code.push_str(&body.code);
+            Ok(Some(body.as_kind(reg(st.target).1)))
+        };
+        let own = Src::Q(st.target, [0; 3]);
+        let last = st.tape.last().ok_or("empty tape")?;
+        let masked = last.op == Op::Sel && (last.args[1] == own) != (last.args[2] == own);
+        if !masked {
+            // A temporary of the part's own, computed once per row.
+            let once = !p.outs.contains(&st.target)
+                && stmts.iter().filter(|s| s.target == st.target).count() == 1;
+            match once.then(|| value(None, &mut code)).transpose()?.flatten() {
+                Some(e) => rowwise.push((st.target, e)),
+                None => return Ok(None),
+            }
+            continue;
+        }
+        let taken = if last.args[1] == own { "== 0" } else { "!= 0" };
+        let test = match last.args[0] {
+            Src::Q(q, off) => fixed(q, off),
+            Src::Reg(r) => value(Some(r), &mut code)?,
+            _ => None,
+        };
+        match test.map(|t| format!("({t} {taken})")) {
+            Some(t) if tests.contains(&t) => {}
+            Some(t) => tests.push(t),
+            None => return Ok(None),
+        }
+    }
+    Ok((!tests.is_empty()).then(|| (code, tests.join(" || "))))
 }
 
 /// A row function: `name(ops, strides, out, out_stride, n, rows, scal, vk)`, the loops of
@@ -798,6 +945,16 @@ fn point_function(
             }
             Ok(f)
         };
+        // Rows where no point takes any of the part's statements are skipped (see
+        // `uniform_rows`): the test, once per row, before the loop.
+        if vector && !wide && straight(sec, p.t..p.exit) {
+            if let Some((code, test)) =
+                uniform_rows(p, sec, x, &held, &carried, &moves, &reg, &mem, math, lanes)?
+            {
+                f.push_str(&code);
+                let _ = writeln!(f, "    if (!({test})) goto after{x};");
+            }
+        }
         // Guarded math runs only in the chunks of points where some point takes it.
         let chunked = vector
             && p.vk.is_empty()
