@@ -410,13 +410,26 @@ def _cheapened(c: Any, costly: dict[int, bool]) -> Any:
     icloud tests its ice saturation's difference in an `else`)."""
     if not _costly(c, costly):
         return c
-    if c[0] == "and" or (c[0] == "sel" and c[3] == ("c", False)):
-        sides = (c[1], c[2])
-    elif c[0] == "not" and c[1][0] == "or":
-        sides = (("not", c[1][1]), ("not", c[1][2]))
-    else:
+    sides = _sides(c, True)
+    if sides is None:
         return None
-    parts = [x for x in (_cheapened(y, costly) for y in sides) if x is not None]
+    parts = [x for x in (_cheapened(y if then else ("not", y), costly) for y, then in sides) if x is not None]
+    return _both(parts)
+
+
+def _sides(e: Any, then: bool) -> tuple[tuple[Any, bool], tuple[Any, bool]] | None:
+    """The two conditions each of which holds wherever `e` holds (`then`) or fails (not
+    `then`), as (condition, whether it holds): the sides of an `and` (of an `or`, where it
+    fails; `sel c x False` is `c and x`); None for any other condition."""
+    if e[0] == "not":
+        return _sides(e[1], not then)
+    if (then and e[0] == "and") or (not then and e[0] == "or") or (then and e[0] == "sel" and e[3] == ("c", False)):
+        return ((e[1], then), (e[2], then))
+    return None
+
+
+def _both(parts: list[Any]) -> Any:
+    """The conditions `parts` (none, one or two) and-ed; None for none."""
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else ("and", parts[0], parts[1])
@@ -530,12 +543,12 @@ class _Carry:
             if depth == 0 or w is None or e[2] != (0, 0, 0) or not pos <= w[0] < at:
                 return None
             return self.implied(w[1], then, pos, w[0], depth - 1)
-        if (then and e[0] == "and") or (not then and e[0] == "or") or (then and e[0] == "sel" and e[3] == ("c", False)):
-            # `sel c x False` is `c and x`; a side that is a constant restricts nothing
-            parts = [x for x in (self.implied(y, then, pos, at, depth) for y in (e[1], e[2])) if x is not None and x[0] != "c"]
-            if parts:
-                return parts[0] if len(parts) == 1 else ("and", parts[0], parts[1])
-        return None
+        sides = _sides(e, then)
+        if sides is None:
+            return None
+        # a side that is a constant restricts nothing
+        parts = [x for x in (self.implied(y, t, pos, at, depth) for y, t in sides) if x is not None and x[0] != "c"]
+        return _both(parts)
 
 
 def _rebuild(e: tuple, f: Any) -> tuple:

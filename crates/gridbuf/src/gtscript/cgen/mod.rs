@@ -203,10 +203,7 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
     // Scalar loops want other tuning than straight code (see `compiler::Build::loops`).
     let build = compiler::Build {
         vector_math,
-        loops: plan
-            .sections
-            .iter()
-            .any(|sec| sec.flow.iter().any(|f| f.exit.is_some())),
+        loops: plan.has_loops(),
     };
     Some(Job {
         text: src.text,
