@@ -16,6 +16,7 @@ import gc
 import importlib.util
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -29,7 +30,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
-from gridbuf.gtscript import FORWARD, PARALLEL, Field, I, K, computation, exp, horizontal, interval, region
+from gridbuf.gtscript import FORWARD, PARALLEL, Field, I, K, computation, exp, horizontal, interval, log, region
 
 HERE = Path(__file__).parent
 NEEDS_CC = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc").split()[0]) is None, reason="no C compiler")
@@ -308,6 +309,69 @@ def test_rows_where_no_point_takes_a_branch_are_skipped_on_tier_two(monkeypatch,
     (src,) = (tmp_path / "cache").glob("*.c")
     if backend == "gt:cpu_ifirst":
         assert "goto after0;" in src.read_text() and "if (!(" in src.read_text()
+
+
+def fall_speed_def(kind: Field[np.int64], q: Field[np.float64], den: Field[np.float64], vt: Field[np.float64], n: Field[np.int64], *, lg: float):  # type: ignore[valid-type]
+    with computation(PARALLEL), interval(...):
+        if q < 1.0e-8:
+            vt = 1.0e-5
+        else:
+            vt = min(2.0, max(1.0e-5, 0.8 * exp(lg * log(q * den))))
+        n = kind + 1  # noqa: F841
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("backend", ["gt:cpu_ifirst", "gt:cpu_kfirst"])
+def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_path, backend):
+    """A mixed-type fused run (an int64 field beside float64 ones) whose `if` arm calls `exp`
+    and `log` (pace's sedimentation, whose fall speeds take it at almost every point): tier two
+    writes it for the vectoriser in chunks of points, each chunk computing the arm with libmvec
+    where one of its points takes it. Rows where no point, some points and every point take the
+    arm: both tiers give NumPy's values (the arm within vector math's few ulps, the rest bit for
+    bit), nothing outside the domain changes, and with `GRIDBUF_VECTOR_MATH=0` the run stays
+    scalar C with branches, tier one's bits."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(21)
+    shape, origin, domain = (23, 7, 5), (2, 1, 1), (19, 5, 3)
+    inner = tuple(slice(o, o + d) for o, d in zip(origin, domain))
+    kind0 = rng.integers(-3, 3, shape).astype(np.int64)
+    q0 = 10.0 ** rng.uniform(-4.0, -2.0, shape)
+    q0[:, 1] = 1.0e-9  # no point of these rows takes the arm
+    q0[::3, 2] = 1.0e-9  # some points of these rows take it
+    den0 = rng.uniform(0.5, 1.5, shape)
+    lg = 0.2
+    qi, di = q0[inner], den0[inner]
+    arm = np.minimum(2.0, np.maximum(1.0e-5, 0.8 * np.exp(lg * np.log(qi * di))))
+    taken = ~(qi < 1.0e-8)
+    canary = -7.0
+    for vector_math in ("1", "0"):
+        monkeypatch.setenv("GRIDBUF_VECTOR_MATH", vector_math)
+        outs = {}
+        for tier in ("0", "define"):
+            monkeypatch.setenv("GRIDBUF_TIER2", tier)
+            st = gtscript.stencil(backend=backend, definition=fall_speed_def)
+            if tier == "define":
+                assert st.tier_two.startswith("ready"), st.tier_two
+            kind, q, den = (gb.from_array(x, backend=backend) for x in (kind0, q0, den0))
+            vt = gb.from_array(np.full(shape, canary), backend=backend)
+            n = gb.from_array(np.full(shape, 99, dtype=np.int64), backend=backend)
+            st(kind, q, den, vt, n, lg=lg, origin=origin, domain=domain)
+            vt, n = np.asarray(vt), np.asarray(n)
+            outside = np.ones(shape, dtype=bool)
+            outside[inner] = False
+            assert np.all(vt[outside] == canary) and np.all(n[outside] == 99), (tier, vector_math)
+            assert np.array_equal(n[inner], kind0[inner] + 1)
+            assert np.all(vt[inner][~taken] == 1.0e-5)
+            np.testing.assert_allclose(vt[inner][taken], arm[taken], rtol=1e-14, atol=0)
+            outs[tier] = vt
+        src = "\n".join(p.read_text() for p in (tmp_path / "cache").glob("*.c"))
+        chunked = re.search(r"GB_NOTHREAD void gb_f\d+_\d+\(", src) is not None
+        if vector_math == "1":
+            assert chunked and "gb_any" in src
+        else:
+            assert not chunked and np.array_equal(outs["0"], outs["define"])
+        shutil.rmtree(tmp_path / "cache")
+    assert taken.any() and (~taken).any()
 
 
 def regional_walk_def(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]

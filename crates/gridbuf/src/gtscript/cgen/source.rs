@@ -12,7 +12,8 @@
 //! whole vectors (glibc's libmvec: a few ulps from tier one's, see the README).
 
 use crate::gtscript::cgen::tape::{
-    float_type, vector_math_prelude, Body, Kind, MathTable, Operand, Point, Refusal, VkMode,
+    float_type, vector_math_prelude, vectorises_wide, Body, Kind, MathTable, Operand, Point,
+    Refusal, VkMode,
 };
 use crate::gtscript::ir::{IterOrder, Ty};
 use crate::gtscript::jit::abi::StmtCode;
@@ -89,6 +90,11 @@ static inline double gb_bld(int64_t m, double a, double b) {
   return gb_d((gb_u(a) & (uint64_t)m) | (gb_u(b) & ~(uint64_t)m));
 }
 static inline int64_t gb_bli(int64_t m, int64_t a, int64_t b) { return (a & m) | (b & ~m); }
+#if defined(__GNUC__) && !defined(__clang__)
+#define GB_NOTHREAD __attribute__((optimize("no-thread-jumps")))
+#else
+#define GB_NOTHREAD
+#endif
 #if defined(__clang__)
 #define GB_IVDEP _Pragma("clang loop vectorize(assume_safety)")
 #elif defined(__GNUC__)
@@ -219,8 +225,13 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<La
                 walk: None,
             };
             let parts = [(s, range)];
-            let vector = for_vectoriser(plan, &plan.sections[s].stmts[t..exit]);
+            let stmts = &plan.sections[s].stmts[t..exit];
+            let chunks = wide_chunks(plan, stmts, math);
+            let vector = for_vectoriser(plan, stmts) || chunks;
             if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
+                if chunks {
+                    text.push_str("GB_NOTHREAD ");
+                }
                 text.push_str(&f);
                 src.fused.push((name, s, t, exit));
             }
@@ -254,6 +265,46 @@ fn for_vectoriser(plan: &Plan, stmts: &[StmtPlan]) -> bool {
     plan.lanes != Lanes::Wide
         || tape().all(|ins| !matches!(ins.op, Op::Guard(_)))
         || tape().all(|ins| !ins.op.calls_math(ins.ty))
+}
+
+/// Whether a fused run of mixed-type code with guarded math is written for the vectoriser all
+/// the same, in chunks ([`chunks_pay`], [`CHUNK`]), so that a chunk computes the guarded math
+/// with libmvec at all its points where one point takes it: where gcc vectorises every
+/// instruction ([`vectorises_wide`]) and the run has at most [`MAX_WIDE_GUARDS`] outermost
+/// guarded runs. pace's sedimentation computes its fall speeds' `log` and `exp` at almost every
+/// point (9.0 -> 7.9 ms per call on `gridbuf:cpu_ifirst`). Such a function is compiled without
+/// gcc's jump threading (`GB_NOTHREAD`), which put branches back into warm_rain's chunk loops
+/// and left them scalar.
+fn wide_chunks(plan: &Plan, stmts: &[StmtPlan], math: &MathTable) -> bool {
+    let tape = || stmts.iter().flat_map(|st| &st.tape);
+    plan.lanes == Lanes::Wide
+        && chunks_pay(stmts.iter().map(|st| st.tape.as_slice()))
+        && tape().all(|ins| vectorises_wide(ins, math))
+        && stmts.iter().map(|st| outer_guards(&st.tape)).sum::<usize>() <= MAX_WIDE_GUARDS
+}
+
+/// The most outermost guarded runs a mixed-type fused run computes in chunks
+/// ([`wide_chunks`]): a chunk computes every guarded run where one point takes one, and
+/// scalar code with branches computes only the runs each point takes. With many, some point
+/// of almost every chunk takes one: pace's icloud (28 in one run) took 13.5 -> 63 ms per call
+/// in chunks, warm_rain's two runs of 5 took 9.3 -> 9.7 ms, where its runs of 1 and
+/// sedimentation's of 3 gain.
+const MAX_WIDE_GUARDS: usize = 3;
+
+/// The number of outermost guarded runs of `tape`.
+fn outer_guards(tape: &[Instr]) -> usize {
+    let (mut depth, mut n) = (0usize, 0);
+    for ins in tape {
+        match ins.op {
+            Op::Guard(_) => {
+                n += usize::from(depth == 0);
+                depth += 1;
+            }
+            Op::End => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    n
 }
 
 /// Whether statements `range` of section `sec` run in order with no jumps (no loops).

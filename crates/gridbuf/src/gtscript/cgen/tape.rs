@@ -169,6 +169,57 @@ pub(super) fn vector_math_prelude() -> String {
     s
 }
 
+/// The name of the math function (`gridbuf_NAME_f64` or `gridbuf_NAME_f32`, see `ops::libm!`,
+/// `ops::num`) computing operation `op` on `ty`, where one does.
+fn math_name(op: Op, ty: Ty) -> Option<&'static str> {
+    match (op, ty) {
+        (Op::Un(u), Ty::F64) => ops::math::unary_f64(u).map(|f| f.0),
+        (Op::Un(u), _) => ops::math::unary_f32(u).map(|f| f.0),
+        (Op::Bin(o) | Op::Bin2(o, _), Ty::F64) => ops::math::binary_f64(o).map(|f| f.0),
+        (Op::Bin(o) | Op::Bin2(o, _), _) => ops::math::binary_f32(o).map(|f| f.0),
+        _ => None,
+    }
+}
+
+/// The C function a module with vector math calls for math function `name` on `ty`, where
+/// libmvec computes it on vectors (`pow` through the prelude's `gb_powd`/`gb_powf`).
+fn vector_function(name: &str, ty: Ty) -> Option<String> {
+    let base = name
+        .strip_prefix("gridbuf_")
+        .and_then(|n| n.strip_suffix(if ty == Ty::F32 { "_f32" } else { "_f64" }))
+        .filter(|b| vectorised(b))?;
+    Some(match (base, ty == Ty::F32) {
+        ("pow", false) => "gb_powd".to_string(),
+        ("pow", true) => "gb_powf".to_string(),
+        (b, true) => format!("{b}f"),
+        (b, false) => b.to_string(),
+    })
+}
+
+/// Whether gcc vectorises a loop of mixed-type code holding instruction `ins`, written for
+/// the vectoriser ([`Point::vector`]): float arithmetic, comparisons, truths and blends, math
+/// functions that libmvec has (with `math.vector`), integers added, subtracted, negated or
+/// compared. Integer multiplication, division and powers, conversions between integers and
+/// floats, and run-time K reads (whose errors are reported in point order) keep it scalar.
+pub(super) fn vectorises_wide(ins: &Instr, math: &MathTable) -> bool {
+    let ty = ins.ty;
+    match ins.op {
+        Op::LoadK(..) | Op::StoreK(..) => false,
+        Op::Cast(to) => to == Ty::Bool || ty.is_float() == to.is_float(),
+        op if op.calls_math(ty) => {
+            math.vector
+                && math_name(op, ty)
+                    .and_then(|n| vector_function(n, ty))
+                    .is_some()
+        }
+        Op::Bin(o) | Op::Bin2(o, _) if !ty.is_float() => !matches!(
+            o,
+            BinOp::Mul | BinOp::Div | BinOp::FloorDiv | BinOp::Mod | BinOp::Pow
+        ),
+        _ => true,
+    }
+}
+
 /// One point of a tape.
 pub(super) struct Point<'a> {
     pub(super) tape: &'a [Instr],
@@ -233,14 +284,7 @@ impl Point<'_> {
     /// The index in the math table of the function computing `op` on `ty` (`F64` or `F32`),
     /// and its name.
     fn math(&self, op: Op, ty: Ty) -> Result<(usize, &'static str), Refusal> {
-        let name = match (op, ty) {
-            (Op::Un(u), Ty::F64) => ops::math::unary_f64(u).map(|f| f.0),
-            (Op::Un(u), _) => ops::math::unary_f32(u).map(|f| f.0),
-            (Op::Bin(o) | Op::Bin2(o, _), Ty::F64) => ops::math::binary_f64(o).map(|f| f.0),
-            (Op::Bin(o) | Op::Bin2(o, _), _) => ops::math::binary_f32(o).map(|f| f.0),
-            _ => None,
-        }
-        .ok_or_else(|| format!("no math function for {op:?}"))?;
+        let name = math_name(op, ty).ok_or_else(|| format!("no math function for {op:?}"))?;
         let i = self
             .math
             .symbols
@@ -252,20 +296,11 @@ impl Point<'_> {
 
     fn call(&self, op: Op, ty: Ty, args: &[&str]) -> Result<String, Refusal> {
         let (i, name) = self.math(op, ty)?;
-        if self.math.vector {
-            // `gridbuf_NAME_f64` and `gridbuf_NAME_f32` (`ops::libm!`, `ops::num`).
-            let base = name
-                .strip_prefix("gridbuf_")
-                .and_then(|n| n.strip_suffix(if ty == Ty::F32 { "_f32" } else { "_f64" }));
-            if let Some(base) = base.filter(|b| vectorised(b)) {
-                let f = match (base, ty == Ty::F32) {
-                    ("pow", false) => "gb_powd".to_string(),
-                    ("pow", true) => "gb_powf".to_string(),
-                    (b, true) => format!("{b}f"),
-                    (b, false) => b.to_string(),
-                };
-                return Ok(format!("{f}({})", args.join(", ")));
-            }
+        if let Some(f) = Some(name)
+            .filter(|_| self.math.vector)
+            .and_then(|n| vector_function(n, ty))
+        {
+            return Ok(format!("{f}({})", args.join(", ")));
         }
         let t = match (args.len(), ty == Ty::F32) {
             (1, false) => "gb_f1d",
@@ -566,6 +601,7 @@ impl Point<'_> {
                 continue;
             }
             let (v, kind) = match ins.op {
+                Op::Guard(_) | Op::End if self.vector => continue,
                 Op::Guard(then) => {
                     let a = a0(0)?;
                     let op = if then { "!=" } else { "==" };
