@@ -31,6 +31,7 @@ import pytest
 import gridbuf as gb
 from gridbuf import gtscript
 from gridbuf.gtscript import FORWARD, PARALLEL, Field, I, K, computation, exp, horizontal, interval, log, region
+from _gtscript_oracle import load_source
 
 HERE = Path(__file__).parent
 NEEDS_CC = pytest.mark.skipif(shutil.which(os.environ.get("CC", "cc").split()[0]) is None, reason="no C compiler")
@@ -372,6 +373,48 @@ def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_
             assert not chunked and np.array_equal(outs["0"], outs["define"])
         shutil.rmtree(tmp_path / "cache")
     assert taken.any() and (~taken).any()
+
+
+def spread_math_source(arms: int) -> str:
+    """A float64 stencil whose one fused run has `arms` `if`s, each guarding an `exp` or a `log`."""
+    lines = [
+        "def spread(a: Field[np.float64], out: Field[np.float64]):",
+        "    with computation(PARALLEL), interval(...):",
+        "        x = a * 0.5",
+    ]
+    for n in range(arms):
+        fn = "exp" if n % 2 == 0 else "log"
+        lines += [f"        if a > {0.2 * n}:", f"            x = x + {fn}(a * {n + 1}.0 + 0.5)"]
+    lines.append("        out = x")
+    return "\n".join(lines) + "\n"
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("arms", [3, 4])
+def test_guarded_math_spread_over_many_arms_keeps_its_branches(monkeypatch, tmp_path, arms):
+    """One-float-type code for the vectoriser computes guarded math in chunks of points (each
+    chunk runs every guarded arm where one of its points takes one); spread over more than 3
+    arms, some point of almost every chunk takes one, so the run is scalar C with branches
+    (pace's icloud, 28 arms: 70 ms per call in chunks, 19 ms with branches). Either way both
+    tiers give NumPy's values (vector math within its few ulps)."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    mod = load_source(str(tmp_path), f"spread_math_{arms}", "import numpy as np\nfrom gridbuf.gtscript import *\n" + spread_math_source(arms))
+    rng = np.random.default_rng(30 + arms)
+    a = rng.uniform(0.0, 1.0, (21, 5, 3))
+    want = a * 0.5
+    for n in range(arms):
+        fn = np.exp if n % 2 == 0 else np.log
+        want = np.where(a > 0.2 * n, want + fn(a * (n + 1.0) + 0.5), want)
+    for tier in ("0", "define"):
+        monkeypatch.setenv("GRIDBUF_TIER2", tier)
+        st = gtscript.stencil(backend="gt:cpu_ifirst", definition=mod.spread)
+        if tier == "define":
+            assert st.tier_two.startswith("ready"), st.tier_two
+        out = np.zeros_like(a)
+        st(a, out)
+        np.testing.assert_allclose(out, want, rtol=1e-14, atol=0)
+    (src,) = (tmp_path / "cache").glob("*.c")
+    assert ("gb_any" in src.read_text()) == (arms <= 3)
 
 
 def regional_walk_def(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]

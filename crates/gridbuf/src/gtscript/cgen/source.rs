@@ -209,8 +209,9 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<La
     for (s, walk, sections) in jit.walk_keys() {
         let name = format!("gb_w{s}_{}", walk as usize);
         let parts = walk_parts(plan, sections, walk);
-        let vector = walk == PointWalk::Levels && levels_walk_vectorises(plan, &parts);
+        let vector = walk == PointWalk::Levels && levels_walk_vectorises(plan, &parts, math);
         if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
+            text.push_str(nothread(plan, &parts, vector));
             text.push_str(&f);
             src.walks.push((name, s, walk));
         }
@@ -226,12 +227,9 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<La
             };
             let parts = [(s, range)];
             let stmts = &plan.sections[s].stmts[t..exit];
-            let chunks = wide_chunks(plan, stmts, math);
-            let vector = for_vectoriser(plan, stmts) || chunks;
+            let vector = for_vectoriser(plan, stmts, math);
             if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
-                if chunks {
-                    text.push_str("GB_NOTHREAD ");
-                }
+                text.push_str(nothread(plan, &parts, vector));
                 text.push_str(&f);
                 src.fused.push((name, s, t, exit));
             }
@@ -241,8 +239,9 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<La
         if sec.levels_on(layout) {
             let name = format!("gb_v{s}");
             let parts = walk_parts(plan, s..s + 1, PointWalk::Levels);
-            let vector = levels_walk_vectorises(plan, &parts);
+            let vector = levels_walk_vectorises(plan, &parts, math);
             if let Ok(f) = point_function(&name, plan, &parts, math, vector) {
+                text.push_str(nothread(plan, &parts, vector));
                 text.push_str(&f);
                 src.levels.push((name, s));
             }
@@ -253,43 +252,61 @@ pub(crate) fn module(plan: &Plan, jit: &Jit, math: &MathTable, layout: Option<La
 }
 
 /// Whether straight statements are written for the vectoriser (masks and blends, every guarded
-/// arm computed at every point), not as scalar code with branches: always in one-float-type
-/// code; in mixed-type code where they have no guarded arms, or where they call no math
-/// function. Guarded math computed everywhere costs more than the branches save: with every
-/// mixed-type run vectorised, pace's satadjust took 37 -> 54 ms per call on
-/// `gridbuf:cpu_ifirst` and icloud 22 -> 50. Without guarded math the blends win:
-/// set_interpolation_coefficients took 14 % longer with scalar code's masked-assignment `if`s,
-/// and see [`levels_walk_vectorises`].
-fn for_vectoriser(plan: &Plan, stmts: &[StmtPlan]) -> bool {
+/// arm computed at every point, or in chunks where the guarded math outweighs the rest, see
+/// [`chunks_pay`]), not as scalar code with branches.
+///
+/// - Not where the guarded math outweighs the rest and spreads over more than
+///   [`MAX_GUARDS`] outermost guarded runs: a chunk computes every guarded run where one of its
+///   points takes one, and with many, some point of almost every chunk does, where branches
+///   compute only the runs each point takes. pace's icloud (28 in its fused run) took 13.5 ->
+///   63 ms per call in chunks; read as one-float-type code (its `[0, 0, +1]` as constant
+///   offsets, the only integers of its program being those run-time levels), 70 ms in chunks
+///   and 19 ms with branches, on `gridbuf:cpu_ifirst`.
+/// - Else always in one-float-type code.
+/// - In mixed-type code where it has no guarded arms, or where they call no math function.
+///   Guarded math computed everywhere costs more than the branches save: with every mixed-type
+///   run vectorised, pace's satadjust took 37 -> 54 ms per call on `gridbuf:cpu_ifirst` and
+///   icloud 22 -> 50. Without guarded math the blends win: set_interpolation_coefficients
+///   took 14 % longer with scalar code's masked-assignment `if`s, and see
+///   [`levels_walk_vectorises`].
+/// - In mixed-type code whose guarded math is computed in chunks, where gcc vectorises every
+///   instruction ([`vectorises_wide`]): a chunk computes the math with libmvec at all its
+///   points where one point takes it. pace's sedimentation computes its fall speeds' `log` and
+///   `exp` at almost every point (9.0 -> 7.9 ms per call on `gridbuf:cpu_ifirst`).
+fn for_vectoriser(plan: &Plan, stmts: &[StmtPlan], math: &MathTable) -> bool {
     let tape = || stmts.iter().flat_map(|st| &st.tape);
+    let chunks = chunks_pay(stmts.iter().map(|st| st.tape.as_slice()));
+    if chunks && stmts.iter().map(|st| outer_guards(&st.tape)).sum::<usize>() > MAX_GUARDS {
+        return false;
+    }
     plan.lanes != Lanes::Wide
         || tape().all(|ins| !matches!(ins.op, Op::Guard(_)))
         || tape().all(|ins| !ins.op.calls_math(ins.ty))
+        || (chunks && tape().all(|ins| vectorises_wide(ins, math)))
 }
 
-/// Whether a fused run of mixed-type code with guarded math is written for the vectoriser all
-/// the same, in chunks ([`chunks_pay`], [`CHUNK`]), so that a chunk computes the guarded math
-/// with libmvec at all its points where one point takes it: where gcc vectorises every
-/// instruction ([`vectorises_wide`]) and the run has at most [`MAX_WIDE_GUARDS`] outermost
-/// guarded runs. pace's sedimentation computes its fall speeds' `log` and `exp` at almost every
-/// point (9.0 -> 7.9 ms per call on `gridbuf:cpu_ifirst`). Such a function is compiled without
-/// gcc's jump threading (`GB_NOTHREAD`), which put branches back into warm_rain's chunk loops
-/// and left them scalar.
-fn wide_chunks(plan: &Plan, stmts: &[StmtPlan], math: &MathTable) -> bool {
-    let tape = || stmts.iter().flat_map(|st| &st.tape);
-    plan.lanes == Lanes::Wide
-        && chunks_pay(stmts.iter().map(|st| st.tape.as_slice()))
-        && tape().all(|ins| vectorises_wide(ins, math))
-        && stmts.iter().map(|st| outer_guards(&st.tape)).sum::<usize>() <= MAX_WIDE_GUARDS
+/// What a point function of `parts` (code for the vectoriser where `vector`) starts with:
+/// `GB_NOTHREAD` (no jump threading) where a part of mixed-type code computes guarded math in
+/// chunks, in whose loops gcc's jump threading put branches back (warm_rain's stayed scalar).
+fn nothread(plan: &Plan, parts: &[(usize, PointRange)], vector: bool) -> &'static str {
+    let chunks = parts.iter().any(|(s, r)| {
+        chunks_pay(
+            plan.sections[*s].stmts[r.first..r.exit]
+                .iter()
+                .map(|st| st.tape.as_slice()),
+        )
+    });
+    if vector && plan.lanes == Lanes::Wide && chunks {
+        "GB_NOTHREAD "
+    } else {
+        ""
+    }
 }
 
-/// The most outermost guarded runs a mixed-type fused run computes in chunks
-/// ([`wide_chunks`]): a chunk computes every guarded run where one point takes one, and
-/// scalar code with branches computes only the runs each point takes. With many, some point
-/// of almost every chunk takes one: pace's icloud (28 in one run) took 13.5 -> 63 ms per call
-/// in chunks, warm_rain's two runs of 5 took 9.3 -> 9.7 ms, where its runs of 1 and
-/// sedimentation's of 3 gain.
-const MAX_WIDE_GUARDS: usize = 3;
+/// The most outermost guarded runs whose math code for the vectoriser computes in chunks (see
+/// [`for_vectoriser`]): warm_rain's mixed-type runs of 5 took 9.3 -> 9.7 ms per call in
+/// chunks, where its runs of 1 and sedimentation's of 3 gain.
+const MAX_GUARDS: usize = 3;
 
 /// The number of outermost guarded runs of `tape`.
 fn outer_guards(tape: &[Instr]) -> usize {
@@ -320,7 +337,7 @@ fn straight(sec: &SectionPlan, range: std::ops::Range<usize>) -> bool {
 /// along I (else every point of a row would store to one place). Scalar code with branches,
 /// pace's fix_tracer took 0.68 ms per call on `gridbuf:cpu_ifirst` and apply_constraints 1.15;
 /// vectorised, 0.38 and 0.43 (GT4Py's best compiled: 0.31 and 0.50).
-fn levels_walk_vectorises(plan: &Plan, parts: &[(usize, PointRange)]) -> bool {
+fn levels_walk_vectorises(plan: &Plan, parts: &[(usize, PointRange)], math: &MathTable) -> bool {
     let axis = PointWalk::Levels.axis();
     parts.iter().all(|(s, r)| {
         let sec = &plan.sections[*s];
@@ -331,7 +348,7 @@ fn levels_walk_vectorises(plan: &Plan, parts: &[(usize, PointRange)]) -> bool {
                 .iter()
                 .flat_map(|st| &st.tape)
                 .all(|ins| !matches!(ins.op, Op::LoadK(..) | Op::StoreK(..)))
-            && for_vectoriser(plan, stmts)
+            && for_vectoriser(plan, stmts, math)
     })
 }
 
