@@ -321,16 +321,27 @@ def fall_speed_def(kind: Field[np.int64], q: Field[np.float64], den: Field[np.fl
         n = kind + 1  # noqa: F841
 
 
+def fall_speed_forward_def(kind: Field[np.int64], q: Field[np.float64], den: Field[np.float64], vt: Field[np.float64], n: Field[np.int64], *, lg: float):  # type: ignore[valid-type]
+    with computation(FORWARD), interval(...):
+        if q < 1.0e-8:
+            vt = 1.0e-5
+        else:
+            vt = min(2.0, max(1.0e-5, 0.8 * exp(lg * log(q * den))))
+        n = kind + 1  # noqa: F841
+
+
 @NEEDS_CC
+@pytest.mark.parametrize("definition", [fall_speed_def, fall_speed_forward_def])
 @pytest.mark.parametrize("backend", ["gt:cpu_ifirst", "gt:cpu_kfirst"])
-def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_path, backend):
-    """A mixed-type fused run (an int64 field beside float64 ones) whose `if` arm calls `exp`
-    and `log` (pace's sedimentation, whose fall speeds take it at almost every point): tier two
-    writes it for the vectoriser in chunks of points, each chunk computing the arm with libmvec
-    where one of its points takes it. Rows where no point, some points and every point take the
-    arm: both tiers give NumPy's values (the arm within vector math's few ulps, the rest bit for
-    bit), nothing outside the domain changes, and with `GRIDBUF_VECTOR_MATH=0` the run stays
-    scalar C with branches, tier one's bits."""
+def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_path, backend, definition):
+    """A mixed-type run (an int64 field beside float64 ones) whose `if` arm calls `exp` and
+    `log` (pace's sedimentation, whose fall speeds take it at almost every point), as a fused run
+    (PARALLEL) and as a walk of levels (FORWARD): tier two writes it for the vectoriser in chunks
+    of points, each chunk computing the arm with libmvec where one of its points takes it. Rows
+    where no point, some points and every point take the arm: both tiers give NumPy's values
+    (the arm within vector math's few ulps, the rest bit for bit), nothing outside the domain
+    changes, and with `GRIDBUF_VECTOR_MATH=0` the run stays scalar C with branches, tier one's
+    bits."""
     monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
     rng = np.random.default_rng(21)
     shape, origin, domain = (23, 7, 5), (2, 1, 1), (19, 5, 3)
@@ -350,7 +361,7 @@ def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_
         outs = {}
         for tier in ("0", "define"):
             monkeypatch.setenv("GRIDBUF_TIER2", tier)
-            st = gtscript.stencil(backend=backend, definition=fall_speed_def)
+            st = gtscript.stencil(backend=backend, definition=definition)
             if tier == "define":
                 assert st.tier_two.startswith("ready"), st.tier_two
             kind, q, den = (gb.from_array(x, backend=backend) for x in (kind0, q0, den0))
@@ -366,7 +377,7 @@ def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_
             np.testing.assert_allclose(vt[inner][taken], arm[taken], rtol=1e-14, atol=0)
             outs[tier] = vt
         src = "\n".join(p.read_text() for p in (tmp_path / "cache").glob("*.c"))
-        chunked = re.search(r"GB_NOTHREAD void gb_f\d+_\d+\(", src) is not None
+        chunked = re.search(r"GB_NOTHREAD void gb_[fvw]\d+(_\d+)?\(", src) is not None
         if vector_math == "1":
             assert chunked and "gb_any" in src
         else:
