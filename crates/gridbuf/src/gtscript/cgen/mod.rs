@@ -19,6 +19,7 @@
 pub(crate) mod compiler;
 pub(crate) mod source;
 pub(crate) mod tape;
+pub(crate) mod vectorise;
 
 use crate::gtscript::cgen::tape::MathTable;
 use crate::gtscript::jit::abi::{LoopCode, LoopFn, PartCode, RowFn, SwapFn, TierState, TierTwo};

@@ -376,7 +376,7 @@ fn masked_assignments_under_one_condition_share_one_test() {
 /// rows on the I-unit layout. On tier two that walk is written for the vectoriser (the loop
 /// marked free of dependences, blends for masks) where its guarded arms call no math
 /// function, and stays scalar code with branches where one does
-/// (`cgen::source::levels_walk_vectorises`). Both agree with direct loops on every tier, on
+/// (`cgen::vectorise::levels_walk_vectorises`). Both agree with direct loops on every tier, on
 /// the I-unit and the K-unit layout.
 #[test]
 fn mixed_type_walks_of_levels_vectorise_unless_guarded_math_and_match_direct_loops() {
