@@ -485,6 +485,24 @@ case(
     gens={"a": "positive"},
 )
 
+case(
+    """
+    def unary_plus_offsets(a: Field[np.float64], iv: Field[np.int32], out: Field[np.float64], o2: Field[np.float64]):
+        with computation(PARALLEL), interval(...):
+            out = a[+1, 0, +1] - a[0, -1, 0] + a[0, 0, -(+1)]
+        with computation(FORWARD):
+            with interval(0, 1):
+                o2 = a
+            with interval(1, None):
+                if iv[0, 0, +1] > 0:
+                    o2 = o2[0, 0, -1] + a[0, +1, 0] * iv
+                else:
+                    o2 = a[0, 0, +0]
+    """,
+    halo=(1, 1, 1),
+    gens={"iv": "small"},
+)
+
 # -- math on the new types (notes §8) --------------------------------------------------------------
 case(
     """

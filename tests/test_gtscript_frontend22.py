@@ -661,3 +661,19 @@ def test_function_if_costs_no_temporary_write_when_types_stay():
     assert temps and all(ln.split()[1].startswith("__mask") for ln in temps), st.ir
     mixed = gtscript.stencil(backend="numpy", definition=mod.func_mixed_types)
     assert any(ln.startswith("temp __retyped_z") for ln in mixed.ir.splitlines()), mixed.ir
+
+
+def test_unary_plus_offsets_are_the_constant_offsets():
+    """`q[0, 0, +1]` is the constant offset 1, as GT4Py reads it: the same program as `q[0, 0, 1]`,
+    with no read at a level computed at run time (which would be checked point by point and keep
+    the statement out of vectorised runs). A boolean under it is no offset, as GT4Py's."""
+    src = """
+    def f(a: Field[np.float64], out: Field[np.float64]):
+        with computation(FORWARD), interval(0, -1):
+            out = a[{i}, 0, {k}] + out[0, 0, {k}] * 0.5
+    """
+    plus = gb_define(src.format(i="+1", k="+1"), "f")
+    bare = gb_define(src.format(i="1", k="1"), "f")
+    assert "kvar" not in plus.ir and plus.ir == bare.ir, plus.ir
+    with pytest.raises(GridbufValueError, match=r"the offset '\+True' is not a constant"):
+        gb_define(src.format(i="+True", k="1"), "f")

@@ -387,35 +387,41 @@ def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_
 
 
 def spread_math_source(arms: int) -> str:
-    """A float64 stencil whose one fused run has `arms` `if`s, each guarding an `exp` or a `log`."""
+    """A float64 stencil whose one fused run has `arms` `if`s, each guarding an `exp` or a `log`
+    and a second assignment (so that the condition is a truth kept in a variable)."""
     lines = [
         "def spread(a: Field[np.float64], out: Field[np.float64]):",
         "    with computation(PARALLEL), interval(...):",
         "        x = a * 0.5",
+        "        y = a",
     ]
     for n in range(arms):
         fn = "exp" if n % 2 == 0 else "log"
-        lines += [f"        if a > {0.2 * n}:", f"            x = x + {fn}(a * {n + 1}.0 + 0.5)"]
-    lines.append("        out = x")
+        lines += [f"        if a > {0.2 * n}:", f"            x = x + {fn}(a * {n + 1}.0 + 0.5)", "            y = y * 0.5"]
+    lines.append("        out = x + y")
     return "\n".join(lines) + "\n"
 
 
 @NEEDS_CC
-@pytest.mark.parametrize("arms", [3, 4])
+@pytest.mark.parametrize("arms", [3, 4, 70])
 def test_guarded_math_spread_over_many_arms_keeps_its_branches(monkeypatch, tmp_path, arms):
     """One-float-type code for the vectoriser computes guarded math in chunks of points (each
     chunk runs every guarded arm where one of its points takes one); spread over more than 3
     arms, some point of almost every chunk takes one, so the run is scalar C with branches
-    (pace's icloud, 28 arms: 70 ms per call in chunks, 19 ms with branches). Either way both
-    tiers give NumPy's values (vector math within its few ulps)."""
+    (pace's icloud, 28 arms: 70 ms per call in chunks, 19 ms with branches), which tests its
+    conditions as C `int`s (not floats 1.0 and 0.0 compared again), in one fused run however
+    long (70 arms: over 128 statements). Either way both tiers give NumPy's values (vector math
+    within its few ulps)."""
     monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
     mod = load_source(str(tmp_path), f"spread_math_{arms}", "import numpy as np\nfrom gridbuf.gtscript import *\n" + spread_math_source(arms))
     rng = np.random.default_rng(30 + arms)
     a = rng.uniform(0.0, 1.0, (21, 5, 3))
-    want = a * 0.5
+    want, y = a * 0.5, a.copy()
     for n in range(arms):
         fn = np.exp if n % 2 == 0 else np.log
         want = np.where(a > 0.2 * n, want + fn(a * (n + 1.0) + 0.5), want)
+        y = np.where(a > 0.2 * n, y * 0.5, y)
+    want = want + y
     for tier in ("0", "define"):
         monkeypatch.setenv("GRIDBUF_TIER2", tier)
         st = gtscript.stencil(backend="gt:cpu_ifirst", definition=mod.spread)
@@ -425,7 +431,12 @@ def test_guarded_math_spread_over_many_arms_keeps_its_branches(monkeypatch, tmp_
         st(a, out)
         np.testing.assert_allclose(out, want, rtol=1e-14, atol=0)
     (src,) = (tmp_path / "cache").glob("*.c")
-    assert ("gb_any" in src.read_text()) == (arms <= 3)
+    text = src.read_text()
+    assert ("gb_any" in text) == (arms <= 3)
+    if arms > 3:
+        one, zero = "gb_d(0x3ff0000000000000ULL)", "gb_d(0x0000000000000000ULL)"
+        assert f"? {one} : {zero}" not in text and re.search(r"int v\w* = \(int\)\(", text), text
+        assert re.findall(r"void (gb_f\w+)\(", text) == ["gb_f0_0"], text
 
 
 def regional_walk_def(a: Field[np.float64], b: Field[np.float64], out: Field[np.float64]):  # type: ignore[valid-type]

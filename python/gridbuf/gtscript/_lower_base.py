@@ -246,11 +246,12 @@ class _LoweringBase:
             return v[1] if isinstance(v, tuple) else v
         if isinstance(node, ast.Attribute):
             return native(getattr(self.const(ctx, node.value), node.attr))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             v = self.const(ctx, node.operand)
             if isinstance(v, (bool, np.bool_)):
-                raise self.error(ctx, node, "unary minus on a boolean (GT4Py refuses it)")
-            return -v
+                sign = "minus" if isinstance(node.op, ast.USub) else "plus"
+                raise self.error(ctx, node, f"unary {sign} on a boolean (GT4Py refuses it)")
+            return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return not self.const_cond(ctx, node.operand)
         if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:

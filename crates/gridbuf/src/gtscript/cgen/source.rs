@@ -15,13 +15,14 @@ use crate::gtscript::cgen::tape::{
     float_type, vector_math_prelude, Body, Kind, MathTable, Operand, Point, Refusal, VkMode,
 };
 use crate::gtscript::cgen::vectorise::{
-    chunks_pay, for_vectoriser, levels_walk_vectorises, nothread, straight,
+    for_vectoriser, levels_walk_vectorises, nothread, straight,
 };
 use crate::gtscript::ir::{IterOrder, Ty};
 use crate::gtscript::jit::abi::StmtCode;
 use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
+use crate::gtscript::plan::guarded::chunks_pay;
 use crate::gtscript::plan::schedule::{has_axis, Layout, PointWalk};
 use crate::gtscript::plan::tape::{masked_assignment, ZERO_SRC};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, Src};
@@ -538,11 +539,11 @@ fn point_function(
             (true, false) => "int64_t",
         }
     };
-    // A quantity's variable: its C type and kind (a boolean's an `int` truth in code for the
-    // vectoriser, see `Kind::B`).
+    // A quantity's variable: its C type and kind (a boolean's an `int` truth in one-float-type
+    // code, see `Kind::B`).
     let reg = |q: u32| -> (&'static str, Kind) {
         let kind = match (wide, plan.quantity_ty(q)) {
-            (false, Ty::Bool) if vector => return ("int", Kind::B),
+            (false, Ty::Bool) => return ("int", Kind::B),
             (false, _) => Kind::T,
             (true, ty) if ty.is_float() => Kind::F,
             (true, _) => Kind::I,

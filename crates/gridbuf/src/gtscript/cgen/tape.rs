@@ -66,8 +66,8 @@ pub(super) enum Kind {
     Lane,
     /// The single float type's element (one-float-type code).
     T,
-    /// A truth as a C `int`, 1 or 0, in one-float-type code for the vectoriser (see
-    /// `Point::float_body`): every float use converts it to the float 1 or 0.
+    /// A truth as a C `int`, 1 or 0, in one-float-type code (see `Point::float_body`): every
+    /// float use converts it to the float 1 or 0.
     B,
     /// A boolean as a mask (`int64_t`): -1 for true, 0 for false. In code for the vectoriser
     /// ([`Point::vector`]), comparisons, `not` and conversions to bool make masks, which
@@ -391,17 +391,11 @@ impl Point<'_> {
                 })
             };
             let sfx = if f32 { "f" } else { "d" };
-            // A truth: in code for the vectoriser an `int` 1 or 0 (a mask gcc keeps in mask
-            // registers; every float use converts it to the float 1 or 0 tier one computes:
-            // pace's fix_neg_water took twice as long with 1.0/0.0 floats compared again at
-            // each use), else the float 1 or 0.
-            let truth = |c: String| {
-                if self.vector {
-                    format!("(int)({c})")
-                } else {
-                    format!("({c} ? {} : {})", lit(1.0), lit(0.0))
-                }
-            };
+            // A truth: an `int` 1 or 0, which every float use converts to the float 1 or 0 tier
+            // one computes. In code for the vectoriser gcc keeps it in mask registers (pace's
+            // fix_neg_water took twice as long with 1.0/0.0 floats compared again at each use);
+            // scalar code combines such truths without branches (pace's icloud).
+            let truth = |c: String| format!("(int)({c})");
             // Whether operand `n` is an `int` truth (a register or a boolean quantity's
             // variable, see `Operand::kind`).
             let is_int = |n: usize| -> Result<bool, Refusal> {
@@ -466,12 +460,7 @@ impl Point<'_> {
                         BinCode::MinMax => min_max(o, &a, &x, f32, self.vector),
                         BinCode::Cmp(cc, _) => truth(float_cc(cc, &a, &x)?),
                         BinCode::Logic(_) => {
-                            let c = match (o == BinOp::And, self.vector) {
-                                (true, false) => "&&",
-                                (false, false) => "||",
-                                (true, true) => "&",
-                                (false, true) => "|",
-                            };
+                            let c = if o == BinOp::And { "&" } else { "|" };
                             truth(format!("(({a} != 0) {c} ({x} != 0))"))
                         }
                     }
@@ -490,14 +479,13 @@ impl Point<'_> {
                 }
             };
             // A truth (see `truth` above), or a move of one, stays an `int`.
-            let truthy = self.vector
-                && match ins.op {
-                    Op::Cast(Ty::Bool) => true,
-                    Op::Un(u) => matches!(ops::un(u).code, UnCode::Test(_)),
-                    Op::Bin(o) => matches!(ops::bin(o).code, BinCode::Cmp(..) | BinCode::Logic(_)),
-                    Op::Mov => is_int(0)?,
-                    _ => false,
-                };
+            let truthy = match ins.op {
+                Op::Cast(Ty::Bool) => true,
+                Op::Un(u) => matches!(ops::un(u).code, UnCode::Test(_)),
+                Op::Bin(o) => matches!(ops::bin(o).code, BinCode::Cmp(..) | BinCode::Logic(_)),
+                Op::Mov => is_int(0)?,
+                _ => false,
+            };
             ints[at] = truthy;
             out.define(self.prefix, ins.dst, at, if truthy { "int" } else { t }, &v);
         }

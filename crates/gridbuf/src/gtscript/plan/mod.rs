@@ -5,6 +5,7 @@
 //! the stencil can run as sweeps.
 
 pub(crate) mod extents;
+pub(crate) mod guarded;
 pub(crate) mod model;
 pub mod schedule;
 #[cfg(test)]

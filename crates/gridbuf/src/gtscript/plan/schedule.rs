@@ -9,6 +9,7 @@
 //! generator handles (`supported`).
 
 use crate::gtscript::ir::{BinOp, IterOrder};
+use crate::gtscript::plan::guarded::keeps_branches;
 use crate::gtscript::plan::{Instr, Kind, Lanes, Op, Plan, Src, StmtPlan};
 
 /// How a section's point function walks a tile: the point axis (K: each column's levels in
@@ -309,16 +310,34 @@ impl Schedule {
         let slabs = plan.sections.iter().all(|s| s.order == IterOrder::Parallel)
             && plan.kinds.iter().all(|k| matches!(k, Kind::Field { .. }))
             && (along_k || !written_read_along_k);
-        // A FORWARD or BACKWARD section in blocks runs one level per block, and every block
-        // pays its set-up (buffers, transfers, each statement's or run's rows) whatever its
-        // size: tiles as large as the threads allow have the fewest blocks. Several tiles per
-        // thread only even out uneven work, which comes from `while` loops (pace's
+        // A FORWARD or BACKWARD section in blocks, or walking levels, runs one level per block
+        // or call, and every one pays its set-up (buffers, transfers, each statement's or run's
+        // rows) whatever its size: tiles as large as the threads allow have the fewest. Several
+        // tiles per thread only even out uneven work, which comes from `while` loops (pace's
         // `ray_fast_wind_compute`, six such sections at C48 on gt:cpu_ifirst: 0.83 -> 0.58 ms
         // per call with 2 threads; its microphysics with loops was slower).
+        // Walks of levels differ: each goes over the tile's columns once, and with few 3-D
+        // quantities (fields and stored temporaries) smaller tiles keep them in cache from walk
+        // to walk (pace's fix_tracer, 4 of them, nine sections: 0.65 ms with several tiles per
+        // thread, 0.83 with one), where with many the rows' long sequential runs count more
+        // (its fields_init, 47 fields: 4.0 ms with several, 2.9 with one).
+        let volumes = (0..plan.kinds.len() as u32)
+            .filter(|&q| {
+                !matches!(plan.kinds[q as usize], Kind::Local)
+                    && (0..3).all(|a| has_axis(plan, q, a))
+            })
+            .count();
+        let by_level = |e: &SectionExec| match e {
+            SectionExec::Blocks { .. } => true,
+            SectionExec::Points { walk, .. } => {
+                *walk == PointWalk::Levels && volumes > CACHED_VOLUMES
+            }
+            _ => false,
+        };
         let tile_per_thread = sections
             .iter()
             .enumerate()
-            .any(|(s, e)| vertical(s) && matches!(e, SectionExec::Blocks { .. }))
+            .any(|(s, e)| vertical(s) && by_level(e))
             && plan.program.sections.iter().all(|p| p.loops.is_empty());
         LayoutSchedule {
             layout,
@@ -640,14 +659,16 @@ fn fused_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>> {
     let n = plan.sections[s].stmts.len();
     let mut out = vec![None; n];
     let mut t = 0;
+    let sec = &plan.sections[s];
     while t < n {
-        let e = straight(
-            plan,
-            s,
-            t,
-            wide,
-            if wide { MAX_FUSED_WIDE } else { MAX_FUSED },
-        );
+        // One-float-type code that keeps its branches in the long run is not vectorised
+        // either: its temporaries stay in registers over the whole run.
+        let long = straight(plan, s, t, wide, MAX_FUSED_WIDE);
+        let e = if wide || keeps_branches(sec.stmts[t..long].iter().map(|st| st.tape.as_slice())) {
+            long
+        } else {
+            straight(plan, s, t, wide, MAX_FUSED)
+        };
         out[t] = (e >= t + MIN_STRAIGHT).then_some(e);
         t = out[t].unwrap_or(t + 1);
     }
@@ -724,6 +745,10 @@ fn shared_buffers(plan: &Plan, s: usize, sch: &SectionSchedule) -> Vec<Vec<(u32,
     out
 }
 
+/// The most 3-D quantities (fields, stored temporaries) whose walks of levels keep several
+/// tiles per thread (see `Schedule::for_layout`).
+const CACHED_VOLUMES: usize = 8;
+
 /// The fewest statements a straight point run has (see [`point_runs`]).
 const MIN_STRAIGHT: usize = 2;
 
@@ -737,7 +762,9 @@ const MAX_STRAIGHT: usize = 48;
 /// `fix_neg_water`, 54 statements, in one run: 1.4 ms per call in runs of 48 and 6).
 const MAX_FUSED: usize = 128;
 
-/// The most statements a fused run of mixed-type code has: gcc compiles pace's satadjust,
+/// The most statements a fused run of mixed-type code, or of one-float-type code that keeps its
+/// branches ([`keeps_branches`]), has. pace's icloud read as one-float-type code (its 353
+/// statements in one run) took 19 ms per call in runs of [`MAX_FUSED`] and 14.4 in one. gcc compiles pace's satadjust,
 /// 817 statements in one run, in 1.4 s more than in runs of [`MAX_STRAIGHT`], and runs it in
 /// 8.9 ms per call instead of 10.2 ms (its temporaries stay in registers).
 const MAX_FUSED_WIDE: usize = 1024;

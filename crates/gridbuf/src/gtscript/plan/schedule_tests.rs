@@ -593,3 +593,35 @@ fn block_buffers_pass_to_temporaries_born_after_their_holders_die() {
         assert_eq!(handover(&lives), want);
     }
 }
+
+/// A mixed-type FORWARD section without loops (`a = a[0, 0, -1] + n`, then copies of `a`)
+/// walks its levels on I-fastest memory as one point function. Over few 3-D quantities the
+/// tiles stay several per thread (they stay in cache from walk to walk); over more than
+/// `CACHED_VOLUMES` they are one per thread, as for sections in blocks.
+#[test]
+fn walks_of_levels_over_many_fields_take_one_tile_per_thread() {
+    let plan = |copies: usize| {
+        let mut text = "stencil wv float64\nfield a IJK\nfield n int64 IJK\n".to_string();
+        for x in 0..copies {
+            text += &format!("field e{x} IJK\n");
+        }
+        text += "comp FORWARD\ninterval S 1 E 0\nstmt 1 f 0 0 add f 0 0 0 0 -1 f 1 0 0 0 0\n";
+        for x in 0..copies {
+            text += &format!("stmt {} f {} 0 f 0 0 0 0 0\n", x + 2, x + 2);
+        }
+        compile(&text).unwrap()
+    };
+    for (copies, one_per_thread) in [(0, false), (6, false), (7, true), (12, true)] {
+        let plan = plan(copies);
+        assert_eq!(plan.lanes, Lanes::Wide);
+        let on = Schedule::new(&plan, true).for_layout(&plan, Layout::I);
+        assert_eq!(
+            on.sections,
+            [SectionExec::Points {
+                walk: PointWalk::Levels,
+                end: 1
+            }]
+        );
+        assert_eq!(on.tile_per_thread, one_per_thread, "{copies} copies");
+    }
+}
