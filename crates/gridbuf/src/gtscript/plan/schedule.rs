@@ -475,9 +475,17 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     // `fix_tracer`, 12x12x79 on gt:cpu_kfirst: 0.50 ms in blocks, 0.16 as points), where
     // every FORWARD and BACKWARD section of the plan can (else the columns are not walked, and
     // the section would run in the interpreter: a section with no compiled rows that a point
-    // function does not run falls back to it).
+    // function does not run falls back to it). So does float code with a section that keeps
+    // its branches, which runs one point per step too (see `point_runs`): pace's icloud read
+    // as one-float-type code took 38 -> 58-67 ms per call on tier one, gt:cpu_kfirst, with
+    // column functions and its 353-statement PARALLEL section in point runs in blocks.
+    let by_points = wide
+        || plan
+            .sections
+            .iter()
+            .any(|sec| keeps_branches(sec.stmts.iter().map(|st| st.tape.as_slice())));
     if plan.program.sections[s].loops.is_empty()
-        && !(wide
+        && !(by_points
             && (0..plan.sections.len()).all(|v| {
                 plan.sections[v].order == IterOrder::Parallel || section_rules(plan, v, wide)
             }))
@@ -629,18 +637,22 @@ pub(crate) fn group(plan: &Plan, s: usize, wide: bool) -> usize {
 
 /// Per statement of section `s`: where it starts a run of statements that one point function
 /// runs in blocks, one past the run's last statement: a `while` loop that can ([`range`]) or,
-/// in mixed-type code (`wide`, whose statements run one point per step anyway), at least
-/// [`MIN_STRAIGHT`] consecutive statements outside loops that can ([`straight`]): their values
-/// then stay in registers from statement to statement instead of going through the block's
-/// buffers (pace's microphysics: hundreds of small masked statements per section).
+/// in mixed-type code (`wide`, whose statements run one point per step anyway) and in a float
+/// section that keeps its branches ([`keeps_branches`]: row functions, eight lanes a step, would
+/// run almost every guarded arm), at least [`MIN_STRAIGHT`] consecutive statements outside
+/// loops that can ([`straight`]): their values then stay in registers from statement to
+/// statement instead of going through the block's buffers (pace's microphysics: hundreds of
+/// small masked statements per section).
 pub(crate) fn point_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>> {
-    let n = plan.sections[s].stmts.len();
+    let stmts = &plan.sections[s].stmts;
+    let n = stmts.len();
+    let points = wide || keeps_branches(stmts.iter().map(|st| st.tape.as_slice()));
     let mut out = vec![None; n];
     let mut t = 0;
     while t < n {
         let end = range(plan, s, t, wide).or_else(|| {
-            let e = if wide {
-                straight(plan, s, t, true, MAX_STRAIGHT)
+            let e = if points {
+                straight(plan, s, t, wide, MAX_STRAIGHT)
             } else {
                 t
             };

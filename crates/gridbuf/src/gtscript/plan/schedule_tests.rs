@@ -625,3 +625,51 @@ fn walks_of_levels_over_many_fields_take_one_tile_per_thread() {
         assert_eq!(on.tile_per_thread, one_per_thread, "{copies} copies");
     }
 }
+
+/// One-float-type statements whose guarded math outweighs the rest, spread over more than 3
+/// guarded runs (each statement `b = exp(a) if a < c else b`), keep their branches
+/// (`plan::guarded::keeps_branches`): tier one runs them in point functions of up to 48
+/// statements, as mixed-type code (row functions, eight lanes a step, would run almost every
+/// arm), and tier two fuses them into one run of up to 1024 statements, where vectorised float
+/// code is cut at 128.
+#[test]
+fn float_statements_that_keep_their_branches_run_as_points_and_fuse_long_runs() {
+    let plan = |n: usize, guarded: bool| {
+        let mut text =
+            "stencil kb float64\nfield a IJK\nfield b IJK\ncomp PARALLEL\ninterval S 0 E 0\n"
+                .to_string();
+        for x in 0..n {
+            let c = 0.1 * x as f64;
+            text += &if guarded {
+                format!(
+                    "stmt {} f 1 0 sel lt f 0 0 0 0 0 c {c:?} exp f 0 0 0 0 0 f 1 0 0 0 0\n",
+                    x + 1
+                )
+            } else {
+                format!("stmt {} f 1 0 add f 1 0 0 0 0 c {c:?}\n", x + 1)
+            };
+        }
+        compile(&text).unwrap()
+    };
+    for (n, runs) in [(3, None), (4, Some(4)), (60, Some(48))] {
+        let p = plan(n, true);
+        assert_eq!(p.lanes, Lanes::F64);
+        assert_eq!(
+            Schedule::new(&p, true).sections[0].point_loop[0],
+            runs,
+            "{n} arms"
+        );
+    }
+    assert_eq!(
+        Schedule::new(&plan(60, false), true).sections[0].point_loop[0],
+        None
+    );
+    for (guarded, run) in [(true, 200), (false, 128)] {
+        let p = plan(200, guarded);
+        assert_eq!(
+            Schedule::new(&p, true).sections[0].fused[0],
+            Some(run),
+            "guarded {guarded}"
+        );
+    }
+}
