@@ -320,7 +320,8 @@ impl Schedule {
         // quantities (fields and stored temporaries) smaller tiles keep them in cache from walk
         // to walk (pace's fix_tracer, 4 of them, nine sections: 0.65 ms with several tiles per
         // thread, 0.83 with one), where with many the rows' long sequential runs count more
-        // (its fields_init, 47 fields: 4.0 ms with several, 2.9 with one).
+        // (its fields_init, 47 fields: 4.0 ms with several, 2.9 with one; riem_solver3.finalize, 10:
+        // 0.53 -> 0.44).
         let volumes = (0..plan.kinds.len() as u32)
             .filter(|&q| {
                 !matches!(plan.kinds[q as usize], Kind::Local)
