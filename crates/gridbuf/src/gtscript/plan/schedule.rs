@@ -478,8 +478,9 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     // the section would run in the interpreter: a section with no compiled rows that a point
     // function does not run falls back to it). So does float code with a section that keeps
     // its branches, which runs one point per step too (see `point_runs`): pace's icloud read
-    // as one-float-type code took 38 -> 58-67 ms per call on tier one, gt:cpu_kfirst, with
-    // column functions and its 353-statement PARALLEL section in point runs in blocks.
+    // as one-float-type code took 58 ms per call on tier one, gt:cpu_kfirst, with column
+    // functions and its 353-statement PARALLEL section in point runs in blocks, and 51 walked
+    // (32 as mixed-type code).
     let by_points = wide
         || plan
             .sections
@@ -777,9 +778,10 @@ const MAX_FUSED: usize = 128;
 
 /// The most statements a fused run of mixed-type code, or of one-float-type code that keeps its
 /// branches ([`keeps_branches`]), has. pace's icloud read as one-float-type code (its 353
-/// statements in one run) took 19 ms per call in runs of [`MAX_FUSED`] and 14.4 in one. gcc compiles pace's satadjust,
-/// 817 statements in one run, in 1.4 s more than in runs of [`MAX_STRAIGHT`], and runs it in
-/// 8.9 ms per call instead of 10.2 ms (its temporaries stay in registers).
+/// statements in one run) took 19 ms per call in runs of [`MAX_FUSED`] and 14.4 in one. gcc
+/// compiles pace's satadjust, 817 statements in one run, in 1.4 s more than in runs of
+/// [`MAX_STRAIGHT`], and runs it in 8.9 ms per call instead of 10.2 ms (its temporaries stay
+/// in registers).
 const MAX_FUSED_WIDE: usize = 1024;
 
 /// The end of the longest run of statements from `t` of section `s`, outside every loop and
