@@ -309,13 +309,15 @@ fn uniform_rows(
         // of it where None), where it reads only such operands.
         let value = |r: Option<u32>, code: &mut String| -> Result<Option<String>, Refusal> {
             let mut need = vec![r.is_none(); st.tape.len()];
-            let def = |r: u32| {
-                st.tape
+            // The instruction that last wrote register `r` before instruction `before` (tapes
+            // reuse registers: a later write is another value).
+            let def = |r: u32, before: usize| {
+                st.tape[..before]
                     .iter()
                     .rposition(|i| !i.op.is_marker() && i.dst == r)
             };
             let mut stack: Vec<usize> = match r {
-                Some(r) => def(r).into_iter().collect(),
+                Some(r) => def(r, st.tape.len()).into_iter().collect(),
                 None => (0..st.tape.len()).collect(),
             };
             if stack.is_empty() {
@@ -329,7 +331,7 @@ fn uniform_rows(
                 }
                 for a in &ins.args {
                     match *a {
-                        Src::Reg(r) => match def(r) {
+                        Src::Reg(r) => match def(r, at) {
                             Some(d) if !need[d] => stack.push(d),
                             Some(_) => {}
                             None => return Ok(None),

@@ -928,3 +928,36 @@ fn every_operation_is_generated() {
         assert!(BIN.contains(&b.name), "{} is not in BIN", b.name);
     }
 }
+
+/// A case the property above found (`out = a ** a if -a else <leaf 63>`, then `out = a`): tier
+/// two wrote the rows of a uniform condition from the instruction that last wrote a register
+/// anywhere in the tape, not before its use (registers are reused), and read an undefined one.
+#[test]
+fn guarded_power_under_a_negation_then_a_copy() {
+    let leaf = || Box::new(Raw::Leaf(0, 0, [0, 0, 0]));
+    let r = RawProgram {
+        n_fields: 1,
+        n_out: 1,
+        lowdim: 0,
+        n_scalars: 0,
+        temps: vec![],
+        first: vec![],
+        sections: vec![RawSection {
+            order: 0,
+            interval: 0,
+            new_comp: false,
+            stmts: vec![
+                (
+                    0,
+                    Raw::Sel(
+                        Box::new(Raw::Un(0, leaf())),
+                        Box::new(Raw::Bin(16, leaf(), leaf())),
+                        Box::new(Raw::Leaf(63, 0, [0, 0, 0])),
+                    ),
+                ),
+                (0, Raw::Leaf(0, 0, [0, 0, 0])),
+            ],
+        }],
+    };
+    check_program(&r, false, 0).unwrap();
+}
