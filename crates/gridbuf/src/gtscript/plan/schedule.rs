@@ -481,13 +481,14 @@ pub(crate) fn section(plan: &Plan, s: usize, wide: bool) -> bool {
     // as one-float-type code took 58 ms per call on tier one, gt:cpu_kfirst, with column
     // functions and its 353-statement PARALLEL section in point runs in blocks, and 51 walked
     // (32 as mixed-type code).
-    let by_points = wide
-        || plan
+    let by_points = || {
+        wide || plan
             .sections
             .iter()
-            .any(|sec| keeps_branches(sec.stmts.iter().map(|st| st.tape.as_slice())));
+            .any(|sec| keeps_branches(sec.stmts.iter().map(|st| st.tape.as_slice())))
+    };
     if plan.program.sections[s].loops.is_empty()
-        && !(by_points
+        && !(by_points()
             && (0..plan.sections.len()).all(|v| {
                 plan.sections[v].order == IterOrder::Parallel || section_rules(plan, v, wide)
             }))
@@ -678,10 +679,12 @@ fn fused_runs(plan: &Plan, s: usize, wide: bool) -> Vec<Option<usize>> {
         // One-float-type code that keeps its branches in the long run is not vectorised
         // either: its temporaries stay in registers over the whole run.
         let long = straight(plan, s, t, wide, MAX_FUSED_WIDE);
-        let e = if wide || keeps_branches(sec.stmts[t..long].iter().map(|st| st.tape.as_slice())) {
+        let tapes = sec.stmts[t..long].iter().map(|st| st.tape.as_slice());
+        // `straight` grows its run statement by statement: a shorter run is a prefix.
+        let e = if wide || keeps_branches(tapes) {
             long
         } else {
-            straight(plan, s, t, wide, MAX_FUSED)
+            long.min(t + MAX_FUSED)
         };
         out[t] = (e >= t + MIN_STRAIGHT).then_some(e);
         t = out[t].unwrap_or(t + 1);
