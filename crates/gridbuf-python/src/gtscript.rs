@@ -413,7 +413,7 @@ impl GtProgram {
         let result = if small && !looped {
             run()
         } else {
-            py.detach(|| run_watched(threads, &stop, looped, run))
+            py.detach(|| run_watched(&stop, looped, run))
         };
         if let Some(e) = raised.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);

@@ -16,9 +16,9 @@ fn child_sees_configured_threads() {
     };
     let expected: usize = expected.parse().unwrap();
     assert_eq!(configured().get(), expected);
-    // The pool the parallel operations run on has that many threads.
-    match gridbuf::runtime::threads::pool(configured()) {
-        Some(pool) => assert_eq!(pool.current_num_threads(), expected),
+    // The team the parallel operations run on has that many threads.
+    match gridbuf::runtime::threads::team(configured()) {
+        Some(team) => assert_eq!(team.threads(), expected),
         None => assert_eq!(expected, 1),
     }
 }

@@ -8,7 +8,6 @@
 
 use crate::kernels::exec::{fence, STREAM_MIN_BYTES};
 use crate::runtime::threads::{self, Threads};
-use rayon::prelude::*;
 
 /// Bytes of one cache line: a block of the copy spans one line per row on both sides.
 const LINE: usize = 64;
@@ -174,19 +173,17 @@ impl CopyPlan {
         };
         let items = outer_count * pieces;
         let work = |w: usize| self.work_item(src, dst, w, &outer, pieces, mode);
-        let pool = if self.bytes >= PARALLEL_MIN_BYTES && items > 1 {
-            threads::pool(threads)
+        let team = if self.bytes >= PARALLEL_MIN_BYTES && items > 1 {
+            threads::team(threads)
         } else {
             None
         };
-        match pool {
-            Some(pool) => {
-                let min_len = (items / (pool.current_num_threads() * 8)).max(1);
-                pool.install(|| {
-                    (0..items)
-                        .into_par_iter()
-                        .with_min_len(min_len)
-                        .for_each(work)
+        match team {
+            Some(team) => {
+                // About eight chunks of consecutive items per thread.
+                let len = (items / (team.threads() * 8)).max(1);
+                team.run(items.div_ceil(len), &|c| {
+                    (c * len..((c + 1) * len).min(items)).for_each(work)
                 });
             }
             None => (0..items).for_each(work),

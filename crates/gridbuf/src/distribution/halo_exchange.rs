@@ -710,7 +710,7 @@ unsafe fn run_sweeps<const PACK: bool>(
                 }
             }
         }
-        crate::runtime::threads::run_tasks(
+        crate::runtime::threads::run_each(
             crate::runtime::threads::configured(),
             tasks,
             |(i, lo, hi)| {

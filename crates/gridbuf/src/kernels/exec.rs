@@ -132,7 +132,7 @@ pub(crate) fn tasks_wanted(threads: Threads) -> usize {
     threads.get() * 4
 }
 
-pub(crate) use crate::runtime::threads::run_tasks;
+pub(crate) use crate::runtime::threads::run_each;
 
 /// Axes of the domain in loop order: `inner` is the output's unit-stride axis.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -401,7 +401,7 @@ pub(crate) fn par_rows<T: Float, const N: usize, K: RowKernel<T, N>>(
         return;
     }
     let parts = split(out, outer_chunks(shape, order, tasks_wanted(threads)));
-    run_tasks(threads, parts, |(origin, part)| {
+    run_each(threads, parts, |(origin, part)| {
         let (pi, pj, pk) = part.dim();
         let sub: [ArrayView3<'_, T>; N] =
             std::array::from_fn(|n| window(&ins[n], origin, [pi, pj, pk]));

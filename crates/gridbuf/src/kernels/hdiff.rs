@@ -70,7 +70,7 @@ impl HdiffKernel {
         let chunk = geo.chunks(domain, threads);
         let (inp, coeff) = (&inputs[0], &inputs[1]);
         let parts = exec::split(out, chunk);
-        exec::run_tasks(threads, parts, |(origin, part)| {
+        exec::run_each(threads, parts, |(origin, part)| {
             exec::simd(Sweep {
                 tile: Tile::new(geo, origin, &part),
                 inp,

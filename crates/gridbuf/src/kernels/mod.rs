@@ -25,8 +25,8 @@
 //! `dace:cpu`) over contiguous slices that the compiler vectorises; rows with another stride are
 //! gathered into a per-task buffer first, and planes that are contiguous in every field are
 //! processed as one long row. The hot loops are compiled twice, for the build target and for
-//! AVX2, chosen at run time ([`simd_level`]). Work is spread over [`Threads`] with a cached rayon
-//! pool per thread count; domains under [`PARALLEL_MIN_POINTS`] run on the calling thread.
+//! AVX2, chosen at run time ([`simd_level`]). Work is spread over [`Threads`] with a cached team
+//! per thread count ([`crate::runtime::team`]); domains under [`PARALLEL_MIN_POINTS`] run on the calling thread.
 //! Large copies write with streaming stores ([`STREAM_MIN_BYTES`]). Every output point is
 //! computed by the same sequence of floating-point operations whatever the layout, the tiling,
 //! the instruction set or the number of threads, so results are bitwise reproducible across

@@ -91,7 +91,7 @@ impl TridiagKernel {
         };
         let chunk = exec::outer_chunks(domain, split_order, exec::tasks_wanted(threads));
         let parts = exec::split(out, chunk);
-        exec::run_tasks(threads, parts, |(origin, part)| task(origin, part));
+        exec::run_each(threads, parts, |(origin, part)| task(origin, part));
         Ok(())
     }
 }

@@ -12,7 +12,6 @@
 //! before the stop stays written.
 
 use crate::error::{Error, Result};
-use crate::runtime::threads::{pool, Threads};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
@@ -109,26 +108,23 @@ impl<'a> Interrupt<'a> {
     }
 }
 
-/// Runs `work` with `stop` polled by the calling thread. The work goes to the pool of `threads`
-/// (a pool of one thread when `threads` is one and `unbounded`) while the calling thread waits,
-/// polling every [`POLL_PERIOD`]; without a poll, or with one thread and a bounded `work`, it runs
-/// on the calling thread, which then polls from the work's own checks.
+/// Runs `work` with `stop` polled by the calling thread. Work that may run unbounded (`unbounded`:
+/// compiled `while` loops, which only read the flag) goes to a runner thread while the calling
+/// thread waits, polling every [`POLL_PERIOD`]; the runner then leads the work's parallel parts
+/// as the calling thread would. Bounded work, or work without a poll, runs on the calling
+/// thread, which then polls from the work's own checks (between tiles): it leads the work's
+/// teams itself, with no hand-off to wait for (the hand-offs cost pace's small stencils up to
+/// a third of their time on virtual machines, see [`crate::runtime::team`]).
 pub fn run_watched<R: Send>(
-    threads: Threads,
     stop: &Interrupt<'_>,
     unbounded: bool,
     work: impl FnOnce() -> R + Send,
 ) -> R {
-    if stop.poll.is_none() {
+    if stop.poll.is_none() || !unbounded || !watch_loops() {
         return work();
     }
-    let p = match pool(threads) {
-        Some(p) => p,
-        None if unbounded && watch_loops() => match runner() {
-            Some(p) => p,
-            None => return work(),
-        },
-        None => return work(),
+    let Some(p) = runner() else {
+        return work();
     };
     let done = AtomicBool::new(false);
     let result: Mutex<Option<R>> = Mutex::new(None);
@@ -152,11 +148,10 @@ pub fn run_watched<R: Send>(
     r.expect("the work ran to its end inside the scope")
 }
 
-/// Whether work that may run unbounded goes to a runner thread while the caller polls, with one
-/// thread configured (`GRIDBUF_GTSCRIPT_WATCH`, read once; `0`: it runs on the calling thread,
-/// and Ctrl-C cannot stop a `while` loop that never ends). Each such call hands the work to
-/// another thread and back: two wake-ups, each of which waits for a free core where MPI ranks
-/// outnumber the cores.
+/// Whether work that may run unbounded goes to a runner thread while the caller polls
+/// (`GRIDBUF_GTSCRIPT_WATCH`, read once; `0`: it runs on the calling thread, and Ctrl-C cannot
+/// stop a `while` loop that never ends). Each such call hands the work to another thread and
+/// back: two wake-ups, each of which waits for a free core where MPI ranks outnumber the cores.
 fn watch_loops() -> bool {
     static WATCH: OnceLock<bool> = OnceLock::new();
     *WATCH.get_or_init(|| std::env::var("GRIDBUF_GTSCRIPT_WATCH").map_or(true, |v| v.trim() != "0"))
@@ -172,8 +167,8 @@ impl Drop for Done<'_> {
     }
 }
 
-/// A pool of one thread, for work that must leave the calling thread free to poll when
-/// [`pool`] offers none (one thread configured); `None` if it cannot start.
+/// A pool of one thread, for work that must leave the calling thread free to poll; `None` if
+/// it cannot start.
 fn runner() -> Option<Arc<rayon::ThreadPool>> {
     static RUNNER: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
     RUNNER
@@ -222,11 +217,11 @@ mod tests {
     }
 
     #[test]
-    fn watched_work_on_the_pool_is_stopped_by_the_waiting_owner() {
+    fn unbounded_work_on_the_runner_is_stopped_by_the_waiting_owner() {
         let polls = AtomicUsize::new(0);
         let poll = || polls.fetch_add(1, Ordering::Relaxed) >= 1;
         let i = Interrupt::polled(&poll);
-        let passes = run_watched(Threads::new(2).unwrap(), &i, false, || {
+        let passes = run_watched(&i, true, || {
             let mut n = 0u64;
             while !i.is_set() {
                 n += 1;
@@ -235,16 +230,10 @@ mod tests {
             n
         });
         assert!(passes > 0 && i.is_set());
-        // With one thread, bounded work runs here, unbounded work on the runner.
+        // Bounded work runs here (polling from its own checks), unbounded work on the runner.
         let here = std::thread::current().id();
-        assert_eq!(
-            run_watched(Threads::ONE, &i, false, || std::thread::current().id()),
-            here
-        );
-        assert_ne!(
-            run_watched(Threads::ONE, &i, true, || std::thread::current().id()),
-            here
-        );
+        assert_eq!(run_watched(&i, false, || std::thread::current().id()), here);
+        assert_ne!(run_watched(&i, true, || std::thread::current().id()), here);
     }
 
     #[test]
@@ -252,7 +241,7 @@ mod tests {
         let poll = || false;
         let i = Interrupt::polled(&poll);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_watched(Threads::new(2).unwrap(), &i, true, || -> u32 {
+            run_watched(&i, true, || -> u32 {
                 panic!("boom")
             })
         }));

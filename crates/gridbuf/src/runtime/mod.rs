@@ -1,10 +1,12 @@
-//! Running work: the thread pools every parallel loop runs on, and stopping a running
+//! Running work: the thread teams every parallel loop runs on, and stopping a running
 //! computation at safe points.
 //!
 //! | concept | module |
 //! |---|---|
-//! | threads, pools, `GRIDBUF_NUM_THREADS` | [`threads`] |
+//! | threads, `GRIDBUF_NUM_THREADS`, the cached teams | [`threads`] |
+//! | a fork-join team: the calling thread and spinning workers (`GRIDBUF_SPIN_US`) | [`team`] |
 //! | stopping a running computation at safe points (`Interrupt`, `run_watched`) | [`interrupt`] |
 
 pub mod interrupt;
+pub mod team;
 pub mod threads;

@@ -1,8 +1,9 @@
-//! Threads: how many gridbuf uses and the pools that run its parallel work.
+//! Threads: how many gridbuf uses and the teams that run its parallel work.
 //!
-//! One module owns every pool: fills ([`crate::allocation::fill`]), copies ([`crate::arrays::copy`]), page
-//! population ([`crate::AlignedBuffer::populate`]) and the native kernels ([`crate::kernels`])
-//! all run on [`pool`]s cached here, never on rayon's global pool. The thread count comes from
+//! One module owns every team ([`crate::runtime::team`]): fills ([`crate::allocation::fill`]),
+//! copies ([`crate::arrays::copy`]), page population ([`crate::AlignedBuffer::populate`]), the
+//! native kernels ([`crate::kernels`]), gtscript stencils and the halo exchange all run on
+//! [`team`]s cached here. The thread count comes from
 //! the environment variable `GRIDBUF_NUM_THREADS`, read once ([`configured`]); unset or invalid,
 //! it is every core the process may use.
 //!
@@ -14,7 +15,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use rayon::prelude::*;
+use crate::runtime::team::Team;
 use std::collections::HashMap;
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -81,40 +82,32 @@ pub fn configured() -> Threads {
     })
 }
 
-/// The cached pool with `threads` threads; `None` for one thread or if the threads cannot be
-/// started (the caller then runs the work itself).
-pub fn pool(threads: Threads) -> Option<Arc<rayon::ThreadPool>> {
+/// The cached team of `threads` threads (the calling thread and `threads - 1` workers);
+/// `None` for one thread or if the workers cannot start (the caller then runs the work itself).
+pub fn team(threads: Threads) -> Option<Arc<Team>> {
     let n = threads.get();
     if n == 1 {
         return None;
     }
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let pools = POOLS.get_or_init(Default::default);
+    static TEAMS: OnceLock<Mutex<HashMap<usize, Option<Arc<Team>>>>> = OnceLock::new();
+    let teams = TEAMS.get_or_init(Default::default);
     // A poisoned lock only means another thread panicked while inserting; the map is intact.
-    let mut map = pools.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = map.get(&n) {
-        return Some(p.clone());
-    }
-    let p = rayon::ThreadPoolBuilder::new()
-        .num_threads(n)
-        .thread_name(|i| format!("gridbuf-{i}"))
-        .build()
-        .ok()?;
-    let p = Arc::new(p);
-    map.insert(n, p.clone());
-    Some(p)
+    let mut map = teams.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(n)
+        .or_insert_with(|| Team::new(n).map(Arc::new))
+        .clone()
 }
 
 /// Runs `f(i)` for every `i` in `0..items`, spread over `threads` (on the calling thread when
-/// there is one thread, one item, or the pool cannot start).
+/// there is one thread, one item, or the team cannot start).
 ///
-/// Every item is its own task (items are never batched), so callers choose items small enough
-/// that a thread delayed by the operating system holds up at most one of them while the
-/// others take the rest.
-pub fn for_each_index<F: Fn(usize) + Sync + Send>(threads: Threads, items: usize, f: F) {
+/// Every item is its own task, claimed by whichever thread is free, so callers choose items
+/// small enough that a thread delayed by the operating system holds up at most one of them
+/// while the others take the rest.
+pub fn for_each_index<F: Fn(usize) + Sync>(threads: Threads, items: usize, f: F) {
     if items > 1 {
-        if let Some(p) = pool(threads) {
-            p.install(|| (0..items).into_par_iter().with_max_len(1).for_each(&f));
+        if let Some(t) = team(threads) {
+            t.run(items, &f);
             return;
         }
     }
@@ -122,25 +115,19 @@ pub fn for_each_index<F: Fn(usize) + Sync + Send>(threads: Threads, items: usize
 }
 
 /// Runs `f` on every task, each task a separate unit any thread may take (see
-/// [`for_each_index`]); on the calling thread when there is one thread or one task, or the pool
+/// [`for_each_index`]); on the calling thread when there is one thread or one task, or the team
 /// cannot start.
-pub fn run_each<I: Send, F: Fn(I) + Sync + Send>(threads: Threads, tasks: Vec<I>, f: F) {
+pub fn run_each<I: Send, F: Fn(I) + Sync>(threads: Threads, tasks: Vec<I>, f: F) {
     if tasks.len() > 1 {
-        if let Some(p) = pool(threads) {
-            p.install(|| tasks.into_par_iter().with_max_len(1).for_each(&f));
-            return;
-        }
-    }
-    tasks.into_iter().for_each(f);
-}
-
-/// Runs `f` on every task, spread over `threads` (on the calling thread when there is one
-/// thread, one task, or the pool cannot start). Rayon may run neighbouring tasks as one batch;
-/// [`run_each`] does not.
-pub fn run_tasks<I: Send, F: Fn(I) + Sync>(threads: Threads, tasks: Vec<I>, f: F) {
-    if tasks.len() > 1 {
-        if let Some(p) = pool(threads) {
-            p.install(|| tasks.into_par_iter().for_each(&f));
+        if let Some(t) = team(threads) {
+            // Each task taken out of its slot by the one thread that claims its index.
+            let slots: Vec<Mutex<Option<I>>> = tasks.into_iter().map(|x| Mutex::new(Some(x))).collect();
+            t.run(slots.len(), &|i| {
+                let task = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(task) = task {
+                    f(task);
+                }
+            });
             return;
         }
     }
@@ -173,12 +160,12 @@ mod tests {
     }
 
     #[test]
-    fn pools_are_cached_and_run_every_index_once() {
+    fn teams_are_cached_and_run_every_index_once() {
         let two = Threads::new(2).unwrap();
-        assert!(pool(Threads::ONE).is_none());
-        let (a, b) = (pool(two).unwrap(), pool(two).unwrap());
+        assert!(team(Threads::ONE).is_none());
+        let (a, b) = (team(two).unwrap(), team(two).unwrap());
         assert!(Arc::ptr_eq(&a, &b));
-        assert_eq!(a.current_num_threads(), 2);
+        assert_eq!(a.threads(), 2);
         for threads in [Threads::ONE, two] {
             let hits: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
             for_each_index(threads, hits.len(), |i| {

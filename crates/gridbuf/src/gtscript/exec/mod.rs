@@ -396,7 +396,7 @@ fn run_all<I: Send>(
     f: impl Fn(I) -> Result<()> + Sync,
 ) -> Result<()> {
     let error: Mutex<Option<Error>> = Mutex::new(None);
-    crate::runtime::threads::run_tasks(threads, tasks, |task| {
+    crate::runtime::threads::run_each(threads, tasks, |task| {
         if let Err(e) = stop.check().and_then(|()| f(task)) {
             error
                 .lock()
