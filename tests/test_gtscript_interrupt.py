@@ -121,13 +121,14 @@ print("runner" if "gridbuf-runner" in names else "inline")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads thread names from /proc")
+@pytest.mark.parametrize("threads", ["1", "2"])
 @pytest.mark.parametrize(("watch", "where"), [(None, "runner"), ("0", "inline")])
-def test_watching_loops_can_be_turned_off_for_oversubscribed_runs(watch, where, tmp_path):
-    # With one thread, a stencil with `while` loops runs on a runner thread while the caller
-    # polls for Ctrl-C; GRIDBUF_GTSCRIPT_WATCH=0 runs it on the calling thread (no hand-off and
-    # wake-up per call, which waits for a core where MPI ranks outnumber them).
+def test_watching_loops_can_be_turned_off_for_oversubscribed_runs(watch, where, threads, tmp_path):
+    # Whatever the thread count, a stencil with `while` loops runs on a runner thread while the
+    # caller polls for Ctrl-C; GRIDBUF_GTSCRIPT_WATCH=0 runs it on the calling thread (no
+    # hand-off and wake-up per call, which waits for a core where MPI ranks outnumber them).
     env = {k: v for k, v in os.environ.items() if k != "GRIDBUF_GTSCRIPT_WATCH"}
-    env["GRIDBUF_NUM_THREADS"] = "1"
+    env["GRIDBUF_NUM_THREADS"] = threads
     if watch is not None:
         env["GRIDBUF_GTSCRIPT_WATCH"] = watch
     probe = tmp_path / "probe.py"  # a file: the frontend reads the definition's source

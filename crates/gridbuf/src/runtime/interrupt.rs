@@ -241,9 +241,7 @@ mod tests {
         let poll = || false;
         let i = Interrupt::polled(&poll);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            run_watched(&i, true, || -> u32 {
-                panic!("boom")
-            })
+            run_watched(&i, true, || -> u32 { panic!("boom") })
         }));
         assert!(r.is_err());
     }

@@ -199,9 +199,9 @@ impl Team {
             (0..n).for_each(f);
             return;
         }
+        let short: *const (dyn Fn(usize) + Sync + '_) = f;
         // SAFETY: the lifetime is erased only for the pointer's type; this function returns
         // only after `done` reached `n`, when no task call can happen any more (see `Job::f`).
-        let short: *const (dyn Fn(usize) + Sync + '_) = f;
         let erased: *const TaskFn = unsafe {
             std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const TaskFn>(short)
         };
@@ -209,7 +209,9 @@ impl Team {
         let job = Arc::new(Job {
             f: erased,
             n,
-            next: (0..shares).map(|p| AtomicUsize::new(p * n / shares)).collect(),
+            next: (0..shares)
+                .map(|p| AtomicUsize::new(p * n / shares))
+                .collect(),
             done: AtomicUsize::new(0),
             joined: AtomicUsize::new(1),
             failed: AtomicBool::new(false),
@@ -364,7 +366,10 @@ mod tests {
             both.fetch_add(1, Ordering::SeqCst);
             let t0 = Instant::now();
             while both.load(Ordering::SeqCst) < 2 {
-                assert!(t0.elapsed() < Duration::from_secs(10), "the worker slept on");
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "the worker slept on"
+                );
             }
         });
     }

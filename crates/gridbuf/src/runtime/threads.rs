@@ -121,7 +121,8 @@ pub fn run_each<I: Send, F: Fn(I) + Sync>(threads: Threads, tasks: Vec<I>, f: F)
     if tasks.len() > 1 {
         if let Some(t) = team(threads) {
             // Each task taken out of its slot by the one thread that claims its index.
-            let slots: Vec<Mutex<Option<I>>> = tasks.into_iter().map(|x| Mutex::new(Some(x))).collect();
+            let slots: Vec<Mutex<Option<I>>> =
+                tasks.into_iter().map(|x| Mutex::new(Some(x))).collect();
             t.run(slots.len(), &|i| {
                 let task = slots[i].lock().unwrap_or_else(|e| e.into_inner()).take();
                 if let Some(task) = task {
