@@ -12,6 +12,7 @@
 //! before the stop stays written.
 
 use crate::error::{Error, Result};
+use crate::runtime::team::Team;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::ThreadId;
@@ -123,29 +124,44 @@ pub fn run_watched<R: Send>(
     if stop.poll.is_none() || !unbounded || !watch_loops() {
         return work();
     }
-    let Some(p) = runner() else {
-        return work();
-    };
-    let done = AtomicBool::new(false);
+    let work = Mutex::new(Some(work));
     let result: Mutex<Option<R>> = Mutex::new(None);
-    let caller = std::thread::current();
-    p.in_place_scope(|s| {
-        s.spawn(|_| {
-            // Set when the work ends, also by a panic (which the scope then passes on), so the
-            // loop below never waits for work that is gone.
-            let _done = Done(&done, caller.clone());
-            let r = work();
+    let task = |_: usize| {
+        let w = work.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = w {
+            let r = w();
             *result.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-        });
-        while !done.load(Ordering::Acquire) {
-            std::thread::park_timeout(POLL_PERIOD);
-            if !done.load(Ordering::Acquire) {
-                stop.poll_now();
-            }
         }
-    });
+    };
+    if !hand_off(&task, &mut || stop.poll_now()) {
+        // No runner could start: the work runs here (a panic in it is raised by `hand_off`).
+        task(0);
+    }
     let r = result.into_inner().unwrap_or_else(|e| e.into_inner());
-    r.expect("the work ran to its end inside the scope")
+    r.expect("the work ran to its end")
+}
+
+/// Runs `task(0)` on a runner thread while the calling thread calls `on_wait` every
+/// [`POLL_PERIOD`]: on a free runner, or a new one where every runner has a call (each
+/// concurrent watched call gets its own, so none waits for another's endless loop). False where
+/// no runner can start.
+fn hand_off(task: &(dyn Fn(usize) + Sync), on_wait: &mut dyn FnMut()) -> bool {
+    static RUNNERS: OnceLock<Mutex<Vec<Arc<Team>>>> = OnceLock::new();
+    let runners = RUNNERS.get_or_init(Default::default);
+    let known: Vec<Arc<Team>> = runners.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for r in known {
+        if r.hand_off(task, POLL_PERIOD, on_wait) {
+            return true;
+        }
+    }
+    let Some(r) = Team::runner().map(Arc::new) else {
+        return false;
+    };
+    runners
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Arc::clone(&r));
+    r.hand_off(task, POLL_PERIOD, on_wait)
 }
 
 /// Whether work that may run unbounded goes to a runner thread while the caller polls
@@ -155,32 +171,6 @@ pub fn run_watched<R: Send>(
 fn watch_loops() -> bool {
     static WATCH: OnceLock<bool> = OnceLock::new();
     *WATCH.get_or_init(|| std::env::var("GRIDBUF_GTSCRIPT_WATCH").map_or(true, |v| v.trim() != "0"))
-}
-
-/// Marks the watched work as ended and wakes the thread waiting for it, when dropped.
-struct Done<'a>(&'a AtomicBool, std::thread::Thread);
-
-impl Drop for Done<'_> {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
-        self.1.unpark();
-    }
-}
-
-/// A pool of one thread, for work that must leave the calling thread free to poll; `None` if
-/// it cannot start.
-fn runner() -> Option<Arc<rayon::ThreadPool>> {
-    static RUNNER: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
-    RUNNER
-        .get_or_init(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(1)
-                .thread_name(|_| "gridbuf-runner".into())
-                .build()
-                .ok()
-                .map(Arc::new)
-        })
-        .clone()
 }
 
 #[cfg(test)]

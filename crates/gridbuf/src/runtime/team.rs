@@ -16,6 +16,9 @@
 //! team (benchmarks/README.md, `bench_pace.py`). OpenMP runtimes, which GT4Py's compiled
 //! backends use, do the same: the calling thread works, and idle threads spin before sleeping.
 //!
+//! A call may also be handed off whole to a worker while the calling thread waits and polls
+//! ([`Team::hand_off`]: stencils with `while` loops, whose Ctrl-C needs the calling thread free).
+//!
 //! `GRIDBUF_SPIN_US` sets how long an idle worker spins (microseconds, read once; default
 //! [`DEFAULT_SPIN_US`]; `0` sleeps at once, for machines whose cores are shared with other
 //! busy processes, as `OMP_WAIT_POLICY=passive` does for OpenMP).
@@ -156,6 +159,16 @@ impl Team {
     /// A team of `threads` (the calling thread and `threads - 1` workers); `None` if a worker
     /// thread cannot start.
     pub fn new(threads: usize) -> Option<Team> {
+        Team::named(threads, |w| format!("gridbuf-{w}"))
+    }
+
+    /// A team of the calling thread and one worker named `gridbuf-runner`, for
+    /// [`Team::hand_off`].
+    pub fn runner() -> Option<Team> {
+        Team::named(2, |_| "gridbuf-runner".into())
+    }
+
+    fn named(threads: usize, name: impl Fn(usize) -> String) -> Option<Team> {
         let shared = Arc::new(Shared {
             generation: AtomicU64::new(0),
             job: Mutex::new(None),
@@ -167,7 +180,7 @@ impl Team {
         for w in 0..workers {
             let s = Arc::clone(&shared);
             std::thread::Builder::new()
-                .name(format!("gridbuf-{w}"))
+                .name(name(w))
                 .spawn(move || worker(&s))
                 .ok()?;
         }
@@ -190,43 +203,82 @@ impl Team {
         if n == 0 {
             return;
         }
-        if n == 1
-            || self
-                .busy
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
+        if n == 1 || !self.claim() {
             (0..n).for_each(f);
             return;
         }
+        let job = self.start(n, f, 1);
+        job.work(0);
+        self.finish(&job, &mut || {});
+    }
+
+    /// Runs `f(0)` on a worker while the calling thread waits, calling `on_wait` about every
+    /// `period` until it ends (the waiting loop of [`crate::runtime::interrupt::run_watched`]);
+    /// a panic in `f` is raised here. False, without running `f`, where the team has no worker
+    /// or runs another call.
+    pub fn hand_off(
+        &self,
+        f: &(dyn Fn(usize) + Sync),
+        period: Duration,
+        on_wait: &mut dyn FnMut(),
+    ) -> bool {
+        if self.workers == 0 || !self.claim() {
+            return false;
+        }
+        let job = self.start(1, f, 0);
+        let mut next = Instant::now() + period;
+        self.finish(&job, &mut || {
+            if Instant::now() >= next {
+                on_wait();
+                next = Instant::now() + period;
+            }
+        });
+        true
+    }
+
+    /// Takes the team for one call: false where another call has it.
+    fn claim(&self) -> bool {
+        self.busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Publishes the job of `f` over `0..n`, whose first `joined` shares are taken (the calling
+    /// thread's, when it works).
+    fn start(&self, n: usize, f: &(dyn Fn(usize) + Sync), joined: usize) -> Arc<Job> {
         let short: *const (dyn Fn(usize) + Sync + '_) = f;
-        // SAFETY: the lifetime is erased only for the pointer's type; this function returns
-        // only after `done` reached `n`, when no task call can happen any more (see `Job::f`).
+        // SAFETY: the lifetime is erased only for the pointer's type; every caller waits in
+        // `finish` until `done` reached `n`, when no task call can happen any more (see `Job::f`).
         let erased: *const TaskFn = unsafe {
             std::mem::transmute::<*const (dyn Fn(usize) + Sync + '_), *const TaskFn>(short)
         };
-        let shares = (self.workers + 1).min(n);
+        let shares = (self.workers + joined).min(n);
         let job = Arc::new(Job {
             f: erased,
             n,
-            next: (0..shares)
-                .map(|p| AtomicUsize::new(p * n / shares))
-                .collect(),
+            next: (0..shares).map(|p| AtomicUsize::new(p * n / shares)).collect(),
             done: AtomicUsize::new(0),
-            joined: AtomicUsize::new(1),
+            joined: AtomicUsize::new(joined),
             failed: AtomicBool::new(false),
             panic: Mutex::new(None),
             caller: std::thread::current(),
         });
         self.publish(Arc::clone(&job));
-        job.work(0);
+        job
+    }
+
+    /// Waits until every task of `job` ended (spinning briefly, then parked until the last
+    /// task's end wakes it, calling `on_wait` at every wake-up), releases the team and raises
+    /// a task's panic.
+    fn finish(&self, job: &Job, on_wait: &mut dyn FnMut()) {
         let t0 = Instant::now();
-        while job.done.load(Ordering::Acquire) < n {
+        while job.done.load(Ordering::Acquire) < job.n {
             if t0.elapsed() < CALLER_SPIN {
                 std::hint::spin_loop();
             } else {
-                // Woken by the last task's end; the timeout only guards against a lost wake-up.
+                // Woken by the last task's end; the timeout also paces `on_wait`.
                 std::thread::park_timeout(Duration::from_millis(1));
+                on_wait();
             }
         }
         *lock(&self.shared.job) = None;
@@ -355,6 +407,35 @@ mod tests {
             n.fetch_add(1, Ordering::Relaxed);
         });
         assert_eq!(n.load(Ordering::Relaxed), 5);
+    }
+
+    #[test]
+    fn a_hand_off_runs_on_the_worker_while_the_caller_waits() {
+        let team = Team::runner().unwrap();
+        let here = std::thread::current().id();
+        let ran_on = Mutex::new(None);
+        let waits = AtomicUsize::new(0);
+        let ok = team.hand_off(
+            &|_| {
+                *lock(&ran_on) = Some(std::thread::current().id());
+                std::thread::sleep(Duration::from_millis(30));
+            },
+            Duration::from_millis(5),
+            &mut || {
+                waits.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        assert!(ok);
+        assert!(lock(&ran_on).is_some_and(|t| t != here));
+        assert!(waits.load(Ordering::Relaxed) >= 2);
+        // A panic reaches the caller; a team running a call refuses another hand-off.
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            team.hand_off(&|_| panic!("boom"), Duration::from_millis(5), &mut || {})
+        }));
+        assert!(r.is_err());
+        team.run(2, &|_| {
+            assert!(!team.hand_off(&|_| {}, Duration::from_millis(5), &mut || {}));
+        });
     }
 
     #[test]
