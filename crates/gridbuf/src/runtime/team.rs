@@ -256,7 +256,9 @@ impl Team {
         let job = Arc::new(Job {
             f: erased,
             n,
-            next: (0..shares).map(|p| AtomicUsize::new(p * n / shares)).collect(),
+            next: (0..shares)
+                .map(|p| AtomicUsize::new(p * n / shares))
+                .collect(),
             done: AtomicUsize::new(0),
             joined: AtomicUsize::new(joined),
             failed: AtomicBool::new(false),
