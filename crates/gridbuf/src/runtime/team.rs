@@ -40,6 +40,10 @@ pub const DEFAULT_SPIN_US: u64 = 200;
 /// How long the calling thread spins for the workers' last tasks before it sleeps.
 const CALLER_SPIN: Duration = Duration::from_micros(50);
 
+/// How long a thread that handed its call off spins before it sleeps: long enough for a call
+/// on a small domain, short where its spinning takes a core from the threads doing the work.
+const HAND_OFF_SPIN: Duration = Duration::from_micros(20);
+
 /// The spin of idle workers: [`SPIN_ENV_VAR`] read once, else [`DEFAULT_SPIN_US`].
 fn idle_spin() -> Duration {
     static SPIN: OnceLock<Duration> = OnceLock::new();
@@ -209,7 +213,7 @@ impl Team {
         }
         let job = self.start(n, f, 1);
         job.work(0);
-        self.finish(&job, &mut || {});
+        self.finish(&job, CALLER_SPIN, Duration::from_millis(1), &mut || {});
     }
 
     /// Runs `f(0)` on a worker while the calling thread waits, calling `on_wait` about every
@@ -226,13 +230,7 @@ impl Team {
             return false;
         }
         let job = self.start(1, f, 0);
-        let mut next = Instant::now() + period;
-        self.finish(&job, &mut || {
-            if Instant::now() >= next {
-                on_wait();
-                next = Instant::now() + period;
-            }
-        });
+        self.finish(&job, HAND_OFF_SPIN, period, on_wait);
         true
     }
 
@@ -269,18 +267,23 @@ impl Team {
         job
     }
 
-    /// Waits until every task of `job` ended (spinning briefly, then parked until the last
-    /// task's end wakes it, calling `on_wait` at every wake-up), releases the team and raises
-    /// a task's panic.
-    fn finish(&self, job: &Job, on_wait: &mut dyn FnMut()) {
+    /// Waits until every task of `job` ended (spinning for `spin`, then parked until the last
+    /// task's end wakes it, calling `on_wait` every `period` meanwhile), releases the team and
+    /// raises a task's panic.
+    fn finish(&self, job: &Job, spin: Duration, period: Duration, on_wait: &mut dyn FnMut()) {
         let t0 = Instant::now();
+        let mut next = t0 + period;
         while job.done.load(Ordering::Acquire) < job.n {
-            if t0.elapsed() < CALLER_SPIN {
+            let now = Instant::now();
+            if now - t0 < spin {
                 std::hint::spin_loop();
-            } else {
-                // Woken by the last task's end; the timeout also paces `on_wait`.
-                std::thread::park_timeout(Duration::from_millis(1));
+            } else if now >= next {
                 on_wait();
+                next = now + period;
+            } else {
+                // Woken by the last task's end; the timeout paces `on_wait` (and guards
+                // against a lost wake-up).
+                std::thread::park_timeout(next - now);
             }
         }
         *lock(&self.shared.job) = None;
