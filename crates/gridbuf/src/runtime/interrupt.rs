@@ -148,7 +148,12 @@ pub fn run_watched<R: Send>(
 fn hand_off(task: &(dyn Fn(usize) + Sync), on_wait: &mut dyn FnMut()) -> bool {
     static RUNNERS: OnceLock<Mutex<Vec<Arc<Team>>>> = OnceLock::new();
     let runners = RUNNERS.get_or_init(Default::default);
-    let known: Vec<Arc<Team>> = runners.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let known: Vec<Arc<Team>> = {
+        let mut runners = runners.lock().unwrap_or_else(|e| e.into_inner());
+        // Runners started before this process was forked are not in it.
+        runners.retain(|r| r.is_of_this_process());
+        runners.clone()
+    };
     for r in known {
         if r.hand_off(task, POLL_PERIOD, on_wait) {
             return true;

@@ -19,6 +19,11 @@
 //! A call may also be handed off whole to a worker while the calling thread waits and polls
 //! ([`Team::hand_off`]: stencils with `while` loops, whose Ctrl-C needs the calling thread free).
 //!
+//! A team belongs to the process that started its workers: a child made by `fork` (Python's
+//! `multiprocessing` on Linux, `os.fork`) has none of them, so there every team runs its calls on
+//! the calling thread and refuses hand-offs, and the caches in [`crate::runtime::threads`] and
+//! [`crate::runtime::interrupt`] start new teams for the child.
+//!
 //! `GRIDBUF_SPIN_US` sets how long an idle worker spins (microseconds, read once; default
 //! [`DEFAULT_SPIN_US`]; `0` sleeps at once, for machines whose cores are shared with other
 //! busy processes, as `OMP_WAIT_POLICY=passive` does for OpenMP).
@@ -54,6 +59,27 @@ fn idle_spin() -> Duration {
             .unwrap_or(DEFAULT_SPIN_US);
         Duration::from_micros(us.min(1_000_000))
     })
+}
+
+/// Forks so far, as counted in each child: a team remembers the count it was started at.
+static FORKS: AtomicU64 = AtomicU64::new(0);
+
+/// The fork count, after making sure forks are counted.
+fn forks() -> u64 {
+    #[cfg(unix)]
+    {
+        static COUNTING: std::sync::Once = std::sync::Once::new();
+        extern "C" fn in_child() {
+            FORKS.fetch_add(1, Ordering::Relaxed);
+        }
+        COUNTING.call_once(|| {
+            // SAFETY: registers a handler that only increments an atomic, which is safe in a
+            // forked child; the handler is a plain function that lives as long as the process.
+            // A failed registration (ENOMEM) leaves forks uncounted, as on other platforms.
+            unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+        });
+    }
+    FORKS.load(Ordering::Relaxed)
 }
 
 /// Locks `m`, whose data stays valid if a holder panicked (every guarded value here is
@@ -154,6 +180,9 @@ struct Shared {
 pub struct Team {
     shared: Arc<Shared>,
     workers: usize,
+    /// [`forks`] when the workers started: in a forked child the count is higher, and the
+    /// workers are gone.
+    forks: u64,
     /// Whether a call is running: one at a time; another call made meanwhile (from another
     /// thread, or from inside a task) runs its tasks on its own thread.
     busy: AtomicBool,
@@ -173,6 +202,7 @@ impl Team {
     }
 
     fn named(threads: usize, name: impl Fn(usize) -> String) -> Option<Team> {
+        let forks = forks();
         let shared = Arc::new(Shared {
             generation: AtomicU64::new(0),
             job: Mutex::new(None),
@@ -191,6 +221,7 @@ impl Team {
         Some(Team {
             shared,
             workers,
+            forks,
             busy: AtomicBool::new(false),
         })
     }
@@ -200,6 +231,11 @@ impl Team {
         self.workers + 1
     }
 
+    /// Whether the workers run in this process: false in a child forked after they started.
+    pub fn is_of_this_process(&self) -> bool {
+        self.forks == FORKS.load(Ordering::Relaxed)
+    }
+
     /// Runs `f(i)` for every `i` in `0..n`, on the calling thread and the workers; returns when
     /// every task has ended. A panic in a task is raised here, after the other tasks ended
     /// (tasks not started by then are skipped).
@@ -207,7 +243,7 @@ impl Team {
         if n == 0 {
             return;
         }
-        if n == 1 || !self.claim() {
+        if n == 1 || !self.is_of_this_process() || !self.claim() {
             (0..n).for_each(f);
             return;
         }
@@ -219,14 +255,14 @@ impl Team {
     /// Runs `f(0)` on a worker while the calling thread waits, calling `on_wait` about every
     /// `period` until it ends (the waiting loop of [`crate::runtime::interrupt::run_watched`]);
     /// a panic in `f` is raised here. False, without running `f`, where the team has no worker
-    /// or runs another call.
+    /// (or none in this process) or runs another call.
     pub fn hand_off(
         &self,
         f: &(dyn Fn(usize) + Sync),
         period: Duration,
         on_wait: &mut dyn FnMut(),
     ) -> bool {
-        if self.workers == 0 || !self.claim() {
+        if self.workers == 0 || !self.is_of_this_process() || !self.claim() {
             return false;
         }
         let job = self.start(1, f, 0);

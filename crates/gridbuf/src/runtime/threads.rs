@@ -93,9 +93,15 @@ pub fn team(threads: Threads) -> Option<Arc<Team>> {
     let teams = TEAMS.get_or_init(Default::default);
     // A poisoned lock only means another thread panicked while inserting; the map is intact.
     let mut map = teams.lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(n)
-        .or_insert_with(|| Team::new(n).map(Arc::new))
-        .clone()
+    match map.get(&n) {
+        // A team started before this process was forked has no workers here: start another.
+        Some(Some(t)) if !t.is_of_this_process() => {}
+        Some(cached) => return cached.clone(),
+        None => {}
+    }
+    let started = Team::new(n).map(Arc::new);
+    map.insert(n, started.clone());
+    started
 }
 
 /// Runs `f(i)` for every `i` in `0..items`, spread over `threads` (on the calling thread when
