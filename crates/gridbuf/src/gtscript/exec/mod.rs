@@ -34,7 +34,7 @@ mod typed_tests;
 use crate::error::{Error, Result};
 use crate::gtscript::exec::clip::Clips;
 use crate::gtscript::exec::launch::Code;
-use crate::gtscript::exec::sweep::{sweep_order, sweep_tiles, SweepCtx, SweepTask};
+use crate::gtscript::exec::sweep::{plane_points, sweep_order, sweep_tiles, SweepCtx, SweepTask};
 use crate::gtscript::exec::tile::{Ctx, Tile, TileTask, BLOCK_POINTS};
 use crate::gtscript::ir::Value;
 use crate::gtscript::jit::Jit;
@@ -300,7 +300,12 @@ pub unsafe fn run_interruptible<T: Elem>(
                 return run_all(
                     threads,
                     stop,
-                    sweep_tiles(domain, order, threads.get()),
+                    sweep_tiles(
+                        domain,
+                        order,
+                        threads.get(),
+                        plane_points(plan, sweeps, std::mem::size_of::<T>()),
+                    ),
                     |(lo, hi)| exec::simd(SweepTask { ctx: &ctx, lo, hi }),
                 );
             }

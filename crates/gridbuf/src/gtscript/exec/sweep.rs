@@ -159,11 +159,45 @@ pub(crate) fn run_sweep_tile<T: Elem>(
 }
 
 /// Most points of one plane of a sweep's block buffers (the unit-stride axis times a piece of
-/// the other axis). Whole planes of the domain measured fastest, as each is then one long walk
-/// in memory: hdiff 256x256x80 on gt:cpu_ifirst took 8.5 ms with planes of 4096 points, 7.4
-/// with 16384 and 6.1 with whole planes (20800); gt:cpu_kfirst 7.7, 7.3 and 6.6. Tests use
-/// small planes, so that the small domains of the property tests are cut into many tiles.
+/// the other axis), whatever their bytes. Tests use small planes, so that the small domains of
+/// the property tests are cut into many tiles.
 const PLANE_POINTS: usize = if cfg!(test) { 40 } else { 1 << 17 };
+
+/// Fewest points of a plane that [`SWEEP_BUFFER_BYTES`] cuts to: below that each statement's
+/// set-up per row outweighs what the cache saves.
+const MIN_PLANE_POINTS: usize = if cfg!(test) { 1 } else { 2048 };
+
+/// How many bytes the block buffers of one section's planes (every buffered temporary times
+/// its window) may take: planes are cut so that they stay in a core's L2 cache (half of the
+/// 2 MiB of the Xeon the budget was measured on, all of a Zen 3 core's) until the sweep's
+/// later statements read them back. hdiff and ppm 256x256x80, ms on tier two, budgets 128 KiB,
+/// 256 KiB, 512 KiB, 1 MiB and whole planes: hdiff gt:cpu_ifirst 6.6 / 6.3 / 6.2 / 6.5 / 7.3,
+/// gt:cpu_kfirst 6.5-6.9 / 6.0 / 5.8-6.1 / 6.5 / 6.4; ppm gt:cpu_ifirst 6.5 / 6.1 / 6.1-6.2 /
+/// 5.9-6.5 / 9.3, gt:cpu_kfirst 6.9-7.2 / 6.5 / 6.0-6.2 / 6.0-6.3 / 7.9-8.0.
+const SWEEP_BUFFER_BYTES: usize = 512 << 10;
+
+/// Most points of one plane of `plan`'s sweeps for elements of `elem` bytes: the largest plane
+/// whose buffers fit [`SWEEP_BUFFER_BYTES`] in every section, at least [`MIN_PLANE_POINTS`]
+/// and at most [`PLANE_POINTS`].
+pub(crate) fn plane_points(plan: &Plan, sweeps: &[SectionSweep], elem: usize) -> usize {
+    let per_point = plan
+        .sections
+        .iter()
+        .zip(sweeps)
+        .map(|(sec, sweep)| {
+            let buffered = sec
+                .quantities
+                .iter()
+                .filter(|&&q| !matches!(plan.kinds[q as usize], Kind::Field { .. }))
+                .count();
+            buffered * sweep.window
+        })
+        .max()
+        .unwrap_or(0)
+        .saturating_mul(elem)
+        .max(1);
+    (SWEEP_BUFFER_BYTES / per_point).clamp(MIN_PLANE_POINTS, PLANE_POINTS)
+}
 
 /// Shortest sweep when the sweep axis is cut for parallelism: each sweep starts by filling
 /// its window.
@@ -172,18 +206,18 @@ const MIN_SWEEP: usize = if cfg!(test) { 3 } else { 32 };
 /// The tiles (core `[lo, hi)` per axis I, J, K) of a sweep over `domain` along `order[0]`
 /// for `threads` threads: the sweep axis cut into up to four sweeps per thread of at least
 /// [`MIN_SWEEP`] planes, and the other axis into pieces whose planes hold at most
-/// [`PLANE_POINTS`] points, more only where the sweeps alone leave a thread idle. (On
-/// gt:cpu_ifirst, which sweeps K, hdiff 256x256x80 took 6.3-6.5 ms in two tiles of whole
-/// planes and 7.0-7.7 ms with J also cut to make eight.)
+/// `plane_points` points (see [`plane_points`]), more only where the sweeps alone leave a
+/// thread idle.
 pub(crate) fn sweep_tiles(
     domain: [usize; 3],
     order: [usize; 3],
     threads: usize,
+    plane_points: usize,
 ) -> Vec<([i64; 3], [i64; 3])> {
     let [s, r, i] = order;
     let s_tiles = (4 * threads).min(domain[s] / MIN_SWEEP).max(1);
     let r_tiles = domain[r]
-        .div_ceil((PLANE_POINTS / (domain[i] + 4)).max(1))
+        .div_ceil((plane_points / (domain[i] + 4)).max(1))
         .max(threads.div_ceil(s_tiles))
         .clamp(1, domain[r].max(1));
     let ts = domain[s].div_ceil(s_tiles).max(1);
@@ -307,11 +341,12 @@ mod tests {
             inner in 0usize..3,
             swap in any::<bool>(),
             threads in 1usize..20,
+            plane in 1usize..200,
         ) {
             let (a, b) = match inner { 0 => (1, 2), 1 => (0, 2), _ => (0, 1) };
             let order = if swap { [b, a, inner] } else { [a, b, inner] };
             let mut count = vec![0u8; domain.iter().product()];
-            for (lo, hi) in sweep_tiles(domain, order, threads) {
+            for (lo, hi) in sweep_tiles(domain, order, threads, plane) {
                 prop_assert!((0..3).all(|x| lo[x] < hi[x]));
                 for i in lo[0]..hi[0] {
                     for j in lo[1]..hi[1] {
