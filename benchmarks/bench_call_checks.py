@@ -30,6 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import _plot  # noqa: E402
+from _env import scratch_dir  # noqa: E402
 
 SHAPE = (20, 20, 8)  # 16x16x8 domain plus a two-point halo in I and J
 ORIGIN = (2, 2, 0)
@@ -58,8 +59,7 @@ def count_up(inp: Field[np.float64], out: Field[np.float64]):
 
 def measure(repeats: int) -> dict[str, float]:
     """Seconds per call (median over `repeats`) of each way of calling, in this process."""
-    import tempfile
-
+    
     import gridbuf as gb
     from _timing import Candidate, compare
     from gridbuf import gtscript
@@ -67,7 +67,7 @@ def measure(repeats: int) -> dict[str, float]:
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     from _gtscript_oracle import load_source
 
-    mod = load_source(tempfile.mkdtemp(), "bench_call_checks_hdiff", HDIFF_SOURCE)
+    mod = load_source(scratch_dir("bench_call_checks_"), "bench_call_checks_hdiff", HDIFF_SOURCE)
     gt_hdiff = gtscript.stencil(backend="numpy", definition=mod.hdiff)
     gt_loop = gtscript.stencil(backend="numpy", definition=mod.count_up)
     rng = np.random.default_rng(0)

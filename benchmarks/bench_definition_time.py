@@ -36,12 +36,12 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing, _plot
 
 import _plot  # noqa: E402
+from _env import scratch_dir  # noqa: E402
 
 SHAPES = ("chain", "square", "fib", "fan")
 
@@ -84,7 +84,7 @@ def source(shape: str, n: int) -> str:
 def _child(shape: str, n: int, repeats: int) -> None:
     from gridbuf import gtscript
 
-    directory = tempfile.mkdtemp(prefix="gridbuf_defn_")
+    directory = scratch_dir("gridbuf_defn_")
     key = f"defn_{shape}_{n}"
     path = os.path.join(directory, f"{key}.py")
     with open(path, "w") as fh:

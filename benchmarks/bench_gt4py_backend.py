@@ -28,7 +28,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -36,6 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import _plot  # noqa: E402
+from _env import scratch_dir  # noqa: E402
 
 SHAPE = (20, 20, 8)
 ORIGIN = (2, 2, 0)
@@ -61,7 +61,7 @@ def _load(kind: str):
     sys.path.insert(0, os.path.join(HERE, "..", "tests"))
     from _gtscript_oracle import load_source
 
-    return load_source(tempfile.mkdtemp(), f"bench_gt4py_backend_{kind}", HEADER[kind] + HDIFF_BODY)
+    return load_source(scratch_dir(f"bench_gt4py_backend_{kind}_"), f"bench_gt4py_backend_{kind}", HEADER[kind] + HDIFF_BODY)
 
 
 def measure_calls(repeats: int, compiled: bool) -> list[tuple[str, float]]:
@@ -125,7 +125,7 @@ print(json.dumps({{"first_result": time.perf_counter() - t0}}))
 def measure_definition(kind: str) -> float:
     """Seconds from `gtscript.stencil(...)` to the end of the first call, in a fresh process
     with an empty GT4Py cache."""
-    env = dict(os.environ, GT_CACHE_ROOT=tempfile.mkdtemp(prefix="bench_gt4py_backend_cache_"))
+    env = dict(os.environ, GT_CACHE_ROOT=scratch_dir("bench_gt4py_backend_cache_"))
     code = _FIRST_RESULT.format(here=HERE)
     out = subprocess.run([sys.executable, "-c", code, kind], env=env, capture_output=True, text=True, check=True).stdout
     return float(json.loads(out.strip().splitlines()[-1])["first_result"])
@@ -141,7 +141,7 @@ def main() -> None:
     plot_dir = _plot.prepare(os.path.abspath(args.plot) if args.plot else None)
     # GT4Py's C++ build runs setuptools in the working directory, which refuses the
     # repository's layout (target/, crates/): build from a scratch directory.
-    os.chdir(tempfile.mkdtemp(prefix="bench_gt4py_backend_"))
+    os.chdir(scratch_dir("bench_gt4py_backend_"))
     from _timing import print_machine_info
 
     print_machine_info()

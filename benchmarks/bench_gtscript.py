@@ -41,16 +41,17 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 # GT4Py reads its cache location when imported: a fresh one for this run.
-_GT_CACHE = tempfile.mkdtemp(prefix="gridbuf_bench_gtscript_")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _env, _timing, bench_stencil
+from _env import scratch_dir  # noqa: E402
+
+_GT_CACHE = scratch_dir("gridbuf_bench_gtscript_")
 os.environ["GT_CACHE_ROOT"] = _GT_CACHE
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # _timing, bench_stencil
 import gridbuf as gb  # noqa: E402
 import _plot  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402

@@ -89,7 +89,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 import typing
 import warnings
@@ -103,7 +102,7 @@ sys.path.insert(0, HERE)
 
 import _pace  # noqa: E402
 import _plot  # noqa: E402
-from _env import define_env  # noqa: E402
+from _env import define_env, scratch_dir  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 NX = NY = 48
@@ -510,7 +509,7 @@ def main() -> None:
     record = json.load(open(record_path)) if os.path.exists(record_path) else {}
     # GT4Py builds its compiled backends with setuptools, whose package discovery looks at the
     # working directory: from the repository root it stops at `target/` and `crates/`.
-    os.chdir(tempfile.mkdtemp(prefix="bench_pace_"))
+    os.chdir(scratch_dir("bench_pace_"))
 
     # Part 1 ------------------------------------------------------------------------------------
     outcomes: list[Outcome] = []

@@ -35,18 +35,18 @@ import argparse
 import os
 import subprocess
 import sys
-import tempfile
 import time
 
-_GT_CACHE = tempfile.mkdtemp(prefix="gridbuf_bench_tier_two_")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _env import define_env, scratch_dir  # noqa: E402
+
+_GT_CACHE = scratch_dir("gridbuf_bench_tier_two_")
 os.environ["GT_CACHE_ROOT"] = _GT_CACHE
 
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gridbuf as gb  # noqa: E402
 import _plot  # noqa: E402
-from _env import define_env  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
 
 try:
@@ -271,7 +271,7 @@ def math_functions(n, nz, repeats, repeat_seconds, samples):
 def time_to_tier_two(names, n, nz, builds):
     rows = []
     for name in names:
-        cache = tempfile.mkdtemp(prefix="gridbuf_tier2_cache_")
+        cache = scratch_dir("gridbuf_tier2_cache_")
         cold, warm = (child_time(name, n, nz, cache) for _ in range(2))
         gt = builds.get((name, "gt:cpu_kfirst"))
         rows.append([name, cold[1], fmt_time(cold[0], "ms"), fmt_time(warm[0], "ms"), fmt_time(gt, "ms") if gt else "-"])

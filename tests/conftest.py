@@ -8,17 +8,17 @@ from __future__ import annotations
 
 import itertools
 import os
-import tempfile
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from _scratch import scratch_dir
 
 # Tier two (C compiled in the background) off unless a test asks for it, so every other test
 # runs one known tier on two busy cores; its own cache directory, so no run reads another's.
 os.environ.setdefault("GRIDBUF_TIER2", "0")
-os.environ.setdefault("GRIDBUF_TIER2_CACHE", os.path.join(tempfile.mkdtemp(prefix="gridbuf_tier2_"), "cache"))
+os.environ.setdefault("GRIDBUF_TIER2_CACHE", os.path.join(scratch_dir("gridbuf_tier2_"), "cache"))
 
 import gridbuf as gb  # noqa: E402
 

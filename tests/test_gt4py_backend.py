@@ -10,13 +10,13 @@ calls write nothing."""
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import pytest
+from _scratch import scratch_dir
 
 pytest.importorskip("gt4py.cartesian")
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gt4py_backend_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_gt4py_backend_"))
 
 import gt4py.storage as gt_storage  # noqa: E402
 from gt4py.cartesian import gtscript  # noqa: E402

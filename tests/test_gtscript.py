@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-import tempfile
 import textwrap
 
 import numpy as np
@@ -18,9 +17,10 @@ import gridbuf as gb
 from gridbuf import gtscript
 from _gtscript_oracle import load_source
 from gridbuf.errors import GridbufError, GridbufTypeError, GridbufValueError
+from _scratch import scratch_dir
 
 # GT4Py builds its numpy-backend modules in a cache it locates when first imported.
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gtscript_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_gtscript_"))
 try:
     import gt4py.cartesian.gtscript  # noqa: F401
 

@@ -21,7 +21,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import textwrap
 import zlib
 from dataclasses import dataclass, field
@@ -35,10 +34,11 @@ import gridbuf as gb
 from gridbuf import gtscript
 from _gtscript_oracle import assert_same, gt4py_reference, in_layout, load_source, run_in_layout
 from gridbuf.errors import GridbufError, GridbufTypeError, GridbufValueError
+from _scratch import scratch_dir
 
 # GT4Py builds its numpy-backend modules in a cache it locates when first imported. The
 # subprocess of test_two_threads_large_domain runs gridbuf only and skips the import.
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_conformance_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_conformance_"))
 HAVE_GT4PY = False
 if not os.environ.get("_GRIDBUF_CONFORMANCE_NO_GT4PY"):
     try:
@@ -640,7 +640,7 @@ def make_inputs(name: str, domain, seed_extra: int = 0) -> tuple[list[Arg], dict
 
 
 # ============================================================================ the two engines
-_DIR = tempfile.mkdtemp(prefix="gridbuf_conformance_defs_")
+_DIR = scratch_dir("gridbuf_conformance_defs_")
 _MODULES: dict = {}
 _COUNTER = itertools.count()
 

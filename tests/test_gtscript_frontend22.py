@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import tempfile
 import textwrap
 import zlib
 from dataclasses import dataclass, field
@@ -33,8 +32,9 @@ import gridbuf as gb
 from gridbuf import gtscript
 from _gtscript_oracle import assert_same, field_kinds, gt4py_reference, load_source, run_in_layout
 from gridbuf.errors import GridbufTypeError, GridbufValueError
+from _scratch import scratch_dir
 
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_frontend22_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_frontend22_"))
 try:
     import gt4py.cartesian.gtscript as gt_gtscript
 
@@ -241,7 +241,7 @@ CASES: dict[str, Case] = {
     "lazy": Case("lazy_def", lazy=True),
 }
 
-_DIR = tempfile.mkdtemp(prefix="gridbuf_frontend22_defs_")
+_DIR = scratch_dir("gridbuf_frontend22_defs_")
 _MODULES: dict = {}
 _COUNTER = itertools.count()
 

@@ -21,13 +21,13 @@ race, refused by GT4Py too), a function local read at a K offset, axes out of or
 """
 
 import os
-import tempfile
 
 import numpy as np
 import pytest
+from _scratch import scratch_dir
 
 pytest.importorskip("gt4py.cartesian")
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gt4py_language_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_gt4py_language_"))
 
 from _gtscript_oracle import assert_same, gt4py_reference, load_source, run_in_layout  # noqa: E402
 from gt4py.cartesian import gtscript as gts  # noqa: E402
@@ -36,7 +36,7 @@ from gridbuf import gtscript  # noqa: E402
 from gridbuf.errors import GridbufValueError  # noqa: E402
 
 LAYOUTS = ["C", "F", "gt:cpu_ifirst", "gt:cpu_kfirst"]
-_DIR = tempfile.mkdtemp(prefix="gridbuf_gt4py_language_")
+_DIR = scratch_dir("gridbuf_gt4py_language_")
 HEADER = (
     "import numpy as np\n"
     "from gt4py.cartesian import gtscript\n"

@@ -15,6 +15,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from _scratch import scratch_dir
 
 import gridbuf as gb
 from gridbuf import gtscript
@@ -176,7 +177,7 @@ def test_guarded_arms_interpreted_agree_with_compiled():
     )
     results = []
     for jit in ("1", "0"):
-        path = f"{__import__('tempfile').mkdtemp()}/out.npy"
+        path = f"{scratch_dir('gridbuf_test_guarded_arms_')}/out.npy"
         env = {**__import__("os").environ, "GRIDBUF_GTSCRIPT_JIT": jit}
         subprocess.run([sys.executable, "-c", code, path], check=True, env=env)
         results.append(np.load(path))

@@ -8,16 +8,16 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import tempfile
 
 import numpy as np
 import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
+from _scratch import scratch_dir
 
 # GT4Py builds its numpy-backend modules in a cache it locates when first imported.
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gtscript_math_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_gtscript_math_"))
 try:
     import gt4py.cartesian.gtscript  # noqa: F401
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import tempfile
 import textwrap
 import zlib
 from dataclasses import dataclass, field
@@ -37,8 +36,9 @@ import gridbuf as gb
 from gridbuf import gtscript
 from _gtscript_oracle import assert_same, gt4py_reference, load_source, run_in_layout
 from gridbuf.errors import GridbufValueError
+from _scratch import scratch_dir
 
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_regions_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_regions_"))
 try:
     import gt4py.cartesian.gtscript as gt_gtscript
 
@@ -380,7 +380,7 @@ CASES: dict[str, Case] = {
 # them; blocks the rest, or everything with GRIDBUF_GTSCRIPT_SWEEP=0.
 SCHEDULES = {"default": {}, "blocks": {"GRIDBUF_GTSCRIPT_SWEEP": "0"}, "interpreter": {"GRIDBUF_GTSCRIPT_JIT": "0"}}
 
-_DIR = tempfile.mkdtemp(prefix="gridbuf_regions_defs_")
+_DIR = scratch_dir("gridbuf_regions_defs_")
 _MODULES: dict = {}
 
 

@@ -5,7 +5,6 @@ layout with an odd domain; and the definitions both reject, with the construct a
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 import pytest
@@ -14,8 +13,9 @@ import gridbuf as gb
 from gridbuf import gtscript
 from _gtscript_oracle import load_source
 from gridbuf.errors import GridbufValueError
+from _scratch import scratch_dir
 
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_gtscript_vectors_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_gtscript_vectors_"))
 try:
     import gt4py.cartesian.gtscript  # noqa: F401
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import tempfile
 import textwrap
 import zlib
 from dataclasses import dataclass, field
@@ -32,8 +31,9 @@ import gridbuf as gb
 from gridbuf import gtscript
 from _gtscript_oracle import assert_same, field_kinds, gt4py_reference, load_source, run_in_layout
 from gridbuf.errors import GridbufValueError
+from _scratch import scratch_dir
 
-os.environ.setdefault("GT_CACHE_ROOT", tempfile.mkdtemp(prefix="gridbuf_test_vindex22_"))
+os.environ.setdefault("GT_CACHE_ROOT", scratch_dir("gridbuf_test_vindex22_"))
 try:
     import gt4py.cartesian.gtscript as gt_gtscript
 
@@ -185,7 +185,7 @@ CASES: dict[str, Case] = {
     "loop_counter_after": Case("loop_counter_after"),
 }
 
-_DIR = tempfile.mkdtemp(prefix="gridbuf_vindex22_defs_")
+_DIR = scratch_dir("gridbuf_vindex22_defs_")
 _MODULES: dict = {}
 _COUNTER = itertools.count()
 
