@@ -30,7 +30,7 @@ import pytest
 
 import gridbuf as gb
 from gridbuf import gtscript
-from gridbuf.gtscript import FORWARD, PARALLEL, Field, I, K, computation, exp, horizontal, interval, log, region
+from gridbuf.gtscript import FORWARD, IJ, PARALLEL, Field, I, K, computation, exp, horizontal, interval, log, region
 from _gtscript_oracle import load_source
 
 HERE = Path(__file__).parent
@@ -237,6 +237,53 @@ def test_fused_runs_compute_tier_one_bits_inside_the_domain(monkeypatch, tmp_pat
     for q, out in results.values():
         assert np.array_equal(q[inner], want_q) and np.array_equal(out[inner], want_out)
     assert all(np.array_equal(a, b) for a, b in zip(results["0"], results["define"]))
+
+
+def final_check_def(q: Field[np.float64], dm: Field[np.float64], dp: Field[np.float64], zfix: Field[IJ, np.int64], sum0: Field[IJ, np.float64], sum1: Field[IJ, np.float64]):  # type: ignore[valid-type]
+    with computation(FORWARD), interval(...):
+        fac = sum0 / sum1 if sum0 > 0.0 else 0.0
+        if zfix > 0 and fac > 0.0:
+            q = fac * dm / dp if fac * dm / dp > 0.0 else 0.0  # noqa: F841
+
+
+@NEEDS_CC
+@pytest.mark.parametrize("backend", ["gt:cpu_ifirst", "gt:cpu_kfirst"])
+def test_a_masked_assignment_with_a_computed_condition_skips_its_value_on_tier_two(monkeypatch, tmp_path, backend):
+    """pace's `fix_tracer` final check: a masked assignment whose condition the statement
+    computes (the core folds the mask into it), the new value (a division) computed on tier two
+    only where the condition holds, in a C `if`. Both tiers give NumPy's values inside the
+    domain, the same bits, and nothing outside it changes, whether no column, some or all take
+    the assignment."""
+    monkeypatch.setenv("GRIDBUF_TIER2_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(21)
+    shape, origin, domain = (12, 10, 9), (2, 1, 1), (8, 7, 6)
+    inner = tuple(slice(o, o + d) for o, d in zip(origin, domain))
+    q0, dm0 = rng.uniform(-1.0, 1.0, shape), rng.uniform(-1.0, 1.0, shape)
+    dp0 = rng.uniform(0.5, 2.0, shape)
+    sum0, sum1 = rng.uniform(-1.0, 1.0, shape[:2]), rng.uniform(0.5, 2.0, shape[:2])
+    for share in (0.0, 0.3, 1.0):
+        zfix = (rng.uniform(0.0, 1.0, shape[:2]) < share).astype(np.int64)
+        fac = np.where(sum0 > 0.0, sum0 / sum1, 0.0)[:, :, None]
+        value = fac * dm0 / dp0
+        want = np.where(((zfix[:, :, None] > 0) & (fac > 0.0)), np.where(value > 0.0, value, 0.0), q0)
+        results = {}
+        for tier in ("0", "define"):
+            monkeypatch.setenv("GRIDBUF_TIER2", tier)
+            st = gtscript.stencil(backend=backend, definition=final_check_def)
+            if tier == "define":
+                assert st.tier_two.startswith("ready"), st.tier_two
+            q = gb.from_array(q0, backend=backend)
+            st(q, dm0, dp0, zfix, sum0, sum1, origin=origin, domain=domain)
+            q = np.asarray(q)
+            outside = np.ones(shape, dtype=bool)
+            outside[inner] = False
+            assert np.array_equal(q[outside], q0[outside]), (tier, share)
+            assert np.array_equal(q[inner], want[inner]), (tier, share)
+            results[tier] = q
+        assert np.array_equal(results["0"], results["define"])
+    src = "\n".join(p.read_text() for p in (tmp_path / "cache").glob("*.c"))
+    # The division only under the condition: a guarded run's `if` holds it.
+    assert re.search(r"if \(\(?v\w+ != 0\)?\) \{\n(?:.*\n){0,3}.*/ val", src), src[-3000:]
 
 
 def squares_def(a: Field["DT"], b: Field["DT"], out: Field["DT"]):  # type: ignore[valid-type]

@@ -24,7 +24,7 @@ use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::guarded::chunks_pay;
 use crate::gtscript::plan::schedule::{has_axis, Layout, PointWalk};
-use crate::gtscript::plan::tape::{masked_assignment, ZERO_SRC};
+use crate::gtscript::plan::tape::{guarded_masked_arm, masked_assignment, ZERO_SRC};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, Src};
 use std::fmt::Write;
 
@@ -774,6 +774,15 @@ fn point_function(
                 };
                 let moved: Vec<Instr>;
                 let tape: &[Instr] = match masked {
+                    // A condition the statement computes itself: the new value in a guarded
+                    // run after it (scalar code only, as above).
+                    None if !vector => match guarded_masked_arm(&st.tape, st.target) {
+                        Some(t) => {
+                            moved = t;
+                            &moved
+                        }
+                        None => &st.tape,
+                    },
                     Some((_, then)) => {
                         let mut t = st.tape.clone();
                         let last = t.last_mut().ok_or("empty tape")?;

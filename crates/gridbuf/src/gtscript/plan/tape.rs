@@ -229,6 +229,95 @@ pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i
     k_ok.then_some(((q, off), then))
 }
 
+/// The fewest instructions of its own the new value of a masked assignment with a computed
+/// condition takes for [`guarded_masked_arm`] to guard them: fewer cost no more than the test.
+const MIN_MASKED_ARM: usize = 3;
+
+/// The tape of a masked assignment whose condition the statement computes itself (a register:
+/// the core's inliner folds a mask temporary into its readers; [`masked_assignment`] takes one
+/// read from a quantity), reordered: the instructions the condition needs, then the ones only
+/// the new value needs in a guarded run on the condition, then the select. Scalar code then
+/// computes the new value only where the condition takes it, as GT4Py's `if` does (pace's
+/// `fix_tracer` divided at every point of its final check, where almost no column takes it:
+/// 0.875 -> 0.705 ms per call at C48 with the run hand-written). None where the tape is no
+/// such assignment, has guarded runs already, reads or writes at run-time K levels (whose
+/// levels every point checks), or the new value takes fewer than [`MIN_MASKED_ARM`]
+/// instructions of its own. Every instruction of the new tape writes a register of its own
+/// (its position in `tape`), so moving one never reorders two writes of a register. The
+/// operations are pure: each point gets the value it got before, bit for bit.
+pub(crate) fn guarded_masked_arm(tape: &[Instr], target: u32) -> Option<Vec<Instr>> {
+    let n = tape.len();
+    let last = tape.last().filter(|i| i.op == Op::Sel)?;
+    let own = Src::Q(target, [0; 3]);
+    let (then, arm) = match (last.args[1] == own, last.args[2] == own) {
+        (false, true) => (true, 1),
+        (true, false) => (false, 2),
+        _ => return None,
+    };
+    if tape
+        .iter()
+        .any(|i| i.op.is_marker() || matches!(i.op, Op::LoadK(..) | Op::StoreK(..)))
+    {
+        return None;
+    }
+    // The instruction whose value each register operand reads: the last to write it before.
+    let mut writer: HashMap<u32, usize> = HashMap::new();
+    let mut reads: Vec<[Option<usize>; 3]> = Vec::with_capacity(n);
+    for (at, ins) in tape.iter().enumerate() {
+        let mut from = [None; 3];
+        for (k, a) in ins.args.iter().enumerate() {
+            if let Src::Reg(r) = a {
+                from[k] = Some(*writer.get(r)?);
+            }
+        }
+        reads.push(from);
+        writer.insert(ins.dst, at);
+    }
+    let needed = |root: usize| {
+        let mut keep = vec![false; n];
+        let mut stack = vec![root];
+        while let Some(at) = stack.pop() {
+            if !std::mem::replace(&mut keep[at], true) {
+                stack.extend(reads[at].iter().flatten());
+            }
+        }
+        keep
+    };
+    let (cond_at, value_at) = (reads[n - 1][0]?, reads[n - 1][arm]?);
+    let cond = needed(cond_at);
+    let value = needed(value_at);
+    let own_run: Vec<usize> = (0..n - 1).filter(|&at| value[at] && !cond[at]).collect();
+    if own_run.len() < MIN_MASKED_ARM {
+        return None;
+    }
+    let renamed = |at: usize| {
+        let mut ins = tape[at];
+        ins.dst = at as u32;
+        for (k, a) in ins.args.iter_mut().enumerate() {
+            if let Some(w) = reads[at][k] {
+                *a = Src::Reg(w as u32);
+            }
+        }
+        ins
+    };
+    let mut out: Vec<Instr> = (0..n - 1).filter(|&at| cond[at]).map(renamed).collect();
+    out.push(Instr {
+        op: Op::Guard(then),
+        dst: 0,
+        args: [Src::Reg(cond_at as u32), ZERO_SRC, ZERO_SRC],
+        ty: Ty::Bool,
+    });
+    out.extend(own_run.into_iter().map(renamed));
+    out.push(Instr {
+        op: Op::End,
+        dst: value_at as u32,
+        args: [ZERO_SRC; 3],
+        ty: Ty::Bool,
+    });
+    out.push(renamed(n - 1));
+    Some(out)
+}
+
 /// The index after the [`Op::End`] that closes the guarded run whose instructions start at
 /// `at` in `tape`.
 pub(crate) fn guard_end(tape: &[Instr], mut at: usize) -> usize {
@@ -635,6 +724,60 @@ mod tests {
     /// The tape of the first statement of `text`.
     fn tape(text: &str) -> Vec<Instr> {
         compile(text).unwrap().sections[0].stmts[0].tape.clone()
+    }
+
+    #[test]
+    fn a_masked_assignment_with_a_computed_condition_guards_its_own_value() {
+        let head = "stencil s float64\nfield a IJK\nfield b IJK\nfield c IJK\ncomp PARALLEL\ninterval S 0 E 0\n";
+        let cond = "and gt f 0 0 0 0 0 lit float64 0.0 gt f 1 0 0 0 0 lit float64 0.0";
+        let value =
+            "add sqrt div mul f 0 0 0 0 0 f 1 0 0 0 0 f 1 0 0 0 0 sqrt mul f 0 0 0 0 0 f 0 0 0 0 0";
+        // `c` is quantity 2; the condition and the value share nothing.
+        let t = tape(&format!(
+            "{head}stmt 1 f 2 0 sel {cond} {value} f 2 0 0 0 0\n"
+        ));
+        assert!(masked_assignment(&t, 2).is_none());
+        let g = guarded_masked_arm(&t, 2).unwrap();
+        let at = |op: Op| g.iter().position(|i| i.op == op).unwrap();
+        let guard = at(Op::Guard(true));
+        assert_eq!(g.iter().filter(|i| i.op.is_marker()).count(), 2);
+        assert!(at(Op::Bin(BinOp::And)) < guard && at(Op::End) == g.len() - 2);
+        let div = |i: &Instr| {
+            matches!(
+                i.op,
+                Op::Bin(BinOp::Div) | Op::Bin2(BinOp::Div, _) | Op::Bin2(_, BinOp::Div)
+            )
+        };
+        assert!(g[guard..].iter().any(div) && !g[..guard].iter().any(div));
+        assert_eq!(g.last().unwrap().op, Op::Sel);
+        // Every operation kept, each writing a register of its own.
+        let ops = |t: &[Instr]| t.iter().filter(|i| !i.op.is_marker()).count();
+        assert_eq!(ops(&g), ops(&t));
+        let mut dst: Vec<u32> = g
+            .iter()
+            .filter(|i| !i.op.is_marker())
+            .map(|i| i.dst)
+            .collect();
+        dst.sort_unstable();
+        dst.dedup();
+        assert_eq!(dst.len(), ops(&g));
+        // The value taken where the condition fails: the guard's other side.
+        let t = tape(&format!(
+            "{head}stmt 1 f 2 0 sel {cond} f 2 0 0 0 0 {value}\n"
+        ));
+        assert!(guarded_masked_arm(&t, 2)
+            .unwrap()
+            .iter()
+            .any(|i| i.op == Op::Guard(false)));
+        // A value of fewer instructions than the test is worth, or a plain select: none.
+        let t = tape(&format!(
+            "{head}stmt 1 f 2 0 sel {cond} add f 0 0 0 0 0 f 1 0 0 0 0 f 2 0 0 0 0\n"
+        ));
+        assert!(guarded_masked_arm(&t, 2).is_none());
+        let t = tape(&format!(
+            "{head}stmt 1 f 2 0 sel {cond} {value} f 0 0 0 0 0\n"
+        ));
+        assert!(guarded_masked_arm(&t, 2).is_none());
     }
 
     #[test]
