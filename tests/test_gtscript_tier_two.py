@@ -63,6 +63,16 @@ def define(monkeypatch, mode: str | None):
     return gtscript.stencil(backend="numpy", definition=lap_def)
 
 
+def on_tier(monkeypatch, tier: str, backend: str, definition):
+    """`definition` defined with ``GRIDBUF_TIER2=tier`` on `backend`; with ``define``, tier two
+    must be in place when the definition returns."""
+    monkeypatch.setenv("GRIDBUF_TIER2", tier)
+    st = gtscript.stencil(backend=backend, definition=definition)
+    if tier == "define":
+        assert st.tier_two.startswith("ready"), st.tier_two
+    return st
+
+
 @NEEDS_CC
 def test_background_tier_two_starts_at_first_call_and_swaps_under_load(monkeypatch, tmp_path):
     """By default tier two starts at the first call, in the background: four threads keep
@@ -268,10 +278,7 @@ def test_a_masked_assignment_with_a_computed_condition_skips_its_value_on_tier_t
         want = np.where(((zfix[:, :, None] > 0) & (fac > 0.0)), np.where(value > 0.0, value, 0.0), q0)
         results = {}
         for tier in ("0", "define"):
-            monkeypatch.setenv("GRIDBUF_TIER2", tier)
-            st = gtscript.stencil(backend=backend, definition=final_check_def)
-            if tier == "define":
-                assert st.tier_two.startswith("ready"), st.tier_two
+            st = on_tier(monkeypatch, tier, backend, final_check_def)
             q = gb.from_array(q0, backend=backend)
             st(q, dm0, dp0, zfix, sum0, sum1, origin=origin, domain=domain)
             q = np.asarray(q)
@@ -407,10 +414,7 @@ def test_guarded_math_of_mixed_type_runs_goes_in_vector_chunks(monkeypatch, tmp_
         monkeypatch.setenv("GRIDBUF_VECTOR_MATH", vector_math)
         outs = {}
         for tier in ("0", "define"):
-            monkeypatch.setenv("GRIDBUF_TIER2", tier)
-            st = gtscript.stencil(backend=backend, definition=definition)
-            if tier == "define":
-                assert st.tier_two.startswith("ready"), st.tier_two
+            st = on_tier(monkeypatch, tier, backend, definition)
             kind, q, den = (gb.from_array(x, backend=backend) for x in (kind0, q0, den0))
             vt = gb.from_array(np.full(shape, canary), backend=backend)
             n = gb.from_array(np.full(shape, 99, dtype=np.int64), backend=backend)
