@@ -23,6 +23,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,10 @@ def test_background_tier_two_starts_at_first_call_and_swaps_under_load(monkeypat
     threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
     for th in threads:
         th.start()
+    # Tier two is idle until the first call starts it; waiting before that returns at once.
+    deadline = time.monotonic() + 120.0
+    while sum(calls) == 0 and not errors and time.monotonic() < deadline:
+        time.sleep(0.001)
     state = st.wait_tier_two(120.0)
     # Calls after tier two is in place too (each thread makes at least 20 in all).
     done.set()

@@ -131,6 +131,8 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
     if tier.started.swap(true, Ordering::AcqRel) {
         return None;
     }
+    // Pending from here, not only once the C is written: a waiter that comes meanwhile waits.
+    tier.set(TierState::Pending);
     // Rows compiled on first use that tier two writes C for: it swaps their functions.
     if let Err(e) = jit.compile_rows_for_tier_two(plan, layout) {
         tier.set(TierState::Failed(e.to_string()));
@@ -200,7 +202,6 @@ fn prepare(plan: &Plan, jit: &Jit, vector_math: bool, layout: Option<Layout>) ->
         })
         .collect();
     let statements = plan.sections.iter().map(|sec| sec.stmts.len()).collect();
-    tier.set(TierState::Pending);
     // Scalar loops want other tuning than straight code (see `compiler::Build::loops`).
     let build = compiler::Build {
         vector_math,
