@@ -250,6 +250,31 @@ SOURCE = textwrap.dedent(
                 q2, off = remap_layer(pe1, pe2, q1, off[0, 0, -1] - 1)
 
 
+    @gtscript.function
+    def level_walk(e, q, start):
+        # Locals in a loop that read at run-time K levels: set once per pass (a temporary at
+        # their assignment), one in both branches of an `if`, read again after the level moved.
+        o = start
+        acc = 0.0
+        n = 0
+        while n < 2:
+            v = e[0, 0, o]
+            if v > 0.5:
+                w = q[0, 0, o] * 2.0
+            else:
+                w = q[0, 0, o + 1] - v
+            acc = acc + v * w
+            o = o + 1
+            acc = acc - v * 0.25 + w
+            n = n + 1
+        return acc
+
+
+    def kread_locals_in_loop(e: F, q: F, out: F):
+        with computation(FORWARD), interval(0, -2):
+            out = level_walk(e, q, 0)
+
+
     def masked_locals_in_loop(a: F, b: F, out: F):
         # PyFV3's map_single.lagrangian_contributions: temporaries first assigned in one branch
         # of an `if`, read only there, in a FORWARD computation with a loop (one point
@@ -373,6 +398,7 @@ CASES: dict[str, Case] = {
     "function_locals_in_loops": Case("function_locals_in_loops", halo=(0, 0, 0), finite=True),
     "remap": Case("remap", halo=(0, 0, 0), finite=True, edges=("pe1", "pe2")),
     "masked_locals_in_loop": Case("masked_locals_in_loop", halo=(0, 0, 0), finite=True),
+    "kread_locals_in_loop": Case("kread_locals_in_loop", halo=(0, 0, 0), finite=True),
     "neighbourhood_values": Case("neighbourhood_values", halo=(2, 2, 0)),
 }
 
@@ -461,6 +487,18 @@ def test_conformance(name, layout, monkeypatch):
 def test_conformance_other_schedules(name, schedule, layout, monkeypatch):
     got, want = run_gb(name, layout, schedule, monkeypatch)
     assert_same(got, want, f"{name} on {layout}, {schedule}")
+
+
+def test_a_loop_local_read_at_a_run_time_level_is_read_once_per_pass():
+    """The remap's ``nxt = min(bot, pe1[0, 0, o + 1])``, read by the sum and by ``p = nxt``, is
+    a temporary set where it is assigned: each pass of the loop reads ``pe1`` at its level once,
+    as GT4Py's code does, not once per reader (its results: `test_conformance`)."""
+    ir = gtscript.stencil(backend="numpy", definition=getattr(defs("gb"), "remap")).ir
+    bodies = [b.split("endwhile")[0] for b in ir.split("\nwhile\n")[1:]]
+    # Per interval: the search for the first level (which reads pe1 in its mask, computed
+    # before `while` and again before every pass), then the sum.
+    assert len(bodies) == 4, ir
+    assert [b.count("kvar f 0 ") for b in bodies] == [0, 1, 0, 1], ir
 
 
 def test_cases_cover_every_schedule():
