@@ -252,8 +252,8 @@ SOURCE = textwrap.dedent(
 
     @gtscript.function
     def level_walk(e, q, start):
-        # Locals in a loop that read at run-time K levels: set once per pass (a temporary at
-        # their assignment), one in both branches of an `if`, read again after the level moved.
+        # Locals in a loop that read at run-time K levels: one set in both branches of an `if`,
+        # one read again after the level it was read at moved.
         o = start
         acc = 0.0
         n = 0
@@ -487,18 +487,6 @@ def test_conformance(name, layout, monkeypatch):
 def test_conformance_other_schedules(name, schedule, layout, monkeypatch):
     got, want = run_gb(name, layout, schedule, monkeypatch)
     assert_same(got, want, f"{name} on {layout}, {schedule}")
-
-
-def test_a_loop_local_read_at_a_run_time_level_is_read_once_per_pass():
-    """The remap's ``nxt = min(bot, pe1[0, 0, o + 1])``, read by the sum and by ``p = nxt``, is
-    a temporary set where it is assigned: each pass of the loop reads ``pe1`` at its level once,
-    as GT4Py's code does, not once per reader (its results: `test_conformance`)."""
-    ir = gtscript.stencil(backend="numpy", definition=getattr(defs("gb"), "remap")).ir
-    bodies = [b.split("endwhile")[0] for b in ir.split("\nwhile\n")[1:]]
-    # Per interval: the search for the first level (which reads pe1 in its mask, computed
-    # before `while` and again before every pass), then the sum.
-    assert len(bodies) == 4, ir
-    assert [b.count("kvar f 0 ") for b in bodies] == [0, 1, 0, 1], ir
 
 
 def test_cases_cover_every_schedule():

@@ -325,18 +325,6 @@ class CallsMixin(_LoweringBase):
             return
         if isinstance(cur, _Undefined):
             cur = cur.value  # set by the other branch of an `if` (None: by neither)
-        if cur is None and self.loop_depth and _shape(value, self.shapes)[2]:
-            # A new local in a `while` body that reads at run-time K levels: a temporary, set
-            # here, as GT4Py computes it. As an expression, each reader loaded and checked the
-            # level again on every pass (the remap's `nxt = min(bot, pe1[0, 0, o + 1])`, read by
-            # the sum and by `p = nxt`).
-            t = len(self.temps)
-            self.temps.append(f"__{inner.name}_{name}{t}")
-            inner.temps.add(t)
-            guarded = _guard_levels(value, mask, self.shapes)
-            self.emit(inner, s, ("t", t), guarded if mask is None else ("sel", mask, guarded, ("t", t, (0, 0, 0))))
-            inner.local[name] = _Ref("t", t)
-            return
         if cur is None:
             # A new local: an expression computed in place. Under a mask, the points the mask
             # leaves out are never read: either the other branch assigns them too, or the local
