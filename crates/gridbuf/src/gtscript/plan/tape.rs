@@ -197,36 +197,60 @@ impl Instr {
 /// GT4Py's compiled backends run an `if` block. Returns the condition's quantity and offset,
 /// and whether the new value is taken where the condition holds (else where it does not).
 pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i32; 3]), bool)> {
-    let last = tape.last().filter(|i| i.op == Op::Sel)?;
+    let (last, arm) = masked_select(tape, target)?;
     let Src::Q(q, off) = last.args[0] else {
         return None;
     };
-    let own = Src::Q(target, [0; 3]);
-    let then = match (last.args[1] == own, last.args[2] == own) {
-        (false, true) => true,
-        (true, false) => false,
-        _ => return None,
-    };
     let zero = Src::Const(Value::I(0));
-    // The instruction that last wrote register `r` before position `at`.
-    let def = |at: usize, r: u32| {
-        tape[..at]
-            .iter()
-            .rev()
-            .find(|i| !i.op.is_marker() && i.dst == r)
-    };
-    let level_guarded = |at: usize, i: &Instr| match i.args[0] {
-        Src::Reg(r) => def(at, r).is_some_and(|d| {
-            d.op == Op::Sel && d.args[0] == last.args[0] && d.args[if then { 2 } else { 1 }] == zero
-        }),
-        _ => false,
+    let writers = operand_writers(tape);
+    // A read at a run-time K level whose level is the select's own condition's choice, with
+    // level 0 where the select keeps the old value.
+    let level_guarded = |at: usize| {
+        writers[at][0].is_some_and(|w| {
+            let d = &tape[w];
+            d.op == Op::Sel && d.args[0] == last.args[0] && d.args[3 - arm] == zero
+        })
     };
     let k_ok = tape.iter().enumerate().all(|(at, i)| match i.op {
-        Op::LoadK(..) => level_guarded(at, i),
+        Op::LoadK(..) => level_guarded(at),
         Op::StoreK(..) => false,
         _ => true,
     });
-    k_ok.then_some(((q, off), then))
+    k_ok.then_some(((q, off), arm == 1))
+}
+
+/// The last instruction of a masked assignment's tape (`if mask: target = value`), a select
+/// with `target`'s own value at the point as exactly one of its arms, and which operand is
+/// the new value: 1 where the select takes it where its condition holds, 2 where it fails.
+fn masked_select(tape: &[Instr], target: u32) -> Option<(&Instr, usize)> {
+    let last = tape.last().filter(|i| i.op == Op::Sel)?;
+    let own = Src::Q(target, [0; 3]);
+    match (last.args[1] == own, last.args[2] == own) {
+        (false, true) => Some((last, 1)),
+        (true, false) => Some((last, 2)),
+        _ => None,
+    }
+}
+
+/// Per instruction of `tape`, per operand: the position of the instruction whose value it
+/// reads, the last one before it that writes its register (markers write none); None for an
+/// operand that is no register, or a register nothing wrote before.
+fn operand_writers(tape: &[Instr]) -> Vec<[Option<usize>; 3]> {
+    let mut writer: HashMap<u32, usize> = HashMap::new();
+    let mut reads = Vec::with_capacity(tape.len());
+    for (at, ins) in tape.iter().enumerate() {
+        let mut from = [None; 3];
+        for (k, a) in ins.args.iter().enumerate() {
+            if let Src::Reg(r) = a {
+                from[k] = writer.get(r).copied();
+            }
+        }
+        reads.push(from);
+        if !ins.op.is_marker() {
+            writer.insert(ins.dst, at);
+        }
+    }
+    reads
 }
 
 /// The fewest instructions of its own the new value of a masked assignment with a computed
@@ -247,31 +271,23 @@ const MIN_MASKED_ARM: usize = 3;
 /// operations are pure: each point gets the value it got before, bit for bit.
 pub(crate) fn guarded_masked_arm(tape: &[Instr], target: u32) -> Option<Vec<Instr>> {
     let n = tape.len();
-    let last = tape.last().filter(|i| i.op == Op::Sel)?;
-    let own = Src::Q(target, [0; 3]);
-    let (then, arm) = match (last.args[1] == own, last.args[2] == own) {
-        (false, true) => (true, 1),
-        (true, false) => (false, 2),
-        _ => return None,
-    };
+    let (_, arm) = masked_select(tape, target)?;
+    let then = arm == 1;
     if tape
         .iter()
         .any(|i| i.op.is_marker() || matches!(i.op, Op::LoadK(..) | Op::StoreK(..)))
     {
         return None;
     }
-    // The instruction whose value each register operand reads: the last to write it before.
-    let mut writer: HashMap<u32, usize> = HashMap::new();
-    let mut reads: Vec<[Option<usize>; 3]> = Vec::with_capacity(n);
-    for (at, ins) in tape.iter().enumerate() {
-        let mut from = [None; 3];
-        for (k, a) in ins.args.iter().enumerate() {
-            if let Src::Reg(r) = a {
-                from[k] = Some(*writer.get(r)?);
-            }
-        }
-        reads.push(from);
-        writer.insert(ins.dst, at);
+    let reads = operand_writers(tape);
+    let unwritten = tape.iter().zip(&reads).any(|(ins, from)| {
+        ins.args
+            .iter()
+            .zip(from)
+            .any(|(a, w)| matches!(a, Src::Reg(_)) && w.is_none())
+    });
+    if unwritten {
+        return None;
     }
     let needed = |root: usize| {
         let mut keep = vec![false; n];
