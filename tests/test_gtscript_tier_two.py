@@ -571,6 +571,63 @@ def run_child(env: dict[str, str]) -> tuple[str, bool, str]:
     return lines["STATE"], lines["RIGHT"] == "True", p.stderr
 
 
+SLOW_FIRST_CALL = textwrap.dedent(
+    """
+    import time, numpy as np
+    from gridbuf import gtscript
+    from gridbuf.gtscript import PARALLEL, Field, computation, interval
+
+    def count_down(a: Field[np.float64], out: Field[np.float64]):
+        with computation(PARALLEL), interval(...):
+            y = a
+            while y > 0.0:
+                y = y - 1.0
+            out = y
+
+    st = gtscript.stencil(backend="numpy", definition=count_down)
+    a = np.full((2, 2, 2), 1.0e8)
+    a[0, 0, 0] = 1.0e8 + 0.5
+    a[1, 1, 1] = -2.0
+    want = np.where(a > 0.0, a - np.ceil(a), a)
+    for _ in range(2):
+        out = np.full_like(a, np.nan)
+        t0 = time.time()
+        st(a, out)
+        t1 = time.time()
+        print("CALL", t0, t1, np.array_equal(out, want))
+        print("STATE", st.wait_tier_two(120.0))
+    """
+)
+
+
+@NEEDS_CC
+def test_tier_two_compiles_after_the_first_call_returns(tmp_path):
+    """The first call writes tier two's C, but its compiler starts only when that call returns:
+    on a machine with few cores it would take one from the call it is meant to speed up. A
+    compiler that logs when it starts shows it; the results are right on both tiers."""
+    real = shutil.which(os.environ.get("CC", "cc").split()[0])
+    log = tmp_path / "started"
+    cc = tmp_path / "loggingcc"
+    cc.write_text(f'#!/bin/sh\nif [ "$1" != --version ]; then date +%s.%N >> {log}; fi\nexec {real} "$@"\n')
+    cc.chmod(0o755)
+    env = dict(os.environ, CC=str(cc), GRIDBUF_TIER2_CACHE=str(tmp_path / "c"))
+    env.pop("GRIDBUF_TIER2", None)
+    script = tmp_path / "slow_first_call.py"  # a file: the frontend reads the definition's source
+    script.write_text(SLOW_FIRST_CALL)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    calls = [line.split() for line in p.stdout.splitlines() if line.startswith("CALL")]
+    states = [line.split(" ", 1)[1] for line in p.stdout.splitlines() if line.startswith("STATE")]
+    assert [c[3] for c in calls] == ["True", "True"], p.stdout
+    assert all(s.startswith("ready: ") for s in states) and len(states) == 2, p.stdout
+    (started,) = (float(t) for t in log.read_text().split())
+    t0, t1 = float(calls[0][1]), float(calls[0][2])
+    assert t1 - t0 > 0.1, f"the first call took {t1 - t0:.3f} s: too short to tell"
+    # Started when the call had ended (a few ms before Python read the clock, at most), not
+    # at its start, where the C was written.
+    assert started > t0 + 0.9 * (t1 - t0), (t0, started, t1)
+
+
 def test_missing_compiler_stays_on_tier_one_with_one_warning(tmp_path):
     state, right, err = run_child({"CC": str(tmp_path / "no-such-cc"), "GRIDBUF_TIER2_CACHE": str(tmp_path / "c")})
     assert state.startswith("failed: the C compiler CC="), state

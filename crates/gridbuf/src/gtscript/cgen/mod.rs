@@ -97,17 +97,34 @@ pub fn at_definition(plan: &Plan, jit: &Jit) {
 /// Starts tier two of `jit` (made from `plan`) at its first call, on `layout`, where its
 /// definition asked for that ([`at_definition`]): installed at once where the disk cache holds
 /// its module (a warm cache: loading costs about what the first call does, and every call is
-/// then tier two's), else queued for the worker; every later call returns at once.
-pub fn start(plan: &Plan, jit: &Jit, layout: Layout) {
+/// then tier two's), else its compilation is handed back, queued for the worker when the
+/// caller drops it (at the end of the call: see [`Queued`]); every later call returns at once.
+pub fn start(plan: &Plan, jit: &Jit, layout: Layout) -> Option<Queued> {
     let tier = jit.tier_two();
     if tier.started.load(Ordering::Relaxed) || !tier.wanted.load(Ordering::Acquire) {
-        return;
+        return None;
     }
     let vector_math = tier.vector_math.load(Ordering::Relaxed);
-    if let Some(job) = prepare(plan, jit, vector_math, Some(layout)) {
-        match compiler::load_cached(&job.text, job.build) {
-            Some(lib) => job.finish(Ok(lib)),
-            None => queue(job),
+    let job = prepare(plan, jit, vector_math, Some(layout))?;
+    match compiler::load_cached(&job.text, job.build) {
+        Some(lib) => {
+            job.finish(Ok(lib));
+            None
+        }
+        None => Some(Queued(Some(job))),
+    }
+}
+
+/// A first call's tier-two compilation, queued for the worker when dropped: the call that
+/// started it holds it until it returns, so the compiler takes no core from that call, whose
+/// tier one it could not replace in time anyway (on 2 cores, pace's heavy physics stencils'
+/// first calls at C48 took 1.3-1.5x as long with the compiler started as they began).
+pub struct Queued(Option<Job>);
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if let Some(job) = self.0.take() {
+            queue(job);
         }
     }
 }

@@ -238,12 +238,12 @@ pub unsafe fn run_interruptible<T: Elem>(
     // `T` (see `Schedule`).
     let layout = Layout::from_axis(inner);
     let jit = jit.filter(|j| j.lanes() == T::LANES);
-    if let Some(j) = jit {
-        // At the first call on this layout, what only calls compile is compiled side by side.
+    // At the first call on this layout, what only calls compile is compiled side by side;
+    // tier two starts (it never waits for it), its compilation queued when this call returns.
+    let _tier_two = jit.and_then(|j| {
         j.prepare::<T>(plan, layout, threads);
-        // Tier two starts in the background at the first call (it never waits for it).
-        crate::gtscript::cgen::start(plan, j, layout);
-    }
+        crate::gtscript::cgen::start(plan, j, layout)
+    });
     let interpreted;
     let code = match jit {
         Some(j) => Code {
