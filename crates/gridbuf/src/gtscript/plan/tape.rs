@@ -201,6 +201,15 @@ pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i
     let Src::Q(q, off) = last.args[0] else {
         return None;
     };
+    let then = arm == 1;
+    if !tape
+        .iter()
+        .any(|i| matches!(i.op, Op::LoadK(..) | Op::StoreK(..)))
+    {
+        return Some(((q, off), then));
+    }
+    // Writers are looked up only for tapes with run-time K reads (the C of every statement is
+    // written on a first call's path).
     let zero = Src::Const(Value::I(0));
     let writers = operand_writers(tape);
     // A read at a run-time K level whose level is the select's own condition's choice, with
@@ -216,7 +225,7 @@ pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i
         Op::StoreK(..) => false,
         _ => true,
     });
-    k_ok.then_some(((q, off), arm == 1))
+    k_ok.then_some(((q, off), then))
 }
 
 /// The last instruction of a masked assignment's tape (`if mask: target = value`), a select
