@@ -48,7 +48,7 @@ pub fn compile(text: &str) -> crate::Result<Plan> {
     passes::types::check(&mut program)?;
     passes::inline::inline_temps(&mut program);
     let mut plan = plan::plan(program)?;
-    if std::env::var("GRIDBUF_GTSCRIPT_SWEEP").is_ok_and(|v| v == "0") {
+    if !crate::runtime::env::flag("GRIDBUF_GTSCRIPT_SWEEP", true) {
         plan.sweeps = [None, None, None];
     }
     Ok(plan)

@@ -175,7 +175,7 @@ fn hand_off(task: &(dyn Fn(usize) + Sync), on_wait: &mut dyn FnMut()) -> bool {
 /// back: two wake-ups, each of which waits for a free core where MPI ranks outnumber the cores.
 fn watch_loops() -> bool {
     static WATCH: OnceLock<bool> = OnceLock::new();
-    *WATCH.get_or_init(|| std::env::var("GRIDBUF_GTSCRIPT_WATCH").map_or(true, |v| v.trim() != "0"))
+    *WATCH.get_or_init(|| super::env::flag("GRIDBUF_GTSCRIPT_WATCH", true))
 }
 
 #[cfg(test)]

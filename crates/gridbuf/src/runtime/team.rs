@@ -53,9 +53,8 @@ const HAND_OFF_SPIN: Duration = Duration::from_micros(20);
 fn idle_spin() -> Duration {
     static SPIN: OnceLock<Duration> = OnceLock::new();
     *SPIN.get_or_init(|| {
-        let us = std::env::var(SPIN_ENV_VAR)
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
+        let expected = "a whole number of microseconds";
+        let us = super::env::read(SPIN_ENV_VAR, expected, |v| v.parse::<u64>().ok())
             .unwrap_or(DEFAULT_SPIN_US);
         Duration::from_micros(us.min(1_000_000))
     })

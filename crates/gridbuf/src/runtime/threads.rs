@@ -3,9 +3,9 @@
 //! One module owns every team ([`crate::runtime::team`]): fills ([`crate::allocation::fill`]),
 //! copies ([`crate::arrays::copy`]), page population ([`crate::AlignedBuffer::populate`]), the
 //! native kernels ([`crate::kernels`]), gtscript stencils and the halo exchange all run on
-//! [`team`]s cached here. The thread count comes from
-//! the environment variable `GRIDBUF_NUM_THREADS`, read once ([`configured`]); unset or invalid,
-//! it is every core the process may use.
+//! [`team`]s cached here. The thread count comes from the environment variable
+//! `GRIDBUF_NUM_THREADS`, read once ([`configured`]); unset, or a value it does not take
+//! (reported, see [`crate::runtime::env`]), it is every core the process may use.
 //!
 //! ```
 //! use gridbuf::runtime::threads::{parse_num_threads, Threads};
@@ -78,7 +78,9 @@ pub fn parse_num_threads(value: Option<&str>) -> Option<Threads> {
 pub fn configured() -> Threads {
     static CONFIGURED: OnceLock<Threads> = OnceLock::new();
     *CONFIGURED.get_or_init(|| {
-        parse_num_threads(std::env::var(ENV_VAR).ok().as_deref()).unwrap_or_else(Threads::available)
+        let expected = format!("a number of threads from 1 to {MAX_THREADS}");
+        super::env::read(ENV_VAR, &expected, |v| parse_num_threads(Some(v)))
+            .unwrap_or_else(Threads::available)
     })
 }
 

@@ -27,6 +27,7 @@ use crate::gtscript::jit::point::{self, Part, PointRange};
 use crate::gtscript::jit::Jit;
 use crate::gtscript::plan::schedule::{Layout, PointWalk};
 use crate::gtscript::plan::Plan;
+use crate::runtime::env;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -45,22 +46,22 @@ pub enum Mode {
 /// The mode `GRIDBUF_TIER2` asks for (read at each definition, so tests may change it; a
 /// stencil keeps the mode of its definition).
 pub fn mode() -> Mode {
-    match std::env::var("GRIDBUF_TIER2").as_deref() {
-        Ok("0") | Ok("off") => Mode::Off,
-        Ok("define") => Mode::Define,
-        _ => Mode::Background,
-    }
+    let expected = "0, off, false or no; define; 1, on, true, yes or background";
+    env::read("GRIDBUF_TIER2", expected, |v| {
+        match v.to_ascii_lowercase().as_str() {
+            "define" => Some(Mode::Define),
+            "background" => Some(Mode::Background),
+            other => env::parse_flag(other).map(|on| if on { Mode::Background } else { Mode::Off }),
+        }
+    })
+    .unwrap_or(Mode::Background)
 }
 
 /// Whether tier two calls the C library's vector math functions (glibc's libmvec, where this
 /// process can load it; `GRIDBUF_VECTOR_MATH=0` says no, for results bit for bit tier one's).
 /// Read at each definition, as [`mode`].
 pub fn vector_math() -> bool {
-    let off = matches!(
-        std::env::var("GRIDBUF_VECTOR_MATH").as_deref(),
-        Ok("0") | Ok("off")
-    );
-    !off && libmvec_present()
+    env::flag("GRIDBUF_VECTOR_MATH", true) && libmvec_present()
 }
 
 /// Whether glibc's vector math library loads in this process (x86-64 Linux with glibc only:

@@ -103,7 +103,7 @@ impl Jit {
     /// `Ok(None)` when this machine has no Cranelift backend or `GRIDBUF_GTSCRIPT_JIT=0` is
     /// set: then calls run with code generation off.
     pub fn compile(plan: &Plan) -> Result<Option<Jit>> {
-        if std::env::var("GRIDBUF_GTSCRIPT_JIT").is_ok_and(|v| v == "0") {
+        if !crate::runtime::env::flag("GRIDBUF_GTSCRIPT_JIT", true) {
             return Ok(None);
         }
         let Some(mut module) = new_module(true)? else {
