@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GridbufTypeError, GridbufValueError
-from ._irtext import _fmt_stmt, _uses_once, share_across
+from ._irtext import _fields_and_scalars, _fmt_stmt, share_across
 from ._lower_base import _dtype, _float64_value
 from ._lower_calls import CallsMixin
 from ._lower_expressions import ExpressionsMixin
@@ -101,15 +101,12 @@ class Lowering(StatementsMixin, ExpressionsMixin, CallsMixin):
         # externals) are left out of the program: they may be passed as None and do not bound
         # the domain, as in GT4Py.
         # Scalars likewise (GT4Py neither checks nor needs an unused scalar parameter).
-        # (Each part of a statement by itself: `item[1:]` would be a new tuple per statement,
-        # whose identity a later one could reuse once it is freed.)
-        seen: set[int] = set()
-        used = sorted({i for item in body if isinstance(item, tuple) for part in item[1:] for i in _uses_once(part, "f", seen)})
+        used_f, used_s_set = _fields_and_scalars(body)
+        used = sorted(used_f)
         keep = used if used else list(range(len(self.fields)))
         remap = {old: new for new, old in enumerate(keep)}
         self.unused_fields = [n for i, (n, _) in enumerate(self.fields) if i not in remap]
-        seen = set()
-        used_s = sorted({i for item in body if isinstance(item, tuple) for part in item[1:] for i in _uses_once(part, "s", seen)})
+        used_s = sorted(used_s_set)
         remap_s = {old: new for new, old in enumerate(used_s)}
         self.unused_scalars = [n for i, n in enumerate(self.scalars) if i not in remap_s]
         head = [f"stencil {self.name.replace(' ', '_')}"]

@@ -6,6 +6,7 @@ dk, target)``."""
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -80,6 +81,30 @@ def _uses_once(e: Any, tag: str, seen: set[int]) -> list[Any]:
             elif x[0] not in ("f", "s", "c"):
                 stack.extend(reversed(x))
     return out
+
+
+def _fields_and_scalars(body: list) -> tuple[set[int], set[int]]:
+    """The indices of the fields and of the scalars that a body's statements (its tuples: line,
+    target, value) name, each shared part walked once: one walk, where `_uses_once` would take
+    two."""
+    fields: set[int] = set()
+    scalars: set[int] = set()
+    seen: set[int] = set()
+    # Each part of a statement by itself: `item[1:]` would be a new tuple per statement, whose
+    # identity a later one could reuse once it is freed.
+    stack = [part for item in body if isinstance(item, tuple) for part in item[1:]]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, tuple) and x and id(x) not in seen:
+            seen.add(id(x))
+            tag = x[0]
+            if tag == "f":
+                fields.add(x[1])
+            elif tag == "s":
+                scalars.add(x[1])
+            elif tag != "c":
+                stack.extend(x)
+    return fields, scalars
 
 
 _Remap = tuple[dict[int, int], dict[int, int]]
@@ -208,10 +233,18 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
     if len(run) < 2:
         return run
     # Where each operation occurs: the positions of the statements holding it.
+    orders = [_post_order(value) for _, _, value in run]
     where: dict[int, list[int]] = {}
-    for pos, (_, _, value) in enumerate(run):
-        _occurs(value, pos, where, set())
-    if not any(len(p) > 1 for p in where.values()):
+    shared = False
+    for pos, order in enumerate(orders):
+        for e in order:
+            got = where.get(id(e))
+            if got is None:
+                where[id(e)] = [pos]
+            else:
+                got.append(pos)
+                shared = True
+    if not shared:
         return run
     costly: dict[int, bool] = {}
     kreads: dict[int, bool] = {}
@@ -223,9 +256,10 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
     arms: dict[int, dict[int, _Arm | None]] = {}
 
     def guards(p: int) -> dict[int, _Arm | None]:
-        if p not in arms:
-            arms[p] = _guards(run[p][2])
-        return arms[p]
+        got = arms.get(p)
+        if got is None:
+            got = arms[p] = _guards(orders[p])
+        return got
 
     writes = [_written(target) for _, target, _ in run]
     # The temporaries the run writes once, each with its statement's position and value: a
@@ -234,7 +268,7 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
     for w in writes:
         counts[w] = counts.get(w, 0) + 1
     single = {(t[0], t[1]): (p, v) for p, (_, t, v) in enumerate(run) if t[0] == "t" and counts[(t[0], t[1])] == 1}
-    carry = _Carry(writes, single, quantities)
+    carry = _Carry(writes, single, quantities, kreads)
     conds_at: dict[tuple[int, str], tuple] = {}
     for pos, (line, target, value) in enumerate(run):
         memo: dict[int, Any] = {}
@@ -251,8 +285,10 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
             if got is not None:
                 memo[key] = got[1]
                 return got[1]
-            readers = where.get(key, ())
-            if any(p > pos and p not in cover for p in readers) and _costly(e, costly) and not _kreads_any(e, kreads):
+            readers: list[int] = where.get(key, [])
+            # (`readers` ascend: none is later where the last is not)
+            later = bool(readers) and readers[-1] > pos and (not cover or any(p > pos and p not in cover for p in readers))
+            if later and _costly(e, costly) and not _kreads_any(e, kreads):
                 inside = frozenset(readers)
                 inner = _rebuild(e, lambda x: rewrite(x, inside))
                 index = len(temps)
@@ -285,7 +321,12 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
                 reads[key] = _quantities(e, quantities)
                 memo[key] = ref
                 return ref
-            new = _rebuild(e, lambda x: rewrite(x, cover))
+            if e[0] in _ONE_OPERAND:
+                x = rewrite(e[2], cover)
+                new = e if x is e[2] else (e[0], e[1], x)
+            else:
+                parts = [rewrite(x, cover) if x.__class__ is tuple and x and x[0] not in _LEAVES else x for x in e[1:]]
+                new = e if all(map(operator.is_, parts, e[1:])) else (e[0], *parts)
             memo[key] = new
             return new
 
@@ -309,24 +350,37 @@ class _Arm:
         self.depth: int = 1 + (outer.depth if outer is not None else 0)
 
 
-def _guards(value: Any) -> dict[int, _Arm | None]:
-    """Per operation of a statement's value (by identity): the innermost select arm holding
-    every place the value reads it (None where some place is in no arm), as the core's guarded
-    runs find them (``plan/tape.rs``)."""
+def _post_order(value: Any) -> list[tuple]:
+    """The operations of an expression (not its reads and constants), each once, every one
+    after its operands."""
     order: list[tuple] = []
+    if not (value.__class__ is tuple and value) or value[0] in _LEAVES:
+        return order
     seen: set[int] = set()
-    stack: list[tuple[Any, bool]] = [(value, False)]
-    while stack:
-        e, done = stack.pop()
-        if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
-            continue
-        if done:
-            order.append(e)
-        elif id(e) not in seen:
-            seen.add(id(e))
-            stack.append((e, True))
-            stack.extend((x, False) for x in _operands(e))
-    arm: dict[int, _Arm | None] = {id(value): None}
+
+    def visit(e: tuple) -> None:
+        seen.add(id(e))
+        for x in e[2:] if e[0] in _ONE_OPERAND else e[1:]:
+            if x.__class__ is tuple and x and x[0] not in _LEAVES and id(x) not in seen:
+                visit(x)
+        order.append(e)
+
+    visit(value)
+    return order
+
+
+_LEAVES = frozenset(("f", "t", "s", "c"))
+#: Operations whose one expression operand is their third item (see `_operands`).
+_ONE_OPERAND = frozenset(("cast", "kvar", "kabs"))
+
+
+def _guards(order: list[tuple]) -> dict[int, _Arm | None]:
+    """Per operation of a statement's value (by identity; `order`: its `_post_order`): the
+    innermost select arm holding every place the value reads it (None where some place is in
+    no arm), as the core's guarded runs find them (``plan/tape.rs``)."""
+    if not order:
+        return {}
+    arm: dict[int, _Arm | None] = {id(order[-1]): None}
 
     def common(a: _Arm | None, b: _Arm | None) -> _Arm | None:
         # The innermost arm of `a`'s chain that `b`'s chain holds too, or an arm of the same
@@ -352,15 +406,26 @@ def _guards(value: Any) -> dict[int, _Arm | None]:
             x = x.outer
         return None
 
+    def reach(x: Any, a: _Arm | None) -> None:
+        if x.__class__ is tuple and x and x[0] not in _LEAVES:
+            k = id(x)
+            if k not in arm:
+                arm[k] = a
+            else:
+                old = arm[k]
+                if old is not a:
+                    arm[k] = common(old, a)
+
     for e in reversed(order):  # every operation before its operands
         here = arm[id(e)]
-        if e[0] == "sel":
-            edges = [(e[1], here), (e[2], _Arm(e[1], True, here)), (e[3], _Arm(e[1], False, here))]
+        tag = e[0]
+        if tag == "sel":
+            reach(e[1], here)
+            reach(e[2], _Arm(e[1], True, here))
+            reach(e[3], _Arm(e[1], False, here))
         else:
-            edges = [(x, here) for x in _operands(e)]
-        for x, a in edges:
-            if isinstance(x, tuple) and x and x[0] not in ("f", "t", "s", "c"):
-                arm[id(x)] = a if id(x) not in arm else common(arm[id(x)], a)
+            for x in e[2:] if tag in _ONE_OPERAND else e[1:]:
+                reach(x, here)
     return arm
 
 
@@ -472,13 +537,17 @@ def _holds(e: Any, key: int) -> bool:
 class _Carry:
     """Conditions of a run's masks carried back to earlier statements, over the run's targets
     (`writes`), the temporaries it writes once (`single`: position and value) and the
-    quantities each expression reads (`quantities`, a memo); memoised, since every shared
-    value's readers ask about the same masks."""
+    quantities each expression reads (`quantities`, a memo; `kreads`: whether it reads at
+    run-time K levels, a memo); memoised, since every shared value's readers ask about the
+    same masks."""
 
-    def __init__(self, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], quantities: dict[int, Any]) -> None:
+    def __init__(
+        self, writes: list[tuple], single: dict[tuple[str, int], tuple[int, Any]], quantities: dict[int, Any], kreads: dict[int, bool]
+    ) -> None:
         self.writes = writes
         self.single = single
         self.quantities = quantities
+        self.kreads = kreads
         self.costly: dict[int, bool] = {}
         self._between: dict[tuple[int, int], set[tuple]] = {}
         self._back: dict[tuple[int, int, int, int], Any] = {}
@@ -509,7 +578,7 @@ class _Carry:
         got: Any = None
         if e[0] == "t":
             w = self.single.get(("t", e[1]))
-            if depth > 0 and w is not None and e[2] == (0, 0, 0) and pos <= w[0] < at and not _kreads_any(w[1], {}):
+            if depth > 0 and w is not None and e[2] == (0, 0, 0) and pos <= w[0] < at and not _kreads_any(w[1], self.kreads):
                 got = self.back(w[1], pos, w[0], depth - 1)
         elif e[0] not in ("f", "s", "c", "kvar", "kabs"):
             parts = [self.back(x, pos, at, depth) for x in _operands(e)]
@@ -558,15 +627,6 @@ def _rebuild(e: tuple, f: Any) -> tuple:
         return e if x is e[2] else (e[0], e[1], x)
     parts = [f(x) for x in e[1:]]
     return e if all(a is b for a, b in zip(parts, e[1:])) else (e[0], *parts)
-
-
-def _occurs(e: Any, pos: int, where: dict[int, list[int]], seen: set[int]) -> None:
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c") or id(e) in seen:
-        return
-    seen.add(id(e))
-    where.setdefault(id(e), []).append(pos)
-    for x in _operands(e):
-        _occurs(x, pos, where, seen)
 
 
 def _costly(e: Any, memo: dict[int, bool]) -> bool:
@@ -668,9 +728,14 @@ def _intern(e: Any, table: dict[tuple, tuple], memo: dict[int, tuple]) -> Any:
         new = e
     elif tag in ("f", "t", "s"):
         key = new = e
+    elif tag in _ONE_OPERAND:
+        x = _intern(e[2], table, memo)
+        new = e if x is e[2] else (tag, e[1], x)
+        key = (tag, id(e[1]) if isinstance(e[1], tuple) else e[1], id(x))
     else:
-        new = _rebuild(e, lambda x: _intern(x, table, memo))
-        key = (tag, *(id(x) if isinstance(x, tuple) else x for x in new[1:]))
+        parts = [_intern(x, table, memo) for x in e[1:]]
+        new = e if all(map(operator.is_, parts, e[1:])) else (tag, *parts)
+        key = (tag, *[id(x) if isinstance(x, tuple) else x for x in parts])
     out = table.setdefault(key, new)
     memo[id(e)] = out
     return out
