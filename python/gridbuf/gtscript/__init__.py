@@ -57,7 +57,6 @@ from __future__ import annotations
 import builtins as _b
 import collections
 import inspect
-import math as _m
 import numbers
 import types
 from collections.abc import Callable
@@ -343,79 +342,42 @@ def interval(*args: Any) -> Any:
     raise GridbufValueError("interval(...) can only be used inside a gtscript stencil definition")
 
 
-def _math(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
-    def fn(*args: Any) -> Any:
-        return f(*args)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``{name}`` in stencil definitions (outside one it applies NumPy's)."
-    return fn
-
-
-def _round_away_from_zero(x: Any) -> Any:
-    return np.copysign(np.floor(np.abs(x) + 0.5), x)
-
-
-abs = _math("abs", np.abs)  # noqa: A001 - GT4Py's names
-min = _math("min", np.minimum)  # noqa: A001
-max = _math("max", np.maximum)  # noqa: A001
-mod = _math("mod", np.mod)
-sqrt = _math("sqrt", np.sqrt)
-exp = _math("exp", np.exp)
-log = _math("log", np.log)
-log10 = _math("log10", np.log10)
-sin = _math("sin", np.sin)
-cos = _math("cos", np.cos)
-tan = _math("tan", np.tan)
-asin = _math("asin", np.arcsin)
-acos = _math("acos", np.arccos)
-atan = _math("atan", np.arctan)
-sinh = _math("sinh", np.sinh)
-cosh = _math("cosh", np.cosh)
-tanh = _math("tanh", np.tanh)
-asinh = _math("asinh", np.arcsinh)
-acosh = _math("acosh", np.arccosh)
-atanh = _math("atanh", np.arctanh)
-gamma = _math("gamma", np.vectorize(_m.gamma, otypes=[float]))
-cbrt = _math("cbrt", np.cbrt)
-erf = _math("erf", np.vectorize(_m.erf, otypes=[float]))
-erfc = _math("erfc", np.vectorize(_m.erfc, otypes=[float]))
-floor = _math("floor", np.floor)
-ceil = _math("ceil", np.ceil)
-trunc = _math("trunc", np.trunc)
-round = _math("round", np.round)  # noqa: A001
-round_away_from_zero = _math("round_away_from_zero", _round_away_from_zero)
-isfinite = _math("isfinite", np.isfinite)
-isnan = _math("isnan", np.isnan)
-isinf = _math("isinf", np.isinf)
-
-# GT4Py's native functions by name: the frontend resolves a bare name among them (``sqrt(x)``
-# without an import) when the definition binds no such name itself.
-_NATIVE: dict[str, Callable[..., Any]] = {
-    _name: globals()[_name]
-    for _name in (
-        "abs", "min", "max", "mod", "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "asin",
-        "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "gamma", "cbrt", "erf",
-        "erfc", "floor", "ceil", "trunc", "round", "round_away_from_zero", "isfinite", "isnan",
-        "isinf",
-    )
-}  # fmt: skip
-
-# The math functions by identity, for the frontend (also math.* and numpy's).
-_MATH: dict[int, str] = {}
-for _name, _f in _NATIVE.items():
-    _MATH[id(_f)] = _name
-    for _mod in (_m, np):
-        if hasattr(_mod, _name):
-            _MATH[id(getattr(_mod, _name))] = _name
-for _f, _name in (
-    (np.minimum, "min"), (np.maximum, "max"), (np.absolute, "abs"), (np.fabs, "abs"),
-    (_m.fabs, "abs"), (np.arcsin, "asin"), (np.arccos, "acos"), (np.arctan, "atan"),
-    (np.arcsinh, "asinh"), (np.arccosh, "acosh"), (np.arctanh, "atanh"), (np.rint, "round"),
-    (np.around, "round"), (_b.round, "round"), (np.remainder, "mod"), (np.power, "pow"),
-    (_m.pow, "pow"),
-):  # fmt: skip
-    _MATH[id(_f)] = _name
+# The math functions of stencil definitions (GT4Py's names), and the tables the frontend finds
+# them by (`_math_functions`).
+from ._math_functions import (  # noqa: A004 - GT4Py's names
+    abs as abs,
+    min as min,
+    max as max,
+    mod as mod,
+    sqrt as sqrt,
+    exp as exp,
+    log as log,
+    log10 as log10,
+    sin as sin,
+    cos as cos,
+    tan as tan,
+    asin as asin,
+    acos as acos,
+    atan as atan,
+    sinh as sinh,
+    cosh as cosh,
+    tanh as tanh,
+    asinh as asinh,
+    acosh as acosh,
+    atanh as atanh,
+    gamma as gamma,
+    cbrt as cbrt,
+    erf as erf,
+    erfc as erfc,
+    floor as floor,
+    ceil as ceil,
+    trunc as trunc,
+    round as round,
+    round_away_from_zero as round_away_from_zero,
+    isfinite as isfinite,
+    isnan as isnan,
+    isinf as isinf,
+)
 
 
 def function(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ._math_functions import NATIVE
+
 _GT4PY_GTSCRIPT = "gt4py.cartesian.gtscript"
 _AXIS_SETS = ("IJK", "IJ", "K", "I", "J", "IK", "JK")
 
@@ -29,9 +31,8 @@ def native(value: Any) -> Any:
     if getattr(type(value), "__module__", None) == _GT4PY_GTSCRIPT:
         return _convert(value)
     if callable(value) and getattr(value, "__module__", None) == _GT4PY_GTSCRIPT:
-        from . import _NATIVE  # GT4Py's math functions: empty bodies, known by name
-
-        return _NATIVE.get(getattr(value, "__name__", ""), value)
+        # GT4Py's math functions: empty bodies, known by name.
+        return NATIVE.get(getattr(value, "__name__", ""), value)
     if isinstance(value, tuple) and value and all(getattr(type(v), "__module__", None) == _GT4PY_GTSCRIPT for v in value):
         return tuple(_convert(v) for v in value)  # IJ, IJK, ...
     return value

@@ -17,6 +17,11 @@ Expr = tuple
 #: The deepest expression the core's IR parser takes (``ir.rs``: nesting beyond 200 is refused).
 IR_MAX_DEPTH = 200
 
+#: The tags of reads and constants: the leaves of expressions.
+_LEAVES = frozenset(("f", "t", "s", "c"))
+#: Operations whose one expression operand is their third item (see `_operands`).
+_ONE_OPERAND = frozenset(("cast", "kvar", "kabs"))
+
 
 def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[int, int, bool]:
     """Depth, node count (shared parts counted at every use, as the IR text writes them) and
@@ -28,13 +33,22 @@ def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[
     if hit is not None and hit[0] is e:
         return hit[1]
     tag = e[0]
-    if tag in ("f", "t", "s", "c"):
-        out = (1, 1, False)
+    if tag in _LEAVES:
+        out = _LEAF_SHAPE
     else:
-        parts = [_shape(x, memo) for x in (e[2:] if tag == "cast" else e[1:]) if isinstance(x, tuple) and x]
-        out = (1 + max((p[0] for p in parts), default=0), 1 + sum(p[1] for p in parts), tag in ("kvar", "kabs") or any(p[2] for p in parts))
+        depth, size, kread = 0, 1, tag in ("kvar", "kabs")
+        for x in e[2:] if tag == "cast" else e[1:]:
+            if isinstance(x, tuple) and x:
+                d, n, k = _shape(x, memo)
+                depth = d if d > depth else depth
+                size += n
+                kread = kread or k
+        out = (depth + 1, size, kread)
     memo[key] = (e, out)
     return out
+
+
+_LEAF_SHAPE = (1, 1, False)
 
 
 _NO_TEMPS: frozenset[int] = frozenset()
@@ -368,10 +382,6 @@ def _post_order(value: Any) -> list[tuple]:
     visit(value)
     return order
 
-
-_LEAVES = frozenset(("f", "t", "s", "c"))
-#: Operations whose one expression operand is their third item (see `_operands`).
-_ONE_OPERAND = frozenset(("cast", "kvar", "kabs"))
 
 
 def _guards(order: list[tuple]) -> dict[int, _Arm | None]:

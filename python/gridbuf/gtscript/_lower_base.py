@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import GridbufValueError
 from ._gt4py_objects import native
 from ._irtext import Expr, _uses_once
+from ._math_functions import NATIVE
 from ._values import _DTYPES, FieldType, TableType, _annotation_namespace, _Ctx, _describe, _Ref, _Undefined
 
 _BINOPS = {
@@ -229,10 +230,8 @@ class _LoweringBase:
             return native(ctx.globals[name])
         if hasattr(builtins, name):
             return getattr(builtins, name)
-        from . import _NATIVE  # GT4Py resolves its native functions by name: bare `sqrt(x)`
-
-        if name in _NATIVE:
-            return _NATIVE[name]
+        if name in NATIVE:  # GT4Py resolves its native functions by name: bare `sqrt(x)`
+            return NATIVE[name]
         raise self.error(ctx, node, f"name {name!r} is not defined (fields, scalars, temporaries, externals and module constants are)")
 
     def const(self, ctx: _Ctx, node: ast.expr) -> Any:

@@ -19,6 +19,7 @@ from ._gt4py_objects import is_gtscript_function
 from ._irtext import _SHIFTED_NODES, Expr, _costly, _neighbourhood, _shape, _temps_read
 from ._lower_base import _BINOPS, _dtype, _load, _LoweringBase
 from ._lower_statements import _guard_levels
+from ._math_functions import MATH as _MATH
 from ._values import _CASTS, _Ctx, _describe, _Ref, _source, _Table, _Undefined
 
 _UNARY_FUNCS = (
@@ -33,8 +34,6 @@ class CallsMixin(_LoweringBase):
     """Calls: math functions, conversions and inlined ``gtscript.function`` helpers."""
 
     def call(self, ctx: _Ctx, node: ast.Call) -> Any:
-        from . import _MATH  # the gtscript math functions by identity
-
         f = node.func
         if isinstance(f, ast.Name) and f.id == "__INLINED":
             if len(node.args) != 1 or node.keywords:
