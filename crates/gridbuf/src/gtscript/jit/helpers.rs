@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::gtscript::ir::Ty;
 use crate::gtscript::jit::abi::vk_field;
 use crate::gtscript::ops::math;
-use crate::gtscript::plan::{Instr, Op, Plan, Src};
+use crate::gtscript::plan::{Instr, Lanes, Op, Plan, Src};
 use cranelift_codegen::ir::{types, AbiParam, FuncRef, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::FunctionBuilder;
 use cranelift_jit::JITModule;
@@ -153,4 +153,13 @@ pub(crate) fn operands_of(tape: &[Instr]) -> Vec<(u32, [i32; 3])> {
         }
     }
     out
+}
+
+/// The element type compiled code computes in, and whether it is the mixed-type lanes.
+pub(crate) fn lane_types(lanes: Lanes) -> (Type, bool) {
+    match lanes {
+        Lanes::F64 => (types::F64, false),
+        Lanes::F32 => (types::F32, false),
+        Lanes::Wide => (types::I64, true),
+    }
 }

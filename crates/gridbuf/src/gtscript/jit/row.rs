@@ -1,19 +1,26 @@
 //! A statement's row function: the vector and scalar loops over the rows of an outer step
-//! (see [`build`]).
+//! (see [`build`]), and statements' row functions defined in a module ([`define_rows`]) and
+//! found in its code memory ([`row_codes`]).
 
 use crate::error::Result;
 use crate::gtscript::ir::Ty;
-use crate::gtscript::jit::abi::vk_field;
+use crate::gtscript::jit::abi::{vk_field, RowFn, StmtCode, SwapFn};
 use crate::gtscript::jit::emit::Emit;
-use crate::gtscript::jit::helpers::{jit_error, load_scalars, vk_row};
+use crate::gtscript::jit::helpers::{
+    declare_calls, jit_error, lane_types, load_scalars, operands_of, vk_of, vk_row,
+};
+use crate::gtscript::jit::module::{new_module, CodeMemory};
 use crate::gtscript::jit::wide::WideEmit;
-use crate::gtscript::plan::{Instr, Op};
+use crate::gtscript::plan::{Instr, Op, Plan};
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{
-    types, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, Type,
-    Value,
+    types, AbiParam, Block, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind, Type, Value,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::{FuncId, Linkage, Module};
+use std::sync::Arc;
 
 /// Vector steps per iteration of the main vector loop (then single steps, then scalars).
 /// Independent steps hide the latency of long dependency chains: hdiff 256x256x80 on
@@ -246,4 +253,94 @@ pub(crate) fn build(
     b.seal_all_blocks();
     b.finalize(config);
     Ok(())
+}
+
+/// What [`define_rows`] defined for one statement: (section, statement, in the plain module,
+/// function, operands, whether it reads its own target along each axis, run-time K reads).
+pub(crate) type RowId = (
+    usize,
+    usize,
+    bool,
+    FuncId,
+    Vec<(u32, [i32; 3])>,
+    [bool; 3],
+    Vec<(u32, Ty)>,
+);
+
+/// Defines the row functions of `stmts` (section, statement) of `plan` in `module`; those of
+/// statements with many operands in `plain`, made without Cranelift's optimizations (see
+/// `CARRIED_OPERANDS`) when first needed.
+pub(crate) fn define_rows(
+    module: &mut JITModule,
+    plain: &mut Option<JITModule>,
+    ctx: &mut cranelift_codegen::Context,
+    fctx: &mut FunctionBuilderContext,
+    plan: &Plan,
+    stmts: impl Iterator<Item = (usize, usize)>,
+) -> Result<Vec<RowId>> {
+    let (elem, wide) = lane_types(plan.lanes);
+    let mut ids = Vec::new();
+    for (s, t) in stmts {
+        let st = &plan.sections[s].stmts[t];
+        let operands = operands_of(&st.tape);
+        let many = operands.len() > CARRIED_OPERANDS;
+        if many && plain.is_none() {
+            *plain = new_module(false)?;
+        }
+        let module = match plain.as_mut() {
+            Some(m) if many => m,
+            _ => &mut *module,
+        };
+        let vk = vk_of(plan, &st.tape);
+        let ptr = module.target_config().pointer_type();
+        ctx.func.signature = module.make_signature();
+        for _ in 0..8 {
+            ctx.func.signature.params.push(AbiParam::new(ptr));
+        }
+        let calls = declare_calls(module, &mut ctx.func, &st.tape, elem, wide)?;
+        build(
+            &mut ctx.func,
+            fctx,
+            &st.tape,
+            &operands,
+            &vk,
+            &calls,
+            elem,
+            wide,
+            ptr,
+            module.target_config(),
+        )?;
+        let id = module
+            .declare_function(&format!("s{s}_{t}"), Linkage::Local, &ctx.func.signature)
+            .map_err(jit_error)?;
+        module.define_function(id, ctx).map_err(jit_error)?;
+        module.clear_context(ctx);
+        let reads_target_along = [0, 1, 2].map(|a| {
+            operands
+                .iter()
+                .any(|&(q, off)| q == st.target && off[a] != 0)
+        });
+        ids.push((s, t, many, id, operands, reads_target_along, vk));
+    }
+    Ok(ids)
+}
+
+/// The row functions `ids` defined (see [`define_rows`]) in `memory`'s modules: module 0, or
+/// module 1 for those in the plain module.
+pub(crate) fn row_codes(
+    memory: &CodeMemory,
+    ids: Vec<RowId>,
+) -> Result<Vec<(usize, usize, StmtCode)>> {
+    ids.into_iter()
+        .map(|(s, t, many, id, operands, reads_target_along, vk)| {
+            let f = memory.function::<RowFn>(usize::from(many), id)?;
+            let code = StmtCode {
+                f: Arc::new(SwapFn::new(f)),
+                operands,
+                reads_target_along,
+                vk,
+            };
+            Ok((s, t, code))
+        })
+        .collect()
 }
