@@ -4,14 +4,12 @@
 
 use super::abi::{LoopCode, LoopFn, StmtCode, SwapFn};
 use super::helpers::{jit_error, lane_types};
-use super::module::{new_module, CodeMemory};
+use super::module::{build_in_own_module, CodeMemory};
 use super::point::{self, PointRange};
 use super::row::{define_rows, row_codes};
 use crate::error::Result;
 use crate::gtscript::plan::Plan;
 use crate::kernels::exec::Threads;
-use cranelift_frontend::FunctionBuilderContext;
-use cranelift_module::Module;
 use std::sync::Arc;
 
 /// The fewest row functions worth a module and a task of their own (a module costs tens of
@@ -111,28 +109,20 @@ pub(super) fn compile_chunks(
 /// Compiles the point loops `parts` (section, first statement, exit) of `plan` in a module of
 /// their own, one function each.
 fn compile_loops_alone(plan: &Plan, parts: &[(usize, usize, usize)]) -> Result<Chunk> {
-    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let (elem, wide) = lane_types(plan.lanes);
-    let mut ctx = module.make_context();
-    let mut fctx = FunctionBuilderContext::new();
-    let mut ids = Vec::with_capacity(parts.len());
-    for &(s, t, exit) in parts {
-        let range = PointRange {
-            first: t,
-            exit,
-            walk: None,
-        };
-        let built = point::build(
-            &mut module,
-            &mut ctx,
-            &mut fctx,
-            plan,
-            &[(s, range)],
-            elem,
-            wide,
-        )?;
-        ids.push((s, t, exit, built));
-    }
+    let (module, ids) = build_in_own_module(|module, ctx, fctx| {
+        let mut ids = Vec::with_capacity(parts.len());
+        for &(s, t, exit) in parts {
+            let range = PointRange {
+                first: t,
+                exit,
+                walk: None,
+            };
+            let built = point::build(module, ctx, fctx, plan, &[(s, range)], elem, wide)?;
+            ids.push((s, t, exit, built));
+        }
+        Ok(ids)
+    })?;
     let memory = CodeMemory::finalize(vec![module])?;
     let mut loops = Vec::with_capacity(ids.len());
     for (s, t, exit, (id, operands, outs, vk, sizes)) in ids {
@@ -160,11 +150,10 @@ pub(super) fn compile_rows_alone(
     plan: &Plan,
     stmts: impl Iterator<Item = (usize, usize)>,
 ) -> Result<Chunk> {
-    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let mut plain = None;
-    let mut ctx = module.make_context();
-    let mut fctx = FunctionBuilderContext::new();
-    let ids = define_rows(&mut module, &mut plain, &mut ctx, &mut fctx, plan, stmts)?;
+    let (module, ids) = build_in_own_module(|module, ctx, fctx| {
+        define_rows(module, &mut plain, ctx, fctx, plan, stmts)
+    })?;
     let memory = CodeMemory::finalize(std::iter::once(module).chain(plain).collect())?;
     let codes = row_codes(&memory, ids)?;
     Ok(Chunk {

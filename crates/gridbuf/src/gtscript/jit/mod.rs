@@ -44,10 +44,8 @@ use crate::gtscript::rt::lane::Elem;
 use crate::kernels::exec::Threads;
 use abi::{ColumnCode, ColumnFn, LoopCode, LoopFn, StmtCode, SwapFn, TierTwo};
 use chunks::{chunk_tasks, compile_chunks, compile_rows_alone, Chunk};
-use cranelift_frontend::FunctionBuilderContext;
-use cranelift_module::Module;
 use helpers::{jit_error, lane_types};
-use module::{new_module, CodeMemory};
+use module::{build_in_own_module, CodeMemory};
 use point::PointRange;
 use std::sync::{Arc, OnceLock};
 
@@ -621,12 +619,11 @@ struct Columned {
 /// Compiles the column function of section `s` of `plan` (see [`column::build`]) in a module
 /// of its own.
 fn compile_column(plan: &Plan, s: usize) -> Result<Columned> {
-    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let (elem, _) = lane_types(plan.lanes);
-    let mut ctx = module.make_context();
-    let mut fctx = FunctionBuilderContext::new();
-    let (id, slots) = column::build(&mut module, &mut ctx, &mut fctx, plan, s, elem)?
-        .ok_or_else(|| jit_error(format!("section {s} cannot walk columns")))?;
+    let (module, (id, slots)) = build_in_own_module(|module, ctx, fctx| {
+        column::build(module, ctx, fctx, plan, s, elem)?
+            .ok_or_else(|| jit_error(format!("section {s} cannot walk columns")))
+    })?;
     let memory = CodeMemory::finalize(vec![module])?;
     let f = memory.function::<ColumnFn>(0, id)?;
     Ok(Columned {
@@ -675,13 +672,11 @@ pub(crate) fn walk_parts(
 /// Compiles the walk `walk` of the whole sections `sections` (see [`point::build`]) in a
 /// module of its own.
 fn compile_walk(plan: &Plan, sections: std::ops::Range<usize>, walk: PointWalk) -> Result<Walked> {
-    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
     let (elem, wide) = lane_types(plan.lanes);
     let parts = walk_parts(plan, sections, walk);
-    let mut ctx = module.make_context();
-    let mut fctx = FunctionBuilderContext::new();
-    let (id, operands, outs, vk, parts) =
-        point::build(&mut module, &mut ctx, &mut fctx, plan, &parts, elem, wide)?;
+    let (module, (id, operands, outs, vk, parts)) = build_in_own_module(|module, ctx, fctx| {
+        point::build(module, ctx, fctx, plan, &parts, elem, wide)
+    })?;
     let memory = CodeMemory::finalize(vec![module])?;
     let f = memory.function::<LoopFn>(0, id)?;
     let exit = plan.sections[parts[0].section].stmts.len();

@@ -8,6 +8,8 @@ use crate::gtscript::jit::helpers::jit_error;
 use crate::gtscript::ops::math;
 use crate::gtscript::rt::prefetch;
 use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::Context;
+use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Module};
 
@@ -119,6 +121,18 @@ pub(crate) fn new_module(optimize: bool) -> Result<Option<JITModule>> {
     builder.symbols(math::symbols());
     builder.symbols(prefetch::symbols());
     Ok(Some(JITModule::new(builder)))
+}
+
+/// Functions `build` defines in a fresh optimizing module of their own (with a codegen context
+/// and a builder context to reuse between them), and the module, not yet finalized.
+pub(crate) fn build_in_own_module<T>(
+    build: impl FnOnce(&mut JITModule, &mut Context, &mut FunctionBuilderContext) -> Result<T>,
+) -> Result<(JITModule, T)> {
+    let mut module = new_module(true)?.ok_or_else(|| jit_error("no Cranelift backend"))?;
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let built = build(&mut module, &mut ctx, &mut fctx)?;
+    Ok((module, built))
 }
 
 /// What the code generator targets on this machine: the architecture's name (`x86_64`,
