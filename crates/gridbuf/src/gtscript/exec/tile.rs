@@ -536,10 +536,10 @@ fn run_block<'m, T: Elem>(
         (core_hi[2] - core_lo[2]) as usize + sec.halo[2].0 + sec.halo[2].1,
     ];
     let geo = Geo::new(lo, n, inner);
-    let handover = &ctx.code.schedule.sections[s].handover;
-    let receives = |q: u32| handover.iter().flatten().any(|&(_, to)| to == q);
+    let sch = &ctx.code.schedule.sections[s];
+    let handover = &sch.handover;
     for &q in &sec.quantities {
-        if direct[q as usize].is_some() || receives(q) {
+        if direct[q as usize].is_some() || sch.received.binary_search(&q).is_ok() {
             continue;
         }
         fit_buf(&mut bufs[q as usize], geo.len);

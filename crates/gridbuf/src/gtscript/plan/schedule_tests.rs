@@ -131,6 +131,7 @@ fn check_interpreted(plan: &Plan) {
                 point_loop: vec![None; n],
                 fused: vec![None; n],
                 handover: sec.handover.clone(),
+                received: sec.received.clone(),
             }
         );
     }
@@ -213,6 +214,7 @@ fn parallel_laplacian_runs_rows_in_blocks() {
             // The second statement reads the first one's temporary at offsets.
             fused: vec![None, None],
             handover: vec![vec![]; 2],
+            received: vec![],
         }]
     );
     for (walk, secs) in executors(&on, &plan) {
@@ -263,6 +265,7 @@ fn remap_loops_walk_as_whole_sections() {
                 point_loop: vec![None],
                 fused: vec![None],
                 handover: vec![vec![]],
+                received: vec![],
             },
             SectionSchedule {
                 whole: true,
@@ -273,6 +276,7 @@ fn remap_loops_walk_as_whole_sections() {
                 point_loop: vec![None, None],
                 fused: vec![None, None],
                 handover: vec![vec![]; 2],
+                received: vec![],
             },
             SectionSchedule {
                 whole: true,
@@ -283,6 +287,7 @@ fn remap_loops_walk_as_whole_sections() {
                 point_loop: vec![None, None],
                 fused: vec![None, None],
                 handover: vec![vec![]; 2],
+                received: vec![],
             },
         ]
     );
@@ -356,6 +361,7 @@ fn parallel_loop_runs_point_by_point_in_blocks() {
             // Mixed-type code: its straight runs are point loops for both tiers.
             fused: vec![None; 3],
             handover: vec![vec![]; 3],
+            received: vec![],
         }]
     );
     for (walk, secs) in executors(&on, &plan) {
@@ -591,6 +597,10 @@ fn block_buffers_pass_to_temporaries_born_after_their_holders_die() {
         let mut want = vec![vec![]; 7];
         want[5] = vec![(3, 6)];
         assert_eq!(handover(&lives), want);
+        // The receivers, which blocks give no buffer of their own.
+        let received = |plan: &Plan| Schedule::new(plan, codegen).sections[0].received.clone();
+        assert_eq!(received(&chain), [4, 5]);
+        assert_eq!(received(&lives), [6]);
     }
 }
 
