@@ -21,6 +21,8 @@ IR_MAX_DEPTH = 200
 _LEAVES = frozenset(("f", "t", "s", "c"))
 #: Operations whose one expression operand is their third item (see `_operands`).
 _ONE_OPERAND = frozenset(("cast", "kvar", "kabs"))
+#: What `_shape` gives a leaf.
+_LEAF_SHAPE = (1, 1, False)
 
 
 def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[int, int, bool]:
@@ -46,9 +48,6 @@ def _shape(e: Any, memo: dict[int, tuple[Any, tuple[int, int, bool]]]) -> tuple[
         out = (depth + 1, size, kread)
     memo[key] = (e, out)
     return out
-
-
-_LEAF_SHAPE = (1, 1, False)
 
 
 _NO_TEMPS: frozenset[int] = frozenset()
@@ -152,7 +151,7 @@ def _count(e: Expr, counts: dict[int, int]) -> None:
     """How many times each operation (by identity) occurs in the expression written out, up to
     two: the parts the lowering's expressions share (a function's local read in several places,
     the old value of a local in both sides of a select)."""
-    if e[0] in ("f", "t", "s", "c"):
+    if e[0] in _LEAVES:
         return
     n = counts.get(id(e), 0)
     if n < 2:
@@ -290,7 +289,7 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
         def rewrite(e: Any, cover: frozenset = frozenset()) -> Any:
             # `cover`: the statements that read the value being hoisted around `e`, which
             # need no temporary of `e`'s own.
-            if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+            if not (isinstance(e, tuple) and e) or e[0] in _LEAVES:
                 return e
             key = id(e)
             if key in memo:
@@ -381,7 +380,6 @@ def _post_order(value: Any) -> list[tuple]:
 
     visit(value)
     return order
-
 
 
 def _guards(order: list[tuple]) -> dict[int, _Arm | None]:
@@ -535,7 +533,7 @@ def _holds(e: Any, key: int) -> bool:
     stack = [e]
     while stack:
         x = stack.pop()
-        if not (isinstance(x, tuple) and x) or x[0] in ("f", "t", "s", "c") or id(x) in seen:
+        if not (isinstance(x, tuple) and x) or x[0] in _LEAVES or id(x) in seen:
             continue
         if id(x) == key:
             return True
@@ -640,7 +638,7 @@ def _rebuild(e: tuple, f: Any) -> tuple:
 
 
 def _costly(e: Any, memo: dict[int, bool]) -> bool:
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+    if not (isinstance(e, tuple) and e) or e[0] in _LEAVES:
         return False
     found = memo.get(id(e))
     if found is None:
@@ -649,7 +647,7 @@ def _costly(e: Any, memo: dict[int, bool]) -> bool:
 
 
 def _kreads_any(e: Any, memo: dict[int, bool]) -> bool:
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c"):
+    if not (isinstance(e, tuple) and e) or e[0] in _LEAVES:
         return False
     found = memo.get(id(e))
     if found is None:

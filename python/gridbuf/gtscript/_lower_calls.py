@@ -16,7 +16,7 @@ import numpy as np
 from ..errors import GridbufValueError
 from . import _vectors
 from ._gt4py_objects import is_gtscript_function
-from ._irtext import _SHIFTED_NODES, Expr, _costly, _neighbourhood, _shape, _temps_read
+from ._irtext import _LEAVES, _SHIFTED_NODES, Expr, _costly, _neighbourhood, _shape, _temps_read
 from ._lower_base import _BINOPS, _dtype, _load, _LoweringBase
 from ._lower_statements import _guard_levels
 from ._math_functions import MATH as _MATH
@@ -147,7 +147,7 @@ class CallsMixin(_LoweringBase):
         never for values with reads at run-time K levels (whose guards depend on where they are
         used) or inside `while` loops (whose condition and body statements repeat). The core's
         inliner puts it back where its cost model allows."""
-        if self.loop_depth or not (isinstance(ret, tuple) and ret and isinstance(ret[0], str)) or ret[0] in ("f", "t", "s", "c"):
+        if self.loop_depth or not (isinstance(ret, tuple) and ret and isinstance(ret[0], str)) or ret[0] in _LEAVES:
             return ret
         depth, size, kread = _shape(ret, self.shapes)
         large = depth > _SPILL_DEPTH or size > _SPILL_NODES

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _regions, _vectors
 from ._gt4py_objects import native
-from ._irtext import IR_MAX_DEPTH, Expr, _costly, _kreads_any, _shape
+from ._irtext import _LEAVES, IR_MAX_DEPTH, Expr, _costly, _kreads_any, _shape
 from ._lower_base import _BINOPS, _dtype, _is_axis_value, _load, _LoweringBase
 from ._values import FieldType, _annotation_namespace, _Ctx, _describe, _Ref, _RunTimeComponent
 
@@ -542,7 +542,7 @@ def _guard_levels(e: Any, cond: Expr | None, shapes: dict[int, tuple[Any, tuple[
     level clipped into the array, and throws them away too. A part with no such read is returned
     as it is, not copied, so the parts the lowering's expressions share stay shared (whether a
     part has one: `_shape`, with the lowering's memo `shapes`)."""
-    if not (isinstance(e, tuple) and e) or e[0] in ("f", "t", "s", "c") or not _shape(e, shapes)[2]:
+    if not (isinstance(e, tuple) and e) or e[0] in _LEAVES or not _shape(e, shapes)[2]:
         return e
     if e[0] in ("kvar", "kabs"):
         index = _guard_levels(e[2], cond, shapes)
