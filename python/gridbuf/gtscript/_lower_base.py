@@ -106,6 +106,13 @@ class _LoweringBase:
         # `ExpressionsMixin.shifted_local`): by identity, the expression, its temporary and how
         # many IR lines there were after it.
         self.shifted: dict[int, tuple[Any, int, int]] = {}
+        # How many times `shifted_local` answered from `shifted` (a value that depends on the
+        # IR lines lowered so far, not only on the function's arguments; see `CallsMixin.inline`).
+        self.shifted_hits = 0
+        # The value of an inlined function's body, by the function and its arguments (their
+        # text), for calls that changed nothing else (see `CallsMixin.inline`).
+        self.inlined: dict[tuple[Any, tuple[tuple[str, bytes | None], ...]], tuple[Any, dict[str, Any]]] = {}
+        self.arg_bytes: dict[int, tuple[Any, bytes | None]] = {}
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).
         self.temp_types: dict[int, tuple[np.dtype[Any] | None, str]] = {}

@@ -227,6 +227,7 @@ class ExpressionsMixin(_LoweringBase):
         if hit is not None and hit[0] is e:
             later = {item[1] for item in self.lines[hit[2] :] if isinstance(item, tuple)}
             if not any(t[0] == "f" or t[1] in _temps_read(e, self.temps_read) for t in later):
+                self.shifted_hits += 1
                 return ("t", hit[1], (0, 0, 0))
         dt = _dtype(self, e)
         if dt is None:
