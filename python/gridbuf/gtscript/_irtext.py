@@ -262,6 +262,8 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
     costly: dict[int, bool] = {}
     kreads: dict[int, bool] = {}
     reads: dict[int, frozenset] = {}
+    # The shared values available, by each quantity they read: a write ends exactly these.
+    readers_of: dict[Any, set[int]] = {}
     quantities: dict[int, Any] = {}
     avail: dict[int, tuple] = {}  # id of a shared value -> (the value, its temporary's read)
     out: list[tuple] = []
@@ -332,6 +334,8 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
                     out.append((line, ("t", index), ("sel", when, inner, other)))
                 avail[key] = (e, ref)
                 reads[key] = _quantities(e, quantities)
+                for q in reads[key]:
+                    readers_of.setdefault(q, set()).add(key)
                 memo[key] = ref
                 return ref
             if e[0] in _ONE_OPERAND:
@@ -345,8 +349,11 @@ def _share_run(run: list[tuple], temps: list[str], dtype_of: Callable[[Any], Any
 
         out.append((line, target, rewrite(value)))
         written = (target[0], target[1])
-        for key in [k for k, q in reads.items() if written in q]:
-            del avail[key], reads[key]
+        for key in readers_of.pop(written, ()):
+            del avail[key]
+            for q in reads.pop(key):
+                if q != written:
+                    readers_of[q].discard(key)
     return out
 
 
