@@ -13,6 +13,7 @@ import gridbuf as gb
 from gridbuf import gtscript
 from gridbuf.gtscript import PARALLEL, Field, computation, exp, interval, log
 from gridbuf.gtscript import _frontend, _lower_calls
+from gridbuf.gtscript._values import TableType, _Ref, _Table
 
 F = Field[np.float64]
 
@@ -130,3 +131,16 @@ def test_memo_computes_what_numpy_computes(definition):
     want = _reference(definition.__name__, inp)
     np.testing.assert_allclose(np.asarray(fields["out"])[1:-1], want[0][1:-1], rtol=1e-13)
     np.testing.assert_allclose(np.asarray(fields["out2"])[1:-1], want[1][1:-1], rtol=1e-13)
+
+
+def test_argument_keys_refuse_other_objects_and_leave_classes_untouched():
+    """A GlobalTable argument is not keyed (the call is lowered every time), a reference is, by
+    its fields; neither leaves the `__slotnames__` that `copyreg` stores on the class of an
+    object pickled by its default reduction (a new public name of `TableType`)."""
+    lowering = _frontend.Lowering(_constants, EXTERNALS, None)
+    assert lowering._bytes(_Table("t", TableType(np.dtype(np.float64), (3,)))) is None
+    ref = lowering._bytes(_Ref("f", 0, (1, 0, 0)))
+    assert ref is not None and ref != lowering._bytes(_Ref("f", 0, (0, 0, 0)))
+    assert lowering._bytes(("c", np.float32(0.1))) != lowering._bytes(("c", 0.1))
+    for cls in (TableType, _Table, _Ref):
+        assert "__slotnames__" not in vars(cls)

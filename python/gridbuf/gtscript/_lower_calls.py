@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import inspect
+import io
 import pickle
 from collections.abc import Callable
 from typing import Any, TypeGuard
@@ -156,8 +158,10 @@ class CallsMixin(_LoweringBase):
         hit = self.arg_bytes.get(id(v))
         if hit is not None and hit[0] is v:
             return hit[1]
+        buf = io.BytesIO()
         try:
-            data: bytes | None = pickle.dumps(v, protocol=pickle.HIGHEST_PROTOCOL)
+            _ArgPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(v)
+            data: bytes | None = buf.getvalue()
         except Exception:  # noqa: BLE001 - any object a binding may hold; such a call is not kept
             data = None
         self.arg_bytes[id(v)] = (v, data)
@@ -547,6 +551,25 @@ def _assigned_locals(body: list[ast.stmt]) -> set[str]:
         for t in ([n.target] if isinstance(n, ast.AugAssign) else n.targets)
         for t in ([t] if isinstance(t, ast.Name) else [e for e in getattr(t, "elts", []) if isinstance(e, ast.Name)])
     }
+
+
+#: `_Ref`'s fields, in the order its constructor takes them (`_ArgPickler`).
+_REF_FIELDS = tuple(f.name for f in dataclasses.fields(_Ref))
+
+
+class _ArgPickler(pickle.Pickler):
+    """Pickles an inlined call's argument for `CallsMixin._bytes`: IR expressions (tuples of
+    strings, numbers and NumPy scalars), references (`_Ref`, by their fields) and classes by
+    name. Any other object (a GlobalTable, a parameter default of some class) is refused: the
+    call is then not kept, and no class gets the `__slotnames__` that `copyreg` stores on the
+    class of an object pickled by its default reduction."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, (type, np.generic, np.dtype)):
+            return NotImplemented  # a global by name; NumPy's own reductions
+        if type(obj) is _Ref:
+            return _Ref, tuple(getattr(obj, name) for name in _REF_FIELDS)
+        raise pickle.PicklingError(f"not an argument value: {type(obj).__name__}")
 
 
 def _unforwarded(inner: _Ctx, name: str) -> Any:
