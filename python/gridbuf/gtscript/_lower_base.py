@@ -110,8 +110,10 @@ class _LoweringBase:
         # IR lines lowered so far, not only on the function's arguments; see `CallsMixin.inline`).
         self.shifted_hits = 0
         # The value of an inlined function's body, by the function and its arguments (their
-        # text), for calls that changed nothing else (see `CallsMixin.inline`).
-        self.inlined: dict[tuple[Any, tuple[tuple[str, bytes | None], ...]], tuple[Any, dict[str, Any]]] = {}
+        # pickled bytes), for calls that changed nothing else (see `CallsMixin.inline`).
+        self.inlined: dict[tuple[Any, tuple[tuple[str, bytes | None], ...]], Any] = {}
+        # Each argument's bytes (None: not keyable), by identity; the argument is kept, so no
+        # identity is reused (`CallsMixin._bytes`).
         self.arg_bytes: dict[int, tuple[Any, bytes | None]] = {}
         self.table_reads: dict[str, tuple[str, tuple[int, ...]]] = {}
         # Declared temporaries: index -> (dtype, dims).

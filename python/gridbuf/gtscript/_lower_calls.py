@@ -132,7 +132,7 @@ class CallsMixin(_LoweringBase):
         if hit is not None:
             # A new tuple per call, as lowering the body makes: callers tell a local's first
             # value from a later one by identity (`func_local`).
-            ret = hit[0] if hit[0][0] in _LEAVES else tuple(list(hit[0]))
+            ret = hit if hit[0] in _LEAVES else tuple(list(hit))
             return self.spill(ctx, node, fn, ret)
         inner = _Ctx(fn, first, local)
         before = self._state_size()
@@ -148,13 +148,12 @@ class CallsMixin(_LoweringBase):
         if ret is None:
             raise self.error(inner, fdef, f"gtscript function {fn.__name__} returns no value")
         if key is not None and isinstance(ret, tuple) and ret and self._state_size() == before:
-            self.inlined[key] = (ret, local)
+            self.inlined[key] = ret
         return self.spill(ctx, node, fn, ret)
 
     def _bytes(self, v: Any) -> bytes | None:
-        """`v` pickled (None where it cannot be), kept by identity: a function's arguments are
-        often one local's value passed again (expressions are never changed; the cache keeps
-        them, so no identity is reused)."""
+        """`v` pickled (None where it cannot be), kept by identity in `arg_bytes`: a function's
+        arguments are often one local's value passed again (expressions are never changed)."""
         hit = self.arg_bytes.get(id(v))
         if hit is not None and hit[0] is v:
             return hit[1]
