@@ -24,7 +24,9 @@ use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::guarded::chunks_pay;
 use crate::gtscript::plan::schedule::{has_axis, Layout, PointWalk};
-use crate::gtscript::plan::tape::{guarded_masked_arm, masked_assignment, ZERO_SRC};
+use crate::gtscript::plan::tape::{
+    guarded_masked_arm, masked_assignment, repeated_later, ZERO_SRC,
+};
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, Src};
 use std::fmt::Write;
 
@@ -734,6 +736,16 @@ fn point_function(
             // backends run an `if` block: the open one's test, and its condition's quantity.
             let straight = straight(sec, p.t..p.exit);
             let mut open: Option<(String, u32)> = None;
+            // What a later statement repeats is not guarded (scalar code only, as below).
+            let repeated = if vector {
+                Vec::new()
+            } else {
+                repeated_later(
+                    sec.stmts[p.t..p.exit]
+                        .iter()
+                        .map(|st| (&st.tape[..], st.target)),
+                )
+            };
             for u in p.t..p.exit {
                 let st = &sec.stmts[u];
                 let local = operands_of(&st.tape);
@@ -776,7 +788,7 @@ fn point_function(
                 let tape: &[Instr] = match masked {
                     // A condition the statement computes itself: the new value in a guarded
                     // run after it (scalar code only, as above).
-                    None if !vector => match guarded_masked_arm(&st.tape, st.target) {
+                    None if !vector => match guarded_masked_arm(&st.tape, &repeated[u - p.t]) {
                         Some(t) => {
                             moved = t;
                             &moved
