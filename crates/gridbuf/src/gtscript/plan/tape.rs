@@ -277,9 +277,11 @@ const MIN_MASKED_ARM: usize = 3;
 /// for values its own conditions then replaced by zero). The condition is a register the
 /// statement computes (a mask temporary the core's inliner folds into its readers; a
 /// condition read from a quantity with the target as the other arm is [`masked_assignment`]'s
-/// case). None where the tape is no such select, has guarded runs already, reads or writes at run-time K
-/// levels (whose levels every point checks), or the computed value takes fewer than
-/// [`MIN_MASKED_ARM`] instructions of its own. Every instruction of the new tape writes a
+/// case). `repeated`, per instruction of `tape` (missing ones: false), marks values a later
+/// statement computes again ([`repeated_later`]): they stay before the guard. None where the
+/// tape is no such select, has guarded runs already, reads or writes at run-time K levels
+/// (whose levels every point checks), or the computed value takes fewer than
+/// [`MIN_MASKED_ARM`] instructions of its own, not repeated. Every instruction of the new tape writes a
 /// register of its own (its position in `tape`), so moving one never reorders two writes of a
 /// register. The operations are pure: each point gets the value it got before, bit for bit.
 pub(crate) fn guarded_masked_arm(tape: &[Instr], repeated: &[bool]) -> Option<Vec<Instr>> {
