@@ -23,10 +23,9 @@ use crate::gtscript::jit::helpers::operands_of;
 use crate::gtscript::jit::point::{Part, PointRange};
 use crate::gtscript::jit::{walk_parts, Jit};
 use crate::gtscript::plan::guarded::chunks_pay;
+use crate::gtscript::plan::masked::{guarded_masked_arm, masked_assignment, repeated_later};
 use crate::gtscript::plan::schedule::{has_axis, Layout, PointWalk};
-use crate::gtscript::plan::tape::{
-    guarded_masked_arm, masked_assignment, repeated_later, ZERO_SRC,
-};
+use crate::gtscript::plan::tape::ZERO_SRC;
 use crate::gtscript::plan::{Instr, Lanes, Op, Plan, SectionPlan, Src};
 use std::fmt::Write;
 

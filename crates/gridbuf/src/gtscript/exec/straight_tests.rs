@@ -274,7 +274,7 @@ fn masked_temporaries_of_a_straight_run_stay_in_registers() {
 }
 
 /// Consecutive masked assignments under one condition share one C `if` in tier two's scalar
-/// point functions (`plan::tape::masked_assignment`), as GT4Py's compiled backends run an
+/// point functions (`plan::masked::masked_assignment`), as GT4Py's compiled backends run an
 /// `if` block: a statement that writes the condition ends the shared test; an assignment
 /// where the condition does not hold (with a guarded exponential) is tested apart; a read at
 /// a run-time level that the condition selects (level 0 elsewhere, as the lowering writes
@@ -282,7 +282,7 @@ fn masked_temporaries_of_a_straight_run_stay_in_registers() {
 /// computes the direct loops' values, in sweeps and in blocks.
 #[test]
 fn masked_assignments_under_one_condition_share_one_test() {
-    use crate::gtscript::plan::tape::masked_assignment;
+    use crate::gtscript::plan::masked::masked_assignment;
     use crate::gtscript::Jit;
     let text = "stencil mk float64\nfield a IJK\nfield b IJK\nfield out IJK\nfield cnt int64 IJK\n\
         temp m bool\ntemp x\n\

@@ -6,6 +6,7 @@
 
 pub(crate) mod extents;
 pub(crate) mod guarded;
+pub(crate) mod masked;
 pub(crate) mod model;
 pub mod schedule;
 #[cfg(test)]
