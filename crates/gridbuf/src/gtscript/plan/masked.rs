@@ -2,8 +2,8 @@
 //! into a guarded run so it is computed only where the select takes it, and which values a
 //! later statement of the same part computes again (those stay unguarded).
 
-use crate::gtscript::ir::{Ty, Value};
-use crate::gtscript::plan::tape::{Instr, Op, Src, ZERO_SRC};
+use crate::gtscript::ir::Ty;
+use crate::gtscript::plan::tape::{ArgKey, Instr, Key, Op, Src, ZERO_SRC};
 use std::collections::HashMap;
 
 /// Where the tape of a statement writing `target` is a masked assignment (`if mask: target =
@@ -29,14 +29,13 @@ pub(crate) fn masked_assignment(tape: &[Instr], target: u32) -> Option<((u32, [i
     }
     // Writers are looked up only for tapes with run-time K reads (the C of every statement is
     // written on a first call's path).
-    let zero = Src::Const(Value::I(0));
     let writers = operand_writers(tape);
     // A read at a run-time K level whose level is the select's own condition's choice, with
     // level 0 where the select keeps the old value.
     let level_guarded = |at: usize| {
         writers[at][0].is_some_and(|w| {
             let d = &tape[w];
-            d.op == Op::Sel && d.args[0] == last.args[0] && d.args[3 - arm] == zero
+            d.op == Op::Sel && d.args[0] == last.args[0] && d.args[3 - arm] == ZERO_SRC
         })
     };
     let k_ok = tape.iter().enumerate().all(|(at, i)| match i.op {
@@ -100,9 +99,10 @@ const MIN_MASKED_ARM: usize = 3;
 /// statement computes again ([`repeated_later`]): they stay before the guard. None where the
 /// tape is no such select, has guarded runs already, reads or writes at run-time K levels
 /// (whose levels every point checks), or the computed value takes fewer than
-/// [`MIN_MASKED_ARM`] instructions of its own, not repeated. Every instruction of the new tape writes a
-/// register of its own (its position in `tape`), so moving one never reorders two writes of a
-/// register. The operations are pure: each point gets the value it got before, bit for bit.
+/// [`MIN_MASKED_ARM`] instructions of its own, not repeated. Every instruction of the new
+/// tape writes a register of its own (its position in `tape`), so moving one never reorders
+/// two writes of a register. The operations are pure: each point gets the value it got before,
+/// bit for bit.
 pub(crate) fn guarded_masked_arm(tape: &[Instr], repeated: &[bool]) -> Option<Vec<Instr>> {
     let n = tape.len();
     let last = tape.last().filter(|i| i.op == Op::Sel)?;
@@ -178,17 +178,6 @@ pub(crate) fn guarded_masked_arm(tape: &[Instr], repeated: &[bool]) -> Option<Ve
     Some(out)
 }
 
-/// A value number's operand: another value number, or what an operand that is no register
-/// reads (a quantity's value between two of the run's writes of it, by how many came before).
-#[derive(Copy, Clone, PartialEq, Eq, Hash)]
-enum Numbered {
-    Value(u32),
-    Quantity(u32, [i32; 3], u32),
-    Scalar(u32),
-    Float(u64),
-    Int(i64),
-}
-
 /// For statements that run one after another at each point (`stmts`: each one's tape and
 /// target, in order), per instruction of each tape: whether a later statement's tape computes
 /// the same value (the same operation on the same values: the same quantities read with no
@@ -200,7 +189,7 @@ enum Numbered {
 pub(crate) fn repeated_later<'a>(
     stmts: impl IntoIterator<Item = (&'a [Instr], u32)>,
 ) -> Vec<Vec<bool>> {
-    let mut numbers: HashMap<(Op, Ty, [Numbered; 3]), u32> = HashMap::new();
+    let mut numbers: HashMap<Key, u32> = HashMap::new();
     let mut writes: HashMap<u32, u32> = HashMap::new();
     let mut per_stmt: Vec<Vec<Option<u32>>> = Vec::new();
     for (tape, target) in stmts {
@@ -216,28 +205,24 @@ pub(crate) fn repeated_later<'a>(
             let plain = guarded == 0
                 && !ins.op.is_marker()
                 && !matches!(ins.op, Op::LoadK(..) | Op::StoreK(..));
-            let mut args = [Numbered::Int(0); 3];
+            let mut args = [ArgKey::I(0); 3];
             let mut known = plain;
             for (k, a) in ins.args.iter().enumerate() {
                 args[k] = match *a {
                     Src::Reg(_) => match from[k].and_then(|w| nums[w]) {
-                        Some(v) => Numbered::Value(v),
+                        Some(v) => ArgKey::Val(v),
                         None => {
                             known = false;
                             break;
                         }
                     },
-                    Src::Q(q, off) => {
-                        Numbered::Quantity(q, off, writes.get(&q).copied().unwrap_or(0))
-                    }
-                    Src::Scalar(s) => Numbered::Scalar(s),
-                    Src::Const(Value::F(x)) => Numbered::Float(x.to_bits()),
-                    Src::Const(Value::I(x)) => Numbered::Int(x),
+                    Src::Q(q, _) => ArgKey::of(*a, writes.get(&q).copied().unwrap_or(0)),
+                    src => ArgKey::of(src, 0),
                 };
             }
             nums.push(known.then(|| {
                 let next = numbers.len() as u32;
-                *numbers.entry((ins.op, ins.ty, args)).or_insert(next)
+                *numbers.entry(Key(ins.op, ins.ty, args)).or_insert(next)
             }));
         }
         per_stmt.push(nums);

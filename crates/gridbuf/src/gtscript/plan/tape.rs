@@ -260,28 +260,46 @@ enum Arg {
 }
 
 /// What makes two computations the same: the operation, its type and its operands (earlier
-/// values by their node, literals by their bits, so `0.0` and `-0.0` stay apart).
+/// values by their number, literals by their bits, so `0.0` and `-0.0` stay apart). Also the
+/// value numbers of [`crate::gtscript::plan::masked::repeated_later`].
 #[derive(PartialEq, Eq, Hash)]
-struct Key(Op, Ty, [ArgKey; 3]);
+pub(crate) struct Key(pub(crate) Op, pub(crate) Ty, pub(crate) [ArgKey; 3]);
 
-#[derive(PartialEq, Eq, Hash)]
-enum ArgKey {
+/// An operand of a [`Key`].
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum ArgKey {
+    /// An earlier value, by its number.
     Val(u32),
+    /// A register (not made while a tape is built).
     Reg(u32),
-    Q(u32, [i32; 3]),
+    /// A quantity at an offset, after the given number of writes of it (none within one
+    /// statement).
+    Q(u32, [i32; 3], u32),
+    /// A scalar parameter.
     Scalar(u32),
+    /// A float literal's bits.
     F(u64),
+    /// An integer literal.
     I(i64),
+}
+
+impl ArgKey {
+    /// The key of operand `a`, a quantity read after `writes` of it.
+    pub(crate) fn of(a: Src, writes: u32) -> ArgKey {
+        match a {
+            Src::Reg(r) => ArgKey::Reg(r),
+            Src::Q(q, off) => ArgKey::Q(q, off, writes),
+            Src::Scalar(s) => ArgKey::Scalar(s),
+            Src::Const(Value::F(x)) => ArgKey::F(x.to_bits()),
+            Src::Const(Value::I(i)) => ArgKey::I(i),
+        }
+    }
 }
 
 fn arg_key(a: Arg) -> ArgKey {
     match a {
         Arg::Val(v) => ArgKey::Val(v),
-        Arg::Src(Src::Reg(r)) => ArgKey::Reg(r), // not made while a tape is built
-        Arg::Src(Src::Q(q, off)) => ArgKey::Q(q, off),
-        Arg::Src(Src::Scalar(s)) => ArgKey::Scalar(s),
-        Arg::Src(Src::Const(Value::F(x))) => ArgKey::F(x.to_bits()),
-        Arg::Src(Src::Const(Value::I(i))) => ArgKey::I(i),
+        Arg::Src(src) => ArgKey::of(src, 0),
     }
 }
 
