@@ -9,7 +9,10 @@ typed stencils (land mask, saturation, column integral) and its production-model
    gt:cpu_ifirst and gt:cpu_kfirst on arrays of their own layout. Medians of several repeats,
    measured round-robin in one run; every output is checked against NumPy first, and tier two's
    against tier one's bit for bit. For laplacian and hdiff, the memory-bandwidth floor measured
-   in the same run: the native copy kernel's time scaled by the arrays each stencil moves.
+   in the same run: the native copy kernel's time scaled by the arrays each stencil moves; and,
+   where a C compiler with OpenMP is found, the same stencil written by hand in C with its rows
+   fused (``_hand_kernels.c``, on the gt:cpu_ifirst arrays), as a witness of what C reaches
+   against that floor on the machine.
    "tier one's bits" says whether tier two's outputs are tier one's bit for bit (they differ
    only where vector math computes a function, within a few ulps).
 2. Time until tier two is in place: in a fresh process, from the definition to
@@ -48,6 +51,7 @@ import numpy as np  # noqa: E402
 import gridbuf as gb  # noqa: E402
 import _plot  # noqa: E402
 from _timing import Candidate, compare, fmt_time, markdown_table, print_machine_info  # noqa: E402
+import _hand_c  # noqa: E402
 
 try:
     import gt4py.storage as gs  # noqa: E402
@@ -143,6 +147,7 @@ def build_gt4py(name: str, backend: str):
 def per_call(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
     rows, builds, chart = [], {}, {}
     copy_time = None
+    hand_lib = _hand_c.compile_kernels(scratch_dir("gridbuf_bench_hand_c_")) if any(n in _hand_c.KERNELS for n in names) else None
     for name in names:
         definition, ext, data, outs, origin, domain, want, tol = setup(name, n, nz)
         n_in = len(data)
@@ -156,6 +161,14 @@ def per_call(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
                 st(*a, origin=origin, domain=domain)
                 results[f"{label} {layout}"] = [np.asarray(x) for x in a[n_in:]]
                 cands.append(Candidate(f"{label} {layout}", lambda a=a, st=st: st(*a, origin=origin, domain=domain)))
+        hand = None
+        if hand_lib is not None:
+            hand_args = gb_args(data, outs, "gt:cpu_ifirst")
+            hand = _hand_c.kernel(hand_lib, name, hand_args, origin, domain)
+        if hand is not None:
+            hand()
+            results["hand-written C"] = [np.asarray(x) for x in hand_args[n_in:]]
+            cands.append(Candidate("hand-written C", hand))
         for backend in backends:
             print(f"building gt4py {backend} {name} ...", file=sys.stderr, flush=True)
             g = gt_args(data, outs, backend, origin)
@@ -177,12 +190,14 @@ def per_call(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
             for layout in LAYOUTS
             for x, y in zip(results[f"tier two {layout}"], results[f"tier one {layout}"])
         )
+        if hand is not None and not all(np.array_equal(x, y) for x, y in zip(results["hand-written C"], results["tier one gt:cpu_ifirst"])):
+            raise SystemExit(f"{name}: the hand-written C kernel's outputs are not tier one's bits")
         if name in ARRAYS_MOVED and copy_time is None:
             a = gb_args([data[0]], [(np.float64, "IJK", data[0].shape)], "gt:cpu_ifirst")
             cands.append(Candidate("copy", lambda a=a: gb.kernels.copy(*a, origin=origin, domain=domain)))
         times = {r.label: r.median for r in compare(cands, repeats=repeats, repeat_seconds=repeat_seconds)}
         for label, t in times.items():
-            if label != "copy":
+            if label not in ("copy", "hand-written C"):
                 chart[name, label] = t
         copy_time = times.get("copy", copy_time)
         t1 = min(times[f"tier one {lay}"] for lay in LAYOUTS)
@@ -194,11 +209,13 @@ def per_call(names, n, nz, repeats, repeat_seconds, backends, plot_dir=None):
         row += [fmt_time(c, "ms") for c in compiled]
         row += [f"{t2 / t1:.2f}", f"{t2 / min(compiled):.2f}" if compiled else "-"]
         row += [f"{fmt_time(floor, 'ms')} ({min(t2, t1) / floor:.2f}x)" if floor else "-"]
+        hand_t = times.get("hand-written C")
+        row += [f"{fmt_time(hand_t, 'ms')} ({hand_t / floor:.2f}x)" if hand_t and floor else "-"]
         rows.append(row)
         print(f"{name}: timed", file=sys.stderr, flush=True)
     cols = [f"{t} {lay}" for lay in LAYOUTS for t in ("tier one", "tier two")] + [f"gt4py {b}" for b in backends]
     print(f"\n### Time per call, ms (median of {repeats}), {n}x{n}x{nz}\n")
-    print(markdown_table(["stencil", "tier two", "tier one's bits", *cols, "best tier two / best tier one", "best tier two / best gt4py", "bandwidth floor (best gridbuf / floor)"], rows))
+    print(markdown_table(["stencil", "tier two", "tier one's bits", *cols, "best tier two / best tier one", "best tier two / best gt4py", "bandwidth floor (best gridbuf / floor)", "hand-written C (/ floor)"], rows))
     if plot_dir:
         out = _plot.bar_chart(
             _plot.path(plot_dir, "bench_tier_two"),
