@@ -250,6 +250,7 @@ fn load_entry(
                     return Ok(Some(lib));
                 }
             }
+            remove_abandoned(&dir, &key, ABANDONED_AFTER);
             let r = compile_into(c, &dir, &key, source, true, build);
             drop(claimed);
             if let Ok(lib) = r {
@@ -321,6 +322,37 @@ fn claim(dir: &Path, key: &str, stale: Duration) -> Option<Claim> {
         }
     }
     Some(Claim(dir.join(format!(".{key}.{}.nolock", serial()))))
+}
+
+/// Age past which a private file of a compilation (`.{key}.*`) is taken as left behind by a
+/// process that ended while compiling (a model that exits before tier two lands leaves its
+/// compiler's output): older than any compilation may run.
+const ABANDONED_AFTER: Duration = Duration::from_secs(COMPILE_TIMEOUT.as_secs() + 60);
+
+/// Removes the private files of entry `key` in `dir` older than `age`. Called by the process
+/// that holds the entry's claim, before it compiles: no other process writes them then, but
+/// one whose claim was taken over, within `age` of its start.
+fn remove_abandoned(dir: &Path, key: &str, age: Duration) {
+    let prefix = format!(".{key}.");
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(&prefix))
+        {
+            continue;
+        }
+        let elapsed = entry.metadata().and_then(|m| m.modified()).ok();
+        if elapsed
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|a| a >= age)
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Creates `dir` (readable by its owner only, where it is new).
@@ -434,7 +466,7 @@ fn run(c: &Compiler, src: &Path, so: &Path, err: &Path, build: Build) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::{claim, compiler, is_gcc, key, load_in, try_load_in, Build};
+    use super::{claim, compiler, is_gcc, key, load_in, remove_abandoned, try_load_in, Build};
     use std::time::{Duration, Instant};
 
     /// A module without vector math or loops.
@@ -560,6 +592,39 @@ mod tests {
             .expect("compiled once the claim ended");
         assert_eq!(probe(&lib), 42);
         assert!(dir.join(format!("{k}.so")).exists() && !dir.join(format!("{k}.lock")).exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn files_left_by_a_process_that_ended_while_compiling_are_removed_once_old() {
+        let Some((dir, k)) = empty_cache("gridbuf-abandoned-test") else {
+            return;
+        };
+        let write = |name: &str, age: Duration| {
+            let f = std::fs::File::create(dir.join(name)).unwrap();
+            f.set_modified(std::time::SystemTime::now() - age).unwrap();
+        };
+        let hour = Duration::from_secs(3600);
+        write(&format!(".{k}.1.0.c"), hour);
+        write(&format!(".{k}.1.1.so"), hour);
+        write(&format!(".{k}.2.0.c"), Duration::ZERO); // a compilation under way
+        write(".otherkey.1.0.c", hour); // another entry's
+        remove_abandoned(&dir, &k, Duration::from_secs(600));
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [format!(".{k}.2.0.c"), ".otherkey.1.0.c".to_string()]
+        );
+        // Compiling the entry removes the old leftovers, and writes none of its own.
+        write(&format!(".{k}.3.0.so"), 2 * super::ABANDONED_AFTER);
+        let lib = load_in(Some(dir.clone()), SOURCE, PLAIN, Duration::from_secs(60)).unwrap();
+        assert_eq!(probe(&lib), 42);
+        assert!(!dir.join(format!(".{k}.3.0.so")).exists());
+        assert!(dir.join(format!("{k}.so")).exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
