@@ -254,6 +254,10 @@ fn load_entry(
             let r = compile_into(c, &dir, &key, source, true, build);
             drop(claimed);
             if let Ok(lib) = r {
+                static PRUNED: std::sync::Once = std::sync::Once::new();
+                if let Some(limit) = cache_limit() {
+                    PRUNED.call_once(|| prune(&dir, limit, &key));
+                }
                 return Ok(Some(lib));
             }
         }
@@ -278,7 +282,10 @@ fn cached(dir: &Path, key: &str, source: &str) -> Option<libloading::Library> {
     // processor (both in the key); loading runs no code of ours but the compiler's static
     // initialisers, of which the module has none.
     match unsafe { libloading::Library::new(&so) } {
-        Ok(lib) => Some(lib),
+        Ok(lib) => {
+            mark_used(&src);
+            Some(lib)
+        }
         Err(_) => {
             let _ = std::fs::remove_file(&src);
             None
@@ -352,6 +359,104 @@ fn remove_abandoned(dir: &Path, key: &str, age: Duration) {
         {
             let _ = std::fs::remove_file(entry.path());
         }
+    }
+}
+
+/// The cache's size limit when `GRIDBUF_TIER2_CACHE_MB` is unset: entries of a gridbuf version
+/// or of stencils no longer used would otherwise pile up (a day of benchmarks here: 12 000
+/// files, 154 MB).
+const DEFAULT_CACHE_MB: u64 = 1024;
+
+/// The most bytes the cache may hold: `GRIDBUF_TIER2_CACHE_MB` mebibytes, else
+/// [`DEFAULT_CACHE_MB`] (also where it holds a value it does not take, reported once); None
+/// (no limit) where it is 0.
+fn cache_limit() -> Option<u64> {
+    let mb = crate::runtime::env::read(
+        "GRIDBUF_TIER2_CACHE_MB",
+        "a whole number of mebibytes, 0 for no limit",
+        |v| v.parse::<u64>().ok(),
+    )
+    .unwrap_or(DEFAULT_CACHE_MB);
+    (mb > 0).then(|| mb.saturating_mul(1 << 20))
+}
+
+/// How stale an entry's mark of use may get before a load renews it: a model that defines its
+/// stencils again writes to the cache at most once an hour per entry.
+const MARK_EVERY: Duration = Duration::from_secs(3600);
+
+/// Marks the entry whose source is `src` as used now (the file's modification time), so that
+/// [`prune`] removes the entries used longest ago first.
+fn mark_used(src: &Path) {
+    let stale = std::fs::metadata(src)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age >= MARK_EVERY);
+    if stale {
+        if let Ok(f) = std::fs::File::options().append(true).open(src) {
+            let _ = f.set_modified(std::time::SystemTime::now());
+        }
+    }
+}
+
+/// Where the entries of `dir` take more than `limit` bytes, removes whole entries (the `.c`
+/// first, which makes the entry unused, then the `.so` and any other file of its key), those
+/// used longest ago first, until they take at most three quarters of `limit`; never `keep`.
+/// A process that has loaded a removed `.so` keeps it: the file is unlinked, not changed.
+fn prune(dir: &Path, limit: u64, keep: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    // Per key: its files, their bytes, and when it was last used (its `.c`'s time).
+    struct Entry {
+        files: Vec<PathBuf>,
+        bytes: u64,
+        used: std::time::SystemTime,
+    }
+    let mut keys: std::collections::HashMap<String, Entry> = std::collections::HashMap::new();
+    let mut total = 0u64;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some((key, ext)) = name.split_once('.') else {
+            continue;
+        };
+        if key.is_empty() || ext == "lock" {
+            continue;
+        }
+        let Ok(meta) = entry.metadata() else { continue };
+        total = total.saturating_add(meta.len());
+        let e = keys.entry(key.to_string()).or_insert(Entry {
+            files: Vec::new(),
+            bytes: 0,
+            used: std::time::UNIX_EPOCH,
+        });
+        e.files.push(entry.path());
+        e.bytes = e.bytes.saturating_add(meta.len());
+        if ext == "c" {
+            e.used = meta.modified().unwrap_or(std::time::UNIX_EPOCH);
+        }
+    }
+    if total <= limit {
+        return;
+    }
+    let mut order: Vec<Entry> = keys
+        .into_iter()
+        .filter(|(k, _)| k != keep)
+        .map(|(_, e)| e)
+        .collect();
+    order.sort_by_key(|e| e.used);
+    let target = limit / 4 * 3;
+    for mut e in order {
+        if total <= target {
+            break;
+        }
+        e.files
+            .sort_by_key(|p| p.extension().is_none_or(|x| x != "c"));
+        for f in &e.files {
+            let _ = std::fs::remove_file(f);
+        }
+        total = total.saturating_sub(e.bytes);
     }
 }
 
@@ -466,7 +571,10 @@ fn run(c: &Compiler, src: &Path, so: &Path, err: &Path, build: Build) -> Result<
 
 #[cfg(test)]
 mod tests {
-    use super::{claim, compiler, is_gcc, key, load_in, remove_abandoned, try_load_in, Build};
+    use super::{
+        claim, compiler, is_gcc, key, load_in, mark_used, prune, remove_abandoned, try_load_in,
+        Build,
+    };
     use std::time::{Duration, Instant};
 
     /// A module without vector math or loops.
@@ -625,6 +733,59 @@ mod tests {
         assert_eq!(probe(&lib), 42);
         assert!(!dir.join(format!(".{k}.3.0.so")).exists());
         assert!(dir.join(format!("{k}.so")).exists());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cache_over_its_limit_loses_the_entries_used_longest_ago() {
+        let dir = std::env::temp_dir().join(format!("gridbuf-prune-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let hour = Duration::from_secs(3600);
+        // Four entries of 1000 + 100 bytes, used 4, 3, 2 and 1 hours ago; a lock; another
+        // process's private file.
+        for (i, key) in ["a", "b", "c", "d"].iter().enumerate() {
+            let age = hour * (4 - i as u32);
+            for (ext, len) in [("so", 1000), ("c", 100)] {
+                let f = std::fs::File::create(dir.join(format!("{key}.{ext}"))).unwrap();
+                f.set_len(len).unwrap();
+                f.set_modified(std::time::SystemTime::now() - age).unwrap();
+            }
+        }
+        std::fs::File::create(dir.join("a.lock")).unwrap();
+        std::fs::File::create(dir.join(".b.7.0.c")).unwrap();
+        // Within the limit: nothing goes.
+        prune(&dir, 4400, "d");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 10);
+        // Over it: down to three quarters (3000 bytes), the oldest first (b, then c), never
+        // `keep` (a, the oldest).
+        prune(&dir, 4000, "a");
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".b.7.0.c", "a.c", "a.lock", "a.so", "d.c", "d.so"]);
+        // A load marks an entry used where its mark is older than an hour, not otherwise.
+        let age = |p: &std::path::Path| {
+            std::fs::metadata(p)
+                .unwrap()
+                .modified()
+                .unwrap()
+                .elapsed()
+                .unwrap()
+        };
+        mark_used(&dir.join("a.c"));
+        assert!(age(&dir.join("a.c")) < Duration::from_secs(60));
+        let recent = dir.join("d.c");
+        std::fs::File::options()
+            .append(true)
+            .open(&recent)
+            .unwrap()
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(600))
+            .unwrap();
+        mark_used(&recent);
+        assert!(age(&recent) >= Duration::from_secs(590));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
