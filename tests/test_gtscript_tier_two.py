@@ -672,6 +672,31 @@ def test_corrupt_and_stale_cache_entries_are_compiled_again(tmp_path):
 
 
 @NEEDS_CC
+def test_a_full_cache_loses_its_entries_used_longest_ago(tmp_path):
+    """A compilation into a cache over ``GRIDBUF_TIER2_CACHE_MB`` removes the entries used
+    longest ago (down to three quarters of the limit) and keeps the ones used since."""
+    cache = tmp_path / "c"
+    cache.mkdir()
+    old = time.time() - 30 * 86400
+    for key, when in (("0" * 32, old), ("1" * 32, old + 3600), ("2" * 32, time.time())):
+        for ext, size in (("so", 400 << 10), ("c", 1 << 10)):
+            path = cache / f"{key}.{ext}"
+            path.write_bytes(b"\0" * size)
+            os.utime(path, (when, when))
+    state, right, err = run_child({"GRIDBUF_TIER2_CACHE": str(cache), "GRIDBUF_TIER2_CACHE_MB": "1"})
+    assert state == "ready: 1" and right, err
+    names = sorted(p.name for p in cache.iterdir())
+    # 3 x 401 KiB + the new entry: over 1 MiB; down to 768 KiB: the two oldest go.
+    assert not any(n.startswith(("0" * 32, "1" * 32)) for n in names), names
+    assert f"{'2' * 32}.so" in names and f"{'2' * 32}.c" in names, names
+    assert len([n for n in names if n.endswith(".so")]) == 2, names
+    # A value it does not take is reported, and the default (no pruning at this size) used.
+    state, right, err = run_child({"GRIDBUF_TIER2_CACHE": str(tmp_path / "d"), "GRIDBUF_TIER2_CACHE_MB": "lots"})
+    assert state == "ready: 1" and right
+    assert 'GRIDBUF_TIER2_CACHE_MB="lots"' in err, err
+
+
+@NEEDS_CC
 def test_unwritable_cache_compiles_privately(tmp_path):
     # A cache directory that cannot be made: its parent is a file.
     blocker = tmp_path / "file"
