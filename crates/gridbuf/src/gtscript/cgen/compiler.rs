@@ -399,8 +399,13 @@ fn mark_used(src: &Path) {
     }
 }
 
+/// Whether `name` is a cache key as [`key`] writes it: 32 hexadecimal digits.
+fn is_key(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// Where the entries of `dir` take more than `limit` bytes, removes whole entries (the `.c`
-/// first, which makes the entry unused, then the `.so` and any other file of its key), those
+/// first, which makes the entry unused, then the `.so`; no other file), those
 /// used longest ago first, until they take at most three quarters of `limit`; never `keep`.
 /// A process that has loaded a removed `.so` keeps it: the file is unlinked, not changed.
 fn prune(dir: &Path, limit: u64, keep: &str) {
@@ -418,10 +423,12 @@ fn prune(dir: &Path, limit: u64, keep: &str) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
+        // Only the cache's own entries: a directory named by `GRIDBUF_TIER2_CACHE` may hold
+        // other files.
         let Some((key, ext)) = name.split_once('.') else {
             continue;
         };
-        if key.is_empty() || ext == "lock" {
+        if !is_key(key) || !matches!(ext, "c" | "so") {
             continue;
         }
         let Ok(meta) = entry.metadata() else { continue };
@@ -744,7 +751,8 @@ mod tests {
         let hour = Duration::from_secs(3600);
         // Four entries of 1000 + 100 bytes, used 4, 3, 2 and 1 hours ago; a lock; another
         // process's private file.
-        for (i, key) in ["a", "b", "c", "d"].iter().enumerate() {
+        let keys = ["a", "b", "c", "d"].map(|k| k.repeat(32));
+        for (i, key) in keys.iter().enumerate() {
             let age = hour * (4 - i as u32);
             for (ext, len) in [("so", 1000), ("c", 100)] {
                 let f = std::fs::File::create(dir.join(format!("{key}.{ext}"))).unwrap();
@@ -752,20 +760,35 @@ mod tests {
                 f.set_modified(std::time::SystemTime::now() - age).unwrap();
             }
         }
-        std::fs::File::create(dir.join("a.lock")).unwrap();
-        std::fs::File::create(dir.join(".b.7.0.c")).unwrap();
+        // A lock, another process's private file, and a file that is no entry of the cache,
+        // larger than the limit: none of them is touched.
+        std::fs::File::create(dir.join(format!("{}.lock", keys[0]))).unwrap();
+        std::fs::File::create(dir.join(format!(".{}.7.0.c", keys[1]))).unwrap();
+        let other = std::fs::File::create(dir.join("notes.so")).unwrap();
+        other.set_len(10_000).unwrap();
         // Within the limit: nothing goes.
-        prune(&dir, 4400, "d");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 10);
+        prune(&dir, 4400, &keys[3]);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 11);
         // Over it: down to three quarters (3000 bytes), the oldest first (b, then c), never
         // `keep` (a, the oldest).
-        prune(&dir, 4000, "a");
+        prune(&dir, 4000, &keys[0]);
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, [".b.7.0.c", "a.c", "a.lock", "a.so", "d.c", "d.so"]);
+        let (a, b, d) = (&keys[0], &keys[1], &keys[3]);
+        let mut want = [
+            format!(".{b}.7.0.c"),
+            format!("{a}.c"),
+            format!("{a}.lock"),
+            format!("{a}.so"),
+            format!("{d}.c"),
+            format!("{d}.so"),
+            "notes.so".to_string(),
+        ];
+        want.sort();
+        assert_eq!(names, want);
         // A load marks an entry used where its mark is older than an hour, not otherwise.
         let age = |p: &std::path::Path| {
             std::fs::metadata(p)
@@ -775,9 +798,9 @@ mod tests {
                 .elapsed()
                 .unwrap()
         };
-        mark_used(&dir.join("a.c"));
-        assert!(age(&dir.join("a.c")) < Duration::from_secs(60));
-        let recent = dir.join("d.c");
+        mark_used(&dir.join(format!("{a}.c")));
+        assert!(age(&dir.join(format!("{a}.c"))) < Duration::from_secs(60));
+        let recent = dir.join(format!("{d}.c"));
         std::fs::File::options()
             .append(true)
             .open(&recent)
